@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import { ConflictError, InputError } from '../../core/errors';
+import type { Principal } from '../../services/access';
+import type { HandlerResult } from '../route-spec';
+
+export const IDEMPOTENCY_TTL_HOURS = 24;
+const KEY_PATTERN = /^[\x21-\x7e]{8,200}$/;
+
+export function checkIdempotencyKey(value: string): string {
+  if (!KEY_PATTERN.test(value)) {
+    throw new InputError('invalid_idempotency_key', 'The Idempotency-Key header must be 8 to 200 visible ASCII characters.', [{ path: 'header:Idempotency-Key', message: 'must be 8 to 200 visible ASCII characters' }]);
+  }
+  return value;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+export function requestFingerprint(route: string, params: unknown, body: unknown): string {
+  return createHash('sha256').update(canonicalJson({ route, params, body })).digest('hex');
+}
+
+/**
+ * Runs `execute` at most once per (workspace, key, Idempotency-Key), inside the request's
+ * transaction. The record is inserted first: a concurrent duplicate's INSERT waits on the unique
+ * key until this transaction ends, then replays the stored answer. If the request fails, the
+ * transaction rolls back and takes the record with it, so failures are never stored.
+ */
+export async function runIdempotently(
+  trx: Knex.Transaction,
+  principal: Principal,
+  idempotencyKey: string,
+  route: string,
+  fingerprint: string,
+  execute: () => Promise<HandlerResult>,
+): Promise<HandlerResult & { replayed?: boolean }> {
+  const identity = { workspaceId: principal.workspaceId, apiKeyId: principal.apiKeyId, idempotencyKey };
+  // Bound the wait behind a slow duplicate; 55P03 maps to 409 concurrent_change.
+  await trx.raw("SET LOCAL lock_timeout = '30s'");
+  await trx('idempotency_records').where(identity).where('expiresAt', '<', trx.fn.now()).delete();
+  const inserted = await trx('idempotency_records')
+    .insert({ ...identity, route, requestHash: fingerprint, expiresAt: trx.raw(`now() + interval '${IDEMPOTENCY_TTL_HOURS} hours'`) })
+    .onConflict(['workspaceId', 'apiKeyId', 'idempotencyKey'])
+    .ignore()
+    .returning('route');
+
+  if (inserted.length === 0) {
+    const stored = await trx('idempotency_records').where(identity).first();
+    if (!stored || stored.route !== route || stored.requestHash !== fingerprint) {
+      throw new InputError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request. Use a new key for a new operation.');
+    }
+    if (stored.responseStatus === null) {
+      throw new ConflictError('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed. Retry shortly.');
+    }
+    return { status: stored.responseStatus, body: stored.responseBody ?? undefined, replayed: true };
+  }
+
+  const result = await execute();
+  await trx('idempotency_records').where(identity).update({
+    responseStatus: result.status ?? 200,
+    responseBody: result.body === undefined ? null : JSON.stringify(result.body),
+  });
+  return result;
+}

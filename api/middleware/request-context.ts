@@ -1,0 +1,52 @@
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import { BadRequestError } from '../../core/errors';
+import { logger } from '../../core/logger';
+import { looksLikeApiKey } from '../../services/api-keys';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'api-key', 'token', 'access_token', 'authorization', 'bearer']);
+
+/**
+ * Request id (X-Request-Id, echoed or generated) and one structured log line per request.
+ * Logs carry the path without its query string, so nothing sent in a URL reaches them.
+ */
+export function requestContext(): Koa.Middleware {
+  return async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const principal = ctx.state.principal as { workspaceId?: string; apiKeyId?: string } | undefined;
+      const entry = {
+        requestId,
+        method: ctx.method,
+        path: ctx.path,
+        status: ctx.status,
+        durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        workspaceId: principal?.workspaceId,
+        apiKeyId: principal?.apiKeyId,
+        errorCode: ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined,
+      };
+      if (ctx.status >= 500) logger.error(entry, 'request');
+      else logger.info(entry, 'request');
+    }
+  };
+}
+
+/** A key in the URL leaks into proxies, browser history and logs: refuse it before anything else reads it. */
+export function refuseCredentialsInUrl(): Koa.Middleware {
+  return async (ctx, next) => {
+    const params = new URLSearchParams(ctx.querystring);
+    for (const [name, value] of params) {
+      if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) {
+        throw new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
+      }
+    }
+    await next();
+  };
+}

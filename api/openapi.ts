@@ -1,0 +1,119 @@
+import type { JsonSchema } from '../core/schema-validator';
+import { PROBLEM_CONTENT_TYPE, problemSchema } from './problem';
+import type { RouteSpec } from './route-spec';
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Malformed request (unparseable JSON, credential in the URL).',
+  401: 'Missing, invalid, expired or revoked API key.',
+  403: 'Insufficient scope, project outside the key’s allowlist, no workspace-resource access, or no accountable actor.',
+  404: 'Not found, or it belongs to another workspace.',
+  409: 'Conflicts with the current state (duplicate, references, concurrent change).',
+  415: 'The body is not application/json.',
+  422: 'Validation failed; `errors` lists each problem.',
+  429: 'Request window exceeded. Wait for Retry-After seconds.',
+  503: 'A dependency is unavailable.',
+};
+
+const rateLimitHeaders = {
+  'X-RateLimit-Limit': { description: 'Ceiling of the constraining bucket for this window.', schema: { type: 'integer' } },
+  'X-RateLimit-Remaining': { description: 'Requests left in that bucket.', schema: { type: 'integer' } },
+  'X-RateLimit-Reset': { description: 'Seconds until the window resets.', schema: { type: 'integer' } },
+};
+
+const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
+
+function errorStatuses(route: RouteSpec): number[] {
+  const statuses = new Set<number>();
+  const authenticated = !('public' in route.auth);
+  if (authenticated) [401, 403, 429].forEach((s) => statuses.add(s));
+  if (route.body || route.query || route.params) statuses.add(422);
+  if (route.body) [400, 415].forEach((s) => statuses.add(s));
+  if (route.params) statuses.add(404);
+  if (route.idempotent || route.method !== 'get') statuses.add(409);
+  for (const extra of route.errors ?? []) statuses.add(extra.status);
+  return [...statuses].sort();
+}
+
+function parameters(route: RouteSpec): unknown[] {
+  const out: unknown[] = [];
+  const pathProps = (route.params?.properties ?? {}) as Record<string, JsonSchema>;
+  for (const name of (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((p) => p.slice(1))) {
+    out.push({ name, in: 'path', required: true, schema: pathProps[name] ?? { type: 'string' } });
+  }
+  const queryProps = (route.query?.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((route.query?.required as string[] | undefined) ?? []);
+  for (const [name, schema] of Object.entries(queryProps)) {
+    out.push({ name, in: 'query', required: required.has(name), schema, description: schema.description });
+  }
+  if (route.idempotent) {
+    out.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'Retry-safe request identity (8 to 200 characters): the same key and payload replay the first answer for 24 hours; the same key with another payload is a 422.',
+      schema: { type: 'string', minLength: 8, maxLength: 200 },
+    });
+  }
+  return out;
+}
+
+/** OpenAPI 3.1, generated from the same route declarations and JSON Schemas that validate requests. */
+export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string }): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes.filter((r) => !r.internal)) {
+    const auth = route.auth;
+    const scopeText = 'public' in auth
+      ? `Public: ${auth.reason}.`
+      : [
+          `Scope: ${auth.scopes.join(' or ')}.`,
+          auth.unrestrictedKey ? 'Needs a key without a project restriction.' : '',
+          auth.workspaceResources ? 'Project-restricted keys need workspaceResources.' : '',
+          auth.accountableActor ? 'The key’s creating member must still be in the workspace.' : '',
+          auth.projectParam ? 'The project must be in the key’s allowlist.' : '',
+        ].filter(Boolean).join(' ');
+    const responses: Record<string, unknown> = {};
+    for (const [status, spec] of Object.entries(route.responses)) {
+      responses[status] = {
+        description: spec.description,
+        ...(spec.schema ? { content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } } : {}),
+        ...('public' in auth ? {} : { headers: rateLimitHeaders }),
+      };
+    }
+    for (const status of errorStatuses(route)) {
+      if (responses[status]) continue;
+      const extra = route.errors?.find((e) => e.status === status)?.description;
+      responses[status] = {
+        description: extra ?? errorDescriptions[status] ?? 'Error',
+        content: { [PROBLEM_CONTENT_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
+        ...(status === 429 ? { headers: { 'Retry-After': { schema: { type: 'integer' } }, ...rateLimitHeaders } } : {}),
+      };
+    }
+    paths[toOpenApiPath(route.path)] ??= {};
+    paths[toOpenApiPath(route.path)][route.method] = {
+      operationId: route.operationId,
+      summary: route.summary,
+      description: [route.description, scopeText].filter(Boolean).join('\n\n'),
+      tags: [route.tag],
+      ...('public' in auth ? { security: [] } : { 'x-weft-scopes': auth.scopes }),
+      parameters: parameters(route),
+      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'Weft API',
+      version: info.version,
+      description: 'Workspace data integration: data endpoints, pipelines, ontology and published queries. Every error is application/problem+json; every response carries X-Request-Id.',
+    },
+    servers: [{ url: '/' }],
+    security: [{ bearerAuth: [] }],
+    paths,
+    components: {
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: Authorization: Bearer weft_sk_…' } },
+      schemas: { Problem: problemSchema },
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import type Koa from 'koa';
+import type { Client } from '@temporalio/client';
+import type { JsonSchema } from '../core/schema-validator';
+import type { Db, Executor } from '../db/connection';
+import type { AccessRequirement, Principal } from '../services/access';
+import type { Project } from '../db/models';
+import type { KeyUsageRecorder } from '../services/key-usage';
+import type { RequestLimiter } from '../services/api-limits';
+
+/** What every route handler can reach. Built once per process. */
+export interface AppDependencies {
+  db: Db;
+  temporal: Client;
+  encryptionKey: Buffer;
+  keyUsage: KeyUsageRecorder;
+  limiter: RequestLimiter;
+}
+
+/**
+ * How a route is authenticated and authorized. Every route must declare one: `auth` is a
+ * required field, so a route without a declaration does not compile.
+ */
+export type RouteAuth =
+  | { public: true; reason: string }
+  | (AccessRequirement & {
+      /** Name of the path parameter holding a project id: enables the project allowlist layer. */
+      projectParam?: string;
+    });
+
+export interface HandlerContext<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  /** The authenticated caller. Throws on public routes, which have none. */
+  principal: Principal;
+  /** The project named by `auth.projectParam`, already checked against the allowlist. */
+  project: Project;
+  /** A transaction for mutating routes (the whole request commits or nothing does); the pool for reads. */
+  db: Executor;
+  deps: AppDependencies;
+  requestId: string;
+  koa: Koa.Context;
+}
+
+export interface HandlerResult {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Content type for non-JSON answers (docs page, SPARQL results). */
+  contentType?: string;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: JsonSchema;
+  contentType?: string;
+}
+
+export interface RouteSpec<P = any, Q = any, B = any> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** Koa-style path: /api/v1/projects/:project_id */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: RouteAuth;
+  params?: JsonSchema;
+  query?: JsonSchema;
+  body?: JsonSchema;
+  /** Accepts an Idempotency-Key header: same key and payload replays the first answer. */
+  idempotent?: boolean;
+  responses: Record<number, ResponseSpec>;
+  /** Extra error statuses this route can answer beyond those derived from its declaration. */
+  errors?: Array<{ status: number; description: string }>;
+  /** Left out of the OpenAPI document (health probes, the document itself). */
+  internal?: boolean;
+  handler(ctx: HandlerContext<P, Q, B>): Promise<HandlerResult>;
+}
+
+/** Identity helper that keeps a route's parameter types inferred in its file. */
+export const defineRoute = <P = Record<string, string>, Q = Record<string, never>, B = undefined>(spec: RouteSpec<P, Q, B>): RouteSpec<P, Q, B> => spec;

@@ -1,0 +1,122 @@
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { AuthenticationError, BadRequestError } from '../core/errors';
+import { validateWithSchema } from '../core/schema-validator';
+import { authorize, Principal } from '../services/access';
+import { authenticateApiKey } from '../services/api-keys';
+import { requireProject } from '../services/projects';
+import type { AppDependencies, HandlerContext, HandlerResult, RouteSpec } from './route-spec';
+import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './middleware/idempotency';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Principal> {
+  const header = ctx.get('Authorization');
+  if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
+  const match = BEARER.exec(header);
+  if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
+  const principal = await authenticateApiKey(deps.db, match[1]);
+  ctx.state.principal = principal;
+  deps.keyUsage.record(principal.apiKeyId);
+  return principal;
+}
+
+async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, principal: Principal): Promise<void> {
+  try {
+    const headers = await deps.limiter.consume(principal.workspaceId, principal.apiKeyId);
+    setLimitHeaders(ctx, headers.limit, headers.remaining, headers.resetSeconds);
+  } catch (error) {
+    const limit = (error as { limit?: { limit: number; remaining: number; resetSeconds: number } }).limit;
+    if (limit) setLimitHeaders(ctx, limit.limit, limit.remaining, limit.resetSeconds);
+    throw error;
+  }
+}
+
+function setLimitHeaders(ctx: Koa.Context, limit: number, remaining: number, resetSeconds: number): void {
+  ctx.set('X-RateLimit-Limit', String(limit));
+  ctx.set('X-RateLimit-Remaining', String(Math.max(0, remaining)));
+  ctx.set('X-RateLimit-Reset', String(resetSeconds));
+}
+
+function readBody(ctx: Koa.Context, route: RouteSpec): unknown {
+  if (!route.body) return undefined;
+  const raw = (ctx.request as unknown as { body?: unknown }).body;
+  const hasBody = ctx.request.length ? ctx.request.length > 0 : Boolean(ctx.get('Transfer-Encoding'));
+  if (hasBody && !ctx.is('application/json')) {
+    throw new BadRequestError('unsupported_media_type', 'Send the request body as JSON with Content-Type: application/json.');
+  }
+  return raw === undefined ? {} : raw;
+}
+
+/** Query values arrive as strings or repeated arrays; schemas coerce them. */
+function readQuery(ctx: Koa.Context): Record<string, unknown> {
+  return { ...ctx.query };
+}
+
+/**
+ * Mounts one declared route: authenticate → request limits → scope and workspace layers →
+ * validate params → project allowlist → validate query and body → run (in a transaction for
+ * mutations, idempotently when an Idempotency-Key is sent) → shape the response.
+ */
+function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
+  const isMutation = route.method !== 'get';
+  router[route.method](route.path, async (ctx) => {
+    let principal: Principal | undefined;
+    if (!('public' in route.auth)) {
+      principal = await authenticate(ctx, deps);
+      await applyRequestLimits(ctx, deps, principal);
+      authorize(principal, route.auth);
+    }
+    const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : ctx.params;
+    const project = principal && !('public' in route.auth) && route.auth.projectParam
+      ? await requireProject(deps.db, principal, String(ctx.params[route.auth.projectParam]))
+      : undefined;
+    const query = route.query ? validateWithSchema<Record<string, unknown>>(route.query, readQuery(ctx), 'query string', { query: true }) : {};
+    const body = route.body ? validateWithSchema<unknown>(route.body, readBody(ctx, route), 'request body') : undefined;
+    const idempotencyHeader = route.idempotent ? ctx.get('Idempotency-Key') : '';
+    const idempotencyKey = idempotencyHeader ? checkIdempotencyKey(idempotencyHeader) : undefined;
+
+    const context = (db: HandlerContext<unknown, unknown, unknown>['db']): HandlerContext<unknown, unknown, unknown> => ({
+      params,
+      query,
+      body,
+      get principal(): Principal {
+        if (!principal) throw new Error(`${route.operationId} is public and has no principal`);
+        return principal;
+      },
+      get project() {
+        if (!project) throw new Error(`${route.operationId} declares no projectParam`);
+        return project;
+      },
+      db,
+      deps,
+      requestId: String(ctx.state.requestId),
+      koa: ctx,
+    });
+
+    let result: HandlerResult & { replayed?: boolean };
+    if (!isMutation) {
+      result = await route.handler(context(deps.db));
+    } else {
+      result = await deps.db.transaction(async (trx) => {
+        if (idempotencyKey && principal) {
+          const fingerprint = requestFingerprint(`${route.method} ${route.path}`, params, body);
+          return runIdempotently(trx, principal, idempotencyKey, route.operationId, fingerprint, () => route.handler(context(trx)));
+        }
+        return route.handler(context(trx));
+      });
+    }
+    if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
+    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    ctx.status = result.status ?? 200;
+    if (result.contentType) ctx.type = result.contentType;
+    if (result.body !== undefined) ctx.body = result.body;
+    else if (ctx.status !== 204) ctx.body = '';
+  });
+}
+
+export function buildRouter(routes: RouteSpec[], deps: AppDependencies): Router {
+  const router = new Router();
+  for (const route of routes) mount(router, route, deps);
+  return router;
+}

@@ -1,0 +1,15 @@
+import type { RouteSpec } from '../route-spec';
+import { apiKeyRoutes } from './api-keys';
+import { apiLimitRoutes } from './api-limits';
+import { healthRoutes } from './health';
+import { organizationRoutes } from './organization';
+import { projectRoutes } from './projects';
+
+/** Every API route. The OpenAPI document and the docs page are built from this list. */
+export const apiRoutes: RouteSpec[] = [
+  ...healthRoutes,
+  ...organizationRoutes,
+  ...apiKeyRoutes,
+  ...projectRoutes,
+  ...apiLimitRoutes,
+] as RouteSpec[];

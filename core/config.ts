@@ -1,0 +1,63 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { dataDir } from './paths';
+import { temporalAddress, temporalSettings } from './temporal-config';
+
+/** Runtime configuration, read from the environment with defaults that suit a laptop. */
+export interface WeftConfig {
+  host: string;
+  port: number;
+  databaseUrl: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  taskQueue: string;
+  /** 32-byte key for credentials stored at rest. */
+  encryptionKey: Buffer;
+}
+
+function requireEnvUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    throw new Error('DATABASE_URL is not set. Start Weft with `npm start` (which runs a local PostgreSQL) or set DATABASE_URL.');
+  }
+  return url;
+}
+
+/**
+ * WEFT_ENCRYPTION_KEY (base64, 32 bytes) when set; otherwise a key generated once into the data
+ * folder, so a laptop install works without setup and keeps decrypting what it stored.
+ */
+export function loadEncryptionKey(): Buffer {
+  const fromEnv = process.env.WEFT_ENCRYPTION_KEY;
+  if (fromEnv) {
+    const key = Buffer.from(fromEnv, 'base64');
+    if (key.length !== 32) throw new Error('WEFT_ENCRYPTION_KEY must be 32 bytes, base64-encoded.');
+    return key;
+  }
+  const file = path.join(dataDir(), 'encryption.key');
+  if (!existsSync(file)) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, randomBytes(32).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  }
+  return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+}
+
+let cached: WeftConfig | undefined;
+
+export function config(): WeftConfig {
+  if (!cached) {
+    const port = Number(process.env.PORT ?? 8080);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${process.env.PORT}".`);
+    cached = {
+      host: process.env.HOST ?? '127.0.0.1',
+      port,
+      databaseUrl: requireEnvUrl(),
+      temporalAddress: temporalAddress(),
+      temporalNamespace: temporalSettings().namespace,
+      taskQueue: temporalSettings().taskQueues.main,
+      encryptionKey: loadEncryptionKey(),
+    };
+  }
+  return cached;
+}

@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { projectRoot } from './paths';
+
+/** The contents of temporal.yaml: the only place namespace, task queues and dev-server settings are written. */
+export interface TemporalSettings {
+  namespace: string;
+  taskQueues: { main: string };
+  searchAttributes: Record<string, 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList'>;
+  devServer: { cliVersion: string; ip: string; port: number; uiPort: number; dbFile: string };
+}
+
+let cached: TemporalSettings | undefined;
+
+export function temporalSettings(): TemporalSettings {
+  if (!cached) {
+    const file = readFileSync(path.join(projectRoot, 'temporal.yaml'), 'utf8');
+    const parsed = parse(file) as TemporalSettings;
+    cached = {
+      ...parsed,
+      // TEMPORAL_NAMESPACE lets one cluster host several Weft deployments.
+      namespace: process.env.TEMPORAL_NAMESPACE ?? parsed.namespace,
+    };
+  }
+  return cached;
+}
+
+/** Where the worker and client connect: TEMPORAL_ADDRESS, else the local dev server. */
+export function temporalAddress(): string {
+  const { devServer } = temporalSettings();
+  return process.env.TEMPORAL_ADDRESS ?? `${devServer.ip}:${devServer.port}`;
+}

@@ -1,0 +1,57 @@
+import { Client, Connection } from '@temporalio/client';
+import { SearchAttributeType } from '@temporalio/common';
+import { temporalSettings } from './temporal-config';
+import { logger } from './logger';
+
+export async function connectTemporal(address: string): Promise<Connection> {
+  return Connection.connect({ address, connectTimeout: '10s' });
+}
+
+export function createTemporalClient(connection: Connection, namespace = temporalSettings().namespace): Client {
+  return new Client({ connection, namespace });
+}
+
+const indexedValueTypes = {
+  Keyword: 'INDEXED_VALUE_TYPE_KEYWORD',
+  Text: 'INDEXED_VALUE_TYPE_TEXT',
+  Int: 'INDEXED_VALUE_TYPE_INT',
+  Double: 'INDEXED_VALUE_TYPE_DOUBLE',
+  Bool: 'INDEXED_VALUE_TYPE_BOOL',
+  Datetime: 'INDEXED_VALUE_TYPE_DATETIME',
+  KeywordList: 'INDEXED_VALUE_TYPE_KEYWORD_LIST',
+} as const;
+
+/**
+ * Registers the namespace and Weft's search attributes on a cluster that lacks them (an external
+ * TEMPORAL_ADDRESS, or a dev server started by someone else). A managed cluster that forbids this
+ * logs a warning: its operator registers them instead.
+ */
+export async function ensureNamespaceAndSearchAttributes(connection: Connection): Promise<void> {
+  const { namespace, searchAttributes } = temporalSettings();
+  try {
+    await connection.workflowService.describeNamespace({ namespace });
+  } catch {
+    try {
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 7 * 24 * 3600 } as never });
+      logger.info({ namespace }, 'registered Temporal namespace');
+    } catch (error) {
+      logger.warn({ namespace, err: (error as Error).message }, 'could not register the Temporal namespace');
+    }
+  }
+  try {
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const known = new Set(Object.keys(existing.customAttributes ?? {}));
+    const missing = Object.entries(searchAttributes).filter(([name]) => !known.has(name));
+    if (missing.length === 0) return;
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, indexedValueTypes[type] as unknown as number])),
+    });
+    logger.info({ namespace, added: missing.map(([name]) => name) }, 'registered Temporal search attributes');
+  } catch (error) {
+    logger.warn({ namespace, err: (error as Error).message }, 'could not register Temporal search attributes');
+  }
+}
+
+/** Typed search-attribute keys shared by the client code that starts workflows. */
+export { SearchAttributeType };

@@ -1,0 +1,32 @@
+import knexFactory, { Knex } from 'knex';
+import { Model, knexSnakeCaseMappers } from 'objection';
+import path from 'node:path';
+import pg from 'pg';
+
+// bigint counts (COUNT(*), row totals) come back as strings by default; they fit a JS number here.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+export type Db = Knex;
+/** A connection or an open transaction: services accept either so callers decide the unit of work. */
+export type Executor = Knex | Knex.Transaction;
+
+export const migrationsDirectory = path.join(__dirname, 'migrations');
+
+export function createDb(databaseUrl: string, pool: { min?: number; max?: number } = {}): Db {
+  const db = knexFactory({
+    client: 'pg',
+    connection: { connectionString: databaseUrl, application_name: 'weft' },
+    pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
+    // Code says camelCase, tables say snake_case: identifiers are converted both ways, for
+    // query-builder calls and result rows alike (raw SQL text is left as written).
+    ...knexSnakeCaseMappers(),
+    migrations: { directory: migrationsDirectory, loadExtensions: ['.ts'], tableName: 'knex_migrations' },
+  });
+  Model.knex(db);
+  return db;
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const [, applied] = (await db.migrate.latest()) as [number, string[]];
+  return applied;
+}

@@ -1,0 +1,67 @@
+import { BaseModel } from './base-model';
+
+export class Workspace extends BaseModel {
+  static override tableName = 'workspaces';
+  id!: string;
+  name!: string;
+  plan!: string;
+  createdAt!: Date;
+}
+
+export class Member extends BaseModel {
+  static override tableName = 'members';
+  id!: string;
+  workspaceId!: string;
+  name!: string;
+  role!: 'owner' | 'admin' | 'member';
+  createdAt!: Date;
+  removedAt!: Date | null;
+}
+
+export class Project extends BaseModel {
+  static override tableName = 'projects';
+  id!: string;
+  workspaceId!: string;
+  name!: string;
+  description!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class ApiKey extends BaseModel {
+  static override tableName = 'api_keys';
+  id!: string;
+  workspaceId!: string;
+  createdByMemberId!: string;
+  name!: string;
+  prefix!: string;
+  secretHash!: string;
+  scopes!: string[];
+  readPermissions!: string[];
+  projectIds!: string[];
+  workspaceResources!: boolean;
+  expiresAt!: Date | null;
+  revokedAt!: Date | null;
+  lastUsedAt!: Date | null;
+  createdAt!: Date;
+}
+
+export class PluginInstallation extends BaseModel {
+  static override tableName = 'plugin_installations';
+  id!: string;
+  workspaceId!: string;
+  capability!: string;
+  capabilityVersion!: string;
+  settings!: Record<string, unknown>;
+  encryptedCredentials!: string | null;
+  createdAt!: Date;
+}
+
+export class ApiLimitSettings extends BaseModel {
+  static override tableName = 'api_limit_settings';
+  static override idColumn = 'workspaceId';
+  workspaceId!: string;
+  workspaceRequests!: number;
+  apiKeyRequests!: number;
+  updatedAt!: Date;
+}

@@ -1,0 +1,113 @@
+/**
+ * Operator CLI for what the public API deliberately does not do.
+ *   npm run --silent admin -- bootstrap --workspace NAME [--owner NAME] [--json]
+ *   npm run --silent admin -- plugin install --workspace ID --capability NAME [--config JSON] [--json]
+ *   npm run --silent admin -- member add --workspace ID --name NAME [--role owner|admin|member] [--json]
+ *   npm run --silent admin -- member remove --workspace ID --member ID
+ * Every command runs in one transaction: a failure leaves nothing half-created.
+ */
+import { parseArgs } from 'node:util';
+import { DomainError } from '../core/errors';
+import { loadEncryptionKey } from '../core/config';
+import { createDb, Db } from '../db/connection';
+import { addMember, bootstrapWorkspace, removeMember } from '../services/workspaces';
+import { installPlugin } from '../services/plugins';
+import { prepareInfrastructure } from './infra/environment';
+import { migrate } from './runtime';
+
+const USAGE = `Usage:
+  admin bootstrap --workspace NAME [--owner NAME] [--json]
+  admin plugin install --workspace ID --capability NAME [--config JSON] [--json]
+  admin member add --workspace ID --name NAME [--role owner|admin|member] [--json]
+  admin member remove --workspace ID --member ID`;
+
+class UsageError extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function required(values: Record<string, unknown>, name: string, uuid = false): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required.`);
+  if (uuid && !UUID.test(value)) throw new UsageError(`--${name} must be a UUID, got "${value}".`);
+  return value;
+}
+
+async function run(db: Db, argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      workspace: { type: 'string' },
+      owner: { type: 'string' },
+      capability: { type: 'string' },
+      config: { type: 'string' },
+      member: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const command = positionals.join(' ');
+  switch (command) {
+    case 'bootstrap': {
+      const name = required(values, 'workspace');
+      return db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: name, ownerName: values.owner }));
+    }
+    case 'plugin install': {
+      const workspaceId = required(values, 'workspace', true);
+      const capability = required(values, 'capability');
+      let pluginConfig: unknown = {};
+      if (values.config !== undefined) {
+        try {
+          pluginConfig = JSON.parse(values.config);
+        } catch {
+          throw new UsageError('--config must be a JSON object.');
+        }
+      }
+      const installation = await db.transaction((trx) => installPlugin(trx, loadEncryptionKey(), workspaceId, capability, pluginConfig));
+      return { installationId: installation.id };
+    }
+    case 'member add': {
+      const workspaceId = required(values, 'workspace', true);
+      const role = (values.role ?? 'member') as 'owner' | 'admin' | 'member';
+      if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError('--role must be owner, admin or member.');
+      const member = await db.transaction((trx) => addMember(trx, workspaceId, { name: required(values, 'name'), role }));
+      return { memberId: member.id };
+    }
+    case 'member remove': {
+      const workspaceId = required(values, 'workspace', true);
+      const memberId = required(values, 'member', true);
+      await db.transaction((trx) => removeMember(trx, workspaceId, memberId));
+      return { removed: memberId };
+    }
+    default:
+      throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  const json = argv.includes('--json');
+  let infra: Awaited<ReturnType<typeof prepareInfrastructure>> | undefined;
+  let db: Db | undefined;
+  try {
+    infra = await prepareInfrastructure({ database: 'weft', temporal: false });
+    db = createDb(infra.databaseUrl, { max: 2 });
+    await migrate(db);
+    const result = await run(db, argv);
+    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${Object.entries(result as object).map(([k, v]) => `${k}: ${v}`).join('\n')}\n`);
+    return 0;
+  } catch (error) {
+    const message = error instanceof UsageError || error instanceof DomainError ? error.message : `unexpected error: ${(error as Error).message}`;
+    if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || error instanceof UsageError) process.stderr.write(`admin: ${message}\n${USAGE}\n`);
+    else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) process.stderr.write(`admin: ${(error as Error).message}\n${USAGE}\n`);
+    else process.stderr.write(`admin: ${message}\n`);
+    return 2;
+  } finally {
+    await db?.destroy();
+    await infra?.stop();
+  }
+}
+
+void main().then((code) => process.exit(code));

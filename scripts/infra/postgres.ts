@@ -1,0 +1,119 @@
+import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { dataDir } from '../../core/paths';
+import { isRoot, run, runAsPostgres, say } from './process';
+
+export interface LocalPostgres {
+  /** Connection URL for a database on the cluster (the cluster's own superuser, trust auth on loopback only). */
+  urlFor(database: string): string;
+  /** Stops the cluster when this process started it. */
+  stop(): void;
+  startedHere: boolean;
+}
+
+/** The default port avoids a system cluster on 5432. */
+const port = (): number => Number(process.env.WEFT_PG_PORT ?? 54329);
+
+function findPostgresBin(): string {
+  const roots = ['/usr/lib/postgresql'];
+  for (const root of roots) {
+    if (!existsSync(root)) continue;
+    const versions = readdirSync(root).map(Number).filter((v) => v >= 15).sort((a, b) => b - a);
+    for (const version of versions) {
+      const bin = path.join(root, String(version), 'bin');
+      if (existsSync(path.join(bin, 'pg_ctl'))) return bin;
+    }
+  }
+  if (isRoot()) {
+    say('PostgreSQL 15 is not installed; installing the Debian package postgresql-15…');
+    run('apt-get', ['update', '-q'], { stdio: 'inherit' });
+    run('apt-get', ['install', '-y', '-q', 'postgresql-15'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    return '/usr/lib/postgresql/15/bin';
+  }
+  throw new Error('PostgreSQL 15 was not found under /usr/lib/postgresql. Install the postgresql-15 package or set DATABASE_URL.');
+}
+
+/**
+ * Where the cluster lives. Normally <data>/postgres. As root the files must belong to the
+ * postgres user, who may not be able to reach a clone inside a private folder (mktemp -d is
+ * 0700); then the cluster goes under the postgres user's home, keyed by this clone's path.
+ */
+function clusterDirectory(): { dir: string; outsideClone: boolean } {
+  const inClone = path.join(dataDir(), 'postgres');
+  if (!isRoot()) return { dir: inClone, outsideClone: false };
+  mkdirSync(inClone, { recursive: true });
+  chownSync(inClone, uid('postgres'), gid('postgres'));
+  try {
+    run('runuser', ['-u', 'postgres', '--', 'test', '-w', inClone]);
+    return { dir: inClone, outsideClone: false };
+  } catch {
+    const key = createHash('sha256').update(dataDir()).digest('hex').slice(0, 16);
+    const dir = path.join('/var/lib/postgresql/weft-clusters', key);
+    mkdirSync(dir, { recursive: true });
+    chownSync(path.dirname(dir), uid('postgres'), gid('postgres'));
+    chownSync(dir, uid('postgres'), gid('postgres'));
+    writeFileSync(path.join(inClone, 'LOCATION'), `The cluster lives in ${dir} (the postgres user cannot reach this folder).\n`);
+    return { dir, outsideClone: true };
+  }
+}
+
+const uid = (user: string): number => Number(run('id', ['-u', user]).trim());
+const gid = (user: string): number => Number(run('id', ['-g', user]).trim());
+
+function isRunning(bin: string, dir: string): boolean {
+  try {
+    runAsPostgres(path.join(bin, 'pg_ctl'), ['status', '-D', dir]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Initializes (once) and starts the project-local PostgreSQL cluster, or reuses it when running. */
+export async function startLocalPostgres(): Promise<LocalPostgres> {
+  const bin = findPostgresBin();
+  const { dir, outsideClone } = clusterDirectory();
+  const superuser = 'weft';
+
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    say(`initializing a PostgreSQL cluster in ${dir}`);
+    runAsPostgres(path.join(bin, 'initdb'), ['-D', dir, '-U', superuser, '--auth=trust', '--encoding=UTF8', '--no-instructions']);
+  }
+
+  let startedHere = false;
+  if (!isRunning(bin, dir)) {
+    say(`starting PostgreSQL on 127.0.0.1:${port()}`);
+    const options = `-p ${port()} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
+    runAsPostgres(path.join(bin, 'pg_ctl'), ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', options]);
+    startedHere = true;
+  }
+
+  const urlFor = (database: string) => `postgres://${superuser}@127.0.0.1:${port()}/${database}`;
+  return {
+    urlFor,
+    startedHere,
+    stop() {
+      if (!startedHere) return;
+      say('stopping PostgreSQL');
+      runAsPostgres(path.join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w']);
+      // A cluster outside the clone belongs to a throw-away clone (CI); leave nothing behind.
+      if (outsideClone && process.env.CI) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates the database when missing (CREATE DATABASE cannot run inside a transaction or use IF NOT EXISTS). */
+export async function ensureDatabase(adminUrl: string, database: string, options: { recreate?: boolean } = {}): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const quoted = `"${database.replace(/"/g, '""')}"`;
+    if (options.recreate) await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${quoted}`);
+  } finally {
+    await client.end();
+  }
+}

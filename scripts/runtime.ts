@@ -1,0 +1,72 @@
+import type { Server } from 'node:http';
+import { createApp } from '../api/app';
+import { config } from '../core/config';
+import { logger } from '../core/logger';
+import { connectTemporal, createTemporalClient } from '../core/temporal';
+import { createDb, migrateToLatest, Db } from '../db/connection';
+import { RequestLimiter } from '../services/api-limits';
+import { KeyUsageRecorder } from '../services/key-usage';
+import { startWorker } from '../worker';
+import { cleanExpiredIdempotencyRecords } from '../services/housekeeping';
+
+export interface RunningService {
+  /** Graceful: stop accepting, finish in-flight work, release connections. */
+  stop(): Promise<void>;
+}
+
+export async function migrate(db: Db): Promise<void> {
+  const applied = await migrateToLatest(db);
+  if (applied.length) logger.info({ applied }, 'database migrated');
+}
+
+/** The HTTP API: Koa on PORT, with its own pool and Temporal client. */
+export async function startApi(options: { port?: number; host?: string } = {}): Promise<RunningService & { url: string; server: Server }> {
+  const settings = config();
+  const db = createDb(settings.databaseUrl);
+  await migrate(db);
+  const connection = await connectTemporal(settings.temporalAddress);
+  const keyUsage = new KeyUsageRecorder(db);
+  const app = createApp({
+    db,
+    temporal: createTemporalClient(connection, settings.temporalNamespace),
+    encryptionKey: settings.encryptionKey,
+    keyUsage,
+    limiter: new RequestLimiter(db),
+  });
+  const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
+  housekeeping.unref();
+  const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : settings.port;
+  const url = `http://${options.host ?? settings.host}:${port}`;
+  return {
+    url,
+    server,
+    async stop() {
+      clearInterval(housekeeping);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
+        server.closeIdleConnections();
+      });
+      await keyUsage.close();
+      await connection.close();
+      await db.destroy();
+    },
+  };
+}
+
+/** The Temporal worker: runs workflows and activities from the task queue in temporal.yaml. */
+export async function startWorkerProcess(): Promise<RunningService> {
+  const settings = config();
+  const db = createDb(settings.databaseUrl);
+  await migrate(db);
+  const worker = await startWorker({ db, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue });
+  return {
+    async stop() {
+      await worker.shutdown();
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * `npm test`: the same set-up as `npm start` (local PostgreSQL and Temporal dev server unless
+ * DATABASE_URL / TEMPORAL_ADDRESS are set), a fresh `weft_test` database, then mocha.
+ * Extra arguments go to mocha: `npm test -- --grep "API keys"`.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { projectRoot } from '../core/paths';
+import { prepareInfrastructure } from './infra/environment';
+import { say } from './infra/process';
+
+/** Type errors and workflow-determinism lint failures fail the run like a failing test. */
+function staticChecks(): boolean {
+  if (process.env.WEFT_SKIP_STATIC_CHECKS === '1') return true;
+  for (const [name, bin, args] of [
+    ['typecheck', 'typescript/bin/tsc', ['--noEmit', '-p', '.']],
+    ['lint', 'eslint/bin/eslint.js', ['.']],
+  ] as const) {
+    say(`${name}…`);
+    const result = spawnSync(process.execPath, [path.join(projectRoot, 'node_modules', bin), ...args], { cwd: projectRoot, stdio: 'inherit' });
+    if (result.status !== 0) {
+      say(`${name} failed`);
+      return false;
+    }
+  }
+  return true;
+}
+
+async function main(): Promise<number> {
+  if (!staticChecks()) return 1;
+  const infra = await prepareInfrastructure({ database: 'weft_test', recreateDatabase: !process.env.DATABASE_URL, temporal: true });
+  try {
+    const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...process.argv.slice(2)], {
+      cwd: projectRoot,
+      stdio: 'inherit',
+      env: {
+        ...process.env,
+        NODE_ENV: 'test',
+        DATABASE_URL: infra.databaseUrl,
+        TEMPORAL_ADDRESS: infra.temporalAddress,
+        WEFT_TEST_SERVER_MANAGED: '1',
+        WEFT_ENCRYPTION_KEY: process.env.WEFT_ENCRYPTION_KEY ?? randomBytes(32).toString('base64'),
+      },
+    });
+    const forward = (signal: NodeJS.Signals) => mocha.kill(signal);
+    process.once('SIGINT', forward);
+    process.once('SIGTERM', forward);
+    return await new Promise<number>((resolve) => mocha.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  } finally {
+    await infra.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: Error) => {
+    say(`tests could not start: ${error.message}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,189 @@
+import { randomBytes } from 'node:crypto';
+import { raw } from 'objection';
+import { AuthenticationError, InputError, NotFoundError } from '../core/errors';
+import { SCOPES, Scope, isScope } from '../core/scopes';
+import { constantTimeEqualHex, sha256Hex } from '../core/secrets';
+import type { Executor } from '../db/connection';
+import { ApiKey, Member, Project } from '../db/models';
+import type { Principal } from './access';
+import { PageRequest, paginate } from './pagination';
+
+/**
+ * Key format: weft_sk_<12-char public id>_<43-char secret>. The fixed "weft_sk_" prefix lets
+ * secret scanners recognise a leaked key; the public id (stored in clear as `prefix`) finds the
+ * row; the secret carries 256 random bits and is stored only as a SHA-256 digest.
+ */
+const KEY_PATTERN = /^(weft_sk_[A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+function publicId(): string {
+  // 62 is not a power of two: reject bytes past the last full multiple to keep the draw uniform.
+  let id = '';
+  while (id.length < 12) {
+    for (const byte of randomBytes(16)) {
+      if (byte < 248 && id.length < 12) id += ALPHANUMERIC[byte % 62];
+    }
+  }
+  return id;
+}
+
+export function generateKeySecret(): { prefix: string; secret: string; hash: string } {
+  const prefix = `weft_sk_${publicId()}`;
+  const secret = `${prefix}_${randomBytes(32).toString('base64url')}`;
+  return { prefix, secret, hash: sha256Hex(secret) };
+}
+
+export const looksLikeApiKey = (value: string): boolean => /weft_sk_[A-Za-z0-9]{12}/.test(value);
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: string[];
+  readPermissions: string[];
+  projectIds: string[];
+  workspaceResources: boolean;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  createdAt: string;
+  createdByMemberId: string;
+}
+
+export function presentApiKey(key: ApiKey): ApiKeyView {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    readPermissions: key.readPermissions,
+    projectIds: key.projectIds,
+    workspaceResources: key.workspaceResources,
+    expiresAt: key.expiresAt ? key.expiresAt.toISOString() : null,
+    lastUsedAt: key.lastUsedAt ? key.lastUsedAt.toISOString() : null,
+    createdAt: key.createdAt.toISOString(),
+    createdByMemberId: key.createdByMemberId,
+  };
+}
+
+export interface CreateApiKeyInput {
+  name: string;
+  scopes: string[];
+  readPermissions?: string[];
+  projectIds?: string[];
+  workspaceResources?: boolean;
+  expiresAt?: string;
+}
+
+async function assertProjectsInWorkspace(db: Executor, workspaceId: string, projectIds: string[]): Promise<void> {
+  if (projectIds.length === 0) return;
+  const found = await Project.query(db).where({ workspaceId }).whereIn('id', projectIds).select('id');
+  const known = new Set(found.map((p) => p.id));
+  const unknown = projectIds.filter((id) => !known.has(id));
+  if (unknown.length) {
+    throw new InputError('unknown_project', `Every projectIds entry must be a project of this workspace; unknown: ${unknown.join(', ')}.`,
+      unknown.map((id) => ({ path: `/projectIds/${projectIds.indexOf(id)}`, message: 'is not a project of this workspace' })));
+  }
+}
+
+function assertNoManageRestriction(scopes: string[], projectIds: string[]): void {
+  if (scopes.includes('org:manage') && projectIds.length > 0) {
+    throw new InputError('manage_key_restricted', 'A key holding org:manage cannot have a project restriction.', [{ path: '/projectIds', message: 'must be empty for a key with org:manage' }]);
+  }
+}
+
+/** Creates a key for the caller's workspace, made by the caller's accountable member. Returns the raw secret once. */
+export async function createApiKey(db: Executor, creator: { workspaceId: string; memberId: string }, input: CreateApiKeyInput): Promise<{ key: ApiKeyView; secret: string }> {
+  const scopes = [...new Set(input.scopes)];
+  const invalid = scopes.filter((s) => !isScope(s));
+  if (invalid.length) throw new InputError('unknown_scope', `Unknown scopes: ${invalid.join(', ')}. Accepted: ${SCOPES.join(', ')}.`);
+  const projectIds = [...new Set(input.projectIds ?? [])];
+  assertNoManageRestriction(scopes, projectIds);
+  if (input.expiresAt && new Date(input.expiresAt).getTime() <= Date.now()) {
+    throw new InputError('expiry_in_past', 'expiresAt must be in the future.', [{ path: '/expiresAt', message: 'must be in the future' }]);
+  }
+  await assertProjectsInWorkspace(db, creator.workspaceId, projectIds);
+
+  const { prefix, secret, hash } = generateKeySecret();
+  const key = await ApiKey.query(db).insertAndFetch({
+    workspaceId: creator.workspaceId,
+    createdByMemberId: creator.memberId,
+    name: input.name,
+    prefix,
+    secretHash: hash,
+    scopes: scopes as Scope[],
+    readPermissions: [...new Set(input.readPermissions ?? [])],
+    projectIds,
+    workspaceResources: input.workspaceResources ?? false,
+    expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
+  });
+  return { key: presentApiKey(key), secret };
+}
+
+export async function listApiKeys(db: Executor, workspaceId: string, page: PageRequest) {
+  const base = ApiKey.query(db).where({ workspaceId }).whereNull('revokedAt');
+  const [rows, total] = await Promise.all([
+    base.clone().orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
+    base.clone().resultSize(),
+  ]);
+  return { keys: rows.map(presentApiKey), pagination: paginate(page, total) };
+}
+
+async function findActiveKey(db: Executor, workspaceId: string, keyId: string, forUpdate = false): Promise<ApiKey> {
+  const query = ApiKey.query(db).findOne({ id: keyId, workspaceId }).whereNull('revokedAt');
+  const key = await (forUpdate ? query.forUpdate() : query);
+  if (!key) throw new NotFoundError('api_key', 'No API key with this id in this workspace.');
+  return key;
+}
+
+export interface UpdateApiKeyInput {
+  projectIds?: string[];
+  workspaceResources?: boolean;
+  readPermissions?: string[];
+}
+
+export async function updateApiKey(db: Executor, workspaceId: string, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyView> {
+  const key = await findActiveKey(db, workspaceId, keyId, true);
+  const patch: Partial<ApiKey> = {};
+  if (input.projectIds !== undefined) {
+    const projectIds = [...new Set(input.projectIds)];
+    assertNoManageRestriction(key.scopes, projectIds);
+    await assertProjectsInWorkspace(db, workspaceId, projectIds);
+    patch.projectIds = projectIds;
+  }
+  if (input.workspaceResources !== undefined) patch.workspaceResources = input.workspaceResources;
+  if (input.readPermissions !== undefined) patch.readPermissions = [...new Set(input.readPermissions)];
+  const updated = await key.$query(db).patchAndFetch(patch);
+  return presentApiKey(updated);
+}
+
+/** Irreversible. Earlier writes and run history stay; only new authentication fails. */
+export async function revokeApiKey(db: Executor, workspaceId: string, keyId: string): Promise<void> {
+  const key = await findActiveKey(db, workspaceId, keyId, true);
+  await key.$query(db).patch({ revokedAt: raw('now()') as unknown as Date });
+}
+
+const invalidCredential = () => new AuthenticationError('invalid_credential', 'The API key is not valid: it is unknown, malformed, revoked or expired.');
+
+/** Resolves a raw Bearer secret to its principal, or throws an AuthenticationError. */
+export async function authenticateApiKey(db: Executor, rawKey: string): Promise<Principal> {
+  const match = KEY_PATTERN.exec(rawKey);
+  if (!match) throw invalidCredential();
+  const key = await ApiKey.query(db).findOne({ prefix: match[1] });
+  // Compare even when no row matched, so timing does not reveal which prefixes exist.
+  const matches = constantTimeEqualHex(sha256Hex(rawKey), key?.secretHash ?? sha256Hex('absent'));
+  if (!key || !matches || key.revokedAt) throw invalidCredential();
+  if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) {
+    throw new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
+  }
+  const member = await Member.query(db).findOne({ id: key.createdByMemberId, workspaceId: key.workspaceId });
+  return {
+    workspaceId: key.workspaceId,
+    apiKeyId: key.id,
+    memberId: key.createdByMemberId,
+    memberActive: Boolean(member && !member.removedAt),
+    scopes: new Set(key.scopes.filter(isScope)),
+    projectIds: key.projectIds,
+    workspaceResources: key.workspaceResources,
+    readPermissions: key.readPermissions,
+  };
+}

@@ -1,0 +1,45 @@
+import { InputError, NotFoundError } from '../core/errors';
+import { validateWithSchema, JsonSchema } from '../core/schema-validator';
+import { decryptSecret, encryptSecret } from '../core/secrets';
+import type { Executor } from '../db/connection';
+import { PluginInstallation, Workspace } from '../db/models';
+import type { InstallationContext } from '../plugins/capability';
+import { findCapability } from '../plugins/registry';
+
+/** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
+function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
+  const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+  const settings: Record<string, unknown> = {};
+  const credentials: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(config)) {
+    (properties[name]?.['x-weft-secret'] ? credentials : settings)[name] = value;
+  }
+  return { settings, credentials };
+}
+
+/** Operator action (admin CLI): installs a capability in a workspace. The public API installs no plugins. */
+export async function installPlugin(db: Executor, encryptionKey: Buffer, workspaceId: string, capabilityName: string, config: unknown): Promise<PluginInstallation> {
+  const capability = findCapability(capabilityName);
+  const workspace = await Workspace.query(db).findById(workspaceId);
+  if (!workspace) throw new NotFoundError('workspace', `No workspace ${workspaceId}.`);
+  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new InputError('invalid_config', 'The plugin config must be a JSON object.');
+  const valid = validateWithSchema<Record<string, unknown>>(capability.installationSchema, config, `${capability.name} installation config`);
+  const { settings, credentials } = splitSecrets(capability.installationSchema, valid);
+  return PluginInstallation.query(db).insertAndFetch({
+    workspaceId,
+    capability: capability.name,
+    capabilityVersion: capability.version,
+    settings,
+    encryptedCredentials: Object.keys(credentials).length ? encryptSecret(JSON.stringify(credentials), encryptionKey) : null,
+  });
+}
+
+/** An installation with its credentials decrypted, for capability code only; never returned or logged. */
+export function openInstallation(installation: PluginInstallation, encryptionKey: Buffer): InstallationContext {
+  return {
+    id: installation.id,
+    workspaceId: installation.workspaceId,
+    settings: installation.settings,
+    credentials: installation.encryptedCredentials ? JSON.parse(decryptSecret(installation.encryptedCredentials, encryptionKey)) : {},
+  };
+}

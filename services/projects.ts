@@ -1,0 +1,55 @@
+import { raw } from 'objection';
+import { NotFoundError } from '../core/errors';
+import type { Executor } from '../db/connection';
+import { Project } from '../db/models';
+import { Principal, authorizeProject, isUnrestricted } from './access';
+import { PageRequest, paginate } from './pagination';
+
+export interface ProjectView {
+  id: string;
+  name: string;
+  description: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const presentProject = (p: Project): ProjectView => ({
+  id: p.id,
+  name: p.name,
+  description: p.description,
+  createdAt: p.createdAt.toISOString(),
+  updatedAt: p.updatedAt.toISOString(),
+});
+
+/**
+ * Loads a project the principal may use: another workspace's project is a 404 (tenants never
+ * learn of each other's ids), one outside the key's allowlist a 403.
+ */
+export async function requireProject(db: Executor, principal: Principal, projectId: string): Promise<Project> {
+  const project = await Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
+  if (!project) throw new NotFoundError('project', 'No project with this id in this workspace.');
+  authorizeProject(principal, projectId);
+  return project;
+}
+
+export async function listProjects(db: Executor, principal: Principal, page: PageRequest, filter: { name?: string } = {}) {
+  const base = Project.query(db).where({ workspaceId: principal.workspaceId });
+  if (!isUnrestricted(principal)) base.whereIn('id', principal.projectIds as string[]);
+  if (filter.name) base.where('name', filter.name);
+  const [rows, total] = await Promise.all([
+    base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
+    base.clone().resultSize(),
+  ]);
+  return { projects: rows.map(presentProject), pagination: paginate(page, total) };
+}
+
+export async function createProject(db: Executor, workspaceId: string, input: { name: string; description?: string }): Promise<ProjectView> {
+  const project = await Project.query(db).insertAndFetch({ workspaceId, name: input.name, description: input.description ?? '' });
+  return presentProject(project);
+}
+
+export async function updateProject(db: Executor, principal: Principal, projectId: string, input: { name?: string; description?: string }): Promise<ProjectView> {
+  const project = await requireProject(db, principal, projectId);
+  const updated = await project.$query(db).patchAndFetch({ ...input, updatedAt: raw('now()') as unknown as Date });
+  return presentProject(updated);
+}

@@ -1,0 +1,40 @@
+import { raw } from 'objection';
+import { InputError, NotFoundError } from '../core/errors';
+import type { Executor } from '../db/connection';
+import { Member, Project, Workspace } from '../db/models';
+import { createApiKey } from './api-keys';
+
+export interface BootstrapResult {
+  workspaceId: string;
+  projectId: string;
+  memberId: string;
+  apiKey: string;
+}
+
+/**
+ * Operator action: a new workspace with an owner, a default project and an unrestricted
+ * org:manage key. Run it in a transaction so a failure leaves nothing half-created.
+ */
+export async function bootstrapWorkspace(db: Executor, input: { workspaceName: string; ownerName?: string; projectName?: string }): Promise<BootstrapResult> {
+  const name = input.workspaceName.trim();
+  if (!name || name.length > 200) throw new InputError('invalid_workspace_name', 'The workspace name must be 1 to 200 characters.');
+  const workspace = await Workspace.query(db).insertAndFetch({ name });
+  const member = await Member.query(db).insertAndFetch({ workspaceId: workspace.id, name: input.ownerName ?? 'owner', role: 'owner' });
+  const project = await Project.query(db).insertAndFetch({ workspaceId: workspace.id, name: input.projectName ?? 'default', description: 'Created with the workspace.' });
+  const { secret } = await createApiKey(db, { workspaceId: workspace.id, memberId: member.id }, { name: 'bootstrap', scopes: ['org:manage', 'org:read'] });
+  return { workspaceId: workspace.id, projectId: project.id, memberId: member.id, apiKey: secret };
+}
+
+/** Adds a member (operator action); the member can then be the accountable actor of keys. */
+export async function addMember(db: Executor, workspaceId: string, input: { name: string; role: Member['role'] }): Promise<Member> {
+  return Member.query(db).insertAndFetch({ workspaceId, name: input.name, role: input.role });
+}
+
+/**
+ * Removes a member. Their keys keep authenticating for reads their scopes allow, but they are
+ * no longer an accountable actor, so public mutations and run access fail (SPEC 5.1).
+ */
+export async function removeMember(db: Executor, workspaceId: string, memberId: string): Promise<void> {
+  const updated = await Member.query(db).where({ id: memberId, workspaceId }).whereNull('removedAt').patch({ removedAt: raw('now()') as unknown as Date });
+  if (updated === 0) throw new NotFoundError('member', 'No current member with this id in this workspace.');
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { as, newWorkspace, request } from '../support/fixtures';
+import { env } from '../support/environment';
+
+describe('The foundation', () => {
+  describe('health probes', () => {
+    it('answers liveness without credentials', async () => {
+      const res = await request('GET', '/healthz');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.status, 'ok');
+    });
+
+    it('reports ready when PostgreSQL and Temporal answer', async () => {
+      const res = await request('GET', '/readyz');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(res.body.checks, { postgres: 'ok', temporal: 'ok' });
+    });
+
+    it('runs a workflow the API starts and a worker completes', async () => {
+      const res = await request('GET', '/readyz?worker=true');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.match(res.body.checks.worker, /^\d+@/);
+    });
+  });
+
+  describe('GET /api/v1/organization', () => {
+    it('returns the workspace of the bootstrapped key', async () => {
+      const ws = await newWorkspace('Acme Analytics');
+      const res = await as(ws.apiKey).get('/api/v1/organization');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.organization.id, ws.workspaceId);
+      assert.equal(res.body.organization.name, 'Acme Analytics');
+      assert.equal(res.body.organization.projectCount, 1);
+    });
+
+    it('is 401 in the problem format without a key', async () => {
+      const res = await request('GET', '/api/v1/organization');
+      assert.equal(res.status, 401);
+      assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
+      assert.equal(res.body.code, 'missing_credential');
+      assert.equal(res.body.status, 401);
+      assert.equal(typeof res.body.message, 'string');
+      assert.equal(res.body.requestId, res.headers.get('x-request-id'));
+    });
+  });
+
+  describe('errors and request ids', () => {
+    it('gives every response a request id, echoing a sane incoming one', async () => {
+      const res = await request('GET', '/healthz', { headers: { 'X-Request-Id': 'trace-abc.123' } });
+      assert.equal(res.headers.get('x-request-id'), 'trace-abc.123');
+      const generated = await request('GET', '/healthz', { headers: { 'X-Request-Id': 'bad id with spaces' } });
+      assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    });
+
+    it('answers unknown routes with a 404 problem', async () => {
+      const res = await request('GET', '/api/v1/nothing-here');
+      assert.equal(res.status, 404);
+      assert.equal(res.body.code, 'route_not_found');
+    });
+
+    it('answers malformed JSON with a 400 problem, not a 500', async () => {
+      const ws = await newWorkspace();
+      const res = await request('POST', '/api/v1/projects', { key: ws.apiKey, rawBody: '{"name": ', headers: { 'Content-Type': 'application/json' } });
+      assert.equal(res.status, 400);
+      assert.equal(res.body.code, 'malformed_json');
+    });
+  });
+
+  describe('OpenAPI and docs', () => {
+    it('serves an OpenAPI 3.1 document whose routes declare their scopes', async () => {
+      const res = await request('GET', '/api/v1/openapi.json');
+      assert.equal(res.status, 200);
+      assert.equal(res.body.openapi, '3.1.0');
+      const getOrg = res.body.paths['/api/v1/organization'].get;
+      assert.deepEqual(getOrg['x-weft-scopes'], ['org:read']);
+      assert.ok(getOrg.responses['401']);
+      assert.equal(res.body.components.schemas.Problem.required.includes('code'), true);
+    });
+
+    it('serves a human-readable docs page', async () => {
+      const res = await request('GET', '/docs');
+      assert.equal(res.status, 200);
+      assert.match(String(res.body), /<h1>Weft API/);
+      assert.match(String(res.body), /\/api\/v1\/organization/);
+    });
+  });
+
+  it('keeps the test database reachable for fixtures', async () => {
+    const row = await env().db.raw('select 1 as one');
+    assert.equal(row.rows[0].one, 1);
+  });
+});

@@ -1,0 +1,47 @@
+import { createDb, Db } from '../../db/connection';
+import { connectTemporal, createTemporalClient } from '../../core/temporal';
+import { temporalSettings } from '../../core/temporal-config';
+import { migrate, startApi } from '../../scripts/runtime';
+import { startWorker, RunningWorker } from '../../worker';
+import type { Client, Connection } from '@temporalio/client';
+
+/**
+ * One API server, one worker and one pool for the whole run, against the real PostgreSQL and
+ * Temporal server that `npm test` prepared. Tests isolate themselves by creating their own
+ * workspace (see fixtures.ts), so they can run in any order.
+ */
+export interface TestEnvironment {
+  db: Db;
+  baseUrl: string;
+  temporal: Client;
+  taskQueue: string;
+  stopApi(): Promise<void>;
+}
+
+let environment: TestEnvironment | undefined;
+let cleanup: Array<() => Promise<void>> = [];
+
+export function env(): TestEnvironment {
+  if (!environment) throw new Error('The test environment is not started (root hooks did not run).');
+  return environment;
+}
+
+export async function startEnvironment(): Promise<void> {
+  if (!process.env.DATABASE_URL || !process.env.TEMPORAL_ADDRESS) {
+    throw new Error('Run the tests with `npm test`, which prepares PostgreSQL and Temporal.');
+  }
+  const db = createDb(process.env.DATABASE_URL, { max: 30 });
+  await migrate(db);
+  const connection: Connection = await connectTemporal(process.env.TEMPORAL_ADDRESS);
+  const taskQueue = temporalSettings().taskQueues.main;
+  const worker: RunningWorker = await startWorker({ db, temporalAddress: process.env.TEMPORAL_ADDRESS, namespace: temporalSettings().namespace, taskQueue });
+  const api = await startApi({ port: 0, host: '127.0.0.1' });
+  environment = { db, baseUrl: api.url, temporal: createTemporalClient(connection), taskQueue, stopApi: () => api.stop() };
+  cleanup = [() => api.stop(), () => worker.shutdown(), () => connection.close(), () => db.destroy()];
+}
+
+export async function stopEnvironment(): Promise<void> {
+  for (const step of cleanup) await step().catch(() => undefined);
+  cleanup = [];
+  environment = undefined;
+}

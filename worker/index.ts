@@ -1,0 +1,59 @@
+import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker, bundleWorkflowCode, WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import path from 'node:path';
+import { createActivities, ActivityDependencies } from '../activities';
+import { logger } from '../core/logger';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+/** The SDK logs every worker state change at INFO; Weft's own logs say what matters. */
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const level = (process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel;
+  Runtime.install({ logger: new DefaultLogger(level) });
+}
+
+/** Bundles workflow code once per process; tests that start several workers reuse it. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({
+    workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
+    logger: { trace() {}, debug() {}, info() {}, warn: (m) => logger.warn(m), error: (m) => logger.error(m), log() {} },
+  });
+  return bundle;
+}
+
+export interface WeftWorkerOptions extends ActivityDependencies {
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+export interface RunningWorker {
+  /** Stops polling, lets in-flight tasks finish, then closes the connection. */
+  shutdown(): Promise<void>;
+  /** Resolves when the worker has stopped. */
+  done: Promise<void>;
+}
+
+export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
+  installRuntime();
+  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const worker = await Worker.create({
+    connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    workflowBundle: await workflowBundle(),
+    activities: createActivities(options),
+    shutdownGraceTime: '30s',
+  });
+  const done = worker.run().finally(() => connection.close());
+  logger.info({ taskQueue: options.taskQueue, namespace: options.namespace }, 'worker polling');
+  return {
+    done,
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,2 @@
+// The workflow bundle's entry point: every workflow the worker can run is exported here.
+export { systemCheckWorkflow } from './system-check';
