@@ -44,3 +44,89 @@ export interface CapabilityDefinition {
     connectionCheck: boolean;
   };
 }
+
+/** One `where` condition of a records read or governed write (SPEC 2.9 / 4.4). */
+export interface Condition {
+  field: string;
+  op: 'eq' | 'ne' | 'in' | 'exists' | 'gt' | 'gte' | 'lt' | 'lte';
+  value?: unknown;
+  values?: unknown[];
+}
+
+export interface OrderTerm {
+  field: string;
+  direction: 'asc' | 'desc';
+}
+
+/**
+ * A bounded records read, already validated by the service: field names exist in the endpoint's
+ * schema, limit is within the cap, and snapshot selectors are only passed to capabilities that
+ * support them.
+ */
+export interface RecordsQuery {
+  /** Fields to return; undefined means all. */
+  select?: string[];
+  where: Condition[];
+  orderBy: OrderTerm[];
+  limit: number;
+  /** Capability-defined continuation state from the previous page (JSON), or undefined for the first page. */
+  after?: unknown;
+  snapshotId?: string;
+  /** ISO 8601 timestamp: the snapshot committed at or before it. */
+  asOf?: string;
+}
+
+export interface SnapshotInfo {
+  id: string;
+  version: string;
+  committedAt: string;
+}
+
+/** Why a remote read stopped: truncation is never silent. */
+export type StopReason = 'exhausted' | 'max_pages' | 'repeated_cursor' | 'empty_page' | 'limit';
+
+export interface RecordsPage {
+  records: Array<Record<string, unknown>>;
+  /** JSON state to resume after the last record, or null when there is nothing more. */
+  continuation: unknown | null;
+  snapshot?: SnapshotInfo;
+  /** For remote sources: why fetching stopped and how many pages were fetched. */
+  stopReason?: StopReason;
+  pagesFetched?: number;
+}
+
+export interface WriteRequest {
+  operation: 'append' | 'upsert' | 'update' | 'delete';
+  rows?: Array<Record<string, unknown>>;
+  where?: Condition[];
+  set?: Record<string, unknown>;
+  /** Who produced the write (a run or a governed write action), stored with each record. */
+  provenance: { kind: 'run' | 'write'; id: string };
+  /** Optimistic check: the snapshot the writer read; a mismatch is a conflict. */
+  expectedSnapshot?: { id: string; version: string };
+}
+
+export interface WriteResult {
+  affected: number;
+  snapshot?: SnapshotInfo;
+}
+
+/** What a capability needs to act: the workspace, its decrypted installation, and the Weft database for capabilities that keep data there. */
+export interface CapabilityContext {
+  installation: InstallationContext;
+  /** Weft's own PostgreSQL (knex); used by managed_table. */
+  db: import('knex').Knex;
+}
+
+/** The behaviour behind a capability definition. Optional methods match `supports` flags. */
+export interface CapabilityRuntime {
+  definition: CapabilityDefinition;
+  /** Installation config rules beyond its JSON Schema. Return problems, or [] when fine. */
+  validateInstallation?(config: Record<string, unknown>): Array<{ path: string; message: string }>;
+  /** Target rules beyond the JSON Schema (e.g. request.url under the installation's base URL). */
+  validateTarget?(target: Record<string, unknown>, installation: InstallationContext): Array<{ path: string; message: string }>;
+  checkConnection(ctx: CapabilityContext, target: Record<string, unknown>): Promise<CheckResult>;
+  discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<FieldDescription[]>;
+  readRecords(ctx: CapabilityContext, target: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage>;
+  writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
+}

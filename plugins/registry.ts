@@ -1,18 +1,18 @@
 import { NotFoundError } from '../core/errors';
-import type { CapabilityDefinition } from './capability';
+import type { CapabilityRuntime } from './capability';
 
-const capabilities = new Map<string, CapabilityDefinition>();
+const capabilities = new Map<string, CapabilityRuntime>();
 
-/** Adds a capability to the in-code registry (each capability module registers itself once). */
-export function registerCapability(definition: CapabilityDefinition): void {
-  capabilities.set(definition.name, definition);
+/** Adds a capability to the in-code registry (plugins/index.ts registers each one once). */
+export function registerCapability(runtime: CapabilityRuntime): void {
+  capabilities.set(runtime.definition.name, runtime);
 }
 
-export function listCapabilities(): CapabilityDefinition[] {
+export function listCapabilities(): CapabilityRuntime[] {
   return [...capabilities.values()];
 }
 
-export function findCapability(name: string): CapabilityDefinition {
+export function findCapability(name: string): CapabilityRuntime {
   const capability = capabilities.get(name);
   if (!capability) {
     const known = [...capabilities.keys()].join(', ') || 'none';

@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret } from '../core/secrets';
 import type { Executor } from '../db/connection';
 import { PluginInstallation, Workspace } from '../db/models';
 import type { InstallationContext } from '../plugins/capability';
-import { findCapability } from '../plugins/registry';
+import { findCapability } from '../plugins';
 
 /** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
 function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
@@ -19,11 +19,14 @@ function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { se
 
 /** Operator action (admin CLI): installs a capability in a workspace. The public API installs no plugins. */
 export async function installPlugin(db: Executor, encryptionKey: Buffer, workspaceId: string, capabilityName: string, config: unknown): Promise<PluginInstallation> {
-  const capability = findCapability(capabilityName);
+  const runtime = findCapability(capabilityName);
+  const capability = runtime.definition;
   const workspace = await Workspace.query(db).findById(workspaceId);
   if (!workspace) throw new NotFoundError('workspace', `No workspace ${workspaceId}.`);
   if (!config || typeof config !== 'object' || Array.isArray(config)) throw new InputError('invalid_config', 'The plugin config must be a JSON object.');
   const valid = validateWithSchema<Record<string, unknown>>(capability.installationSchema, config, `${capability.name} installation config`);
+  const problems = runtime.validateInstallation?.(valid) ?? [];
+  if (problems.length) throw new InputError('invalid_config', `The ${capability.name} installation config is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
   const { settings, credentials } = splitSecrets(capability.installationSchema, valid);
   return PluginInstallation.query(db).insertAndFetch({
     workspaceId,
