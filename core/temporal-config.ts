@@ -21,6 +21,8 @@ export function temporalSettings(): TemporalSettings {
       ...parsed,
       // TEMPORAL_NAMESPACE lets one cluster host several Weft deployments.
       namespace: process.env.TEMPORAL_NAMESPACE ?? parsed.namespace,
+      // WEFT_TASK_QUEUE isolates concurrent test runs sharing one dev server.
+      taskQueues: { ...parsed.taskQueues, main: process.env.WEFT_TASK_QUEUE ?? parsed.taskQueues.main },
     };
   }
   return cached;

@@ -29,7 +29,9 @@ function staticChecks(): boolean {
 
 async function main(): Promise<number> {
   if (!staticChecks()) return 1;
-  const infra = await prepareInfrastructure({ database: 'weft_test', recreateDatabase: !process.env.DATABASE_URL, temporal: true });
+  // Each run has its own database and task queue, so concurrent runs on one machine never meet.
+  const runId = `${process.pid}`;
+  const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
   try {
     const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...process.argv.slice(2)], {
       cwd: projectRoot,
@@ -39,7 +41,7 @@ async function main(): Promise<number> {
         NODE_ENV: 'test',
         DATABASE_URL: infra.databaseUrl,
         TEMPORAL_ADDRESS: infra.temporalAddress,
-        WEFT_TEST_SERVER_MANAGED: '1',
+        WEFT_TASK_QUEUE: `weft-test-${runId}`,
         WEFT_ENCRYPTION_KEY: process.env.WEFT_ENCRYPTION_KEY ?? randomBytes(32).toString('base64'),
       },
     });

@@ -1,8 +1,9 @@
 import { temporalSettings } from '../../core/temporal-config';
 import { connectTemporal, ensureNamespaceAndSearchAttributes } from '../../core/temporal';
-import { ensureDatabase, startLocalPostgres } from './postgres';
+import { dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
 import { startLocalTemporal } from './temporal-server';
 import { say } from './process';
+import { acquireLease, releaseLease } from './leases';
 
 export interface Infrastructure {
   databaseUrl: string;
@@ -17,15 +18,25 @@ export interface Infrastructure {
  * PostgreSQL and Temporal for this process: external ones when DATABASE_URL / TEMPORAL_ADDRESS
  * are set, otherwise the project-local cluster and the Temporal dev server, started on demand.
  */
-export async function prepareInfrastructure(options: { database: string; recreateDatabase?: boolean; temporal: boolean }): Promise<Infrastructure> {
+export async function prepareInfrastructure(options: {
+  database: string;
+  recreateDatabase?: boolean;
+  /** Drop the database when stopping (a test run's own database). */
+  dropDatabaseOnStop?: boolean;
+  temporal: boolean;
+}): Promise<Infrastructure> {
   const stops: Array<() => Promise<void> | void> = [];
   try {
     let databaseUrl = process.env.DATABASE_URL;
     if (!databaseUrl) {
       const postgres = await startLocalPostgres();
-      stops.push(() => postgres.stop());
+      acquireLease('postgres', postgres.startedHere);
+      stops.push(() => {
+        if (releaseLease('postgres')) postgres.stop();
+      });
       await ensureDatabase(postgres.urlFor('postgres'), options.database, { recreate: options.recreateDatabase });
       databaseUrl = postgres.urlFor(options.database);
+      if (options.dropDatabaseOnStop) stops.push(() => dropDatabase(postgres.urlFor('postgres'), options.database));
     }
 
     let temporalAddress = process.env.TEMPORAL_ADDRESS ?? '';
@@ -33,7 +44,10 @@ export async function prepareInfrastructure(options: { database: string; recreat
     if (options.temporal) {
       if (!temporalAddress) {
         const temporal = await startLocalTemporal();
-        stops.push(() => temporal.stop());
+        acquireLease('temporal', temporal.startedHere);
+        stops.push(async () => {
+          if (releaseLease('temporal')) await temporal.stop();
+        });
         temporalAddress = temporal.address;
         temporalUiUrl = temporal.uiUrl;
       } else {

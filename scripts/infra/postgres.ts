@@ -8,7 +8,7 @@ import { isRoot, run, runAsPostgres, say } from './process';
 export interface LocalPostgres {
   /** Connection URL for a database on the cluster (the cluster's own superuser, trust auth on loopback only). */
   urlFor(database: string): string;
-  /** Stops the cluster when this process started it. */
+  /** Stops the cluster (the caller decides whether it should). */
   stop(): void;
   startedHere: boolean;
 }
@@ -95,7 +95,7 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
     urlFor,
     startedHere,
     stop() {
-      if (!startedHere) return;
+      if (!isRunning(bin, dir)) return;
       say('stopping PostgreSQL');
       runAsPostgres(path.join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w']);
       // A cluster outside the clone belongs to a throw-away clone (CI); leave nothing behind.
@@ -113,6 +113,16 @@ export async function ensureDatabase(adminUrl: string, database: string, options
     if (options.recreate) await client.query(`DROP DATABASE IF EXISTS ${quoted} WITH (FORCE)`);
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${quoted}`);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function dropDatabase(adminUrl: string, database: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${database.replace(/"/g, '""')}" WITH (FORCE)`);
   } finally {
     await client.end();
   }

@@ -1,5 +1,5 @@
 import { spawn, ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { dataDir, toolsDir } from '../../core/paths';
 import { temporalSettings } from '../../core/temporal-config';
@@ -37,6 +37,21 @@ export function ensureTemporalCli(): string {
   return binary;
 }
 
+const pidFile = () => path.join(dataDir(), 'temporal', 'dev-server.pid');
+
+/** Stops a dev server started by another (now finished) Weft process, found through its pid file. */
+async function stopDevServerByPidFile(): Promise<void> {
+  if (!existsSync(pidFile())) return;
+  const pid = Number(readFileSync(pidFile(), 'utf8'));
+  rmSync(pidFile(), { force: true });
+  try {
+    say('stopping the Temporal dev server');
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    // already gone
+  }
+}
+
 /** Starts `temporal server start-dev` on the temporal.yaml ports unless one is already listening there. */
 export async function startLocalTemporal(): Promise<LocalTemporal> {
   const settings = temporalSettings();
@@ -46,7 +61,7 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
 
   if (await portIsOpen(ip, port)) {
     say(`reusing the Temporal server already listening on ${address}`);
-    return { address, uiUrl, startedHere: false, stop: async () => undefined };
+    return { address, uiUrl, startedHere: false, stop: () => stopDevServerByPidFile() };
   }
 
   const binary = ensureTemporalCli();
@@ -66,6 +81,7 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
   say(`starting the Temporal dev server on ${address} (Web UI ${uiUrl})`);
   const out = openSync(logFile, 'a');
   const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', out, out], detached: false });
+  writeFileSync(pidFile(), String(child.pid));
   let exited = false;
   child.once('exit', () => {
     exited = true;
@@ -80,6 +96,7 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
     uiUrl,
     startedHere: true,
     async stop() {
+      rmSync(pidFile(), { force: true });
       if (exited) return;
       say('stopping the Temporal dev server');
       const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -1,0 +1,39 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { dataDir } from '../../core/paths';
+
+/**
+ * Several local processes (npm start, concurrent npm test runs) can share the PostgreSQL cluster
+ * and Temporal dev server one of them started. Each holds a lease; the last one out stops a
+ * service only when the process that started it is gone, so nobody's server vanishes mid-run.
+ */
+const folder = (service: string) => path.join(dataDir(), 'leases', service);
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+export function acquireLease(service: string, startedHere: boolean): void {
+  mkdirSync(folder(service), { recursive: true });
+  writeFileSync(path.join(folder(service), String(process.pid)), '');
+  if (startedHere) writeFileSync(path.join(folder(service), 'owner'), String(process.pid));
+}
+
+/** Releases this process's lease; true when the caller should stop the service. */
+export function releaseLease(service: string): boolean {
+  const dir = folder(service);
+  rmSync(path.join(dir, String(process.pid)), { force: true });
+  if (!existsSync(dir)) return true;
+  const others = readdirSync(dir).filter((name) => name !== 'owner' && alive(Number(name)));
+  if (others.length > 0) return false;
+  const ownerFile = path.join(dir, 'owner');
+  const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
+  const ownerGone = owner === process.pid || !alive(owner);
+  if (ownerGone) rmSync(ownerFile, { force: true });
+  return ownerGone;
+}
