@@ -11,12 +11,20 @@ import { refuseCredentialsInUrl, requestContext } from './middleware/request-con
 import { defineRoute, AppDependencies, RouteSpec } from './route-spec';
 import { buildRouter } from './router';
 import { apiRoutes } from './routes';
+import { listCapabilities } from '../plugins';
 
 const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
   let document: Record<string, unknown> | undefined;
-  const openApi = () => (document ??= buildOpenApiDocument(routes, { version }));
+  // Capability contracts are published beside the routes: an endpoint's target follows one of them.
+  const capabilitySchemas = () =>
+    Object.fromEntries(
+      listCapabilities().flatMap(({ definition }) => [
+        [`Target.${definition.name}`, { ...definition.targetSchema, description: `Endpoint target for ${definition.name} ${definition.version}. ${definition.description}` }],
+      ]),
+    );
+  const openApi = () => (document ??= buildOpenApiDocument(routes, { version, componentSchemas: capabilitySchemas() }));
   return [
     defineRoute({
       method: 'get',

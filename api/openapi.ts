@@ -58,7 +58,7 @@ function parameters(route: RouteSpec): unknown[] {
 }
 
 /** OpenAPI 3.1, generated from the same route declarations and JSON Schemas that validate requests. */
-export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string }): Record<string, unknown> {
+export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string; componentSchemas?: Record<string, JsonSchema> }): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes.filter((r) => !r.internal)) {
     const auth = route.auth;
@@ -113,7 +113,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key: Authorization: Bearer weft_sk_…' } },
-      schemas: { Problem: problemSchema },
+      schemas: { Problem: problemSchema, ...info.componentSchemas },
     },
   };
 }

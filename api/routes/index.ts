@@ -1,8 +1,10 @@
 import type { RouteSpec } from '../route-spec';
 import { apiKeyRoutes } from './api-keys';
 import { apiLimitRoutes } from './api-limits';
+import { dataEndpointRoutes } from './data-endpoints';
 import { healthRoutes } from './health';
 import { organizationRoutes } from './organization';
+import { pluginRoutes } from './plugins';
 import { projectRoutes } from './projects';
 
 /** Every API route. The OpenAPI document and the docs page are built from this list. */
@@ -12,4 +14,6 @@ export const apiRoutes: RouteSpec[] = [
   ...apiKeyRoutes,
   ...projectRoutes,
   ...apiLimitRoutes,
+  ...pluginRoutes,
+  ...dataEndpointRoutes,
 ] as RouteSpec[];

@@ -65,3 +65,31 @@ export class ApiLimitSettings extends BaseModel {
   apiKeyRequests!: number;
   updatedAt!: Date;
 }
+
+export interface SchemaHints {
+  primaryKey?: string[];
+  columns?: Array<{ name: string; type?: string; nullable?: boolean; description?: string }>;
+}
+
+export class DataEndpoint extends BaseModel {
+  static override tableName = 'data_endpoints';
+  static override jsonAttributes = ['target', 'schemaHints'];
+  id!: string;
+  workspaceId!: string;
+  pluginInstallationId!: string;
+  name!: string;
+  namespace!: string;
+  role!: string;
+  contractKind!: string;
+  target!: Record<string, unknown>;
+  schemaHints!: SchemaHints | null;
+  freshness!: string | null;
+  ownerTeam!: string | null;
+  trustRank!: string | null;
+  description!: string | null;
+  accepts!: string[];
+  emits!: string[];
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}

@@ -1,0 +1,182 @@
+import type { JsonSchema } from '../../core/schema-validator';
+import { nullableTimestamp, timestamp, uuid } from './common';
+
+export const IDENTITY_LABEL: JsonSchema = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 200,
+  pattern: '^[A-Za-z0-9._:-]+$',
+  errorMessage: { pattern: 'may contain only letters, numbers, dots, underscores, hyphens and colons' },
+};
+
+export const ENDPOINT_ROLES = ['source', 'destination', 'ontology_store'] as const;
+export const TRUST_RANKS = ['authoritative', 'trusted', 'unverified', 'experimental'] as const;
+
+const formatList: JsonSchema = { type: 'array', uniqueItems: true, maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 100 } };
+const fieldName: JsonSchema = { type: 'string', minLength: 1, maxLength: 200 };
+
+export const schemaHintsSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  description: 'Optional hints about the records: primary key and columns.',
+  properties: {
+    primaryKey: { type: 'array', uniqueItems: true, maxItems: 50, items: fieldName },
+    columns: {
+      type: 'array',
+      maxItems: 2000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name'],
+        properties: { name: fieldName, type: { type: 'string', maxLength: 100 }, nullable: { type: 'boolean' }, description: { type: 'string', maxLength: 2000 } },
+      },
+    },
+  },
+};
+
+/** Fields that describe an endpoint and may be changed by PATCH. */
+const descriptiveFields: Record<string, JsonSchema> = {
+  name: IDENTITY_LABEL,
+  namespace: IDENTITY_LABEL,
+  target: {
+    type: 'object',
+    minProperties: 1,
+    description: "Selector validated against the capability's target schema (GET /api/v1/plugins lists them). No host or password settings: those live on the plugin installation.",
+  },
+  schemaHints: schemaHintsSchema,
+  freshness: { type: 'string', minLength: 1, maxLength: 200, description: 'Descriptive label, e.g. "hourly".' },
+  ownerTeam: { type: 'string', minLength: 1, maxLength: 200 },
+  trustRank: { type: 'string', enum: [...TRUST_RANKS], description: 'Trust classification.' },
+  description: { type: 'string', maxLength: 4000, description: 'Explanation, e.g. of the trust rank.' },
+  accepts: { ...formatList, description: 'Input formats; each must be one the capability accepts.' },
+  emits: { ...formatList, description: 'Output formats; each must be one the capability emits.' },
+};
+
+export const createDataEndpointBody: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'namespace', 'role', 'pluginCapabilityInstallationId', 'contractKind', 'target'],
+  properties: {
+    ...descriptiveFields,
+    role: { type: 'string', enum: [...ENDPOINT_ROLES], description: 'source is used for reads.' },
+    pluginCapabilityInstallationId: { ...uuid, description: 'An installed workspace capability (GET /api/v1/plugins).' },
+    contractKind: { type: 'string', minLength: 1, maxLength: 100, description: 'Must match the capability and role; source_stream for sources.' },
+  },
+};
+
+export const updateDataEndpointBody: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: descriptiveFields,
+  errorMessage: {
+    additionalProperties: 'role, contractKind and pluginCapabilityInstallationId are fixed at creation: create a new endpoint instead.',
+  },
+};
+
+export const dataEndpointSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'workspaceId', 'name', 'namespace', 'role', 'pluginCapabilityInstallationId', 'capability', 'contractKind', 'target', 'createdAt', 'updatedAt'],
+  properties: {
+    id: uuid,
+    workspaceId: uuid,
+    name: { type: 'string' },
+    namespace: { type: 'string' },
+    role: { type: 'string', enum: [...ENDPOINT_ROLES] },
+    pluginCapabilityInstallationId: uuid,
+    capability: { type: 'object', properties: { name: { type: 'string' }, version: { type: 'string' } } },
+    contractKind: { type: 'string' },
+    target: { type: 'object' },
+    schemaHints: { type: ['object', 'null'] },
+    freshness: { type: ['string', 'null'] },
+    ownerTeam: { type: ['string', 'null'] },
+    trustRank: { type: ['string', 'null'] },
+    description: { type: ['string', 'null'] },
+    accepts: { type: 'array', items: { type: 'string' } },
+    emits: { type: 'array', items: { type: 'string' } },
+    createdByMemberId: uuid,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+};
+
+export const pluginSchema: JsonSchema = {
+  type: 'object',
+  required: ['installationId', 'capability', 'version', 'roles', 'targetSchema', 'supports'],
+  properties: {
+    installationId: uuid,
+    capability: { type: 'string' },
+    version: { type: 'string' },
+    title: { type: 'string' },
+    description: { type: 'string' },
+    roles: { type: 'array', items: { type: 'object', properties: { role: { type: 'string' }, contractKind: { type: 'string' } } } },
+    targetSchema: { type: 'object', description: 'JSON Schema of an endpoint target for this capability: build forms from it.' },
+    accepts: { type: 'array', items: { type: 'string' } },
+    emits: { type: 'array', items: { type: 'string' } },
+    supports: { type: 'object', additionalProperties: { type: 'boolean' } },
+    createdAt: timestamp,
+  },
+};
+
+const conditionSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['field', 'op'],
+  properties: {
+    field: fieldName,
+    op: { type: 'string', enum: ['eq', 'ne', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] },
+    value: {},
+    values: { type: 'array', minItems: 1, maxItems: 500 },
+  },
+};
+
+/** The where list shared by records reads and the governed write action (SPEC 2.9). */
+export const whereSchema: JsonSchema = { type: 'array', minItems: 1, maxItems: 100, items: conditionSchema };
+
+export const orderBySchema: JsonSchema = {
+  type: 'array',
+  minItems: 1,
+  maxItems: 10,
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['field'],
+    properties: { field: fieldName, direction: { type: 'string', enum: ['asc', 'desc'], default: 'asc' } },
+  },
+};
+
+export const checkResultSchema: JsonSchema = {
+  type: 'object',
+  required: ['ok', 'message'],
+  properties: { ok: { type: 'boolean' }, message: { type: 'string' }, details: { type: 'object' }, checkedAt: timestamp },
+};
+
+export const validationResultSchema: JsonSchema = {
+  type: 'object',
+  required: ['valid', 'problems'],
+  properties: {
+    valid: { type: 'boolean' },
+    problems: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+  },
+};
+
+export const recordsResponseSchema: JsonSchema = {
+  type: 'object',
+  required: ['data', 'metadata'],
+  properties: {
+    data: { type: 'array', items: { type: 'object' } },
+    metadata: {
+      type: 'object',
+      required: ['rowCount', 'nextCursor', 'hasMore'],
+      properties: {
+        rowCount: { type: 'integer' },
+        limit: { type: 'integer' },
+        hasMore: { type: 'boolean' },
+        nextCursor: { type: ['string', 'null'], description: 'Pass as ?cursor= with the same key and the same read parameters.' },
+        snapshot: { type: ['object', 'null'], properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp } },
+        stopReason: { type: ['string', 'null'], enum: ['exhausted', 'max_pages', 'repeated_cursor', 'empty_page', 'limit', null], description: 'Remote sources: why fetching stopped. max_pages means results were truncated.' },
+        pagesFetched: { type: ['integer', 'null'] },
+      },
+    },
+  },
+};

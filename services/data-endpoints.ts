@@ -1,0 +1,255 @@
+import { raw } from 'objection';
+import { ConflictError, FieldProblem, InputError, NotFoundError } from '../core/errors';
+import { describeProblems, validateWithSchema } from '../core/schema-validator';
+import type { Executor } from '../db/connection';
+import { DataEndpoint, PluginInstallation, SchemaHints } from '../db/models';
+import type { CapabilityContext, CapabilityRuntime, CheckResult, FieldDescription } from '../plugins/capability';
+import { findCapability, listCapabilities } from '../plugins';
+import { openInstallation } from './plugins';
+import { PageRequest, paginate } from './pagination';
+
+export interface DataEndpointInput {
+  name: string;
+  namespace: string;
+  role: string;
+  pluginCapabilityInstallationId: string;
+  contractKind: string;
+  target: Record<string, unknown>;
+  schemaHints?: SchemaHints;
+  freshness?: string;
+  ownerTeam?: string;
+  trustRank?: string;
+  description?: string;
+  accepts?: string[];
+  emits?: string[];
+}
+
+export type DataEndpointPatch = Partial<Omit<DataEndpointInput, 'role' | 'pluginCapabilityInstallationId' | 'contractKind'>>;
+
+export function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstallation) {
+  return {
+    id: endpoint.id,
+    workspaceId: endpoint.workspaceId,
+    name: endpoint.name,
+    namespace: endpoint.namespace,
+    role: endpoint.role,
+    pluginCapabilityInstallationId: endpoint.pluginInstallationId,
+    capability: { name: installation.capability, version: installation.capabilityVersion },
+    contractKind: endpoint.contractKind,
+    target: endpoint.target,
+    schemaHints: endpoint.schemaHints,
+    freshness: endpoint.freshness,
+    ownerTeam: endpoint.ownerTeam,
+    trustRank: endpoint.trustRank,
+    description: endpoint.description,
+    accepts: endpoint.accepts,
+    emits: endpoint.emits,
+    createdByMemberId: endpoint.createdByMemberId,
+    createdAt: endpoint.createdAt.toISOString(),
+    updatedAt: endpoint.updatedAt.toISOString(),
+  };
+}
+
+export type DataEndpointView = ReturnType<typeof presentDataEndpoint>;
+
+/** Keys that would put connection settings on an endpoint; those belong to the plugin installation. */
+const CONNECTION_SETTING_KEYS = new Set(['host', 'hostname', 'port', 'password', 'passwd', 'pwd', 'user', 'username', 'connectionstring', 'connection_string', 'dsn', 'credentials', 'secret']);
+
+function connectionSettingProblems(value: unknown, path = ''): FieldProblem[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => connectionSettingProblems(item, `${path}/${index}`));
+  if (value && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, inner]) =>
+      CONNECTION_SETTING_KEYS.has(key.toLowerCase())
+        ? [{ path: `${path}/${key}`, message: 'connection settings and credentials belong on the plugin installation, not the endpoint target' }]
+        : connectionSettingProblems(inner, `${path}/${key}`),
+    );
+  }
+  // A URL with user:password@ carries a credential.
+  if (typeof value === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i.test(value)) {
+    return [{ path: path || '/', message: 'must not embed credentials in a URL' }];
+  }
+  return [];
+}
+
+export async function requireInstallation(db: Executor, workspaceId: string, installationId: string): Promise<PluginInstallation> {
+  const installation = await PluginInstallation.query(db).findOne({ id: installationId, workspaceId });
+  if (!installation) {
+    throw new InputError('unknown_installation', 'pluginCapabilityInstallationId is not a plugin installed in this workspace.', [
+      { path: '/pluginCapabilityInstallationId', message: 'is not installed in this workspace' },
+    ]);
+  }
+  return installation;
+}
+
+/** Every rule of SPEC 2.2 that depends on the capability: role, contract, formats, target contract. */
+export function endpointProblems(runtime: CapabilityRuntime, installation: PluginInstallation, encryptionKey: Buffer, input: Pick<DataEndpointInput, 'role' | 'contractKind' | 'target' | 'accepts' | 'emits'>): FieldProblem[] {
+  const { definition } = runtime;
+  const problems: FieldProblem[] = [];
+  const roleEntry = definition.roles.find((r) => r.role === input.role);
+  if (!roleEntry) {
+    problems.push({ path: '/role', message: `${definition.name} supports the roles ${definition.roles.map((r) => r.role).join(', ')}` });
+  } else if (roleEntry.contractKind !== input.contractKind) {
+    problems.push({ path: '/contractKind', message: `must be ${roleEntry.contractKind} for a ${input.role} of ${definition.name}` });
+  }
+  for (const [field, allowed] of [['accepts', definition.accepts], ['emits', definition.emits]] as const) {
+    (input[field] ?? []).forEach((format, index) => {
+      if (!allowed.includes(format)) problems.push({ path: `/${field}/${index}`, message: `${definition.name} ${field} ${allowed.join(', ') || 'no formats'}` });
+    });
+  }
+  const connectionProblems = connectionSettingProblems(input.target).map((p) => ({ ...p, path: `/target${p.path}` }));
+  if (connectionProblems.length) return [...problems, ...connectionProblems];
+  try {
+    validateWithSchema(definition.targetSchema, input.target, 'target');
+  } catch (error) {
+    const inner = ((error as InputError).details?.errors as FieldProblem[] | undefined) ?? describeProblems([]);
+    return [...problems, ...inner.map((p) => ({ ...p, path: `/target${p.path === '/' ? '' : p.path}` }))];
+  }
+  const semantic = runtime.validateTarget?.(input.target, openInstallation(installation, encryptionKey)) ?? [];
+  return [...problems, ...semantic.map((p) => ({ ...p, path: `/target${p.path}` }))];
+}
+
+function assertValid(problems: FieldProblem[]): void {
+  if (problems.length) {
+    const summary = problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ');
+    throw new InputError('endpoint_invalid', `The data endpoint does not match its capability contract: ${summary}${problems.length > 3 ? '; …' : ''}`, problems);
+  }
+}
+
+/** Configures an endpoint. Starts no ingestion and grants no database permission. */
+export async function createDataEndpoint(db: Executor, actor: { workspaceId: string; memberId: string }, encryptionKey: Buffer, input: DataEndpointInput): Promise<DataEndpointView> {
+  const installation = await requireInstallation(db, actor.workspaceId, input.pluginCapabilityInstallationId);
+  const runtime = findCapability(installation.capability);
+  // A target may leave defaulted fields out; store the validated form with defaults filled in.
+  const target = structuredClone(input.target);
+  assertValid(endpointProblems(runtime, installation, encryptionKey, { ...input, target }));
+  await assertNameFree(db, actor.workspaceId, input.namespace, input.name);
+  const endpoint = await DataEndpoint.query(db).insertAndFetch({
+    workspaceId: actor.workspaceId,
+    pluginInstallationId: installation.id,
+    name: input.name,
+    namespace: input.namespace,
+    role: input.role,
+    contractKind: input.contractKind,
+    target,
+    schemaHints: input.schemaHints ?? null,
+    freshness: input.freshness ?? null,
+    ownerTeam: input.ownerTeam ?? null,
+    trustRank: input.trustRank ?? null,
+    description: input.description ?? null,
+    accepts: input.accepts ?? [],
+    emits: input.emits ?? [],
+    createdByMemberId: actor.memberId,
+  });
+  return presentDataEndpoint(endpoint, installation);
+}
+
+async function assertNameFree(db: Executor, workspaceId: string, namespace: string, name: string, exceptId?: string): Promise<void> {
+  const query = DataEndpoint.query(db).findOne({ workspaceId, namespace, name });
+  if (exceptId) query.whereNot('id', exceptId);
+  if (await query) throw new ConflictError('endpoint_name_taken', `An endpoint named ${namespace}/${name} already exists in this workspace.`);
+}
+
+export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
+  const query = DataEndpoint.query(db).findOne({ id: endpointId, workspaceId });
+  const endpoint = await (forUpdate ? query.forUpdate() : query);
+  if (!endpoint) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
+  const installation = await PluginInstallation.query(db).findOne({ id: endpoint.pluginInstallationId, workspaceId });
+  if (!installation) throw new NotFoundError('plugin_installation');
+  return { endpoint, installation };
+}
+
+export async function getDataEndpoint(db: Executor, workspaceId: string, endpointId: string): Promise<DataEndpointView> {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  return presentDataEndpoint(endpoint, installation);
+}
+
+export async function listDataEndpoints(db: Executor, workspaceId: string, page: PageRequest, filter: { name?: string; namespace?: string; role?: string }) {
+  const base = DataEndpoint.query(db).where({ workspaceId });
+  if (filter.name) base.where('name', filter.name);
+  if (filter.namespace) base.where('namespace', filter.namespace);
+  if (filter.role) base.where('role', filter.role);
+  const [rows, total] = await Promise.all([
+    base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
+    base.clone().resultSize(),
+  ]);
+  const installations = await PluginInstallation.query(db).where({ workspaceId }).whereIn('id', [...new Set(rows.map((r) => r.pluginInstallationId))]);
+  const byId = new Map(installations.map((i) => [i.id, i]));
+  return { dataEndpoints: rows.map((r) => presentDataEndpoint(r, byId.get(r.pluginInstallationId)!)), pagination: paginate(page, total) };
+}
+
+export async function updateDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, true);
+  const runtime = findCapability(installation.capability);
+  const next = { ...endpoint, ...patch, target: structuredClone(patch.target ?? endpoint.target) };
+  // The target is revalidated on every change, as are formats against the installed contract.
+  assertValid(endpointProblems(runtime, installation, encryptionKey, next));
+  if (patch.name !== undefined || patch.namespace !== undefined) await assertNameFree(db, workspaceId, next.namespace, next.name, endpoint.id);
+  const updated = await endpoint.$query(db).patchAndFetch({ ...patch, target: next.target, updatedAt: raw('now()') as unknown as Date });
+  return presentDataEndpoint(updated, installation);
+}
+
+/** Where another resource refers to an endpoint; later capability areas (pipelines, bindings) register theirs. */
+export type EndpointReferenceFinder = (db: Executor, workspaceId: string, endpointId: string) => Promise<Array<{ kind: string; id: string; name?: string }>>;
+export const endpointReferenceFinders: EndpointReferenceFinder[] = [];
+
+export async function deleteDataEndpoint(db: Executor, workspaceId: string, endpointId: string): Promise<void> {
+  const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId, true);
+  const references = (await Promise.all(endpointReferenceFinders.map((find) => find(db, workspaceId, endpointId)))).flat();
+  if (references.length) {
+    const names = references.map((r) => `${r.kind} ${r.name ?? r.id}`).join(', ');
+    throw new ConflictError('endpoint_referenced', `The endpoint is still referenced by ${names}. Remove those references first.`, { references });
+  }
+  await endpoint.$query(db).delete();
+}
+
+export async function capabilityContext(db: Executor, installation: PluginInstallation, encryptionKey: Buffer): Promise<CapabilityContext> {
+  return { installation: openInstallation(installation, encryptionKey), db: db as CapabilityContext['db'] };
+}
+
+export async function checkDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const runtime = findCapability(installation.capability);
+  const result = await runtime.checkConnection(await capabilityContext(db, installation, encryptionKey), endpoint.target);
+  return { ...result, checkedAt: new Date().toISOString() };
+}
+
+/** Validates the stored configuration against the installed capability's current contract. */
+export async function validateDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<{ valid: boolean; problems: FieldProblem[] }> {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const problems = endpointProblems(findCapability(installation.capability), installation, encryptionKey, { ...endpoint, target: structuredClone(endpoint.target) });
+  return { valid: problems.length === 0, problems };
+}
+
+export async function discoverEndpointSchema(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<{ fields: FieldDescription[]; primaryKey: string[] }> {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const runtime = findCapability(installation.capability);
+  if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);
+  const fields = await runtime.discoverSchema(await capabilityContext(db, installation, encryptionKey), endpoint.target);
+  return { fields, primaryKey: endpoint.schemaHints?.primaryKey ?? ((endpoint.target.primaryKeys ?? endpoint.target.primaryKey ?? []) as string[]) };
+}
+
+/** Installed capabilities of a workspace, with their contracts, so clients can build forms. */
+export async function listInstalledPlugins(db: Executor, workspaceId: string, page: PageRequest) {
+  const base = PluginInstallation.query(db).where({ workspaceId });
+  const [rows, total] = await Promise.all([base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset), base.clone().resultSize()]);
+  const known = new Map(listCapabilities().map((c) => [c.definition.name, c.definition]));
+  return {
+    plugins: rows.map((row) => {
+      const definition = known.get(row.capability);
+      return {
+        installationId: row.id,
+        capability: row.capability,
+        version: row.capabilityVersion,
+        title: definition?.title ?? row.capability,
+        description: definition?.description ?? '',
+        roles: definition?.roles ?? [],
+        targetSchema: definition?.targetSchema ?? {},
+        accepts: definition?.accepts ?? [],
+        emits: definition?.emits ?? [],
+        supports: definition?.supports ?? {},
+        createdAt: row.createdAt.toISOString(),
+      };
+    }),
+    pagination: paginate(page, total),
+  };
+}

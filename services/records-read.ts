@@ -1,0 +1,158 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { InputError } from '../core/errors';
+import { validateWithSchema } from '../core/schema-validator';
+import type { Executor } from '../db/connection';
+import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../plugins/capability';
+import { findCapability } from '../plugins';
+import { orderBySchema, whereSchema } from '../api/schemas/data-endpoints';
+import type { Principal } from './access';
+import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+
+export const DEFAULT_RECORDS_LIMIT = 100;
+/** The handler cap, independent of list paging (SPEC 8). */
+export const MAX_RECORDS_LIMIT = 1000;
+
+/** Raw query-string parameters of GET /data-endpoints/{id}/records. */
+export interface RecordsReadParams {
+  limit?: number;
+  select?: string | string[];
+  where?: string;
+  orderBy?: string;
+  snapshotId?: string;
+  asOf?: string;
+  cursor?: string;
+}
+
+export interface RecordsReadResult {
+  data: Array<Record<string, unknown>>;
+  metadata: {
+    rowCount: number;
+    limit: number;
+    hasMore: boolean;
+    nextCursor: string | null;
+    snapshot: SnapshotInfo | null;
+    stopReason: StopReason | null;
+    pagesFetched: number | null;
+  };
+}
+
+function parseJsonParam<T>(name: string, text: string | undefined, schema: Record<string, unknown>): T | undefined {
+  if (text === undefined || text === '') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new InputError(`invalid_${name}`, `${name} must be a URL-encoded JSON array.`, [{ path: `query:${name}`, message: 'is not valid JSON' }]);
+  }
+  return validateWithSchema<T>(schema, parsed, `${name} parameter`, { code: `invalid_${name}` });
+}
+
+function parseSelect(select: string | string[] | undefined): string[] | undefined {
+  if (select === undefined) return undefined;
+  const fields = (Array.isArray(select) ? select : [select]).flatMap((part) => part.split(',')).map((f) => f.trim());
+  if (fields.some((f) => f === '' || f.length > 200)) {
+    throw new InputError('invalid_select', 'select takes field names (1 to 200 characters), repeated or comma-separated.', [{ path: 'query:select', message: 'has an empty or overlong field name' }]);
+  }
+  return [...new Set(fields)];
+}
+
+function checkConditions(where: Condition[]): void {
+  where.forEach((condition, index) => {
+    const needsValues = condition.op === 'in';
+    const needsValue = !needsValues && condition.op !== 'exists';
+    if (needsValues && condition.values === undefined) throw new InputError('invalid_where', `where[${index}]: op "in" needs values.`, [{ path: `query:where/${index}/values`, message: 'is required for op in' }]);
+    if (needsValue && condition.value === undefined) throw new InputError('invalid_where', `where[${index}]: op "${condition.op}" needs a value.`, [{ path: `query:where/${index}/value`, message: `is required for op ${condition.op}` }]);
+  });
+}
+
+/** Cursor = payload + HMAC: bound to the API key, the endpoint and the exact read parameters. */
+interface CursorPayload {
+  v: 1;
+  key: string;
+  endpoint: string;
+  params: string;
+  after: unknown;
+}
+
+const cursorSecret = (encryptionKey: Buffer) => createHmac('sha256', encryptionKey).update('weft records cursor v1').digest();
+
+function signCursor(payload: CursorPayload, encryptionKey: Buffer): string {
+  const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
+  const mac = createHmac('sha256', cursorSecret(encryptionKey)).update(body).digest('base64url');
+  return `${body}.${mac}`;
+}
+
+function openCursor(cursor: string, encryptionKey: Buffer): CursorPayload {
+  const invalid = () => new InputError('invalid_cursor', 'The cursor is not one this service issued, or it was altered.', [{ path: 'query:cursor', message: 'is invalid' }]);
+  const [body, mac] = cursor.split('.');
+  if (!body || !mac) throw invalid();
+  const expected = createHmac('sha256', cursorSecret(encryptionKey)).update(body).digest();
+  const given = Buffer.from(mac, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
+  return JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as CursorPayload;
+}
+
+function fieldsUsed(query: RecordsQuery): string[] {
+  return [...(query.select ?? []), ...query.where.map((c) => c.field), ...query.orderBy.map((o) => o.field)];
+}
+
+/**
+ * A bounded records read (SPEC 4.4): parses and checks the parameters, checks field names against
+ * the endpoint's schema, asks the capability for one page, and wraps its continuation in a cursor.
+ */
+export async function readEndpointRecords(db: Executor, principal: Principal, encryptionKey: Buffer, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  const runtime = findCapability(installation.capability);
+  if (!runtime.definition.supports.recordsRead) throw new InputError('records_read_not_supported', `${runtime.definition.name} endpoints cannot be read.`);
+
+  const limit = params.limit ?? DEFAULT_RECORDS_LIMIT;
+  const where = parseJsonParam<Condition[]>('where', params.where, whereSchema) ?? [];
+  checkConditions(where);
+  const orderBy = (parseJsonParam<OrderTerm[]>('orderBy', params.orderBy, orderBySchema) ?? []).map((o) => ({ field: o.field, direction: o.direction ?? 'asc' }));
+  const select = parseSelect(params.select);
+  if (params.snapshotId && params.asOf) throw new InputError('conflicting_snapshot_selectors', 'Send snapshotId or asOf, not both.');
+  if ((params.snapshotId || params.asOf) && !runtime.definition.supports.snapshotReads) {
+    throw new InputError('snapshot_not_supported', `${runtime.definition.name} endpoints do not support snapshotId or asOf reads.`);
+  }
+
+  const query: RecordsQuery = { select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf };
+  const paramsFingerprint = createHash('sha256').update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf })).digest('base64url');
+  if (params.cursor) {
+    const cursor = openCursor(params.cursor, encryptionKey);
+    if (cursor.key !== principal.apiKeyId || cursor.endpoint !== endpoint.id) {
+      throw new InputError('cursor_not_yours', 'This cursor was issued to another caller or for another endpoint. Follow cursors with the same key.', [{ path: 'query:cursor', message: 'belongs to another caller or endpoint' }]);
+    }
+    if (cursor.params !== paramsFingerprint) {
+      throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf) that produced it.', [{ path: 'query:cursor', message: 'was issued for other parameters' }]);
+    }
+    query.after = cursor.after;
+  }
+
+  const ctx = await capabilityContext(db, installation, encryptionKey);
+  const used = fieldsUsed(query);
+  if (used.length) {
+    const hinted = endpoint.schemaHints?.columns?.map((c) => c.name);
+    const known = new Set(hinted?.length ? hinted : (await runtime.discoverSchema(ctx, endpoint.target)).map((f) => f.name));
+    const unknown = [...new Set(used.filter((f) => !known.has(f)))];
+    if (unknown.length) {
+      throw new InputError('unknown_field', `Unknown fields for this endpoint: ${unknown.join(', ')}. Known fields: ${[...known].slice(0, 50).join(', ')}.`, unknown.map((f) => ({ path: 'query', message: `field ${f} is not in the endpoint schema` })));
+    }
+  }
+
+  const page = await runtime.readRecords(ctx, endpoint.target, query);
+  const nextCursor = page.continuation === null || page.continuation === undefined
+    ? null
+    : signCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);
+  return {
+    data: page.records,
+    metadata: {
+      rowCount: page.records.length,
+      limit,
+      hasMore: nextCursor !== null,
+      nextCursor,
+      snapshot: page.snapshot ?? null,
+      stopReason: page.stopReason ?? null,
+      pagesFetched: page.pagesFetched ?? null,
+    },
+  };
+}
