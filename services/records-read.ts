@@ -4,7 +4,7 @@ import { validateWithSchema } from '../core/schema-validator';
 import type { Executor } from '../db/connection';
 import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../plugins/capability';
 import { findCapability } from '../plugins';
-import { orderBySchema, whereSchema } from '../api/schemas/data-endpoints';
+import { orderBySchema, whereSchema } from '../plugins/condition-schemas';
 import type { Principal } from './access';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 

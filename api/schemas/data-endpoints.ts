@@ -118,33 +118,6 @@ export const pluginSchema: JsonSchema = {
   },
 };
 
-const conditionSchema: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['field', 'op'],
-  properties: {
-    field: fieldName,
-    op: { type: 'string', enum: ['eq', 'ne', 'in', 'exists', 'gt', 'gte', 'lt', 'lte'] },
-    value: {},
-    values: { type: 'array', minItems: 1, maxItems: 500 },
-  },
-};
-
-/** The where list shared by records reads and the governed write action (SPEC 2.9). */
-export const whereSchema: JsonSchema = { type: 'array', minItems: 1, maxItems: 100, items: conditionSchema };
-
-export const orderBySchema: JsonSchema = {
-  type: 'array',
-  minItems: 1,
-  maxItems: 10,
-  items: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['field'],
-    properties: { field: fieldName, direction: { type: 'string', enum: ['asc', 'desc'], default: 'asc' } },
-  },
-};
-
 export const checkResultSchema: JsonSchema = {
   type: 'object',
   required: ['ok', 'message'],
