@@ -1,0 +1,84 @@
+import { spawn, ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { projectRoot } from '../../core/paths';
+
+const tsx = path.join(projectRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one of Weft's TypeScript entry points as its own process, as a user would. */
+export function runScript(script: string, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface RunningScript {
+  child: ChildProcess;
+  output(): string;
+  /** Sends the signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts a long-running entry point and waits until its output matches `ready`. */
+export function startScript(script: string, args: string[], env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<RunningScript> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} did not become ready in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve({
+          child,
+          output: () => output,
+          async stop(signal = 'SIGTERM') {
+            child.kill(signal);
+            return exited;
+          },
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`${script} exited with ${code} before it was ready:\n${output}`));
+    });
+  });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.once('error', reject);
+  });
+}
