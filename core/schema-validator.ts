@@ -22,6 +22,7 @@ ajv.addKeyword({ keyword: 'x-weft-secret' });
 /** Query strings arrive as text; their schemas coerce ("10" → 10, "a,b" stays a string). */
 const queryAjv = new Ajv2020({ allErrors: true, strict: true, coerceTypes: 'array', useDefaults: true, allowUnionTypes: true });
 addFormats(queryAjv);
+addErrors(queryAjv);
 queryAjv.addKeyword({ keyword: 'example' });
 
 const compiled = new WeakMap<JsonSchema, ValidateFunction>();

@@ -33,7 +33,10 @@ async function main(): Promise<number> {
   const runId = `${process.pid}`;
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
   try {
-    const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...process.argv.slice(2)], {
+    const args = process.argv.slice(2);
+    // Named test files replace the default set (mocha would otherwise add them to it).
+    const specs = args.some((arg) => arg.endsWith('.test.ts')) ? [] : ['test/**/*.test.ts'];
+    const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...specs, ...args], {
       cwd: projectRoot,
       stdio: 'inherit',
       env: {

@@ -1,0 +1,34 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface OrdersServer {
+  baseUrl: string;
+  /** Every request the server received: path with query, and the Authorization header. */
+  requests: Array<{ url: string; authorization?: string }>;
+  close(): Promise<void>;
+}
+
+/** A small paginated REST API (page/per_page, records under "data") that tests read through http_dataset. */
+export async function startOrdersServer(total = 250): Promise<OrdersServer> {
+  const orders = Array.from({ length: total }, (_, i) => ({ id: i + 1, total: (i * 7) % 100, status: i % 3 === 0 ? 'open' : 'closed' }));
+  const requests: OrdersServer['requests'] = [];
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    requests.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    if (url.pathname !== '/orders') {
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not found"}');
+      return;
+    }
+    const page = Number(url.searchParams.get('page') ?? 1);
+    const perPage = Number(url.searchParams.get('per_page') ?? 50);
+    const data = orders.slice((page - 1) * perPage, page * perPage);
+    res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ data, page }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/`,
+    requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
