@@ -11,18 +11,23 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs one of Weft's TypeScript entry points as its own process, as a user would. */
+/** One of Weft's TypeScript entry points as its own process, as a user would run it. */
+function spawnScript(script: string, args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+/** Runs an entry point to completion. */
 export function runScript(script: string, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
-      cwd: projectRoot,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnScript(script, args, env);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.stdout!.on('data', (chunk) => (stdout += chunk));
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
     child.once('error', reject);
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
@@ -38,11 +43,7 @@ export interface RunningScript {
 /** Starts a long-running entry point and waits until its output matches `ready`. */
 export function startScript(script: string, args: string[], env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<RunningScript> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
-      cwd: projectRoot,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnScript(script, args, env);
     let output = '';
     const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
     const timer = setTimeout(() => {
