@@ -68,6 +68,11 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
+  /**
+   * Mutations run in one transaction by default. Set false for actions that only reach out to
+   * remote systems (a connection check), so no transaction is held open while they wait.
+   */
+  transaction?: boolean;
   /** Accepts an Idempotency-Key header: same key and payload replays the first answer. */
   idempotent?: boolean;
   responses: Record<number, ResponseSpec>;

@@ -59,7 +59,7 @@ function readQuery(ctx: Koa.Context): Record<string, unknown> {
  * mutations, idempotently when an Idempotency-Key is sent) → shape the response.
  */
 function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
-  const isMutation = route.method !== 'get';
+  const inTransaction = route.method !== 'get' && route.transaction !== false;
   router[route.method](route.path, async (ctx) => {
     let principal: Principal | undefined;
     if (!('public' in route.auth)) {
@@ -95,7 +95,7 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
     });
 
     let result: HandlerResult & { replayed?: boolean };
-    if (!isMutation) {
+    if (!inTransaction) {
       result = await route.handler(context(deps.db));
     } else {
       result = await deps.db.transaction(async (trx) => {

@@ -106,11 +106,11 @@ export const dataEndpointRoutes = [
     summary: 'Check the connection through the capability. Does not prove every record is readable.',
     tag: 'Data endpoints',
     auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
+    transaction: false,
     params: endpointParams,
     responses: { 200: { description: 'Check result (ok false when the remote side failed)', schema: checkResultSchema } },
-    async handler({ deps, principal, params }) {
-      // Reaches out to the remote system: outside the request transaction on purpose.
-      return { body: await checkDataEndpoint(deps.db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+    async handler({ db, principal, params, deps }) {
+      return { body: await checkDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
     },
   }),
   defineRoute<{ endpoint_id: string }>({
@@ -120,6 +120,7 @@ export const dataEndpointRoutes = [
     summary: "Validate the stored configuration against the installed capability's contract.",
     tag: 'Data endpoints',
     auth: { scopes: ['endpoints:read'], workspaceResources: true },
+    transaction: false,
     params: endpointParams,
     responses: { 200: { description: 'Validation result', schema: validationResultSchema } },
     async handler({ db, principal, params, deps }) {
