@@ -39,7 +39,8 @@ function compile(schema: JsonSchema, forQuery: boolean): ValidateFunction {
 }
 
 export function describeProblems(errors: ErrorObject[] | null | undefined, prefix = ''): FieldProblem[] {
-  return (errors ?? []).map((error) => {
+  // An if/then failure is also reported by the precise `then` rule that failed; keep only that one.
+  return (errors ?? []).filter((error) => error.keyword !== 'if').map((error) => {
     let path = `${prefix}${error.instancePath}`;
     let message = error.message ?? 'is invalid';
     if (error.keyword === 'additionalProperties') {

@@ -1,10 +1,9 @@
 // Registers every built-in capability. Import this module (not the registry) where capabilities are used.
 import type { CapabilityRuntime } from './capability';
 import { registerCapability } from './registry';
+import { httpDatasetCapability } from './http-dataset';
 
-const builtIns: CapabilityRuntime[] = [
-  // Each capability module adds its runtime here.
-];
+const builtIns: CapabilityRuntime[] = [httpDatasetCapability];
 for (const runtime of builtIns) registerCapability(runtime);
 
 export { findCapability, listCapabilities } from './registry';

@@ -1,0 +1,102 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Condition, FieldDescription, OrderTerm } from '../capability';
+
+export type Row = Record<string, unknown>;
+
+/** Records are JSON objects; a bare value (an array of strings, say) becomes { value }, so nothing is dropped. */
+export function toRow(value: unknown): Row {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Row) : { value };
+}
+
+/** Orders numbers with numbers and strings with strings; anything else is not comparable (null). */
+function compare(a: unknown, b: unknown): number | null {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  if (typeof a === 'string' && typeof b === 'string') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return Number(a) - Number(b);
+  return null;
+}
+
+function matches(row: Row, condition: Condition): boolean {
+  const value = row[condition.field];
+  switch (condition.op) {
+    case 'eq':
+      return isDeepStrictEqual(value, condition.value);
+    case 'ne':
+      return !isDeepStrictEqual(value, condition.value);
+    case 'in':
+      return (condition.values ?? []).some((candidate) => isDeepStrictEqual(value, candidate));
+    case 'exists': {
+      const present = value !== undefined && value !== null;
+      return condition.value === false ? !present : present;
+    }
+    default: {
+      const order = compare(value, condition.value);
+      if (order === null) return false;
+      return { gt: order > 0, gte: order >= 0, lt: order < 0, lte: order <= 0 }[condition.op];
+    }
+  }
+}
+
+/** Remote APIs cannot filter for us: `where` is applied to each fetched record. */
+export function matchesAll(row: Row, where: Condition[]): boolean {
+  return where.every((condition) => matches(row, condition));
+}
+
+export function project(row: Row, select: string[] | undefined): Row {
+  if (!select) return row;
+  return Object.fromEntries(select.filter((field) => field in row).map((field) => [field, row[field]]));
+}
+
+/** Stable sort of one returned page; missing, null and incomparable values sort last. */
+export function sortRows(rows: Row[], orderBy: OrderTerm[]): Row[] {
+  if (!orderBy.length) return rows;
+  return [...rows].sort((a, b) => {
+    for (const term of orderBy) {
+      const x = a[term.field];
+      const y = b[term.field];
+      const xMissing = x === undefined || x === null;
+      const yMissing = y === undefined || y === null;
+      if (xMissing || yMissing) {
+        if (xMissing !== yMissing) return xMissing ? 1 : -1;
+        continue;
+      }
+      const order = compare(x, y) ?? 0;
+      if (order !== 0) return term.direction === 'desc' ? -order : order;
+    }
+    return 0;
+  });
+}
+
+function typeOf(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/**
+ * Field names and JSON types of sampled records, in first-seen order. Integer and number merge to
+ * number; other mixed types report the most frequent one. A field that is null or missing in any
+ * sampled record is nullable.
+ */
+export function inferFields(rows: Row[]): FieldDescription[] {
+  const seen = new Map<string, Map<string, number>>();
+  for (const row of rows) {
+    for (const [name, value] of Object.entries(row)) {
+      const counts = seen.get(name) ?? new Map<string, number>();
+      counts.set(typeOf(value), (counts.get(typeOf(value)) ?? 0) + 1);
+      seen.set(name, counts);
+    }
+  }
+  return [...seen].map(([name, counts]) => {
+    const nullCount = counts.get('null') ?? 0;
+    counts.delete('null');
+    if (counts.has('integer') && counts.has('number')) {
+      counts.set('number', counts.get('number')! + counts.get('integer')!);
+      counts.delete('integer');
+    }
+    const present = [...counts].sort((a, b) => b[1] - a[1]);
+    const nonNull = present.reduce((sum, [, count]) => sum + count, 0);
+    return { name, type: present[0]?.[0] ?? 'null', nullable: nullCount > 0 || nonNull < rows.length };
+  });
+}
