@@ -45,6 +45,7 @@ const titles: Record<number, string> = {
   422: 'Validation failed',
   429: 'Too many requests',
   500: 'Internal server error',
+  501: 'Not implemented',
   503: 'Service unavailable',
 };
 

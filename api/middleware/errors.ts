@@ -28,13 +28,17 @@ function problemFromDatabaseError(error: { code?: string; constraint?: string; c
   }
 }
 
-/** Koa's own errors (body parser: bad JSON, too large, wrong charset). */
-function problemFromHttpError(error: { status?: number; expose?: boolean; message?: string; type?: string }, requestId: string): Problem | undefined {
-  if (typeof error.status !== 'number' || error.status < 400 || error.status >= 500) return undefined;
-  if (error.status === 413) return problem(413, 'payload_too_large', 'The request body is too large.', requestId);
-  if (error.status === 415) return problem(415, 'unsupported_media_type', error.message ?? 'Unsupported content type.', requestId);
-  const message = error.type === 'entity.parse.failed' ? 'The request body is not valid JSON.' : error.expose && error.message ? error.message : 'The request could not be read.';
-  return problem(error.status, error.type === 'entity.parse.failed' ? 'malformed_json' : 'bad_request', message, requestId);
+/** Koa's and the router's own errors (405, 501 for unknown methods). */
+function problemFromHttpError(error: { status?: number; expose?: boolean; message?: string }, requestId: string, method: string, path: string): Problem | undefined {
+  switch (error.status) {
+    case 405:
+      return problem(405, 'method_not_allowed', `${method} is not allowed on ${path}.`, requestId);
+    case 501:
+      return problem(501, 'method_not_implemented', `The method ${method} is not supported.`, requestId);
+    default:
+      if (typeof error.status !== 'number' || error.status < 400 || error.status >= 500) return undefined;
+      return problem(error.status, 'bad_request', error.expose && error.message ? error.message : 'The request could not be read.', requestId);
+  }
 }
 
 /** Maps every failure to the one problem+json format; unexpected ones are logged and become a 500 that reveals nothing. */
@@ -50,7 +54,8 @@ export function errorMiddleware(): Koa.Middleware {
       let body: Problem | undefined;
       if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
       else if ((error as { routeNotFound?: boolean }).routeNotFound) body = problem(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`, requestId);
-      else body = problemFromDatabaseError(error as never, requestId) ?? problemFromHttpError(error as never, requestId);
+      // Objection wraps driver errors (UniqueViolationError…): the SQLSTATE is on the native error.
+      else body = problemFromDatabaseError(((error as { nativeError?: unknown }).nativeError ?? error) as never, requestId) ?? problemFromHttpError(error as never, requestId, ctx.method, ctx.path);
 
       if (!body) {
         logger.error({ requestId, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled error');

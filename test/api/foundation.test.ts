@@ -66,6 +66,22 @@ describe('The foundation', () => {
     });
   });
 
+  it('answers a wrong method with 405 and an unknown one with 501, both in the problem format', async () => {
+    const wrong = await request('DELETE', '/api/v1/organization');
+    assert.equal(wrong.status, 405);
+    assert.equal(wrong.body.code, 'method_not_allowed');
+    const unknown = await request('PROPFIND', '/api/v1/organization');
+    assert.equal(unknown.status, 501);
+    assert.equal(unknown.body.code, 'method_not_implemented');
+  });
+
+  it('answers a body that is not JSON with 415', async () => {
+    const ws = await newWorkspace();
+    const res = await request('POST', '/api/v1/projects', { key: ws.apiKey, rawBody: 'name=x', headers: { 'Content-Type': 'text/plain' } });
+    assert.equal(res.status, 415);
+    assert.equal(res.body.code, 'unsupported_media_type');
+  });
+
   describe('OpenAPI and docs', () => {
     it('serves an OpenAPI 3.1 document whose routes declare their scopes', async () => {
       const res = await request('GET', '/api/v1/openapi.json');
