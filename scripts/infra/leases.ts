@@ -37,3 +37,32 @@ export function releaseLease(service: string): boolean {
   if (ownerGone) rmSync(ownerFile, { force: true });
   return ownerGone;
 }
+
+/**
+ * Serialises "is it running? start it" between local processes, so two that begin together do
+ * not both start a server on the same port. A lock left by a dead process is taken over.
+ */
+export async function withStartLock<T>(service: string, work: () => Promise<T>): Promise<T> {
+  mkdirSync(folder(service), { recursive: true });
+  const lock = path.join(folder(service), 'starting.lock');
+  const deadline = Date.now() + 5 * 60_000;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch {
+      const holder = Number(readFileSync(lock, 'utf8') || NaN);
+      if (!alive(holder)) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`Timed out waiting for process ${holder} to finish starting ${service}.`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  try {
+    return await work();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
