@@ -1,0 +1,287 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import { ConflictError, InputError } from '../../core/errors';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
+import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
+import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
+import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
+import { findSnapshot, latestSnapshot, lockTableForWrite, qualified, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
+
+const definition: CapabilityDefinition = {
+  name: 'managed_table',
+  version: '1.0.0',
+  title: 'Managed table',
+  description: 'A table kept in Weft’s own PostgreSQL, one schema per workspace. Every committed write creates a snapshot, and history is kept for snapshot and point-in-time reads.',
+  roles: [
+    { role: 'source', contractKind: 'source_stream' },
+    { role: 'destination', contractKind: 'sink_table' },
+  ],
+  targetSchema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['table'],
+    properties: {
+      table: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,62}$', description: 'Table name within the workspace: lower-case letter first, then lower-case letters, digits or underscores (at most 63).' },
+      primaryKey: {
+        type: 'array',
+        minItems: 1,
+        uniqueItems: true,
+        items: { type: 'string', minLength: 1, maxLength: 200 },
+        description: 'Record fields identifying a record; needed for upsert. Fixed by the first write.',
+      },
+    },
+  },
+  installationSchema: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing to configure: managed tables live in Weft’s own database.' },
+  accepts: ['json'],
+  emits: ['json'],
+  supports: { recordsRead: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+};
+
+interface ManagedTarget {
+  table: string;
+  primaryKey: string[] | null;
+}
+
+function parseTarget(target: Record<string, unknown>): ManagedTarget {
+  const table = target.table;
+  if (typeof table !== 'string' || !/^[a-z][a-z0-9_]{0,62}$/.test(table)) throw new InputError('invalid_target', 'target.table must match ^[a-z][a-z0-9_]{0,62}$.');
+  const primaryKey = target.primaryKey;
+  if (primaryKey !== undefined && !(Array.isArray(primaryKey) && primaryKey.length && primaryKey.every((f) => typeof f === 'string' && f))) {
+    throw new InputError('invalid_target', 'target.primaryKey must be a non-empty array of field names.');
+  }
+  return { table, primaryKey: (primaryKey as string[] | undefined) ?? null };
+}
+
+/** A record field as jsonb; a missing field reads as JSON null, so comparisons and ordering never meet SQL NULL. */
+const fieldSql = (field: string, params: SqlParams) => `coalesce(data -> ${params.add(field)}::text, 'null'::jsonb)`;
+const jsonParam = (value: unknown, params: SqlParams) => `${params.add(JSON.stringify(value))}::jsonb`;
+
+const jsonbConditions: ConditionDialect = {
+  compare(field, op, value, params) {
+    const expr = fieldSql(field, params);
+    const literal = jsonParam(value, params);
+    if (op === 'eq' || op === 'ne') return `${expr} ${comparisonOperators[op]} ${literal}`;
+    // jsonb orders across types (strings below numbers): range comparisons only match values of the same JSON type.
+    return `jsonb_typeof(${expr}) = jsonb_typeof(${literal}) AND ${expr} ${comparisonOperators[op]} ${literal}`;
+  },
+  isIn: (field, values, params) => `${fieldSql(field, params)} IN (SELECT jsonb_array_elements(${jsonParam(values, params)}))`,
+  // Present with a non-null value, the same meaning as IS NOT NULL on a postgres_table column.
+  exists: (field, params) => `${fieldSql(field, params)} <> 'null'::jsonb`,
+};
+
+function toSnapshotInfo(row: SnapshotRow): SnapshotInfo {
+  return { id: row.id, version: String(row.version), committedAt: row.committed.toISOString() };
+}
+
+const unknownSnapshot = (message: string) => new InputError('unknown_snapshot', message);
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A managed continuation pins a snapshot version and holds jsonb text per orderBy term, then the row key. */
+function isManagedCursor(cursor: TableCursor): boolean {
+  if (!/^\d{1,18}$/.test(cursor.version ?? '') || !cursor.key) return false;
+  return cursor.key.slice(0, -1).every((text) => {
+    try {
+      return text !== null && (JSON.parse(text), true);
+    } catch {
+      return false;
+    }
+  });
+}
+
+const isoTimestamp = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** The snapshot a read sees: the continuation's (pinned), the requested id, the last at or before asOf, or the latest. */
+async function resolveSnapshot(db: Knex, schema: string, table: string, query: RecordsQuery, cursor?: TableCursor): Promise<SnapshotRow | undefined> {
+  if (cursor) {
+    const row = await findSnapshot(db, schema, table, (p) => `version = ${p.add(cursor.version)}::bigint`);
+    if (!row) throw new InputError('invalid_continuation', 'The continuation names a snapshot this table does not have. Start again without it.');
+    return row;
+  }
+  if (query.snapshotId !== undefined) {
+    const id = query.snapshotId;
+    const row = uuidPattern.test(id) ? await findSnapshot(db, schema, table, (p) => `id = ${p.add(id)}::uuid`) : undefined;
+    if (!row) throw unknownSnapshot(`Table "${table}" has no snapshot ${id}.`);
+    return row;
+  }
+  if (query.asOf !== undefined) {
+    const asOf = query.asOf;
+    if (!isoTimestamp.test(asOf) || Number.isNaN(Date.parse(asOf))) throw new InputError('invalid_as_of', 'asOf must be an ISO 8601 timestamp.');
+    const row = await findSnapshot(db, schema, table, (p) => `committed_at <= ${p.add(new Date(asOf))}::timestamptz ORDER BY version DESC LIMIT 1`);
+    if (!row) throw unknownSnapshot(`Table "${table}" has no snapshot committed at or before ${asOf}.`);
+    return row;
+  }
+  return latestSnapshot(db, schema, table);
+}
+
+async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage> {
+  const { table } = parseTarget(rawTarget);
+  const schema = workspaceSchema(ctx.installation.workspaceId);
+  const cursor = query.after === undefined || query.after === null ? undefined : decodeCursor(query.after, query.orderBy);
+  if (cursor && !isManagedCursor(cursor)) throw new InputError('invalid_continuation', 'The continuation is not a managed table continuation. Start again without it.');
+  if (!(await tableExists(ctx.db, schema, table))) {
+    if (cursor || query.snapshotId !== undefined || query.asOf !== undefined) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
+    return { records: [], continuation: null };
+  }
+  const snapshot = await resolveSnapshot(ctx.db, schema, table, query, cursor);
+  if (!snapshot) return { records: [], continuation: null };
+
+  const params = new SqlParams();
+  const version = params.add(snapshot.version);
+  const where = compileWhere(query.where, jsonbConditions, params);
+  const keyset: KeysetColumn[] = [
+    ...query.orderBy.map((term): KeysetColumn => ({ sql: fieldSql(term.field, params), direction: term.direction, cast: '::jsonb', nullable: false })),
+    // row_key is unique within a snapshot: the tie-breaker that makes every position distinct.
+    { sql: 'row_key', direction: 'asc', nullable: false },
+  ];
+  const after = cursor?.key ? keysetAfter(keyset, cursor.key, params) : 'TRUE';
+  const limit = params.add(query.limit + 1);
+  const { rows } = await run<{ data: Record<string, unknown>; position: Array<string | null> }>(
+    ctx.db,
+    `SELECT data, ${cursorSelect(keyset)} AS position FROM ${qualified(schema, table)}
+      WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
+      ORDER BY ${orderByClause(keyset)} LIMIT ${limit}`,
+    params,
+  );
+  const page = rows.slice(0, query.limit);
+  const last = page[page.length - 1];
+  const continuation: TableCursor | null = rows.length > query.limit ? { order: orderOf(query.orderBy), key: last.position, version: String(snapshot.version) } : null;
+  const select = query.select;
+  const records = page.map(({ data }) => (select ? Object.fromEntries(select.map((field) => [field, data[field] ?? null])) : data));
+  return { records, continuation, snapshot: toSnapshotInfo(snapshot) };
+}
+
+/** Row keys: the primary key values as a JSON array, or a random id for tables without a key. */
+function rowKeys(rows: Array<Record<string, unknown>>, primaryKey: string[] | null): string[] {
+  return primaryKey ? primaryKeyValues(rows, primaryKey) : rows.map(() => randomUUID());
+}
+
+function checkProvenance(request: WriteRequest): void {
+  const { provenance } = request;
+  if (!provenance || (provenance.kind !== 'run' && provenance.kind !== 'write') || typeof provenance.id !== 'string' || !provenance.id) {
+    throw new InputError('invalid_provenance', 'A write needs provenance {kind: run|write, id}.');
+  }
+}
+
+/**
+ * Applies one operation as version `version`: changed or deleted records get valid_to = version,
+ * new record versions get valid_from = version, so every earlier snapshot still reads as it was.
+ * Returns the number of records appended, upserted, updated or deleted.
+ */
+async function applyWrite(trx: Knex.Transaction, t: string, request: WriteRequest, primaryKey: string[] | null, version: number, committed: Date): Promise<number> {
+  const params = new SqlParams();
+  const v = params.add(version);
+  const provenance = `${params.add(request.provenance.kind)}, ${params.add(request.provenance.id)}, ${params.add(committed)}::timestamptz`;
+  const columns = '(row_key, data, valid_from, produced_by_kind, produced_by_id, produced_at)';
+  const closeCurrent = (predicate: string) => run(trx, `UPDATE ${t} SET valid_to = ${v} WHERE valid_to IS NULL AND (${predicate})`, params);
+  switch (request.operation) {
+    case 'append': {
+      const rows = request.rows ?? [];
+      const keys = rowKeys(rows, primaryKey);
+      const entries = jsonParam(rows.map((data, i) => ({ key: keys[i], data })), params);
+      // A key already current violates the partial unique index: reported as duplicate_key.
+      await run(trx, `INSERT INTO ${t} ${columns} SELECT e->>'key', e->'data', ${v}, ${provenance} FROM jsonb_array_elements(${entries}) e`, params);
+      return rows.length;
+    }
+    case 'upsert': {
+      const rows = request.rows ?? [];
+      const keys = rowKeys(rows, primaryKey);
+      const entries = jsonParam(rows.map((data, i) => ({ key: keys[i], data })), params);
+      await closeCurrent(`row_key IN (SELECT e->>'key' FROM jsonb_array_elements(${entries}) e)`);
+      // Fields the row leaves out keep their previous values, as with INSERT ... ON CONFLICT DO UPDATE of the given columns.
+      await run(
+        trx,
+        `INSERT INTO ${t} ${columns}
+          SELECT e->>'key', coalesce(previous.data, '{}'::jsonb) || (e->'data'), ${v}, ${provenance}
+          FROM jsonb_array_elements(${entries}) e LEFT JOIN ${t} previous ON previous.row_key = e->>'key' AND previous.valid_to = ${v}`,
+        params,
+      );
+      return rows.length;
+    }
+    case 'update': {
+      const closed = await closeCurrent(compileWhere(request.where ?? [], jsonbConditions, params));
+      await run(trx, `INSERT INTO ${t} ${columns} SELECT row_key, data || ${jsonParam(request.set, params)}, ${v}, ${provenance} FROM ${t} WHERE valid_to = ${v}`, params);
+      return closed.rowCount;
+    }
+    case 'delete':
+      return (await closeCurrent(compileWhere(request.where ?? [], jsonbConditions, params))).rowCount;
+  }
+}
+
+async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<FieldDescription[]> {
+  const { table, primaryKey } = parseTarget(rawTarget);
+  const schema = workspaceSchema(ctx.installation.workspaceId);
+  const keyFields = (primaryKey ?? []).map((name): FieldDescription => ({ name, type: 'unknown', nullable: false }));
+  if (!(await tableExists(ctx.db, schema, table))) return keyFields;
+  // A bounded sample of current records: discovery must stay cheap on large tables.
+  const { rows } = await run<{ name: string; types: string[]; present: number; total: number }>(
+    ctx.db,
+    `WITH sample AS (SELECT data FROM ${qualified(schema, table)} WHERE valid_to IS NULL LIMIT 1000)
+     SELECT field.key AS name, array_agg(DISTINCT jsonb_typeof(field.value)) AS types, count(*) AS present, (SELECT count(*) FROM sample) AS total
+     FROM sample, jsonb_each(sample.data) field GROUP BY field.key ORDER BY field.key`,
+  );
+  const discovered = rows.map(({ name, types, present, total }): FieldDescription => {
+    const valueTypes = types.filter((type) => type !== 'null');
+    const type = valueTypes.length === 0 ? 'null' : valueTypes.length === 1 ? valueTypes[0] : 'json';
+    return { name, type, nullable: present < total || types.includes('null') };
+  });
+  const byName = new Map(discovered.map((field) => [field.name, field]));
+  const keys = keyFields.map((key) => ({ ...key, type: byName.get(key.name)?.type ?? key.type }));
+  return [...keys, ...discovered.filter((field) => !primaryKey?.includes(field.name))];
+}
+
+async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
+  const { table, primaryKey } = parseTarget(rawTarget);
+  checkWriteRequest(request, primaryKey);
+  checkProvenance(request);
+  const schema = workspaceSchema(ctx.installation.workspaceId);
+  const t = qualified(schema, table);
+  try {
+    // Nested in the caller's transaction when ctx.db is one (as a savepoint): all or nothing either way.
+    return await ctx.db.transaction(async (trx) => {
+      const state = await lockTableForWrite(trx, schema, table, primaryKey);
+      const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
+      const expected = request.expectedSnapshot;
+      if (expected && (!latest || latest.id !== expected.id || String(latest.version) !== String(expected.version))) {
+        throw new ConflictError('snapshot_conflict', `Table "${table}" has moved on: the latest snapshot is ${latest ? `${latest.id} (version ${latest.version})` : 'none'}, not ${expected.id} (version ${expected.version}). Read again and retry.`, {
+          latestSnapshot: latest ? toSnapshotInfo(latest) : null,
+        });
+      }
+      const version = state.latestVersion + 1;
+      // Millisecond precision, because a committedAt echoed back as asOf must find its own snapshot;
+      // never before the previous commit, so time order and version order agree.
+      const clock = new SqlParams();
+      const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz) AS committed`, clock);
+      const committed = rows[0].committed;
+      const affected = await applyWrite(trx, t, request, primaryKey, version, committed);
+      const snapshot: SnapshotRow = { id: randomUUID(), version, committed };
+      const params = new SqlParams();
+      const values = [snapshot.id, table, version, committed, request.operation, affected, request.provenance.kind, request.provenance.id].map((value) => params.add(value));
+      await run(trx, `INSERT INTO ${quoteIdentifier(schema)}._snapshots (id, table_name, version, committed_at, operation, affected, produced_by_kind, produced_by_id) VALUES (${values.join(', ')})`, params);
+      const bump = new SqlParams();
+      await run(trx, `UPDATE ${quoteIdentifier(schema)}._tables SET latest_version = ${bump.add(version)} WHERE table_name = ${bump.add(table)}`, bump);
+      return { affected, snapshot: toSnapshotInfo(snapshot) };
+    });
+  } catch (error) {
+    if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw new ConflictError('duplicate_key', `A row with the same primary key is already in table "${table}"; use upsert to replace it.`);
+    throw error;
+  }
+}
+
+export const managedTableCapability: CapabilityRuntime = {
+  definition,
+  async checkConnection(ctx, rawTarget) {
+    const { table } = parseTarget(rawTarget);
+    await ctx.db.raw('SELECT 1');
+    const schema = workspaceSchema(ctx.installation.workspaceId);
+    const exists = await tableExists(ctx.db, schema, table);
+    const latest = exists ? await latestSnapshot(ctx.db, schema, table) : undefined;
+    return {
+      ok: true,
+      message: exists ? `Managed table "${table}" is reachable.` : `Managed table "${table}" will be created by its first write.`,
+      details: { tableExists: exists, latestSnapshot: latest ? toSnapshotInfo(latest) : null },
+    };
+  },
+  discoverSchema,
+  readRecords,
+  writeRecords,
+};

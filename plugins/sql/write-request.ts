@@ -1,0 +1,45 @@
+import { InputError } from '../../core/errors';
+import type { WriteRequest } from '../capability';
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Shape rules every table write shares. `primaryKey` is the key records are identified by (null
+ * when the table has none): upsert needs one, and update may not change it (delete and append instead),
+ * so a record's identity and keyset position never move under a reader.
+ */
+export function checkWriteRequest(request: WriteRequest, primaryKey: string[] | null): void {
+  const { operation, rows, where, set } = request;
+  if (operation === 'append' || operation === 'upsert') {
+    if (!Array.isArray(rows) || !rows.length || !rows.every(isPlainObject)) throw new InputError('rows_required', `${operation} needs a non-empty array of row objects.`);
+    if (operation === 'upsert' && !primaryKey?.length) throw new InputError('primary_key_required', 'upsert needs a primary key to match rows on.');
+  } else if (operation === 'update' || operation === 'delete') {
+    // A where-less update or delete is refused: rewriting a whole table should be deliberate, not a missing filter.
+    if (!Array.isArray(where) || !where.length) throw new InputError('where_required', `${operation} needs at least one where condition.`);
+    if (operation === 'update') {
+      if (!isPlainObject(set) || !Object.keys(set).length) throw new InputError('set_required', 'update needs a non-empty set object.');
+      const keyField = primaryKey?.find((field) => field in set);
+      if (keyField) throw new InputError('primary_key_immutable', `update cannot set the primary key field "${keyField}"; delete and append instead.`);
+    }
+  } else {
+    throw new InputError('invalid_operation', `Unknown operation "${String(operation)}"; use append, upsert, update or delete.`);
+  }
+}
+
+/** The primary key values of each row as a JSON array (1 and "1" stay distinct); refuses missing values and repeats within the batch. */
+export function primaryKeyValues(rows: Array<Record<string, unknown>>, primaryKey: string[]): string[] {
+  const seen = new Set<string>();
+  return rows.map((row, index) => {
+    const values = primaryKey.map((field) => {
+      const value = row[field];
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+        throw new InputError('invalid_primary_key', `rows[${index}].${field} is part of the primary key and must be a string, number or boolean.`);
+      }
+      return value;
+    });
+    const key = JSON.stringify(values);
+    if (seen.has(key)) throw new InputError('duplicate_key_in_batch', `rows[${index}] repeats the primary key ${key} of an earlier row.`);
+    seen.add(key);
+    return key;
+  });
+}

@@ -1,0 +1,196 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { managedTableCapability as capability } from '../../plugins/managed-table';
+import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
+import { env } from '../support/environment';
+import { newWorkspace } from '../support/fixtures';
+
+const run = (id = 'run-1'): WriteRequest['provenance'] => ({ kind: 'run', id });
+const query = (overrides: Partial<RecordsQuery> = {}): RecordsQuery => ({ where: [], orderBy: [{ field: 'id', direction: 'asc' }], limit: 100, ...overrides });
+const withCode = (code: string) => (error: unknown) => {
+  assert.equal((error as { code?: string }).code, code, String(error));
+  return true;
+};
+
+describe('managed_table capability', () => {
+  let ctx: CapabilityContext;
+  let schema: string;
+
+  before(async () => {
+    const workspace = await newWorkspace();
+    ctx = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db };
+    schema = `weft_ws_${workspace.workspaceId.replace(/-/g, '')}`;
+  });
+
+  it('keeps every write as a snapshot readable by id and by asOf, with provenance', async () => {
+    const target = { table: 'people', primaryKey: ['id'] };
+    const write = (request: Omit<WriteRequest, 'provenance'>, by = run()) => capability.writeRecords!(ctx, target, { ...request, provenance: by });
+
+    const first = await write({ operation: 'append', rows: [{ id: 1, name: 'Ada' }, { id: 2, name: 'Bob' }, { id: 3, name: 'Cy' }] });
+    assert.equal(first.affected, 3);
+    assert.equal(first.snapshot?.version, '1');
+    await sleep(5); // snapshots within one millisecond share a committedAt, so asOf could not tell them apart
+    const second = await write({ operation: 'upsert', rows: [{ id: 2, name: 'Bobby', team: 'x' }, { id: 4, name: 'Dee' }] }, { kind: 'write', id: 'action-7' });
+    await sleep(5);
+    const third = await write({ operation: 'update', where: [{ field: 'id', op: 'eq', value: 1 }], set: { name: 'Ada L.' } });
+    await sleep(5);
+    const fourth = await write({ operation: 'delete', where: [{ field: 'id', op: 'in', values: [3, 99] }] });
+    assert.deepEqual([second.affected, third.affected, fourth.affected], [2, 1, 1]);
+    assert.deepEqual([second, third, fourth].map((w) => w.snapshot?.version), ['2', '3', '4']);
+
+    const names = async (q: Partial<RecordsQuery>) => (await capability.readRecords(ctx, target, query(q))).records.map((r) => `${r.id}:${r.name}`);
+    assert.deepEqual(await names({ snapshotId: first.snapshot!.id }), ['1:Ada', '2:Bob', '3:Cy']);
+    assert.deepEqual(await names({ snapshotId: second.snapshot!.id }), ['1:Ada', '2:Bobby', '3:Cy', '4:Dee']);
+    assert.deepEqual(await names({ snapshotId: third.snapshot!.id }), ['1:Ada L.', '2:Bobby', '3:Cy', '4:Dee']);
+    assert.deepEqual(await names({}), ['1:Ada L.', '2:Bobby', '4:Dee']);
+    assert.deepEqual(await names({ asOf: first.snapshot!.committedAt }), ['1:Ada', '2:Bob', '3:Cy']);
+    assert.deepEqual(await names({ asOf: second.snapshot!.committedAt }), ['1:Ada', '2:Bobby', '3:Cy', '4:Dee']);
+    assert.deepEqual(await names({ asOf: new Date(Date.now() + 60_000).toISOString() }), ['1:Ada L.', '2:Bobby', '4:Dee']);
+
+    const latest = await capability.readRecords(ctx, target, query());
+    assert.deepEqual(latest.snapshot, fourth.snapshot);
+    // upsert merges: a field the upserted row leaves out keeps its value.
+    await write({ operation: 'upsert', rows: [{ id: 2, name: 'Robert' }] });
+    const merged = await capability.readRecords(ctx, target, query({ where: [{ field: 'id', op: 'eq', value: 2 }] }));
+    assert.deepEqual(merged.records, [{ id: 2, name: 'Robert', team: 'x' }]);
+
+    const versions = await env().db.raw(`SELECT version, produced_by_kind AS kind, produced_by_id AS by, operation, affected FROM "${schema}"._snapshots WHERE table_name = 'people' ORDER BY version`);
+    assert.deepEqual(
+      versions.rows.map((r: Record<string, unknown>) => `${r.version} ${r.operation} ${r.affected} ${r.kind}:${r.by}`),
+      ['1 append 3 run:run-1', '2 upsert 2 write:action-7', '3 update 1 run:run-1', '4 delete 1 run:run-1', '5 upsert 1 run:run-1'],
+    );
+    const bobby = await env().db.raw(`SELECT produced_by_kind AS kind, produced_by_id AS by, produced_at AS at, valid_from AS "from", valid_to AS "to" FROM "${schema}".people WHERE data->>'name' = 'Bobby'`);
+    assert.deepEqual(bobby.rows.map((r: Record<string, unknown>) => [r.kind, r.by, (r.at as Date).toISOString(), r.from, r.to]), [['write', 'action-7', second.snapshot!.committedAt, 2, 5]]);
+  });
+
+  it('pages with a keyset continuation pinned to the first page’s snapshot', async () => {
+    const target = { table: 'scores', primaryKey: ['id'] };
+    const rows = Array.from({ length: 23 }, (_, i) => ({ id: i + 1, ...(i % 5 === 0 ? {} : { score: i % 4 }) }));
+    await capability.writeRecords!(ctx, target, { operation: 'append', rows, provenance: run() });
+
+    const seen: Array<Record<string, unknown>> = [];
+    let after: unknown;
+    let pages = 0;
+    do {
+      const page = await capability.readRecords(ctx, target, query({ orderBy: [{ field: 'score', direction: 'desc' }], limit: 4, after }));
+      seen.push(...page.records);
+      after = page.continuation;
+      pages += 1;
+      assert.equal(page.snapshot?.version, '1');
+      // A write between pages does not leak into the pages still to come.
+      if (pages === 1) await capability.writeRecords!(ctx, target, { operation: 'append', rows: [{ id: 100, score: 2 }], provenance: run() });
+    } while (after);
+
+    assert.equal(pages, 6);
+    assert.deepEqual(seen.map((r) => r.id).sort((a, b) => Number(a) - Number(b)), rows.map((r) => r.id));
+    const scores = seen.map((r) => (r.score === undefined ? -1 : Number(r.score)));
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'descending, missing values last');
+    const fresh = await capability.readRecords(ctx, target, query({ limit: 100 }));
+    assert.equal(fresh.records.length, 24);
+    assert.equal(fresh.snapshot?.version, '2');
+
+    const first = await capability.readRecords(ctx, target, query({ limit: 4 }));
+    await assert.rejects(capability.readRecords(ctx, target, query({ orderBy: [{ field: 'score', direction: 'asc' }], limit: 4, after: first.continuation })), withCode('invalid_continuation'));
+  });
+
+  it('filters with all eight operators, orders and selects fields', async () => {
+    const target = { table: 'products', primaryKey: ['sku'] };
+    await capability.writeRecords!(ctx, target, {
+      operation: 'append',
+      provenance: run(),
+      rows: [
+        { sku: 'a', price: 5, color: 'red' },
+        { sku: 'b', price: 10, color: 'blue' },
+        { sku: 'c', price: 15 },
+        { sku: 'd', price: '20', color: null },
+        { sku: 'e', price: 25, color: 'red' },
+      ],
+    });
+    const skus = async (where: Condition[], orderBy: RecordsQuery['orderBy'] = [{ field: 'sku', direction: 'asc' }]) =>
+      (await capability.readRecords(ctx, target, query({ where, orderBy }))).records.map((r) => r.sku).join('');
+
+    assert.equal(await skus([{ field: 'color', op: 'eq', value: 'red' }]), 'ae');
+    assert.equal(await skus([{ field: 'color', op: 'ne', value: 'red' }]), 'bcd');
+    assert.equal(await skus([{ field: 'color', op: 'in', values: ['blue', null] }]), 'bcd');
+    assert.equal(await skus([{ field: 'color', op: 'exists' }]), 'abe');
+    assert.equal(await skus([{ field: 'color', op: 'exists', value: false }]), 'cd');
+    // Range comparisons match values of the same JSON type only: the string "20" is not a number.
+    assert.equal(await skus([{ field: 'price', op: 'gt', value: 10 }]), 'ce');
+    assert.equal(await skus([{ field: 'price', op: 'gte', value: 10 }]), 'bce');
+    assert.equal(await skus([{ field: 'price', op: 'lt', value: 15 }]), 'ab');
+    assert.equal(await skus([{ field: 'price', op: 'lte', value: 15 }]), 'abc');
+    assert.equal(await skus([{ field: 'price', op: 'gte', value: 10 }, { field: 'price', op: 'lt', value: 25 }]), 'bc');
+    assert.equal(await skus([], [{ field: 'color', direction: 'asc' }, { field: 'price', direction: 'desc' }]), 'cdbea');
+
+    const selected = await capability.readRecords(ctx, target, query({ select: ['sku', 'color'], where: [{ field: 'sku', op: 'eq', value: 'c' }] }));
+    assert.deepEqual(selected.records, [{ sku: 'c', color: null }]);
+    // A field name is only ever a bound value: this finds nothing rather than breaking the SQL.
+    assert.equal(await skus([{ field: "color') OR TRUE --", op: 'exists' }]), '');
+
+    const fields = await capability.discoverSchema(ctx, target);
+    assert.deepEqual(fields, [
+      { name: 'sku', type: 'string', nullable: false },
+      { name: 'color', type: 'string', nullable: true },
+      { name: 'price', type: 'json', nullable: false },
+    ]);
+  });
+
+  it('refuses a write based on a stale snapshot, duplicate keys, and unknown snapshots', async () => {
+    const target = { table: 'ledger', primaryKey: ['id'] };
+    const first = await capability.writeRecords!(ctx, target, { operation: 'append', rows: [{ id: 1 }], provenance: run() });
+    const second = await capability.writeRecords!(ctx, target, { operation: 'append', rows: [{ id: 2 }], provenance: run(), expectedSnapshot: first.snapshot });
+    await assert.rejects(
+      capability.writeRecords!(ctx, target, { operation: 'append', rows: [{ id: 3 }], provenance: run(), expectedSnapshot: first.snapshot }),
+      withCode('snapshot_conflict'),
+    );
+    await assert.rejects(capability.writeRecords!(ctx, target, { operation: 'append', rows: [{ id: 2 }], provenance: run() }), withCode('duplicate_key'));
+    await assert.rejects(capability.writeRecords!(ctx, { table: 'ledger' }, { operation: 'append', rows: [{ id: 9 }], provenance: run() }), withCode('primary_key_mismatch'));
+    const latest = await capability.readRecords(ctx, target, query());
+    assert.deepEqual(latest.snapshot, second.snapshot, 'refused writes leave no snapshot');
+    assert.deepEqual(latest.records, [{ id: 1 }, { id: 2 }]);
+
+    await assert.rejects(capability.readRecords(ctx, target, query({ snapshotId: randomUUID() })), withCode('unknown_snapshot'));
+    await assert.rejects(capability.readRecords(ctx, target, query({ snapshotId: 'not-a-uuid' })), withCode('unknown_snapshot'));
+    await assert.rejects(capability.readRecords(ctx, target, query({ asOf: '2001-01-01T00:00:00Z' })), withCode('unknown_snapshot'));
+    await assert.rejects(capability.readRecords(ctx, { table: 'people' }, query({ snapshotId: first.snapshot!.id })), withCode('unknown_snapshot'));
+    await assert.rejects(capability.readRecords(ctx, { table: 'never_written' }, query({ snapshotId: first.snapshot!.id })), withCode('unknown_snapshot'));
+    assert.deepEqual(await capability.readRecords(ctx, { table: 'never_written' }, query()), { records: [], continuation: null });
+  });
+
+  it('serializes concurrent writers: gapless versions per table, schema created once', async () => {
+    const workspace = await newWorkspace();
+    const fresh = { ...ctx, installation: { ...ctx.installation, workspaceId: workspace.workspaceId } };
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => capability.writeRecords!(fresh, { table: i % 2 ? 'odd' : 'even' }, { operation: 'append', rows: [{ i }], provenance: run() })),
+    );
+    const versions = (parity: number) => results.filter((_, i) => i % 2 === parity).map((r) => Number(r.snapshot!.version)).sort();
+    assert.deepEqual([versions(0), versions(1)], [[1, 2, 3, 4], [1, 2, 3, 4]]);
+    const even = await capability.readRecords(fresh, { table: 'even' }, query({ orderBy: [{ field: 'i', direction: 'asc' }] }));
+    assert.deepEqual(even.records, [{ i: 0 }, { i: 2 }, { i: 4 }, { i: 6 }]);
+  });
+
+  it('refuses tampered continuations and malformed asOf values as input errors', async () => {
+    const target = { table: 'people' };
+    const first = await capability.readRecords(ctx, target, query({ limit: 1 }));
+    const cursor = first.continuation as { key: string[]; version: string };
+    await assert.rejects(capability.readRecords(ctx, target, query({ limit: 1, after: { ...cursor, version: 'x' } })), withCode('invalid_continuation'));
+    await assert.rejects(capability.readRecords(ctx, target, query({ limit: 1, after: { ...cursor, key: ['not json', 'k'] } })), withCode('invalid_continuation'));
+    await assert.rejects(capability.readRecords(ctx, target, query({ limit: 1, after: { ...cursor, version: '999' } })), withCode('invalid_continuation'));
+    await assert.rejects(capability.readRecords(ctx, target, query({ asOf: 'yesterday' })), withCode('invalid_as_of'));
+  });
+
+  it('joins a caller’s transaction, so a rollback discards the write', async () => {
+    const target = { table: 'drafts' };
+    await assert.rejects(
+      env().db.transaction(async (trx) => {
+        await capability.writeRecords!({ ...ctx, db: trx }, target, { operation: 'append', rows: [{ a: 1 }], provenance: run() });
+        throw new Error('caller gives up');
+      }),
+      /caller gives up/,
+    );
+    assert.deepEqual(await capability.readRecords(ctx, target, query({ orderBy: [] })), { records: [], continuation: null });
+    const check = await capability.checkConnection(ctx, target);
+    assert.equal(check.ok, true);
+  });
+});
