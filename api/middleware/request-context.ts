@@ -7,6 +7,17 @@ import { looksLikeApiKey } from '../../services/api-keys';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'api-key', 'token', 'access_token', 'authorization', 'bearer']);
 
+/** A path with an API key in it (percent-encoded or not): refused, and never written to the logs. */
+function pathCarriesKey(path: string): boolean {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Malformed escapes: check the raw text.
+  }
+  return looksLikeApiKey(path) || looksLikeApiKey(decoded);
+}
+
 /**
  * Request id (X-Request-Id, echoed or generated) and one structured log line per request.
  * Logs carry the path without its query string, so nothing sent in a URL reaches them.
@@ -25,7 +36,7 @@ export function requestContext(): Koa.Middleware {
       const entry = {
         requestId,
         method: ctx.method,
-        path: ctx.path,
+        path: pathCarriesKey(ctx.path) ? '[withheld: the path contained an API key]' : ctx.path,
         status: ctx.status,
         durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
         workspaceId: principal?.workspaceId,
@@ -41,12 +52,12 @@ export function requestContext(): Koa.Middleware {
 /** A key in the URL leaks into proxies, browser history and logs: refuse it before anything else reads it. */
 export function refuseCredentialsInUrl(): Koa.Middleware {
   return async (ctx, next) => {
+    const refuse = () => new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
     const params = new URLSearchParams(ctx.querystring);
     for (const [name, value] of params) {
-      if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(value)) {
-        throw new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
-      }
+      if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(name) || looksLikeApiKey(value)) throw refuse();
     }
+    if (pathCarriesKey(ctx.path)) throw refuse();
     await next();
   };
 }

@@ -54,3 +54,73 @@ export async function newKey(workspace: BootstrapResult, input: Partial<CreateAp
   const { secret } = await createApiKey(env().db, { workspaceId: workspace.workspaceId, memberId }, { name: `key-${randomUUID().slice(0, 6)}`, ...input });
   return secret;
 }
+
+/* ---- Helpers for the key, authorization, request-limit and idempotency tests ---- */
+
+/** A real HTTP request to another API process (e.g. a second one started in a test). */
+export async function requestAt<T = any>(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.Authorization = `Bearer ${options.key}`;
+  let body: string | undefined = options.rawBody;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const response = await fetch(`${baseUrl}${path}`, { method, headers, body });
+  const text = await response.text();
+  let parsed: unknown = text;
+  if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: parsed as T };
+}
+
+/** The database id of the key with this raw secret (its public prefix finds the row). */
+export async function keyIdOf(secret: string): Promise<string> {
+  const prefix = /^weft_sk_[A-Za-z0-9]{12}/.exec(secret)?.[0];
+  const row = prefix ? await env().db('api_keys').where({ prefix }).first('id') : undefined;
+  if (!row) throw new Error('keyIdOf: no key with this secret');
+  return row.id as string;
+}
+
+/** Puts a key's expiry in the past (the API accepts only future expiries). */
+export async function expireKey(secret: string): Promise<void> {
+  await env().db('api_keys').where({ id: await keyIdOf(secret) }).update({ expiresAt: env().db.raw("now() - interval '1 minute'") });
+}
+
+/** Revokes a key directly, as DELETE /api/v1/api-keys/{key_id} would. */
+export async function revokeKey(secret: string): Promise<void> {
+  await env().db('api_keys').where({ id: await keyIdOf(secret) }).update({ revokedAt: env().db.fn.now() });
+}
+
+/** Lifts a workspace's request limits so a test that sends many requests is not throttled. */
+export async function raiseRequestLimits(workspaceId: string): Promise<void> {
+  await env().db('api_limit_settings')
+    .insert({ workspaceId, workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 })
+    .onConflict('workspaceId')
+    .merge();
+}
+
+/**
+ * Every stored row that belongs to these workspaces: the workspace rows and every row of every
+ * table with a workspace_id column (new tables are included automatically). Keys' last_used_at is
+ * left out: it is bookkeeping written in the background. Compare two snapshots to prove that
+ * refused requests changed nothing.
+ */
+export async function workspaceRows(workspaceIds: string[]): Promise<Record<string, unknown[]>> {
+  const db = env().db;
+  const tables = await db.raw(
+    `SELECT table_name AS name FROM information_schema.columns
+      WHERE table_schema = current_schema() AND column_name = 'workspace_id' ORDER BY table_name`,
+  );
+  const snapshot: Record<string, unknown[]> = {};
+  const read = async (table: string, column: string) => {
+    const result = await db.raw(
+      `SELECT coalesce(json_agg(r.row ORDER BY r.row::text), '[]'::json) AS snapshot
+         FROM (SELECT to_jsonb(t) - 'last_used_at' AS row FROM "${table}" t WHERE t."${column}" = ANY(?::uuid[])) r`,
+      [workspaceIds],
+    );
+    snapshot[table] = result.rows[0].snapshot as unknown[];
+  };
+  await read('workspaces', 'id');
+  for (const { name } of tables.rows as Array<{ name: string }>) await read(name, 'workspace_id');
+  return snapshot;
+}

@@ -1,0 +1,375 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { RouteSpec } from '../../api/route-spec';
+import { apiRoutes } from '../../api/routes';
+import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
+import { SCOPES } from '../../core/scopes';
+import type { AccessRequirement } from '../../services/access';
+import { createProject } from '../../services/projects';
+import { addMember, BootstrapResult, removeMember } from '../../services/workspaces';
+import { env } from '../support/environment';
+import {
+  expireKey,
+  HttpResponse,
+  keyIdOf,
+  newKey,
+  newWorkspace,
+  raiseRequestLimits,
+  request,
+  revokeKey,
+  workspaceRows,
+} from '../support/fixtures';
+
+/**
+ * The authorization matrix: every keyed route in apiRoutes (new routes join automatically) against
+ * every way a request can be refused, each with its documented status and code, and no stored row
+ * changed by any refused request.
+ */
+type KeyedRoute = RouteSpec & { auth: AccessRequirement & { projectParam?: string } };
+const keyedRoutes = apiRoutes.filter((r): r is KeyedRoute => !('public' in r.auth));
+const label = (route: RouteSpec) => `${route.method.toUpperCase()} ${route.path}`;
+const pathParams = (route: RouteSpec) => (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((p) => p.slice(1));
+
+/** Bodies for routes whose schema the generic sample builder cannot satisfy, by operationId. */
+const SAMPLE_BODIES: Record<string, () => unknown> = {};
+
+let counter = 0;
+function sampleString(schema: JsonSchema): string {
+  counter += 1;
+  switch (schema.format) {
+    case 'uuid': return randomUUID();
+    case 'date-time': return new Date(Date.now() + 86_400_000).toISOString();
+    case 'date': return '2030-01-01';
+    case 'uri': case 'url': return 'https://example.com/sample';
+    case 'email': return 'someone@example.com';
+    case 'duration': return 'P1D';
+    default: break;
+  }
+  const min = Number(schema.minLength ?? 0);
+  const max = Number(schema.maxLength ?? 200);
+  const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : undefined;
+  const candidates = [`sample${counter}`, `sample_${counter}`, `sample-${counter}`, `s${counter}`, `S${counter}`, String(counter), 'a', 'sample.name'];
+  const fitted = candidates.map((c) => c.padEnd(min, 'x').slice(0, max));
+  return fitted.find((c) => !pattern || pattern.test(c)) ?? fitted[0];
+}
+
+/** A minimal value that satisfies a JSON Schema: required properties, minimum items and lengths. */
+function sampleValue(schema: JsonSchema): unknown {
+  if (schema.const !== undefined) return schema.const;
+  if (Array.isArray(schema.enum)) return schema.enum[0];
+  for (const keyword of ['oneOf', 'anyOf', 'allOf'] as const) {
+    const alternatives = schema[keyword] as JsonSchema[] | undefined;
+    if (!Array.isArray(alternatives) || alternatives.length === 0) continue;
+    const rest = { ...schema };
+    delete rest[keyword];
+    const parts = keyword === 'allOf' ? alternatives : [alternatives[0]];
+    const merged = parts.reduce<JsonSchema>((acc, part) => ({
+      ...acc,
+      ...part,
+      properties: { ...(acc.properties as object), ...(part.properties as object) },
+      required: [...((acc.required as string[]) ?? []), ...((part.required as string[]) ?? [])],
+    }), rest);
+    return sampleValue(merged);
+  }
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type ?? (schema.properties ? 'object' : undefined)];
+  const type = types.find((t) => t !== 'null') ?? types[0];
+  switch (type) {
+    case 'object': {
+      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
+      const out: Record<string, unknown> = {};
+      for (const name of (schema.required as string[] | undefined) ?? []) out[name] = properties[name] ? sampleValue(properties[name]) : 'sample';
+      for (const name of Object.keys(properties)) {
+        if (Object.keys(out).length >= Number(schema.minProperties ?? 0)) break;
+        if (!(name in out)) out[name] = sampleValue(properties[name]);
+      }
+      const extra = schema.additionalProperties;
+      while (extra !== false && Object.keys(out).length < Number(schema.minProperties ?? 0)) {
+        out[`sample${Object.keys(out).length}`] = typeof extra === 'object' && extra ? sampleValue(extra as JsonSchema) : 'sample';
+      }
+      return out;
+    }
+    case 'array':
+      return Array.from({ length: Number(schema.minItems ?? 0) }, () => sampleValue((schema.items ?? {}) as JsonSchema));
+    case 'string':
+      return sampleString(schema);
+    case 'integer':
+    case 'number':
+      return schema.minimum ?? (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1);
+    case 'boolean':
+      return false;
+    case 'null':
+      return null;
+    default:
+      return {};
+  }
+}
+
+function sampleBody(route: RouteSpec): unknown {
+  if (!route.body) return undefined;
+  return SAMPLE_BODIES[route.operationId]?.() ?? sampleValue(route.body);
+}
+
+/** One tenant for one case, plus a second tenant whose ids must stay invisible to the first. */
+interface Tenants {
+  ws: BootstrapResult;
+  /** A second project of ws, for allowlists that exclude ws.projectId. */
+  allowedProjectId: string;
+  /** A key of ws that path parameters named key_id point at. */
+  victimKeyId: string;
+  other: BootstrapResult;
+  otherKeyId: string;
+}
+
+async function tenants(): Promise<Tenants> {
+  const [ws, other] = [await newWorkspace(), await newWorkspace()];
+  // Many requests from one key: keep the request limits out of this test's way.
+  await raiseRequestLimits(ws.workspaceId);
+  await raiseRequestLimits(other.workspaceId);
+  const allowed = await createProject(env().db, ws.workspaceId, { name: 'allowed' });
+  const victimKeyId = await keyIdOf(await newKey(ws, { scopes: ['org:read'] }));
+  const otherKeyId = await keyIdOf(await newKey(other, { scopes: ['org:read'] }));
+  return { ws, allowedProjectId: allowed.id, victimKeyId, other, otherKeyId };
+}
+
+/** The route's path with ids of the given tenant: its project, its victim key, a fresh UUID for anything else. */
+function pathFor(route: RouteSpec, ids: { projectId: string; keyId: string }): string {
+  return route.path.replace(/:([A-Za-z_]+)/g, (_, name: string) => {
+    if (name === 'project_id') return ids.projectId;
+    if (name === 'key_id') return ids.keyId;
+    return randomUUID();
+  });
+}
+
+interface Attempt {
+  key?: string | null;
+  headers?: Record<string, string>;
+  ids?: { projectId: string; keyId: string };
+  query?: string;
+}
+
+function send(route: RouteSpec, t: Tenants, attempt: Attempt): Promise<HttpResponse> {
+  const path = pathFor(route, attempt.ids ?? { projectId: t.ws.projectId, keyId: t.victimKeyId }) + (attempt.query ?? '');
+  return request(route.method.toUpperCase(), path, { key: attempt.key, headers: attempt.headers, body: sampleBody(route) });
+}
+
+/** Sends one request per route and collects every answer that is not the expected one. */
+async function expectEach(
+  routes: KeyedRoute[],
+  expected: (route: KeyedRoute) => { status: number; code?: string },
+  attempt: (route: KeyedRoute) => Promise<HttpResponse>,
+): Promise<void> {
+  const wrong: string[] = [];
+  for (const route of routes) {
+    const want = expected(route);
+    const res = await attempt(route);
+    const code = (res.body as { code?: string } | undefined)?.code;
+    if (res.status !== want.status || (want.code !== undefined && code !== want.code)) {
+      wrong.push(`${label(route)}: expected ${want.status} ${want.code ?? ''}, got ${res.status} ${code ?? ''} ${(res.body as { message?: string })?.message ?? ''}`);
+    }
+  }
+  assert.deepEqual(wrong, [], `unexpected answers:\n${wrong.join('\n')}`);
+}
+
+/** Runs the refused requests and proves that no stored row of either tenant changed. */
+async function changesNothing(t: Tenants, work: () => Promise<void>): Promise<void> {
+  const ids = [t.ws.workspaceId, t.other.workspaceId];
+  const before = await workspaceRows(ids);
+  await work();
+  assert.deepEqual(await workspaceRows(ids), before, 'a refused request changed stored data');
+}
+
+/** The route's scopes without org:manage: what a project-restricted key can hold for it. */
+const restrictableScopes = (route: KeyedRoute) => route.auth.scopes.filter((s) => s !== 'org:manage');
+
+describe('The authorization matrix', () => {
+  it('covers the keyed routes and builds a schema-valid sample body for each', () => {
+    assert.ok(keyedRoutes.length >= 9, 'apiRoutes lost its keyed routes');
+    const invalid: string[] = [];
+    for (const route of keyedRoutes.filter((r) => r.body)) {
+      try {
+        validateWithSchema(route.body as JsonSchema, structuredClone(sampleBody(route)), 'sample body');
+      } catch (error) {
+        invalid.push(`${label(route)} (${route.operationId}): ${(error as Error).message}; add an entry to SAMPLE_BODIES`);
+      }
+    }
+    assert.deepEqual(invalid, []);
+  });
+
+  it('answers 401 missing_credential without a key, and changes nothing', async () => {
+    const t = await tenants();
+    await changesNothing(t, () => expectEach(keyedRoutes, () => ({ status: 401, code: 'missing_credential' }), (route) => send(route, t, { key: null })));
+  });
+
+  it('answers 401 invalid_credential to malformed or unknown credentials, and changes nothing', async () => {
+    const t = await tenants();
+    const wellFormedUnknown = `weft_sk_${'A'.repeat(12)}_${'b'.repeat(43)}`;
+    const headers = [
+      'Bearer',
+      'Bearer not-a-key',
+      `Bearer ${wellFormedUnknown}`,
+      `Bearer ${t.ws.apiKey.slice(0, -1)}${t.ws.apiKey.endsWith('A') ? 'B' : 'A'}`,
+      `Bearer ${t.ws.apiKey} extra`,
+      'Basic x',
+      `Basic ${Buffer.from(`user:${t.ws.apiKey}`).toString('base64')}`,
+      t.ws.apiKey,
+    ];
+    await changesNothing(t, async () => {
+      for (const authorization of headers) {
+        await expectEach(keyedRoutes, () => ({ status: 401, code: 'invalid_credential' }), (route) => send(route, t, { headers: { Authorization: authorization } }));
+      }
+    });
+  });
+
+  it('answers 401 invalid_credential to a revoked key holding the route’s scopes, and changes nothing', async () => {
+    const t = await tenants();
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of keyedRoutes) {
+      const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+      await revokeKey(key);
+      keys.set(route, key);
+    }
+    await changesNothing(t, () => expectEach(keyedRoutes, () => ({ status: 401, code: 'invalid_credential' }), (route) => send(route, t, { key: keys.get(route) })));
+  });
+
+  it('answers 401 credential_expired to an expired key holding the route’s scopes, and changes nothing', async () => {
+    const t = await tenants();
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of keyedRoutes) {
+      const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+      await expireKey(key);
+      keys.set(route, key);
+    }
+    await changesNothing(t, () => expectEach(keyedRoutes, () => ({ status: 401, code: 'credential_expired' }), (route) => send(route, t, { key: keys.get(route) })));
+  });
+
+  it('answers 403 insufficient_scope to a key holding every other scope except org:manage, and changes nothing', async () => {
+    const t = await tenants();
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of keyedRoutes) {
+      keys.set(route, await newKey(t.ws, { scopes: SCOPES.filter((s) => s !== 'org:manage' && !route.auth.scopes.includes(s)) }));
+    }
+    await changesNothing(t, () => expectEach(keyedRoutes, () => ({ status: 403, code: 'insufficient_scope' }), (route) => send(route, t, { key: keys.get(route) })));
+  });
+
+  it('answers 403 project_denied for a project outside the key’s allowlist, and changes nothing', async () => {
+    const t = await tenants();
+    const routes = keyedRoutes.filter((r) => r.auth.projectParam && restrictableScopes(r).length > 0);
+    assert.ok(routes.length > 0);
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of routes) {
+      keys.set(route, await newKey(t.ws, { scopes: restrictableScopes(route), projectIds: [t.allowedProjectId], workspaceResources: true }));
+    }
+    await changesNothing(t, () => expectEach(
+      routes,
+      (route) => ({ status: 403, code: route.auth.unrestrictedKey ? 'restricted_key' : 'project_denied' }),
+      (route) => send(route, t, { key: keys.get(route), ids: { projectId: t.ws.projectId, keyId: t.victimKeyId } }),
+    ));
+  });
+
+  it('answers 403 restricted_key to a project-restricted key where only unrestricted keys may act, and changes nothing', async () => {
+    const t = await tenants();
+    const routes = keyedRoutes.filter((r) => r.auth.unrestrictedKey);
+    assert.ok(routes.length > 0);
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of routes) {
+      if (restrictableScopes(route).length > 0) {
+        keys.set(route, await newKey(t.ws, { scopes: restrictableScopes(route), projectIds: [t.allowedProjectId], workspaceResources: true }));
+      } else {
+        // org:manage cannot be restricted through the API; force the state to prove the layer holds anyway.
+        const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+        await env().db('api_keys').where({ id: await keyIdOf(key) }).update({ projectIds: env().db.raw('ARRAY[?]::uuid[]', [t.allowedProjectId]) });
+        keys.set(route, key);
+      }
+    }
+    await changesNothing(t, () => expectEach(routes, () => ({ status: 403, code: 'restricted_key' }), (route) => send(route, t, {
+      key: keys.get(route),
+      ids: { projectId: t.allowedProjectId, keyId: t.victimKeyId },
+    })));
+  });
+
+  it('answers 403 workspace_resources_denied to a restricted key without workspaceResources on shared-resource routes, and changes nothing', async function () {
+    const t = await tenants();
+    const routes = keyedRoutes.filter((r) => r.auth.workspaceResources && restrictableScopes(r).length > 0);
+    if (routes.length === 0) this.skip();
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of routes) {
+      keys.set(route, await newKey(t.ws, { scopes: restrictableScopes(route), projectIds: [t.allowedProjectId], workspaceResources: false }));
+    }
+    await changesNothing(t, () => expectEach(
+      routes,
+      (route) => ({ status: 403, code: route.auth.unrestrictedKey ? 'restricted_key' : 'workspace_resources_denied' }),
+      (route) => send(route, t, { key: keys.get(route), ids: { projectId: t.allowedProjectId, keyId: t.victimKeyId } }),
+    ));
+  });
+
+  it('answers 403 actor_not_accountable on state-changing routes once the key’s creator has left, and changes nothing', async () => {
+    const t = await tenants();
+    const member = await addMember(env().db, t.ws.workspaceId, { name: 'leaver', role: 'admin' });
+    const keys = new Map<KeyedRoute, string>();
+    for (const route of keyedRoutes) keys.set(route, await newKey(t.ws, { scopes: [...route.auth.scopes] }, member.id));
+    await removeMember(env().db, t.ws.workspaceId, member.id);
+    const routes = keyedRoutes.filter((r) => r.auth.accountableActor);
+    assert.ok(routes.length > 0);
+    await changesNothing(t, () => expectEach(routes, () => ({ status: 403, code: 'actor_not_accountable' }), (route) => send(route, t, { key: keys.get(route) })));
+    // The same keys still authenticate and read where no accountable actor is needed.
+    const reads = keyedRoutes.filter((r) => !r.auth.accountableActor && r.method === 'get');
+    for (const route of reads) {
+      const res = await send(route, t, { key: keys.get(route) });
+      assert.ok(res.status !== 401 && res.status !== 403 && res.status < 500, `${label(route)}: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+  });
+
+  it('answers 404 to ids of another workspace, even for a key that may do everything, and changes nothing', async () => {
+    const t = await tenants();
+    const routes = keyedRoutes.filter((r) => pathParams(r).length > 0);
+    assert.ok(routes.length > 0);
+    await changesNothing(t, () => expectEach(routes, () => ({ status: 404, code: 'not_found' }), (route) => send(route, t, {
+      key: t.ws.apiKey,
+      ids: { projectId: t.other.projectId, keyId: t.otherKeyId },
+    })));
+  });
+
+  it('refuses 400 credential_in_url to a key anywhere in the URL, before authenticating, and changes nothing', async () => {
+    const t = await tenants();
+    const queries = [`?api_key=${t.ws.apiKey}`, `?access_token=${t.ws.apiKey}`, `?note=${encodeURIComponent(t.ws.apiKey)}`, `?limit=5&x=${t.ws.apiKey}`, `?${t.ws.apiKey}`];
+    await changesNothing(t, async () => {
+      for (const query of queries) {
+        // With and without a proper header: a key in the URL is refused either way.
+        await expectEach(keyedRoutes, () => ({ status: 400, code: 'credential_in_url' }), (route) => send(route, t, { key: t.ws.apiKey, query }));
+        await expectEach(keyedRoutes, () => ({ status: 400, code: 'credential_in_url' }), (route) => send(route, t, { key: null, query }));
+      }
+    });
+    // In the path too (where it would otherwise reach the request log), plain or percent-encoded.
+    await changesNothing(t, async () => {
+      for (const encode of [(k: string) => k, (k: string) => k.replace(/_/g, '%5F')]) {
+        await expectEach(keyedRoutes, () => ({ status: 400, code: 'credential_in_url' }), (route) => {
+          const path = pathParams(route).length ? route.path.replace(/:([A-Za-z_]+)/, encode(t.ws.apiKey)).replace(/:([A-Za-z_]+)/g, randomUUID()) : `${route.path}/${encode(t.ws.apiKey)}`;
+          return request(route.method.toUpperCase(), path, { key: t.ws.apiKey, body: sampleBody(route) });
+        });
+      }
+    });
+    // Refused before authentication: nothing counted the key's use, and it still works (the user should rotate it).
+    const stillWorks = await request('GET', '/api/v1/organization', { key: t.ws.apiKey });
+    assert.equal(stillWorks.status, 200);
+  });
+
+  it('documents every keyed route in GET /api/v1/openapi.json with its scopes and 401, 403 and 429 answers', async () => {
+    const res = await request('GET', '/api/v1/openapi.json');
+    assert.equal(res.status, 200);
+    const missing: string[] = [];
+    for (const route of keyedRoutes) {
+      const operation = res.body.paths[route.path.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[route.method];
+      if (!operation) {
+        missing.push(`${label(route)}: not in the document`);
+        continue;
+      }
+      if (JSON.stringify(operation['x-weft-scopes']) !== JSON.stringify(route.auth.scopes)) missing.push(`${label(route)}: x-weft-scopes ${JSON.stringify(operation['x-weft-scopes'])}`);
+      for (const status of ['401', '403', '429']) {
+        if (!operation.responses?.[status]) missing.push(`${label(route)}: no ${status} response`);
+      }
+      if (!operation.responses?.['429']?.headers?.['Retry-After']) missing.push(`${label(route)}: 429 without Retry-After`);
+      if (pathParams(route).length && !operation.responses?.['404']) missing.push(`${label(route)}: no 404 response`);
+    }
+    assert.deepEqual(missing, []);
+  });
+});

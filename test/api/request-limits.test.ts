@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { startApi } from '../../scripts/runtime';
+import { getApiLimits, putApiLimits } from '../../services/api-limits';
+import { env } from '../support/environment';
+import { as, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+
+const rateHeaders = (res: HttpResponse) => ({
+  limit: Number(res.headers.get('x-ratelimit-limit')),
+  remaining: Number(res.headers.get('x-ratelimit-remaining')),
+  reset: Number(res.headers.get('x-ratelimit-reset')),
+});
+
+function assertRateHeaders(res: HttpResponse, limit: number, remaining: number): void {
+  const headers = rateHeaders(res);
+  assert.equal(headers.limit, limit, 'X-RateLimit-Limit');
+  assert.equal(headers.remaining, remaining, 'X-RateLimit-Remaining');
+  assert.ok(Number.isInteger(headers.reset) && headers.reset >= 0 && headers.reset <= 60, `X-RateLimit-Reset ${headers.reset}`);
+}
+
+function assertTooManyRequests(res: HttpResponse, limit: number, dimension: 'api_key' | 'workspace'): void {
+  assert.equal(res.status, 429, JSON.stringify(res.body));
+  assert.equal(res.body.code, 'rate_limited');
+  assert.equal(res.body.dimension, dimension);
+  assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
+  const retryAfter = Number(res.headers.get('retry-after'));
+  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${res.headers.get('retry-after')}`);
+  assertRateHeaders(res, limit, 0);
+  assert.ok(rateHeaders(res).reset >= 1);
+}
+
+describe('Request limits', () => {
+  describe('GET and PUT /api/v1/api-limits', () => {
+    it('answers the defaults: 600 per workspace, 120 per key, 60-second windows', async () => {
+      const ws = await newWorkspace();
+      const res = await as(ws.apiKey).get('/api/v1/api-limits');
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, { workspaceRequests: 600, apiKeyRequests: 120, windowSeconds: 60 });
+      assert.deepEqual(await getApiLimits(env().db, ws.workspaceId), res.body, 'the service function (for the MCP tool) agrees');
+    });
+
+    it('saves positive whole numbers up to 2,147,483,646, and the saved settings win', async () => {
+      const ws = await newWorkspace();
+      const saved = await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 });
+      assert.equal(saved.status, 200, JSON.stringify(saved.body));
+      assert.deepEqual(saved.body, { workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646, windowSeconds: 60 });
+      assert.deepEqual((await as(ws.apiKey).get('/api/v1/api-limits')).body, saved.body);
+      const changed = await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 1000, apiKeyRequests: 50 });
+      assert.equal(changed.status, 200);
+      assert.deepEqual((await as(ws.apiKey).get('/api/v1/api-limits')).body, { workspaceRequests: 1000, apiKeyRequests: 50, windowSeconds: 60 });
+      // Enforcement uses them too: a fresh key's window shows the saved ceiling.
+      const key = await newKey(ws, { scopes: ['org:read'] });
+      assertRateHeaders(await as(key).get('/api/v1/organization'), 50, 49);
+
+      // The smallest value is allowed, and takes effect at once (the PUT itself used the one request).
+      const tiny = await newWorkspace();
+      assert.equal((await as(tiny.apiKey).put('/api/v1/api-limits', { workspaceRequests: 1, apiKeyRequests: 1 })).status, 200);
+      assertTooManyRequests(await as(tiny.apiKey).get('/api/v1/api-limits'), 1, 'api_key');
+    });
+
+    it('refuses 0, negatives, fractions, strings, 2,147,483,647, missing and unknown fields with 422', async () => {
+      const ws = await newWorkspace();
+      const bad: unknown[] = [0, -1, 1.5, '10', 2_147_483_647, null, true];
+      for (const value of bad) {
+        for (const field of ['workspaceRequests', 'apiKeyRequests']) {
+          const body = { workspaceRequests: 100, apiKeyRequests: 100, [field]: value };
+          const res = await as(ws.apiKey).put('/api/v1/api-limits', body);
+          assert.equal(res.status, 422, JSON.stringify(body));
+          assert.ok(res.body.errors.some((e: { path: string }) => e.path === `/${field}`), JSON.stringify(res.body));
+        }
+      }
+      for (const body of [{ workspaceRequests: 100 }, { apiKeyRequests: 100 }, {}, { workspaceRequests: 100, apiKeyRequests: 100, windowSeconds: 30 }]) {
+        assert.equal((await as(ws.apiKey).put('/api/v1/api-limits', body)).status, 422, JSON.stringify(body));
+      }
+      assert.deepEqual((await as(ws.apiKey).get('/api/v1/api-limits')).body, { workspaceRequests: 600, apiKeyRequests: 120, windowSeconds: 60 });
+    });
+
+    it('needs org:manage', async () => {
+      const ws = await newWorkspace();
+      const key = await newKey(ws, { scopes: ['org:read', 'projects:write'] });
+      assert.equal((await as(key).get('/api/v1/api-limits')).status, 403);
+      assert.equal((await as(key).put('/api/v1/api-limits', { workspaceRequests: 1, apiKeyRequests: 1 })).status, 403);
+    });
+
+    it('validates in the service function too', async () => {
+      const ws = await newWorkspace();
+      await assert.rejects(putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 0, apiKeyRequests: 5 }), { code: 'invalid_limit' });
+      await assert.rejects(putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 5, apiKeyRequests: 2_147_483_647 }), { code: 'invalid_limit' });
+    });
+  });
+
+  describe('enforcement', () => {
+    it('puts X-RateLimit headers on successful responses, counting down', async () => {
+      const ws = await newWorkspace();
+      const key = await newKey(ws, { scopes: ['org:read', 'projects:read'] });
+      assertRateHeaders(await as(key).get('/api/v1/organization'), 120, 119);
+      assertRateHeaders(await as(key).get('/api/v1/projects'), 120, 118);
+      const refused = await as(key).get('/api/v1/api-keys');
+      assert.equal(refused.status, 403);
+      assertRateHeaders(refused, 120, 117);
+    });
+
+    it('answers 429 with Retry-After and X-RateLimit headers once a key has used its window', async () => {
+      const ws = await newWorkspace();
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 600, apiKeyRequests: 3 });
+      const key = await newKey(ws, { scopes: ['org:read'] });
+      for (let remaining = 2; remaining >= 0; remaining--) {
+        const res = await as(key).get('/api/v1/organization');
+        assert.equal(res.status, 200);
+        assertRateHeaders(res, 3, remaining);
+      }
+      assertTooManyRequests(await as(key).get('/api/v1/organization'), 3, 'api_key');
+      // Another key of the workspace has its own bucket.
+      assert.equal((await as(ws.apiKey).get('/api/v1/organization')).status, 200);
+    });
+
+    it('keeps the window’s usage when a limit changes', async () => {
+      const ws = await newWorkspace();
+      const key = await newKey(ws, { scopes: ['org:read'] });
+      for (let i = 0; i < 4; i++) assert.equal((await as(key).get('/api/v1/organization')).status, 200);
+
+      // Raise the ceiling: the 4 requests already made still count.
+      assert.equal((await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 600, apiKeyRequests: 200 })).status, 200);
+      assertRateHeaders(await as(key).get('/api/v1/organization'), 200, 195);
+
+      // Lower it below the usage: the next request is over the limit at once, not after a fresh window.
+      assert.equal((await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 600, apiKeyRequests: 6 })).status, 200);
+      assertRateHeaders(await as(key).get('/api/v1/organization'), 6, 0);
+      assertTooManyRequests(await as(key).get('/api/v1/organization'), 6, 'api_key');
+    });
+
+    it('shares the workspace bucket between keys: more keys do not bypass it', async () => {
+      const ws = await newWorkspace();
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 4, apiKeyRequests: 100 });
+      const [a, b, c] = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
+      assertRateHeaders(await as(a).get('/api/v1/organization'), 4, 3);
+      assertRateHeaders(await as(b).get('/api/v1/organization'), 4, 2);
+      assertRateHeaders(await as(a).get('/api/v1/organization'), 4, 1);
+      assertRateHeaders(await as(c).get('/api/v1/organization'), 4, 0);
+      for (const key of [a, b, c, ws.apiKey]) assertTooManyRequests(await as(key).get('/api/v1/organization'), 4, 'workspace');
+      // Another workspace is unaffected.
+      const other = await newWorkspace();
+      assert.equal((await as(other.apiKey).get('/api/v1/organization')).status, 200);
+    });
+
+    it('does not charge a key for requests the workspace bucket refused', async () => {
+      const ws = await newWorkspace();
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 2, apiKeyRequests: 100 });
+      const key = await newKey(ws, { scopes: ['org:read'] });
+      assert.equal((await as(key).get('/api/v1/organization')).status, 200);
+      assert.equal((await as(key).get('/api/v1/organization')).status, 200);
+      for (let i = 0; i < 3; i++) assert.equal((await as(key).get('/api/v1/organization')).status, 429);
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 100 });
+      assertRateHeaders(await as(key).get('/api/v1/organization'), 100, 97);
+    });
+  });
+
+  describe('across API processes', () => {
+    let second: Awaited<ReturnType<typeof startApi>> | undefined;
+    before(async () => {
+      second = await startApi({ port: 0, host: '127.0.0.1' });
+    });
+    after(async () => {
+      await second?.stop();
+    });
+
+    /** Fires the requests all at once, alternating between the shared test API and the second process. */
+    async function fireConcurrently(keys: string[], count: number): Promise<HttpResponse[]> {
+      const urls = [env().baseUrl, second!.url];
+      return Promise.all(Array.from({ length: count }, (_, i) => requestAt(urls[i % 2], 'GET', '/api/v1/organization', { key: keys[i % keys.length] })));
+    }
+
+    it('with apiKeyRequests N, N+1 concurrent requests over two processes give exactly N successes and one 429', async () => {
+      const n = 12;
+      const ws = await newWorkspace();
+      assert.equal((await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 600, apiKeyRequests: n })).status, 200);
+      const key = await newKey(ws, { scopes: ['org:read'] });
+      const answers = await fireConcurrently([key], n + 1);
+      const ok = answers.filter((r) => r.status === 200);
+      const refused = answers.filter((r) => r.status === 429);
+      assert.equal(ok.length, n, answers.map((r) => r.status).join(','));
+      assert.equal(refused.length, 1);
+      assertTooManyRequests(refused[0], n, 'api_key');
+      assert.deepEqual(ok.map((r) => rateHeaders(r).remaining).sort((x, y) => x - y), Array.from({ length: n }, (_, i) => i), 'each success saw its own count');
+    });
+
+    it('with workspaceRequests N, N+1 concurrent requests from two keys over two processes give exactly N successes and one 429', async () => {
+      const n = 10;
+      const ws = await newWorkspace();
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: n, apiKeyRequests: 100 });
+      const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
+      const answers = await fireConcurrently(keys, n + 1);
+      assert.equal(answers.filter((r) => r.status === 200).length, n, answers.map((r) => r.status).join(','));
+      const refused = answers.filter((r) => r.status === 429);
+      assert.equal(refused.length, 1);
+      assertTooManyRequests(refused[0], n, 'workspace');
+      // Both processes now refuse the workspace.
+      for (const url of [env().baseUrl, second!.url]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
+    });
+  });
+});
