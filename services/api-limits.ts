@@ -62,6 +62,8 @@ export class RequestLimiter {
   private limiterFor(points: number): RateLimiterPostgres {
     let limiter = this.limiters.get(points);
     if (!limiter) {
+      // Ceilings are per workspace, so distinct values are few; bound the cache all the same.
+      if (this.limiters.size >= 1000) this.limiters.clear();
       limiter = new RateLimiterPostgres({
         storeClient: this.db,
         storeType: 'knex',

@@ -1,6 +1,7 @@
 import { NotFoundError } from '../core/errors';
 import type { Executor } from '../db/connection';
 import { Member, Project, Workspace } from '../db/models';
+import { isUnrestricted, Principal } from './access';
 
 export interface OrganizationView {
   id: string;
@@ -11,12 +12,15 @@ export interface OrganizationView {
   memberCount: number;
 }
 
-/** The workspace an API key belongs to, as GET /organization shows it. */
-export async function getOrganization(db: Executor, workspaceId: string): Promise<OrganizationView> {
+/** The workspace an API key belongs to, as GET /organization shows it. A restricted key counts only its projects. */
+export async function getOrganization(db: Executor, principal: Principal): Promise<OrganizationView> {
+  const { workspaceId } = principal;
   const workspace = await Workspace.query(db).findById(workspaceId);
   if (!workspace) throw new NotFoundError('organization');
+  const visibleProjects = Project.query(db).where({ workspaceId });
+  if (!isUnrestricted(principal)) visibleProjects.whereIn('id', principal.projectIds as string[]);
   const [projectCount, memberCount] = await Promise.all([
-    Project.query(db).where({ workspaceId }).resultSize(),
+    visibleProjects.resultSize(),
     Member.query(db).where({ workspaceId }).whereNull('removedAt').resultSize(),
   ]);
   return { id: workspace.id, name: workspace.name, plan: workspace.plan, createdAt: workspace.createdAt.toISOString(), projectCount, memberCount };

@@ -12,7 +12,7 @@ export const organizationRoutes = [
     auth: { scopes: ['org:read'] },
     responses: { 200: { description: 'The workspace', schema: { type: 'object', required: ['organization'], properties: { organization: organizationSchema } } } },
     async handler({ db, principal }) {
-      return { body: { organization: await getOrganization(db, principal.workspaceId) } };
+      return { body: { organization: await getOrganization(db, principal) } };
     },
   }),
 ];

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { as, newWorkspace, request } from '../support/fixtures';
+import { as, newKey, newWorkspace, request } from '../support/fixtures';
 import { env } from '../support/environment';
 
 describe('The foundation', () => {
@@ -31,6 +31,14 @@ describe('The foundation', () => {
       assert.equal(res.body.organization.id, ws.workspaceId);
       assert.equal(res.body.organization.name, 'Acme Analytics');
       assert.equal(res.body.organization.projectCount, 1);
+    });
+
+    it('counts only the allowlisted projects for a project-restricted key', async () => {
+      const ws = await newWorkspace();
+      await as(ws.apiKey).post('/api/v1/projects', { name: 'second' });
+      const restricted = await newKey(ws, { scopes: ['org:read'], projectIds: [ws.projectId] });
+      assert.equal((await as(ws.apiKey).get('/api/v1/organization')).body.organization.projectCount, 2);
+      assert.equal((await as(restricted).get('/api/v1/organization')).body.organization.projectCount, 1);
     });
 
     it('is 401 in the problem format without a key', async () => {
