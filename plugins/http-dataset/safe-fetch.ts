@@ -1,6 +1,9 @@
+import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP, LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { PermissionError, UnavailableError } from '../../core/errors';
+import { Agent, Dispatcher, request as undiciRequest } from 'undici';
+import { DomainError, PermissionError, UnavailableError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
 import { DEFAULT_TIMEOUT_MS, HttpDatasetSettings } from './definition';
 
@@ -10,7 +13,10 @@ export interface HttpConnection {
   headers: Record<string, string>;
   allowPrivateNetwork: boolean;
   timeoutMs: number;
-  /** Resolves a host name to all its addresses; replaceable so tests can simulate DNS answers. */
+  /**
+   * Resolves a host name to all its addresses; replaceable so tests can simulate DNS answers. It is
+   * called once per new connection, and the connection goes to the addresses it answered.
+   */
   lookup?: (hostname: string) => Promise<string[]>;
 }
 
@@ -84,87 +90,141 @@ async function resolveAll(connection: HttpConnection, hostname: string): Promise
   }
 }
 
+function refuseAddresses(hostname: string, refused: string[]): PermissionError {
+  return new PermissionError('address_refused', `${hostname} resolves to a non-public address (${refused.join(', ')}); the installation does not allow private networks.`, { host: hostname });
+}
+
 /**
- * Checks a URL before contacting it: http(s) only, under the installation's baseUrl, and (unless
- * the installation allows private networks) every address the host resolves to is public, so a
- * DNS answer cannot steer a request into an internal network.
+ * Resolves a host once and vets the answer: every address must be public unless the installation
+ * allows private networks. The socket connects to exactly these addresses (see pinnedLookup).
  */
-async function assertAllowed(connection: HttpConnection, url: URL): Promise<void> {
+async function vettedAddresses(connection: HttpConnection, hostname: string): Promise<LookupAddress[]> {
+  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
+  const addresses = (await resolveAll(connection, bare))
+    .map((address) => ({ address, family: isIP(address) }))
+    .filter((entry) => entry.family !== 0);
+  if (!addresses.length) throw new UnavailableError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
+  if (!connection.allowPrivateNetwork) {
+    const refused = addresses.map((entry) => entry.address).filter((address) => !isPublicAddress(address));
+    if (refused.length) throw refuseAddresses(bare, refused);
+  }
+  return addresses;
+}
+
+/**
+ * The `lookup` the connection's sockets use: the one resolution of the host, checked before the
+ * socket connects to it. Resolving and checking in the same step leaves no window in which a DNS
+ * answer that changes (DNS rebinding) can steer the connection to an address that was not
+ * checked. TLS still verifies the certificate against the host name, which the socket keeps.
+ */
+function pinnedLookup(connection: HttpConnection): LookupFunction {
+  return (hostname, options, callback) => {
+    vettedAddresses(connection, hostname).then(
+      (addresses) => {
+        const wanted = options.family === 4 || options.family === 6 ? addresses.filter((entry) => entry.family === options.family) : addresses;
+        if (!wanted.length) {
+          callback(new UnavailableError('upstream_unavailable', `${hostname} has no IPv${String(options.family)} address.`, { host: hostname }), '');
+        } else if (options.all) {
+          callback(null, wanted);
+        } else {
+          callback(null, wanted[0].address, wanted[0].family);
+        }
+      },
+      (error: Error) => callback(error, ''),
+    );
+  };
+}
+
+/**
+ * Checks a URL before contacting it: http(s) only, and under the installation's baseUrl. A host
+ * given as an IP address is checked here (no lookup happens for it); a host name is checked when
+ * it is resolved to connect (pinnedLookup).
+ */
+function assertAllowed(connection: HttpConnection, url: URL): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new PermissionError('scheme_refused', `Only http and https URLs are fetched, not ${url.protocol}.`);
   }
   if (!isUnderBase(url, connection.baseUrl)) {
     throw new PermissionError('url_outside_base', `${displayUrl(url)} is not under the installation's base URL ${displayUrl(connection.baseUrl)}.`);
   }
-  if (connection.allowPrivateNetwork) return;
-  const refused = (await resolveAll(connection, url.hostname)).filter((address) => !isPublicAddress(address));
-  if (refused.length) {
-    throw new PermissionError('address_refused', `${url.hostname} resolves to a non-public address (${refused.join(', ')}); the installation does not allow private networks.`, { host: url.hostname });
-  }
+  const bare = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!connection.allowPrivateNetwork && ipaddr.isValid(bare) && !isPublicAddress(bare)) throw refuseAddresses(bare, [bare]);
 }
 
-async function readCapped(response: Response): Promise<string> {
-  if (!response.body) return '';
+async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.byteLength;
+  for await (const chunk of body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    size += buffer.byteLength;
     if (size > MAX_RESPONSE_BYTES) {
+      body.destroy();
       throw new UnavailableError('upstream_response_too_large', `The remote response is larger than ${MAX_RESPONSE_BYTES} bytes.`);
     }
-    chunks.push(Buffer.from(chunk));
+    chunks.push(buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function unavailable(url: URL, error: unknown, timeoutMs: number): UnavailableError {
+function unavailable(url: URL, error: unknown, timeoutMs: number): DomainError {
+  // Our own errors, such as a refused address or an unresolvable host raised from pinnedLookup.
+  if (error instanceof DomainError) return error;
   const name = (error as Error).name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return new UnavailableError('upstream_unavailable', `${displayUrl(url)} did not answer within ${timeoutMs} ms.`, { reason: 'timeout' });
   }
   // Only the low-level error code: undici messages can echo request details.
-  const code = ((error as { cause?: { code?: string } }).cause?.code) ?? 'network_error';
-  return new UnavailableError('upstream_unavailable', `Could not reach ${displayUrl(url)} (${code}).`, { reason: code });
+  const { code, cause } = error as { code?: unknown; cause?: { code?: unknown } };
+  const reason = [cause?.code, code].find((value): value is string => typeof value === 'string' && /^[A-Za-z0-9_]+$/.test(value)) ?? 'network_error';
+  return new UnavailableError('upstream_unavailable', `Could not reach ${displayUrl(url)} (${reason}).`, { reason });
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /**
  * One request with redirects followed by hand (at most 5), each hop re-checked by assertAllowed.
- * Returns any final status; callers decide what a non-2xx status means. Address checks happen
- * before each hop; fetch resolves the name again to connect, so a DNS answer that changes within
- * that instant is not covered.
+ * Returns any final status; callers decide what a non-2xx status means. Every connection goes
+ * through its own undici Agent whose lookup resolves and vets the host in one step, so the socket
+ * reaches exactly the address that was checked; the agent (and its sockets) closes on return.
  */
 export async function safeFetch(connection: HttpConnection, request: HttpRequest): Promise<HttpResponse> {
   const signal = AbortSignal.timeout(connection.timeoutMs);
+  const agent = new Agent({ connect: { lookup: pinnedLookup(connection) } });
   let url = new URL(request.url);
   let method = request.method;
   let body = request.body;
-  for (let hop = 0; ; hop++) {
-    await assertAllowed(connection, url);
-    const headers: Record<string, string> = { accept: 'application/json', ...connection.headers };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    try {
-      response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual', signal });
-    } catch (error) {
-      throw unavailable(url, error, connection.timeoutMs);
-    }
-    const location = response.headers.get('location');
-    if (!REDIRECT_STATUSES.has(response.status) || !location) {
+  try {
+    for (let hop = 0; ; hop++) {
+      assertAllowed(connection, url);
+      const headers: Record<string, string> = { accept: 'application/json', ...connection.headers };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      let response: Dispatcher.ResponseData;
       try {
-        return { status: response.status, url, text: await readCapped(response) };
+        response = await undiciRequest(url, { dispatcher: agent, method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
       } catch (error) {
-        if (error instanceof UnavailableError) throw error;
         throw unavailable(url, error, connection.timeoutMs);
       }
+      const location = headerValue(response.headers.location);
+      if (!REDIRECT_STATUSES.has(response.statusCode) || !location) {
+        try {
+          return { status: response.statusCode, url, text: await readCapped(response.body) };
+        } catch (error) {
+          throw unavailable(url, error, connection.timeoutMs);
+        }
+      }
+      await response.body.dump().catch(() => undefined);
+      if (hop >= MAX_REDIRECTS) throw new UnavailableError('too_many_redirects', `${displayUrl(request.url)} redirected more than ${MAX_REDIRECTS} times.`);
+      url = new URL(location, url);
+      // As browsers do: 303 (and 301/302 after a POST) continue as a GET without body; 307/308 repeat the request.
+      if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && method === 'POST')) {
+        method = 'GET';
+        body = undefined;
+      }
     }
-    await response.body?.cancel();
-    if (hop >= MAX_REDIRECTS) throw new UnavailableError('too_many_redirects', `${displayUrl(request.url)} redirected more than ${MAX_REDIRECTS} times.`);
-    url = new URL(location, url);
-    // As browsers do: 303 (and 301/302 after a POST) continue as a GET without body; 307/308 repeat the request.
-    if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
-      method = 'GET';
-      body = undefined;
-    }
+  } finally {
+    await agent.destroy().catch(() => undefined);
   }
 }
 

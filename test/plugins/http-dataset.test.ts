@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { DomainError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../plugins/capability';
@@ -16,6 +17,7 @@ interface Received {
   query: Record<string, string>;
   body: any;
   authorization?: string;
+  host?: string;
 }
 
 interface Reply {
@@ -57,6 +59,9 @@ const routes: Record<string, (req: Received, port: number) => Reply> = {
   },
   '/api/link-escape': () => ({ body: { records: [items[0]], links: { next: 'http://169.254.169.254/latest/meta-data' } } }),
   '/api/redirect': () => ({ status: 302, headers: { location: '/api/none' } }),
+  // Closes the connection, so the next hop needs a new one (and a new lookup).
+  '/api/redirect-close': () => ({ status: 302, headers: { location: '/api/none', connection: 'close' } }),
+  '/api/huge': () => ({ body: 'x'.repeat(32 * 1024 * 1024 + 1) }),
   '/api/redirect-out': () => ({ status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } }),
   '/api/redirect-loop': () => ({ status: 307, headers: { location: '/api/redirect-loop' } }),
   '/api/fail': () => ({ status: 503, body: { error: 'down' } }),
@@ -95,6 +100,7 @@ class FixtureServer {
       query: Object.fromEntries(url.searchParams),
       body: text ? JSON.parse(text) : undefined,
       authorization: req.headers.authorization,
+      host: req.headers.host,
     };
     this.received.push(received);
     const reply = routes[url.pathname]?.(received, this.port) ?? { status: 404, body: { error: 'no route' } };
@@ -400,18 +406,78 @@ describe('http_dataset capability', () => {
       await rejectsWith(capability.readRecords(context(), { request: { url: url('/api/redirect-out') } }, read()), 'url_outside_base');
     });
 
-    it('re-checks the address of every redirect hop', async () => {
-      // The host first resolves to a public address, then (as in DNS rebinding) to loopback.
-      const answers = [['93.184.216.34'], ['127.0.0.1']];
+    /** A connection to the fixture server under a host name only the injected lookup knows. */
+    function namedConnection(allowPrivateNetwork: boolean, answers: string[][]) {
+      const calls: string[] = [];
       const connection = {
-        baseUrl: `http://localhost:${server.port}/api/`,
-        headers: {},
-        allowPrivateNetwork: false,
+        baseUrl: `http://fixture.weft.invalid:${server.port}/api/`,
+        headers: { Authorization: SECRET },
+        allowPrivateNetwork,
         timeoutMs: 5000,
-        lookup: () => Promise.resolve(answers.shift() ?? []),
+        lookup: (hostname: string) => {
+          calls.push(hostname);
+          return Promise.resolve(answers.shift() ?? []);
+        },
       };
-      await rejectsWith(safeFetch(connection, { url: new URL(`http://localhost:${server.port}/api/redirect`), method: 'GET' }), 'address_refused');
-      assert.deepEqual(server.received.map((r) => r.path), ['/api/redirect']);
+      const at = (path: string) => new URL(`http://fixture.weft.invalid:${server.port}${path}`);
+      return { connection, calls, at };
+    }
+
+    it('refuses a host name when any address it resolves to is not public', async () => {
+      const { connection, at } = namedConnection(false, [['93.184.216.34', '127.0.0.1']]);
+      const refused = await rejectsWith(safeFetch(connection, { url: at('/api/none'), method: 'GET' }), 'address_refused');
+      assert.deepEqual(refused.details, { host: 'fixture.weft.invalid' });
+      assert.equal(server.received.length, 0);
+    });
+
+    it('connects to exactly the address it checked, however the name resolves afterwards (DNS rebinding)', async () => {
+      // The name first resolves to a public address, then to loopback. A fetch that checked one
+      // answer and resolved again to connect would reach the fixture server on 127.0.0.1.
+      const { connection, calls, at } = namedConnection(false, [['93.184.216.34'], ['127.0.0.1']]);
+      const connectedTo: string[] = [];
+      // Watches each socket's own lookup, and stops the one going to the public address before
+      // it connects, so the test sends nothing out of the machine.
+      const onSocket = (message: unknown) => {
+        const { socket } = message as { socket: Socket };
+        socket.once('lookup', (error: Error | null, address: string, _family: unknown, host: string) => {
+          if (host !== 'fixture.weft.invalid') return;
+          connectedTo.push(address);
+          socket.destroy(Object.assign(new Error('stopped by the test'), { code: 'STOPPED_BY_TEST' }));
+        });
+      };
+      diagnosticsChannel.subscribe('net.client.socket', onSocket);
+      try {
+        const failed = await rejectsWith(safeFetch(connection, { url: at('/api/none'), method: 'GET' }), 'upstream_unavailable');
+        assert.equal(failed.details?.reason, 'STOPPED_BY_TEST');
+      } finally {
+        diagnosticsChannel.unsubscribe('net.client.socket', onSocket);
+      }
+      assert.deepEqual(calls, ['fixture.weft.invalid'], 'the name is resolved once, for the check and the connection');
+      assert.deepEqual(connectedTo, ['93.184.216.34']);
+      assert.equal(server.received.length, 0);
+    });
+
+    it('sends the request to the first answer when a second resolution would answer differently', async () => {
+      // The fixture server listens on 127.0.0.1 only: a second resolution (127.0.0.2) would be refused.
+      const { connection, calls, at } = namedConnection(true, [['127.0.0.1'], ['127.0.0.2']]);
+      const response = await safeFetch(connection, { url: at('/api/none'), method: 'GET' });
+      assert.equal(response.status, 200);
+      assert.deepEqual(calls, ['fixture.weft.invalid']);
+      // The host name is kept for the request (and for TLS verification): only the address is pinned.
+      assert.deepEqual(server.received.map((r) => [r.path, r.host, r.authorization]), [['/api/none', `fixture.weft.invalid:${server.port}`, SECRET]]);
+    });
+
+    it('resolves and checks the host again for a redirect hop on a new connection', async () => {
+      const { connection, calls, at } = namedConnection(true, [['127.0.0.1']]);
+      const failed = await rejectsWith(safeFetch(connection, { url: at('/api/redirect-close'), method: 'GET' }), 'upstream_unavailable');
+      assert.deepEqual(failed.details, { host: 'fixture.weft.invalid' });
+      assert.deepEqual(calls, ['fixture.weft.invalid', 'fixture.weft.invalid']);
+      assert.deepEqual(server.received.map((r) => r.path), ['/api/redirect-close']);
+    });
+
+    it('refuses a response larger than 32 MiB', async () => {
+      const connection = { baseUrl: `${server.url}/api/`, headers: {}, allowPrivateNetwork: true, timeoutMs: 5000 };
+      await rejectsWith(safeFetch(connection, { url: new URL(url('/api/huge')), method: 'GET' }), 'upstream_response_too_large');
     });
 
     it('refuses non-http schemes and endless redirects', async () => {
