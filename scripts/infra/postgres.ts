@@ -1,9 +1,9 @@
-import { chownSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../core/paths';
-import { isRoot, run, runAsPostgres, say } from './process';
+import { isRoot, portIsOpen, run, runAsPostgres, say } from './process';
 
 export interface LocalPostgres {
   /** Connection URL for a database on the cluster (the cluster's own superuser, trust auth on loopback only). */
@@ -14,7 +14,24 @@ export interface LocalPostgres {
 }
 
 /** The default port avoids a system cluster on 5432. */
-const port = (): number => Number(process.env.WEFT_PG_PORT ?? 54329);
+const DEFAULT_PORT = 54329;
+
+/** The port a running cluster listens on: line 4 of postmaster.pid. */
+function runningPort(dir: string): number {
+  return Number(readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[3]);
+}
+
+/**
+ * WEFT_PG_PORT when set; otherwise the first free port from 54329, so a second clone's cluster
+ * (another checkout, a CI clone) does not collide with this one's.
+ */
+async function choosePort(): Promise<number> {
+  if (process.env.WEFT_PG_PORT) return Number(process.env.WEFT_PG_PORT);
+  for (let candidate = DEFAULT_PORT; candidate < DEFAULT_PORT + 50; candidate++) {
+    if (!(await portIsOpen('127.0.0.1', candidate))) return candidate;
+  }
+  throw new Error(`No free port for PostgreSQL in ${DEFAULT_PORT}-${DEFAULT_PORT + 49}; set WEFT_PG_PORT.`);
+}
 
 function findPostgresBin(): string {
   const roots = ['/usr/lib/postgresql'];
@@ -83,14 +100,18 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
   }
 
   let startedHere = false;
-  if (!isRunning(bin, dir)) {
-    say(`starting PostgreSQL on 127.0.0.1:${port()}`);
-    const options = `-p ${port()} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
+  let port: number;
+  if (isRunning(bin, dir)) {
+    port = runningPort(dir);
+  } else {
+    port = await choosePort();
+    say(`starting PostgreSQL on 127.0.0.1:${port}`);
+    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
     runAsPostgres(path.join(bin, 'pg_ctl'), ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', options]);
     startedHere = true;
   }
 
-  const urlFor = (database: string) => `postgres://${superuser}@127.0.0.1:${port()}/${database}`;
+  const urlFor = (database: string) => `postgres://${superuser}@127.0.0.1:${port}/${database}`;
   return {
     urlFor,
     startedHere,
