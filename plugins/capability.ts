@@ -2,6 +2,12 @@ import type { JsonSchema } from '../core/schema-validator';
 
 export type EndpointRole = 'source' | 'destination' | 'ontology_store';
 
+/** Roles of a table store: read as a source stream, written as a sink table. */
+export const TABLE_ROLES: CapabilityDefinition['roles'] = [
+  { role: 'source', contractKind: 'source_stream' },
+  { role: 'destination', contractKind: 'sink_table' },
+];
+
 /** Decrypted installation: settings in clear, credentials only in memory. */
 export interface InstallationContext {
   id: string;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
+import { TABLE_ROLES } from '../capability';
 import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
@@ -12,10 +13,7 @@ const definition: CapabilityDefinition = {
   version: '1.0.0',
   title: 'Managed table',
   description: 'A table kept in Weft’s own PostgreSQL, one schema per workspace. Every committed write creates a snapshot, and history is kept for snapshot and point-in-time reads.',
-  roles: [
-    { role: 'source', contractKind: 'source_stream' },
-    { role: 'destination', contractKind: 'sink_table' },
-  ],
+  roles: TABLE_ROLES,
   targetSchema: {
     type: 'object',
     additionalProperties: false,

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
+import { TABLE_ROLES } from '../capability';
 import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
@@ -15,10 +16,7 @@ const definition: CapabilityDefinition = {
   version: '1.0.0',
   title: 'PostgreSQL table',
   description: 'A table or view in an external PostgreSQL database. The installation holds the connection; an endpoint names the table.',
-  roles: [
-    { role: 'source', contractKind: 'source_stream' },
-    { role: 'destination', contractKind: 'sink_table' },
-  ],
+  roles: TABLE_ROLES,
   targetSchema: {
     type: 'object',
     additionalProperties: false,

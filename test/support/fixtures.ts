@@ -18,19 +18,8 @@ export interface RequestOptions {
 }
 
 /** A real HTTP request to the test API server. */
-export async function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
-  const headers: Record<string, string> = { ...options.headers };
-  if (options.key) headers.Authorization = `Bearer ${options.key}`;
-  let body: string | undefined = options.rawBody;
-  if (options.body !== undefined) {
-    body = JSON.stringify(options.body);
-    headers['Content-Type'] ??= 'application/json';
-  }
-  const response = await fetch(`${env().baseUrl}${path}`, { method, headers, body });
-  const text = await response.text();
-  let parsed: unknown = text;
-  if (text && /json/.test(response.headers.get('content-type') ?? '')) parsed = JSON.parse(text);
-  return { status: response.status, headers: response.headers, body: parsed as T };
+export function request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  return requestAt<T>(env().baseUrl, method, path, options);
 }
 
 /** A client bound to one API key. */
