@@ -133,6 +133,12 @@ export interface CapabilityRuntime {
   validateTarget?(target: Record<string, unknown>, installation: InstallationContext): Array<{ path: string; message: string }>;
   checkConnection(ctx: CapabilityContext, target: Record<string, unknown>): Promise<CheckResult>;
   discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<FieldDescription[]>;
+  /**
+   * Every field name a read may use, exactly (not a sample): the catalog's columns, or the fields
+   * ever written to a managed table. Absent for stores whose records are open-ended (remote JSON);
+   * then the endpoint's schemaHints, if any, are the contract.
+   */
+  listFields?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[]>;
   readRecords(ctx: CapabilityContext, target: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage>;
   writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
 }

@@ -131,11 +131,13 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
   const ctx = await capabilityContext(db, installation, encryptionKey);
   const used = fieldsUsed(query);
   if (used.length) {
+    // The store's exact field list wins; declared hints are the contract of open-ended stores.
+    const exact = runtime.listFields ? await runtime.listFields(ctx, endpoint.target) : undefined;
     const hinted = endpoint.schemaHints?.columns?.map((c) => c.name);
-    const known = new Set(hinted?.length ? hinted : (await runtime.discoverSchema(ctx, endpoint.target)).map((f) => f.name));
-    const unknown = [...new Set(used.filter((f) => !known.has(f)))];
+    const known = exact ?? (hinted?.length ? hinted : undefined);
+    const unknown = known ? [...new Set(used.filter((f) => !known.includes(f)))] : [];
     if (unknown.length) {
-      throw new InputError('unknown_field', `Unknown fields for this endpoint: ${unknown.join(', ')}. Known fields: ${[...known].slice(0, 50).join(', ')}.`, unknown.map((f) => ({ path: 'query', message: `field ${f} is not in the endpoint schema` })));
+      throw new InputError('unknown_field', `Unknown fields for this endpoint: ${unknown.join(', ')}. Known fields: ${known!.slice(0, 50).join(', ')}.`, unknown.map((f) => ({ path: 'query', message: `field ${f} is not in the endpoint schema` })));
     }
   }
 
