@@ -7,6 +7,7 @@ import { BadRequestError } from '../core/errors';
 import { buildOpenApiDocument } from './openapi';
 import { renderDocsPage } from './docs-page';
 import { errorMiddleware } from './middleware/errors';
+import { bodyShape } from './middleware/body-shape';
 import { refuseCredentialsInUrl, requestContext } from './middleware/request-context';
 import { defineRoute, AppDependencies, RouteSpec } from './route-spec';
 import { buildRouter } from './router';
@@ -81,6 +82,7 @@ export function createApp(deps: AppDependencies): Koa {
       },
     }),
   );
+  app.use(bodyShape());
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return app;

@@ -11,6 +11,7 @@ const errorDescriptions: Record<number, string> = {
   415: 'The body is not application/json.',
   422: 'Validation failed; `errors` lists each problem.',
   429: 'Request window exceeded. Wait for Retry-After seconds.',
+  502: 'The remote system behind the endpoint failed or answered something unusable.',
   503: 'A dependency is unavailable.',
 };
 
@@ -23,11 +24,12 @@ const rateLimitHeaders = {
 const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 
 function errorStatuses(route: RouteSpec): number[] {
-  const statuses = new Set<number>();
+  // A credential in the URL is refused on every route.
+  const statuses = new Set<number>([400]);
   const authenticated = !('public' in route.auth);
   if (authenticated) [401, 403, 429].forEach((s) => statuses.add(s));
   if (route.body || route.query || route.params) statuses.add(422);
-  if (route.body) [400, 415].forEach((s) => statuses.add(s));
+  if (route.body) statuses.add(415);
   if (route.params) statuses.add(404);
   if (route.idempotent || route.method !== 'get') statuses.add(409);
   for (const extra of route.errors ?? []) statuses.add(extra.status);

@@ -28,6 +28,7 @@ export const statusByKind: Record<ErrorKind, number> = {
   gone: 410,
   payment_required: 402,
   rate_limited: 429,
+  upstream_failed: 502,
   unavailable: 503,
 };
 
@@ -46,6 +47,7 @@ const titles: Record<number, string> = {
   429: 'Too many requests',
   500: 'Internal server error',
   501: 'Not implemented',
+  502: 'Bad gateway',
   503: 'Service unavailable',
 };
 

@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'gone'
   | 'payment_required'
   | 'rate_limited'
+  | 'upstream_failed'
   | 'unavailable';
 
 export interface FieldProblem {
@@ -82,6 +83,11 @@ export class RateLimitError extends DomainError {
   ) {
     super('rate_limited', message, { dimension: limit.dimension });
   }
+}
+
+/** A remote system a capability talks to failed or answered nonsense (HTTP 502): not Weft's own outage. */
+export class UpstreamError extends DomainError {
+  readonly kind = 'upstream_failed';
 }
 
 export class UnavailableError extends DomainError {

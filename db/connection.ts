@@ -3,8 +3,15 @@ import { Model, knexSnakeCaseMappers } from 'objection';
 import path from 'node:path';
 import pg from 'pg';
 
-// bigint counts (COUNT(*), row totals) come back as strings by default; they fit a JS number here.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+/**
+ * Weft's own bigint columns (COUNT(*), versions) fit a JS number, so its connections parse INT8 as
+ * one. Scoped to these connections: a global setTypeParser would also reach the pools that
+ * postgres_table opens to external databases, whose bigints must keep full precision.
+ */
+const weftTypes = {
+  getTypeParser: ((oid: number, format?: string) =>
+    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+};
 
 export type Db = Knex;
 /** A connection or an open transaction: services accept either so callers decide the unit of work. */
@@ -15,7 +22,7 @@ export const migrationsDirectory = path.join(__dirname, 'migrations');
 export function createDb(databaseUrl: string, pool: { min?: number; max?: number } = {}): Db {
   const db = knexFactory({
     client: 'pg',
-    connection: { connectionString: databaseUrl, application_name: 'weft' },
+    connection: { connectionString: databaseUrl, application_name: 'weft', types: weftTypes } as Knex.PgConnectionConfig,
     pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
     // Code says camelCase, tables say snake_case: identifiers are converted both ways, for
     // query-builder calls and result rows alike (raw SQL text is left as written).

@@ -24,7 +24,11 @@ export interface DataEndpointInput {
   emits?: string[];
 }
 
-export type DataEndpointPatch = Partial<Omit<DataEndpointInput, 'role' | 'pluginCapabilityInstallationId' | 'contractKind'>>;
+type ClearableField = 'schemaHints' | 'freshness' | 'ownerTeam' | 'trustRank' | 'description';
+/** Changed fields; optional descriptive ones may be null to clear them. */
+export type DataEndpointPatch = Partial<Omit<DataEndpointInput, 'role' | 'pluginCapabilityInstallationId' | 'contractKind' | ClearableField>> & {
+  [K in ClearableField]?: DataEndpointInput[K] | null;
+};
 
 export function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstallation) {
   return {
@@ -52,14 +56,22 @@ export function presentDataEndpoint(endpoint: DataEndpoint, installation: Plugin
 
 export type DataEndpointView = ReturnType<typeof presentDataEndpoint>;
 
-/** Keys that would put connection settings on an endpoint; those belong to the plugin installation. */
-const CONNECTION_SETTING_KEYS = new Set(['host', 'hostname', 'port', 'password', 'passwd', 'pwd', 'user', 'username', 'connectionstring', 'connection_string', 'dsn', 'credentials', 'secret']);
+/**
+ * Keys that would put connection settings or credentials on an endpoint, which any endpoints:read
+ * key can see; they belong on the plugin installation, where they are encrypted. Compared after
+ * dropping case, "_" and "-", so api_key, API-Key and apiKey are one name.
+ */
+const CONNECTION_SETTING_KEYS = new Set([
+  'host', 'hostname', 'password', 'passwd', 'pwd', 'connectionstring', 'dsn', 'credentials', 'secret',
+  'clientsecret', 'apikey', 'accesstoken', 'refreshtoken', 'token', 'authorization', 'bearer', 'privatekey',
+]);
+const normalizedKey = (key: string) => key.toLowerCase().replace(/[-_]/g, '');
 
 function connectionSettingProblems(value: unknown, path = ''): FieldProblem[] {
   if (Array.isArray(value)) return value.flatMap((item, index) => connectionSettingProblems(item, `${path}/${index}`));
   if (value && typeof value === 'object') {
     return Object.entries(value).flatMap(([key, inner]) =>
-      CONNECTION_SETTING_KEYS.has(key.toLowerCase())
+      CONNECTION_SETTING_KEYS.has(normalizedKey(key))
         ? [{ path: `${path}/${key}`, message: 'connection settings and credentials belong on the plugin installation, not the endpoint target' }]
         : connectionSettingProblems(inner, `${path}/${key}`),
     );

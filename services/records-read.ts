@@ -1,6 +1,8 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import { decryptSecret, encryptSecret } from '../core/secrets';
 import { InputError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
+import { checkJsonShape } from '../core/json-shape';
 import type { Executor } from '../db/connection';
 import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../plugins/capability';
 import { findCapability } from '../plugins';
@@ -44,6 +46,7 @@ function parseJsonParam<T>(name: string, text: string | undefined, schema: Recor
   } catch {
     throw new InputError(`invalid_${name}`, `${name} must be a URL-encoded JSON array.`, [{ path: `query:${name}`, message: 'is not valid JSON' }]);
   }
+  checkJsonShape(parsed, `${name} parameter`);
   return validateWithSchema<T>(schema, parsed, `${name} parameter`, { code: `invalid_${name}` });
 }
 
@@ -65,7 +68,7 @@ function checkConditions(where: Condition[]): void {
   });
 }
 
-/** Cursor = payload + HMAC: bound to the API key, the endpoint and the exact read parameters. */
+/** What a cursor carries: bound to the API key, the endpoint and the exact read parameters. */
 interface CursorPayload {
   v: 1;
   key: string;
@@ -74,22 +77,22 @@ interface CursorPayload {
   after: unknown;
 }
 
-const cursorSecret = (encryptionKey: Buffer) => createHmac('sha256', encryptionKey).update('weft records cursor v1').digest();
+/** Cursors are encrypted (AES-GCM): clients can neither read remote positions in them nor alter them. */
+const cursorKey = (encryptionKey: Buffer) => createHmac('sha256', encryptionKey).update('weft records cursor v1').digest();
 
-function signCursor(payload: CursorPayload, encryptionKey: Buffer): string {
-  const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
-  const mac = createHmac('sha256', cursorSecret(encryptionKey)).update(body).digest('base64url');
-  return `${body}.${mac}`;
+function sealCursor(payload: CursorPayload, encryptionKey: Buffer): string {
+  return Buffer.from(encryptSecret(JSON.stringify(payload), cursorKey(encryptionKey))).toString('base64url');
 }
 
 function openCursor(cursor: string, encryptionKey: Buffer): CursorPayload {
-  const invalid = () => new InputError('invalid_cursor', 'The cursor is not one this service issued, or it was altered.', [{ path: 'query:cursor', message: 'is invalid' }]);
-  const [body, mac] = cursor.split('.');
-  if (!body || !mac) throw invalid();
-  const expected = createHmac('sha256', cursorSecret(encryptionKey)).update(body).digest();
-  const given = Buffer.from(mac, 'base64url');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
-  return JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as CursorPayload;
+  try {
+    const bytes = Buffer.from(cursor, 'base64url');
+    // base64url decoding ignores stray characters; a cursor must be exactly what was issued.
+    if (bytes.toString('base64url') !== cursor) throw new Error('not canonical');
+    return JSON.parse(decryptSecret(bytes.toString('utf8'), cursorKey(encryptionKey))) as CursorPayload;
+  } catch {
+    throw new InputError('invalid_cursor', 'The cursor is not one this service issued, or it was altered.', [{ path: 'query:cursor', message: 'is invalid' }]);
+  }
 }
 
 function fieldsUsed(query: RecordsQuery): string[] {
@@ -144,7 +147,7 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
   const page = await runtime.readRecords(ctx, endpoint.target, query);
   const nextCursor = page.continuation === null || page.continuation === undefined
     ? null
-    : signCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);
+    : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);
   return {
     data: page.records,
     metadata: {

@@ -13,18 +13,14 @@ function problemFromDatabaseError(error: { code?: string; constraint?: string; c
     case '23502':
       return problem(422, 'missing_field', `A required value is missing${error.column ? `: ${error.column}` : ''}.`, requestId);
     case '23514':
-    case '22P02':
-    case '22001':
-    case '22003':
-    case '22007':
-    case '22008':
-      return problem(422, 'invalid_value', 'A value has the wrong form or is out of range.', requestId);
+      return problem(422, 'invalid_value', 'A value breaks a rule of the stored resource.', requestId);
     case '55P03':
     case '40001':
     case '40P01':
       return problem(409, 'concurrent_change', 'Another request changed the same resource at the same time. Retry the request.', requestId);
     default:
-      return undefined;
+      // Class 22 (data exception): a value the database cannot take — malformed, out of range, a NUL character.
+      return error.code?.startsWith('22') ? problem(422, 'invalid_value', 'A value has the wrong form or is out of range.', requestId) : undefined;
   }
 }
 

@@ -1,7 +1,13 @@
 import type { JsonSchema } from '../../core/schema-validator';
 import { pageQueryProperties, paginationSchema } from '../../services/pagination';
 
-export const uuid: JsonSchema = { type: 'string', format: 'uuid' };
+/** Canonical lowercase UUIDs only, as Weft writes them: one spelling per id, so comparisons never disagree. */
+export const uuid: JsonSchema = {
+  type: 'string',
+  format: 'uuid',
+  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
+  errorMessage: { pattern: 'must be a UUID in lowercase canonical form' },
+};
 export const timestamp: JsonSchema = { type: 'string', format: 'date-time' };
 export const nullableTimestamp: JsonSchema = { type: ['string', 'null'], format: 'date-time' };
 

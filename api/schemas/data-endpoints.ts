@@ -64,11 +64,17 @@ export const createDataEndpointBody: JsonSchema = {
   },
 };
 
+/** Optional descriptive fields that a PATCH may clear with null. */
+const CLEARABLE = ['schemaHints', 'freshness', 'ownerTeam', 'trustRank', 'description'];
+
 export const updateDataEndpointBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  properties: descriptiveFields,
+  description: `Changed fields only. ${CLEARABLE.join(', ')} can be cleared with null.`,
+  properties: Object.fromEntries(
+    Object.entries(descriptiveFields).map(([name, schema]) => [name, CLEARABLE.includes(name) ? { anyOf: [schema, { type: 'null' }] } : schema]),
+  ),
   errorMessage: {
     additionalProperties: 'role, contractKind and pluginCapabilityInstallationId are fixed at creation: create a new endpoint instead.',
   },

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { dataDir } from '../../core/paths';
 
@@ -47,11 +47,16 @@ export async function withStartLock<T>(service: string, work: () => Promise<T>):
   const lock = path.join(folder(service), 'starting.lock');
   const deadline = Date.now() + 5 * 60_000;
   for (;;) {
+    // Written whole under a private name, then linked into place: the lock never exists half-written.
+    const mine = `${lock}.${process.pid}`;
+    writeFileSync(mine, String(process.pid));
     try {
-      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      linkSync(mine, lock);
+      rmSync(mine, { force: true });
       break;
     } catch {
-      const holder = Number(readFileSync(lock, 'utf8') || NaN);
+      rmSync(mine, { force: true });
+      const holder = Number(readFileSync(lock, 'utf8'));
       if (!alive(holder)) {
         rmSync(lock, { force: true });
         continue;

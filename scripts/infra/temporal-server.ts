@@ -44,6 +44,9 @@ async function stopDevServerByPidFile(): Promise<void> {
   if (!existsSync(pidFile())) return;
   const pid = Number(readFileSync(pidFile(), 'utf8'));
   rmSync(pidFile(), { force: true });
+  // A stale pid may belong to another program by now: signal it only if it is still a dev server.
+  const commandLine = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
+  if (!commandLine.includes('start-dev')) return;
   try {
     say('stopping the Temporal dev server');
     process.kill(pid, 'SIGTERM');

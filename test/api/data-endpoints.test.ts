@@ -117,6 +117,7 @@ describe('Data endpoints and records reads', () => {
       ['an empty target', { target: {} }, /\/target/],
       ['a target with a password', { target: { request: { url: 'http://127.0.0.1/orders' }, password: 'x' } }, /\/target\/password/],
       ['a target with a host', { target: { request: { url: 'http://127.0.0.1/orders', host: 'db.internal' } } }, /\/target\/request\/host/],
+      ['a target with an API key parameter', { target: { request: { url: 'http://127.0.0.1/orders', query: { 'API-Key': 'sk_live_1' } } } }, /\/target\/request\/query\/API-Key/],
       ['a role the capability lacks', { role: 'destination' }, /\/role/],
       ['a contract kind that does not match', { contractKind: 'sink_table' }, /\/contractKind/],
       ['a format the capability does not emit', { emits: ['csv'] }, /\/emits\/0/],
@@ -187,6 +188,10 @@ describe('Data endpoints and records reads', () => {
       assert.equal(good.status, 200);
       assert.equal(good.body.dataEndpoint.description, 'renamed');
       assert.equal(good.body.dataEndpoint.target.request.url, `${upstream.baseUrl}orders`);
+      const cleared = await as(key).patch(`/api/v1/data-endpoints/${id}`, { description: null, trustRank: null });
+      assert.equal(cleared.status, 200);
+      assert.equal(cleared.body.dataEndpoint.description, null);
+      assert.equal(cleared.body.dataEndpoint.trustRank, null);
       const immutable = await as(key).patch(`/api/v1/data-endpoints/${id}`, { role: 'destination' });
       assert.equal(immutable.status, 422);
       assert.match(immutable.body.message, /fixed at creation/);
@@ -264,9 +269,14 @@ describe('Data endpoints and records reads', () => {
       const changed = await as(key).get(`/api/v1/data-endpoints/${endpointId}/records?limit=20&select=id,total&cursor=${cursor}`);
       assert.equal(changed.status, 422);
       assert.equal(changed.body.code, 'cursor_parameters_changed');
-      const tampered = await as(key).get(`/api/v1/data-endpoints/${endpointId}/records?limit=10&select=id,total&cursor=${cursor}x`);
-      assert.equal(tampered.status, 422);
-      assert.equal(tampered.body.code, 'invalid_cursor');
+      const raw = first.body.metadata.nextCursor as string;
+      const flipped = raw.slice(0, 40) + (raw[40] === 'A' ? 'B' : 'A') + raw.slice(41);
+      for (const forged of [`${raw}x`, flipped]) {
+        const tampered = await as(key).get(`/api/v1/data-endpoints/${endpointId}/records?limit=10&select=id,total&cursor=${encodeURIComponent(forged)}`);
+        assert.equal(tampered.status, 422);
+        assert.equal(tampered.body.code, 'invalid_cursor');
+      }
+      assert.doesNotMatch(Buffer.from(first.body.metadata.nextCursor, 'base64url').toString('latin1'), /pageNumber|skip/, 'cursors are opaque');
       const same = await as(key).get(`/api/v1/data-endpoints/${endpointId}/records?limit=10&select=id,total&cursor=${cursor}`);
       assert.equal(same.status, 200);
       assert.equal(same.body.data[0].id, 11);

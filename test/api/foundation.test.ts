@@ -90,6 +90,28 @@ describe('The foundation', () => {
     assert.equal(res.body.code, 'unsupported_media_type');
   });
 
+  it('refuses NUL characters and absurd nesting with a 4xx before anything is stored', async () => {
+    const ws = await newWorkspace();
+    const nul = await as(ws.apiKey).post('/api/v1/projects', { name: 'a\u0000b' });
+    assert.equal(nul.status, 422);
+    assert.equal(nul.body.code, 'invalid_character');
+    const deep = '['.repeat(5000) + ']'.repeat(5000);
+    const nested = await request('POST', '/api/v1/projects', { key: ws.apiKey, rawBody: `{"name":"x","description":${deep}}`, headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'deep-nesting-1' } });
+    assert.equal(nested.status, 400);
+    assert.equal(nested.body.code, 'too_deeply_nested');
+    const filter = await as(ws.apiKey).get(`/api/v1/projects?name=${encodeURIComponent('a\u0000b')}`);
+    assert.equal(filter.status, 422);
+  });
+
+  it('accepts ids only in the canonical lowercase form it issues', async () => {
+    const ws = await newWorkspace();
+    const upper = await as(ws.apiKey).get(`/api/v1/projects/${ws.projectId.toUpperCase()}`);
+    assert.equal(upper.status, 422);
+    assert.match(JSON.stringify(upper.body.errors), /lowercase/);
+    const urn = await as(ws.apiKey).get(`/api/v1/projects/urn:uuid:${ws.projectId}`);
+    assert.equal(urn.status, 422);
+  });
+
   describe('OpenAPI and docs', () => {
     it('serves an OpenAPI 3.1 document whose routes declare their scopes', async () => {
       const res = await request('GET', '/api/v1/openapi.json');
