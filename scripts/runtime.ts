@@ -8,6 +8,7 @@ import { RequestLimiter } from '../services/api-limits';
 import { KeyUsageRecorder } from '../services/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/housekeeping';
+import { closePostgresTablePools } from '../plugins/postgres-table';
 
 export interface RunningService {
   /** Graceful: stop accepting, finish in-flight work, release connections. */
@@ -51,6 +52,7 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
         server.closeIdleConnections();
       });
       await keyUsage.close();
+      await closePostgresTablePools();
       await connection.close();
       await db.destroy();
     },
@@ -66,6 +68,7 @@ export async function startWorkerProcess(): Promise<RunningService> {
   return {
     async stop() {
       await worker.shutdown();
+      await closePostgresTablePools();
       await db.destroy();
     },
   };
