@@ -89,7 +89,7 @@ export interface SnapshotInfo {
 }
 
 /** Why a remote read stopped: truncation is never silent. */
-export type StopReason = 'exhausted' | 'max_pages' | 'repeated_cursor' | 'empty_page' | 'limit';
+export type StopReason = 'exhausted' | 'max_pages' | 'repeated_cursor' | 'empty_page' | 'limit' | 'page_budget';
 
 export interface RecordsPage {
   records: Array<Record<string, unknown>>;

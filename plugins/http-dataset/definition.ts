@@ -39,6 +39,18 @@ export interface HttpDatasetTarget {
 
 export const DEFAULT_MAX_PAGES = 100;
 export const DEFAULT_TIMEOUT_MS = 10_000;
+/**
+ * Upstream pages one readRecords call may fetch. A `where` that matches little would otherwise
+ * walk up to maxPages in one call; past this budget the call returns what it has with a
+ * continuation (stop reason page_budget). maxPages still bounds the whole read across continuations.
+ */
+export const PAGES_PER_READ = 20;
+/**
+ * Time one readRecords call may spend across all its pages (each request also has the
+ * installation's timeoutMs). Never shorter than one request's timeoutMs: a configured slow API
+ * still gets one full request.
+ */
+export const READ_DEADLINE_MS = 30_000;
 
 /** PnYnMnWnDTnHnMnS; at least one component, and a T only when a time component follows. */
 export const DURATION_PATTERN = '^P(?!$)(\\d+Y)?(\\d+M)?(\\d+W)?(\\d+D)?(T(?=\\d)(\\d+H)?(\\d+M)?(\\d+(\\.\\d+)?S)?)?$';
@@ -163,11 +175,17 @@ export interface HttpDatasetSettings {
   timeoutMs?: number;
 }
 
+/** The installation's secret properties (x-weft-secret), decrypted into InstallationContext.credentials. */
+export interface HttpDatasetCredentials {
+  headers?: Record<string, string>;
+  queryParameters?: Record<string, string>;
+}
+
 export const installationSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['baseUrl'],
-  description: 'Connection to one HTTP JSON API. Endpoint targets must stay under baseUrl.',
+  description: 'Connection to one HTTP JSON API. Endpoint targets must stay under baseUrl. Credentials go in headers, or in queryParameters for APIs that take a key in the query string; both are stored encrypted and never returned.',
   properties: {
     baseUrl: { type: 'string', format: 'uri', maxLength: 2000, description: 'Origin and path prefix every request (and redirect, and next link) must stay under, e.g. https://api.example.com/v2/.' },
     headers: {
@@ -175,6 +193,15 @@ export const installationSchema: JsonSchema = {
       additionalProperties: { type: 'string' },
       'x-weft-secret': true,
       description: 'Headers sent with every request, such as Authorization. Stored encrypted and never returned.',
+    },
+    queryParameters: {
+      type: 'object',
+      propertyNames: { type: 'string', minLength: 1, maxLength: 200 },
+      additionalProperties: { type: 'string', maxLength: 2000 },
+      'x-weft-secret': true,
+      description: 'Query parameters added to every request (each page, next link and redirect), for APIs that take a credential in the query string, e.g. {"api_key": "…"}. '
+        + 'Stored encrypted and never returned; kept out of error messages, check results and records cursors (a next link that echoes them is stored without them). '
+        + 'Endpoint targets must not send a query parameter of the same name.',
     },
     allowPrivateNetwork: {
       type: 'boolean',

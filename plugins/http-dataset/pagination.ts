@@ -1,7 +1,7 @@
-import { PermissionError, UnavailableError } from '../../core/errors';
+import { InputError, PermissionError, UnavailableError } from '../../core/errors';
 import type { StopReason } from '../capability';
 import { DEFAULT_MAX_PAGES, HttpDatasetTarget, PaginationSpec, ParameterLocation } from './definition';
-import { displayUrl, fetchJson, HttpConnection, HttpRequest, isUnderBase } from './safe-fetch';
+import { displayUrl, fetchJson, FetchOptions, HttpConnection, HttpRequest, isUnderBase, parseRemoteUrl, withoutInstallationParameters } from './safe-fetch';
 import { Row, toRow } from './records';
 import type { ComputedWindow } from './window';
 
@@ -50,7 +50,7 @@ export function pageRequest(target: HttpDatasetTarget, position: PagePosition, w
   const pagination = paginationOf(target);
   const method = target.request.method ?? 'GET';
   const isLink = pagination.type === 'link' && typeof position === 'string';
-  const url = new URL(isLink ? position : target.request.url);
+  const url = isLink ? linkUrl(position) : new URL(target.request.url);
   const body: Record<string, unknown> = {};
   const put = (location: ParameterLocation | undefined, name: string, value: string | number) => {
     if ((location ?? 'query') === 'body') body[name] = value;
@@ -67,9 +67,24 @@ export function pageRequest(target: HttpDatasetTarget, position: PagePosition, w
   return { url, method, body: method === 'POST' ? body : undefined };
 }
 
+/** A stored link position: nextPosition wrote it from a parsed URL, so only a tampered or foreign continuation fails here. */
+function linkUrl(position: string): URL {
+  try {
+    return new URL(position);
+  } catch {
+    throw new InputError('invalid_continuation', 'The continuation state is not one this capability issued.');
+  }
+}
+
 /** Fetches one page and finds its records array (response.recordsPath). */
-export async function fetchPage(connection: HttpConnection, target: HttpDatasetTarget, position: PagePosition, window?: ComputedWindow): Promise<RemotePage> {
-  const { url, body } = await fetchJson(connection, pageRequest(target, position, window));
+export async function fetchPage(
+  connection: HttpConnection,
+  target: HttpDatasetTarget,
+  position: PagePosition,
+  window?: ComputedWindow,
+  options: FetchOptions = {},
+): Promise<RemotePage> {
+  const { url, body } = await fetchJson(connection, pageRequest(target, position, window), options);
   const records = valueAtPath(body, target.response?.recordsPath);
   if (!Array.isArray(records)) {
     const where = target.response?.recordsPath ? `at "${target.response.recordsPath}"` : 'as the response body';
@@ -95,7 +110,9 @@ export function nextPosition(connection: HttpConnection, pagination: PaginationS
     case 'link': {
       const link = valueAtPath(page.body, pagination.responsePath);
       if (typeof link !== 'string' || link === '') return { stop: 'exhausted' };
-      const next = new URL(link, page.url);
+      // The installation's query parameters, when the API echoes them into its links, are not kept
+      // in the position: it goes back to the client inside a cursor. Every request sets them again.
+      const next = withoutInstallationParameters(connection, parseRemoteUrl(link, page.url, 'a next link'));
       // A next link comes from the remote API: it must not lead the request (and its headers) elsewhere.
       if (!isUnderBase(next, connection.baseUrl)) {
         throw new PermissionError('url_outside_base', `The next link ${displayUrl(next)} is not under the installation's base URL ${displayUrl(connection.baseUrl)}.`);

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { InputError } from '../../core/errors';
+import { DomainError, InputError } from '../../core/errors';
 import type { RecordsPage, RecordsQuery, StopReason } from '../capability';
-import type { HttpDatasetTarget } from './definition';
-import { fetchPage, firstPosition, nextPosition, PagePosition, paginationOf } from './pagination';
+import { HttpDatasetTarget, PAGES_PER_READ, READ_DEADLINE_MS } from './definition';
+import { fetchPage, firstPosition, nextPosition, PagePosition, paginationOf, RemotePage } from './pagination';
 import { matchesAll, project, Row, sortRows } from './records';
 import type { HttpConnection } from './safe-fetch';
 import { computeWindow } from './window';
@@ -41,18 +41,35 @@ function parseContinuation(after: unknown): ReadContinuation {
   return state as ReadContinuation;
 }
 
+/** Bounds of one call (not of the whole read, which maxPages bounds across continuations). */
+export interface ReadBudget {
+  /** Upstream pages this call may fetch; default PAGES_PER_READ. */
+  pagesPerRead?: number;
+  /** Milliseconds this call may spend across its pages; default READ_DEADLINE_MS. */
+  deadlineMs?: number;
+}
+
+const isDeadline = (error: unknown) => error instanceof DomainError && error.details?.reason === 'deadline';
+
 /**
  * Fetches remote pages until `query.limit` records pass `query.where`, or a stop reason. `where` is
  * applied to every record, while `orderBy` and `select` apply within the returned page only: remote
  * records keep the remote order across pages. `start` sets the window of a first read (records
  * reads pass the current time; a pipeline passes its sync time and last position).
+ *
+ * One call fetches at most `budget.pagesPerRead` pages and spends at most `budget.deadlineMs`:
+ * when either runs out first it returns the records so far with a continuation (page_budget); a
+ * call that runs out of time before any page has arrived fails with upstream_unavailable.
  */
 export async function readRemoteRecords(
   connection: HttpConnection,
   target: HttpDatasetTarget,
   query: RecordsQuery,
   start: { syncTime: Date; lastPosition?: Date | string },
+  budget: ReadBudget = {},
 ): Promise<RecordsPage> {
+  const pagesPerRead = Math.max(1, budget.pagesPerRead ?? PAGES_PER_READ);
+  const deadline = AbortSignal.timeout(Math.max(1, budget.deadlineMs ?? READ_DEADLINE_MS));
   const pagination = paginationOf(target);
   const tracksRepeats = pagination.type === 'cursor' || pagination.type === 'link';
   const state: ReadContinuation = query.after === undefined || query.after === null
@@ -87,7 +104,15 @@ export async function readRemoteRecords(
   });
 
   for (;;) {
-    const page = await fetchPage(connection, target, position, window);
+    let page: RemotePage;
+    try {
+      // An expired deadline aborts the request at once; fetchPage reports it with reason "deadline".
+      page = await fetchPage(connection, target, position, window, { deadline });
+    } catch (error) {
+      // Out of time after some progress: the page that did not arrive is where the client resumes.
+      if (isDeadline(error) && pagesFetched > 0) return finish('page_budget', resumeAt(position, pageNumber, skip));
+      throw error;
+    }
     pagesFetched++;
     // The first link page has no position: remember its URL so a self-link counts as a repeat.
     if (pagination.type === 'link' && position === null) seen.add(digest(page.url.href));
@@ -105,6 +130,8 @@ export async function readRemoteRecords(
     // Reported as max_pages with no continuation: the bound truncates the read, visibly.
     if (pageNumber >= pagination.maxPages) return finish('max_pages', null);
     if (rows.length >= limit) return finish('limit', resumeAt(next.position, pageNumber + 1, 0));
+    // This call's share of the read is spent: hand back what matched so far and where to go on.
+    if (pagesFetched >= pagesPerRead || deadline.aborted) return finish('page_budget', resumeAt(next.position, pageNumber + 1, 0));
     position = next.position;
     pageNumber++;
     skip = 0;

@@ -5,12 +5,17 @@ import ipaddr from 'ipaddr.js';
 import { Agent, Dispatcher, request as undiciRequest } from 'undici';
 import { DomainError, PermissionError, UnavailableError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
-import { DEFAULT_TIMEOUT_MS, HttpDatasetSettings } from './definition';
+import { DEFAULT_TIMEOUT_MS, HttpDatasetCredentials, HttpDatasetSettings } from './definition';
 
-/** Everything a request needs from the installation. `headers` carry credentials: never log them or put them in errors. */
+/**
+ * Everything a request needs from the installation. `headers` and `queryParameters` carry
+ * credentials: never log them or put them in errors, check results or continuations.
+ */
 export interface HttpConnection {
   baseUrl: string;
   headers: Record<string, string>;
+  /** Query parameters set on every request (each hop), and kept out of every URL this code stores or shows. */
+  queryParameters?: Record<string, string>;
   allowPrivateNetwork: boolean;
   timeoutMs: number;
   /**
@@ -28,9 +33,14 @@ export interface HttpRequest {
 
 export interface HttpResponse {
   status: number;
-  /** Final URL after redirects, against which relative next links resolve. */
+  /** Final URL after redirects, against which relative next links resolve; without the installation's queryParameters. */
   url: URL;
   text: string;
+}
+
+export interface FetchOptions {
+  /** Aborts the request when the caller's overall deadline passes (reported with reason "deadline"). */
+  deadline?: AbortSignal;
 }
 
 const MAX_REDIRECTS = 5;
@@ -39,9 +49,11 @@ const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export function connectionFor(installation: InstallationContext): HttpConnection {
   const settings = installation.settings as unknown as HttpDatasetSettings;
+  const credentials = installation.credentials as HttpDatasetCredentials;
   return {
     baseUrl: settings.baseUrl,
-    headers: (installation.credentials.headers as Record<string, string> | undefined) ?? {},
+    headers: credentials.headers ?? {},
+    queryParameters: credentials.queryParameters ?? {},
     allowPrivateNetwork: settings.allowPrivateNetwork === true,
     timeoutMs: settings.timeoutMs ?? DEFAULT_TIMEOUT_MS,
   };
@@ -55,6 +67,55 @@ export function displayUrl(url: URL | string): string {
   } catch {
     return '(an invalid URL)';
   }
+}
+
+/**
+ * Parses a URL that came from the remote side (a redirect Location, a next link). A malformed one
+ * is the remote API's fault: an upstream_invalid_response naming only where it came from, never
+ * the text itself (it may echo credentials or query strings).
+ */
+export function parseRemoteUrl(text: string, base: URL, what: string): URL {
+  try {
+    return new URL(text, base);
+  } catch {
+    throw new UnavailableError('upstream_invalid_response', `${displayUrl(base)} answered with ${what} that is not a valid URL.`);
+  }
+}
+
+/** The query string without the pairs named in `names`, every other pair kept byte for byte (signed next links stay valid). */
+function searchWithout(search: string, names: Set<string>): string {
+  const kept = search.replace(/^\?/, '').split('&').filter((pair) => {
+    if (pair === '') return false;
+    const rawName = pair.split('=', 1)[0].replace(/\+/g, ' ');
+    let name = rawName;
+    try {
+      name = decodeURIComponent(rawName);
+    } catch {
+      // A malformed escape is not one of our names, which are sent encoded.
+    }
+    return !names.has(name);
+  });
+  return kept.length ? `?${kept.join('&')}` : '';
+}
+
+/** `url` without the installation's query parameters: the form that may be stored, shown or digested. */
+export function withoutInstallationParameters(connection: HttpConnection, url: URL): URL {
+  const names = new Set(Object.keys(connection.queryParameters ?? {}));
+  if (!names.size || ![...names].some((name) => url.searchParams.has(name))) return url;
+  const stripped = new URL(url);
+  stripped.search = searchWithout(url.search, names);
+  return stripped;
+}
+
+/** `url` with the installation's query parameters added once each (after removing echoed ones): the form that is sent. */
+function withInstallationParameters(connection: HttpConnection, url: URL): URL {
+  const entries = Object.entries(connection.queryParameters ?? {});
+  if (!entries.length) return url;
+  const sent = new URL(url);
+  const rest = searchWithout(url.search, new Set(entries.map(([name]) => name)));
+  const added = new URLSearchParams(entries).toString();
+  sent.search = rest ? `${rest}&${added}` : `?${added}`;
+  return sent;
 }
 
 /** Same origin as baseUrl, and a path equal to or below its path (/v1 admits /v1 and /v1/x, not /v10). */
@@ -166,9 +227,12 @@ async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function unavailable(url: URL, error: unknown, timeoutMs: number): DomainError {
+function unavailable(url: URL, error: unknown, timeoutMs: number, deadline?: AbortSignal): DomainError {
   // Our own errors, such as a refused address or an unresolvable host raised from pinnedLookup.
   if (error instanceof DomainError) return error;
+  if (deadline?.aborted) {
+    return new UnavailableError('upstream_unavailable', `${displayUrl(url)} did not answer before the deadline of the read.`, { reason: 'deadline' });
+  }
   const name = (error as Error).name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return new UnavailableError('upstream_unavailable', `${displayUrl(url)} did not answer within ${timeoutMs} ms.`, { reason: 'timeout' });
@@ -189,10 +253,14 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  * through its own undici Agent whose lookup resolves and vets the host in one step, so the socket
  * reaches exactly the address that was checked; the agent (and its sockets) closes on return.
  */
-export async function safeFetch(connection: HttpConnection, request: HttpRequest): Promise<HttpResponse> {
-  const signal = AbortSignal.timeout(connection.timeoutMs);
+export async function safeFetch(connection: HttpConnection, request: HttpRequest, options: FetchOptions = {}): Promise<HttpResponse> {
+  const { deadline } = options;
+  const timeout = AbortSignal.timeout(connection.timeoutMs);
+  const signal = deadline ? AbortSignal.any([timeout, deadline]) : timeout;
   const agent = new Agent({ connect: { lookup: pinnedLookup(connection) } });
-  let url = new URL(request.url);
+  // Tracked without the installation's query parameters (they are added to each hop as it is sent),
+  // so the URL returned, shown in errors or resolved against never carries them.
+  let url = withoutInstallationParameters(connection, new URL(request.url));
   let method = request.method;
   let body = request.body;
   try {
@@ -202,21 +270,22 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
       if (body !== undefined) headers['content-type'] = 'application/json';
       let response: Dispatcher.ResponseData;
       try {
-        response = await undiciRequest(url, { dispatcher: agent, method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
+        const sent = withInstallationParameters(connection, url);
+        response = await undiciRequest(sent, { dispatcher: agent, method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
       } catch (error) {
-        throw unavailable(url, error, connection.timeoutMs);
+        throw unavailable(url, error, connection.timeoutMs, deadline);
       }
       const location = headerValue(response.headers.location);
       if (!REDIRECT_STATUSES.has(response.statusCode) || !location) {
         try {
           return { status: response.statusCode, url, text: await readCapped(response.body) };
         } catch (error) {
-          throw unavailable(url, error, connection.timeoutMs);
+          throw unavailable(url, error, connection.timeoutMs, deadline);
         }
       }
       await response.body.dump().catch(() => undefined);
       if (hop >= MAX_REDIRECTS) throw new UnavailableError('too_many_redirects', `${displayUrl(request.url)} redirected more than ${MAX_REDIRECTS} times.`);
-      url = new URL(location, url);
+      url = withoutInstallationParameters(connection, parseRemoteUrl(location, url, 'a redirect Location'));
       // As browsers do: 303 (and 301/302 after a POST) continue as a GET without body; 307/308 repeat the request.
       if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && method === 'POST')) {
         method = 'GET';
@@ -229,8 +298,8 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
 }
 
 /** A 2xx JSON response body, or an UnavailableError naming the status. */
-export async function fetchJson(connection: HttpConnection, request: HttpRequest): Promise<{ url: URL; status: number; body: unknown }> {
-  const response = await safeFetch(connection, request);
+export async function fetchJson(connection: HttpConnection, request: HttpRequest, options: FetchOptions = {}): Promise<{ url: URL; status: number; body: unknown }> {
+  const response = await safeFetch(connection, request, options);
   if (response.status < 200 || response.status > 299) {
     throw new UnavailableError('upstream_unavailable', `${displayUrl(response.url)} answered HTTP ${response.status}.`, { status: response.status });
   }

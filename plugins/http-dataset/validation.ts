@@ -1,6 +1,6 @@
 import type { FieldProblem } from '../../core/errors';
 import type { InstallationContext } from '../capability';
-import type { HttpDatasetTarget, ParameterLocation } from './definition';
+import type { HttpDatasetCredentials, HttpDatasetTarget, ParameterLocation } from './definition';
 import { displayUrl, isUnderBase } from './safe-fetch';
 import { isZeroDuration, parseDuration } from './window';
 
@@ -30,7 +30,9 @@ interface SentParameter {
 /**
  * Target rules beyond the schema (run after it): the URL stays under the installation's base URL,
  * body parameters need POST, the window is not empty, and no parameter is sent twice, so fixed
- * query values never shadow the window or pagination values.
+ * query values never shadow the window or pagination values, and no query parameter of the target
+ * shares a name with the installation's queryParameters (which would replace it on every request).
+ * Problems name the installation's parameters, never their values.
  */
 export function validateTarget(raw: Record<string, unknown>, installation: InstallationContext): FieldProblem[] {
   const target = raw as unknown as HttpDatasetTarget;
@@ -68,5 +70,22 @@ export function validateTarget(raw: Record<string, unknown>, installation: Insta
       && (other.location === parameter.location || (windowParameters.includes(other) && fixed.includes(parameter))));
     if (clash) problems.push({ path: parameter.path, message: `repeats "${parameter.name}", already sent as ${clash.path.slice(1).split('/').join('.')}` });
   });
+
+  const credentials = installation.credentials as HttpDatasetCredentials;
+  const installationNames = new Set(Object.keys(credentials.queryParameters ?? {}));
+  if (installationNames.size) {
+    const inUrl: SentParameter[] = [];
+    try {
+      for (const name of new Set(new URL(target.request.url).searchParams.keys())) inUrl.push({ path: '/request/url', name, location: 'query' });
+    } catch {
+      // An unparseable URL is already a problem of the base URL check.
+    }
+    for (const parameter of [...inUrl, ...sent]) {
+      // One problem per path: a parameter the target already repeats is reported once.
+      if (parameter.location === 'query' && installationNames.has(parameter.name) && !problems.some((p) => p.path === parameter.path)) {
+        problems.push({ path: parameter.path, message: `sends the query parameter "${parameter.name}", which the installation's queryParameters already set; use another name or drop it from the target` });
+      }
+    }
+  }
   return problems;
 }

@@ -7,7 +7,7 @@ import { DomainError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../plugins/capability';
 import { findCapability } from '../../plugins';
-import { computeWindow, httpDatasetCapability as capability, safeFetch } from '../../plugins/http-dataset';
+import { computeWindow, connectionFor, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../plugins/http-dataset';
 import { env } from '../support/environment';
 
 /** What the fixture server saw: the tests assert on the parameters the capability sent. */
@@ -15,6 +15,8 @@ interface Received {
   method: string;
   path: string;
   query: Record<string, string>;
+  /** The raw query string, to see repeated parameters. */
+  search: string;
   body: any;
   authorization?: string;
   host?: string;
@@ -24,6 +26,8 @@ interface Reply {
   status?: number;
   headers?: Record<string, string>;
   body?: unknown;
+  /** Answers after this many milliseconds. */
+  delayMs?: number;
 }
 
 const items = [
@@ -34,6 +38,9 @@ const items = [
   { id: 5, name: 'eve', score: 5.5, active: false, tags: [], meta: { team: 'x' }, note: 'ok' },
 ];
 const SECRET = 'Bearer fixture-s3cret';
+/** An installation queryParameters value; rejectsWith also looks for "s3cret". */
+const QUERY_SECRET = 'qk-s3cret-77';
+const many = Array.from({ length: 60 }, (_, i) => ({ id: i + 1 }));
 
 /** A small JSON API with every pagination style SPEC 2.2 names. */
 const routes: Record<string, (req: Received, port: number) => Reply> = {
@@ -65,6 +72,28 @@ const routes: Record<string, (req: Received, port: number) => Reply> = {
   '/api/redirect-out': () => ({ status: 302, headers: { location: 'http://169.254.169.254/latest/meta-data' } }),
   '/api/redirect-loop': () => ({ status: 307, headers: { location: '/api/redirect-loop' } }),
   '/api/fail': () => ({ status: 503, body: { error: 'down' } }),
+  // Remote input that is not a URL at all.
+  '/api/redirect-bad': () => ({ status: 302, headers: { location: 'http://[::1' } }),
+  '/api/link-bad': () => ({ body: { records: [items[0]], links: { next: 'http://[::1' } } }),
+  // 60 records, one per page with per_page=1: a where that matches late needs many pages.
+  '/api/many': ({ query }) => {
+    const size = Number(query.per_page ?? 1);
+    const page = Number(query.page);
+    return { body: { items: many.slice((page - 1) * size, page * size) } };
+  },
+  // Pages from `slow_from` on answer only after 2 s.
+  '/api/slow': ({ query }) => {
+    const page = Number(query.page);
+    return { delayMs: query.slow_from && page >= Number(query.slow_from) ? 2000 : 0, body: { items: items.slice(page - 1, page) } };
+  },
+  // APIs that echo the api_key query parameter back into their next links and redirects.
+  '/api/link-echo': ({ query }) => {
+    const page = Number(query.p ?? 1);
+    const next = page < 3 ? `/api/link-echo?p=${page + 1}&api_key=${encodeURIComponent(query.api_key ?? '')}&sig=a%2Fb+c` : null;
+    return { body: { records: items.slice((page - 1) * 2, page * 2), links: { next } } };
+  },
+  '/api/redirect-echo': ({ query }) => ({ status: 302, headers: { location: `/api/none?api_key=${encodeURIComponent(query.api_key ?? '')}` } }),
+  '/api/redirect-echo-fail': ({ query }) => ({ status: 302, headers: { location: `/api/fail?api_key=${encodeURIComponent(query.api_key ?? '')}` } }),
   '/api/not-json': () => ({ headers: { 'content-type': 'text/plain' }, body: 'hello' }),
 };
 
@@ -98,12 +127,15 @@ class FixtureServer {
       method: req.method ?? 'GET',
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
+      search: url.search,
       body: text ? JSON.parse(text) : undefined,
       authorization: req.headers.authorization,
       host: req.headers.host,
     };
     this.received.push(received);
     const reply = routes[url.pathname]?.(received, this.port) ?? { status: 404, body: { error: 'no route' } };
+    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (res.destroyed) return;
     const isText = typeof reply.body === 'string';
     res.writeHead(reply.status ?? 200, { 'content-type': isText ? 'text/plain' : 'application/json', ...reply.headers });
     res.end(reply.body === undefined ? undefined : isText ? reply.body : JSON.stringify(reply.body));
@@ -119,13 +151,13 @@ describe('http_dataset capability', () => {
     server.received = [];
   });
 
-  function context(settings: Record<string, unknown> = {}): CapabilityContext {
+  function context(settings: Record<string, unknown> = {}, credentials: Record<string, unknown> = {}): CapabilityContext {
     return {
       installation: {
         id: randomUUID(),
         workspaceId: randomUUID(),
         settings: { baseUrl: `${server.url}/api/`, allowPrivateNetwork: true, timeoutMs: 5000, ...settings },
-        credentials: { headers: { Authorization: SECRET } },
+        credentials: { headers: { Authorization: SECRET }, ...credentials },
       },
       db: env().db,
     };
@@ -156,6 +188,15 @@ describe('http_dataset capability', () => {
     assert.equal(definition.supports.snapshotReads, false);
     const headers = (definition.installationSchema.properties as any).headers;
     assert.equal(headers['x-weft-secret'], true);
+    const queryParameters = (definition.installationSchema.properties as any).queryParameters;
+    assert.equal(queryParameters['x-weft-secret'], true);
+    assert.match(queryParameters.description, /query string/);
+    assert.deepEqual(validateWithSchema(definition.installationSchema, { baseUrl: 'https://api.example.com/', queryParameters: { api_key: 'k' } }, 'installation'), {
+      baseUrl: 'https://api.example.com/',
+      queryParameters: { api_key: 'k' },
+      allowPrivateNetwork: false,
+      timeoutMs: 10_000,
+    });
   });
 
   describe('pagination', () => {
@@ -281,6 +322,99 @@ describe('http_dataset capability', () => {
       assert.equal(page.pagesFetched, 2);
     });
 
+    it('answers a next link that is not a URL with upstream_invalid_response, naming no query string', async () => {
+      const target = { request: { url: url('/api/link-bad'), query: { team: 'q-value' } }, response: { recordsPath: 'records' }, pagination: { type: 'link', responsePath: 'links.next' } };
+      const failed = await rejectsWith(capability.readRecords(context(), target, read()), 'upstream_invalid_response');
+      assert.equal(failed.kind, 'unavailable');
+      assert.ok(!failed.message.includes('q-value') && !failed.message.includes('?') && !failed.message.includes('[::1'), failed.message);
+      assert.equal(server.received.length, 1);
+    });
+
+    describe('per-call budget', () => {
+      const manyTarget = (maxPages?: number) => ({
+        request: { url: url('/api/many') },
+        response: { recordsPath: 'items' },
+        pagination: { type: 'page', parameter: 'page', pageSizeParameter: 'per_page', pageSize: 1, ...(maxPages ? { maxPages } : {}) },
+      });
+      const late = read({ where: [{ field: 'id', op: 'in', values: [3, 55] }], limit: 2 });
+
+      it(`fetches at most ${PAGES_PER_READ} pages per call, then returns what matched with a continuation (page_budget)`, async () => {
+        assert.equal(PAGES_PER_READ, 20);
+        const first = await capability.readRecords(context(), manyTarget(1000), late);
+        assert.deepEqual(ids(first.records), [3]);
+        assert.equal(first.stopReason, 'page_budget');
+        assert.equal(first.pagesFetched, 20);
+        assert.notEqual(first.continuation, null);
+        assert.equal(server.received.length, 20);
+
+        const second = await capability.readRecords(context(), manyTarget(1000), { ...late, after: JSON.parse(JSON.stringify(first.continuation)) });
+        assert.deepEqual(ids(second.records), []);
+        assert.equal(second.stopReason, 'page_budget');
+        assert.equal(second.pagesFetched, 20);
+
+        const third = await capability.readRecords(context(), manyTarget(1000), { ...late, after: second.continuation });
+        assert.deepEqual(ids(third.records), [55]);
+        assert.equal(third.stopReason, 'page_budget');
+        assert.equal(third.pagesFetched, 20);
+
+        const last = await capability.readRecords(context(), manyTarget(1000), { ...late, after: third.continuation });
+        assert.deepEqual(ids(last.records), []);
+        assert.equal(last.stopReason, 'empty_page');
+        assert.equal(last.continuation, null);
+        assert.equal(last.pagesFetched, 1);
+        assert.deepEqual(server.received.map((r) => Number(r.query.page)), Array.from({ length: 61 }, (_, i) => i + 1), 'no page fetched twice or skipped');
+
+        // Enough matches within the budget end the call with limit, as before.
+        server.received = [];
+        const early = await capability.readRecords(context(), manyTarget(1000), read({ where: [{ field: 'id', op: 'in', values: [3, 15] }], limit: 2 }));
+        assert.deepEqual(ids(early.records), [3, 15]);
+        assert.equal(early.stopReason, 'limit');
+        assert.equal(early.pagesFetched, 15);
+      });
+
+      it('keeps counting maxPages across page_budget continuations', async () => {
+        const first = await capability.readRecords(context(), manyTarget(30), late);
+        assert.equal(first.stopReason, 'page_budget');
+        const second = await capability.readRecords(context(), manyTarget(30), { ...late, after: first.continuation });
+        assert.deepEqual(ids(second.records), []);
+        assert.equal(second.stopReason, 'max_pages');
+        assert.equal(second.continuation, null);
+        assert.equal(second.pagesFetched, 10);
+      });
+
+      const slowTarget = (slowFrom?: number) => ({
+        request: { url: url('/api/slow'), ...(slowFrom ? { query: { slow_from: String(slowFrom) } } : {}) },
+        response: { recordsPath: 'items' },
+        pagination: { type: 'page', parameter: 'page' },
+      });
+      const readSlow = (target: ReturnType<typeof slowTarget>, query: RecordsQuery, deadlineMs: number) => readRemoteRecords(
+        connectionFor(context().installation),
+        validateWithSchema(capability.definition.targetSchema, structuredClone(target), 'target'),
+        query,
+        { syncTime: new Date() },
+        { deadlineMs },
+      );
+
+      it('stops at the call deadline with what it has and a continuation at the page that did not arrive', async () => {
+        const started = Date.now();
+        const page = await readSlow(slowTarget(2), read(), 400);
+        assert.ok(Date.now() - started < 1500, 'the slow page is abandoned at the deadline');
+        assert.deepEqual(ids(page.records), [1]);
+        assert.equal(page.stopReason, 'page_budget');
+        assert.equal(page.pagesFetched, 1);
+        assert.equal((page.continuation as { position: number }).position, 2);
+        // The same read goes on from there once the API answers in time.
+        const rest = await readSlow(slowTarget(), read({ after: page.continuation }), 5000);
+        assert.deepEqual(ids(rest.records), [2, 3, 4, 5]);
+        assert.equal(rest.stopReason, 'empty_page');
+      });
+
+      it('fails with upstream_unavailable when the deadline passes before any page arrived', async () => {
+        const failed = await rejectsWith(readSlow(slowTarget(1), read(), 200), 'upstream_unavailable');
+        assert.equal(failed.details?.reason, 'deadline');
+      });
+    });
+
     it('stops with empty_page when a page has no records', async () => {
       const target = { request: { url: url('/api/cursor-empty') }, response: { recordsPath: 'data' }, pagination: { type: 'cursor', parameter: 'cursor', responsePath: 'meta.next' } };
       const page = await capability.readRecords(context(), target, read());
@@ -402,6 +536,14 @@ describe('http_dataset capability', () => {
       assert.deepEqual(server.received.map((r) => r.path), ['/api/redirect', '/api/none']);
     });
 
+    it('answers a redirect Location that is not a URL with upstream_invalid_response', async () => {
+      const target = { request: { url: url('/api/redirect-bad'), query: { team: 'q-value' } } };
+      const failed = await rejectsWith(capability.readRecords(context(), target, read()), 'upstream_invalid_response');
+      assert.ok(!failed.message.includes('q-value') && !failed.message.includes('?') && !failed.message.includes('[::1'), failed.message);
+      const connection = { baseUrl: `${server.url}/api/`, headers: {}, allowPrivateNetwork: true, timeoutMs: 5000 };
+      await rejectsWith(safeFetch(connection, { url: new URL(url('/api/redirect-bad')), method: 'GET' }), 'upstream_invalid_response');
+    });
+
     it('refuses a redirect out of the base URL', async () => {
       await rejectsWith(capability.readRecords(context(), { request: { url: url('/api/redirect-out') } }, read()), 'url_outside_base');
     });
@@ -496,6 +638,53 @@ describe('http_dataset capability', () => {
     });
   });
 
+  describe('installation query parameters', () => {
+    const keyed = () => context({}, { queryParameters: { api_key: QUERY_SECRET } });
+    const noSecret = (value: unknown) => {
+      const text = JSON.stringify(value);
+      assert.ok(!text.includes(QUERY_SECRET) && !text.includes('s3cret'), text);
+    };
+
+    it('sends them with every request, GET or POST, once each', async () => {
+      await capability.readRecords(keyed(), { request: { url: url('/api/none'), query: { team: 'x' } }, response: { recordsPath: 'data' } }, read());
+      await capability.readRecords(keyed(), { request: { url: url('/api/cursor'), method: 'POST' }, response: { recordsPath: 'data' }, pagination: { type: 'cursor', location: 'body', parameter: 'cursor', responsePath: 'meta.next' } }, read());
+      assert.equal(server.received.length, 4);
+      for (const received of server.received) {
+        assert.equal(received.query.api_key, QUERY_SECRET);
+        assert.equal(new URLSearchParams(received.search).getAll('api_key').length, 1);
+      }
+      assert.equal(server.received[0].query.team, 'x');
+    });
+
+    it('keeps them out of continuations when next links echo them, and sends them again on resume', async () => {
+      const target = { request: { url: url('/api/link-echo') }, response: { recordsPath: 'records' }, pagination: { type: 'link', responsePath: 'links.next' } };
+      const first = await capability.readRecords(keyed(), target, read({ limit: 3 }));
+      assert.deepEqual(ids(first.records), [1, 2, 3]);
+      assert.equal(first.stopReason, 'limit');
+      noSecret(first.continuation);
+      assert.ok(!JSON.stringify(first.continuation).includes('api_key'));
+      const second = await capability.readRecords(keyed(), target, read({ limit: 3, after: JSON.parse(JSON.stringify(first.continuation)) }));
+      assert.deepEqual(ids(second.records), [4, 5]);
+      assert.equal(second.stopReason, 'exhausted');
+      assert.deepEqual(server.received.map((r) => r.query.p), [undefined, '2', '2', '3']);
+      for (const received of server.received) assert.deepEqual(new URLSearchParams(received.search).getAll('api_key'), [QUERY_SECRET]);
+      // The rest of an echoing link is followed byte for byte (a signature over it stays valid).
+      assert.ok(server.received.slice(1).every((r) => r.search.startsWith('?p=') && r.search.includes('&sig=a%2Fb+c&')), JSON.stringify(server.received.map((r) => r.search)));
+    });
+
+    it('keeps them out of error messages and check results, also after a redirect that echoes them', async () => {
+      await rejectsWith(capability.readRecords(keyed(), { request: { url: url('/api/fail') } }, read()), 'upstream_unavailable');
+      await rejectsWith(capability.readRecords(keyed(), { request: { url: url('/api/redirect-echo-fail') } }, read()), 'upstream_unavailable');
+      await rejectsWith(capability.readRecords(keyed(), { request: { url: url('/api/redirect-bad') } }, read()), 'upstream_invalid_response');
+      await rejectsWith(capability.readRecords(keyed(), { request: { url: url('/api/not-json') } }, read()), 'upstream_invalid_response');
+      const ok = await capability.checkConnection(keyed(), { request: { url: url('/api/redirect-echo') }, response: { recordsPath: 'data' } });
+      assert.equal(ok.ok, true, ok.message);
+      noSecret(ok);
+      for (const path of ['/api/fail', '/api/redirect-echo-fail', '/api/redirect-bad', '/api/not-json']) noSecret(await capability.checkConnection(keyed(), { request: { url: url(path) } }));
+      assert.ok(server.received.every((r) => r.query.api_key === QUERY_SECRET));
+    });
+  });
+
   describe('target validation', () => {
     const problems = (target: Record<string, unknown>) => capability.validateTarget!(target, context().installation);
     const schemaProblems = (target: Record<string, unknown>) => {
@@ -543,6 +732,21 @@ describe('http_dataset capability', () => {
       assert.deepEqual(problems({ request: { url: url('/api/none') }, window: { startParameter: 'from', lookback: 'PT0S' } }).map((p) => p.path), ['/window/lookback']);
     });
 
+    it('refuses a target query parameter that an installation queryParameters name would replace', () => {
+      const installation = context({}, { queryParameters: { api_key: QUERY_SECRET } }).installation;
+      const keyedProblems = (target: Record<string, unknown>) => capability.validateTarget!(target, installation);
+      const clashing = keyedProblems({
+        request: { url: `${url('/api/cursor')}?api_key=mine`, query: { api_key: 'other', team: 'x' } },
+        pagination: { type: 'cursor', parameter: 'api_key', responsePath: 'meta.next' },
+      });
+      assert.deepEqual(clashing.map((p) => p.path).sort(), ['/pagination/parameter', '/request/query/api_key', '/request/url']);
+      assert.ok(!JSON.stringify(clashing).includes(QUERY_SECRET));
+      // Body parameters do not reach the query string; other names are fine.
+      assert.deepEqual(keyedProblems({ request: { url: url('/api/cursor'), method: 'POST', query: { team: 'x' } }, pagination: { type: 'cursor', location: 'body', parameter: 'api_key', responsePath: 'meta.next' } }), []);
+      // Without installation queryParameters the same name is the target's own.
+      assert.deepEqual(problems({ request: { url: url('/api/none'), query: { api_key: 'other' } } }), []);
+    });
+
     it('keeps credentials out of the installation base URL', () => {
       assert.deepEqual(capability.validateInstallation!({ baseUrl: 'https://user:pw@api.example.com/' }).map((p) => p.path), ['/baseUrl']);
       assert.deepEqual(capability.validateInstallation!({ baseUrl: 'https://api.example.com/v1/' }), []);
@@ -575,6 +779,27 @@ describe('http_dataset capability', () => {
       assert.equal(refused.ok, false);
       assert.equal(refused.details?.code, 'address_refused');
       assert.equal(server.received.length, 2);
+    });
+
+    it('returns every failure as a result with a code, never throwing', async () => {
+      const check = async (target: Record<string, unknown>, ctx = context()) => {
+        const result = await capability.checkConnection(ctx, target);
+        assert.equal(result.ok, false, result.message);
+        assert.equal(typeof result.details?.code, 'string', JSON.stringify(result));
+        assert.ok(!JSON.stringify(result).includes('s3cret'), JSON.stringify(result));
+        return result;
+      };
+      assert.equal((await check({ request: { url: url('/api/redirect-bad') } })).details?.code, 'upstream_invalid_response');
+      assert.equal((await check({ request: { url: url('/api/fail') } })).details?.code, 'upstream_unavailable');
+      assert.equal((await check({ request: { url: url('/api/not-json') } })).details?.code, 'upstream_invalid_response');
+      assert.equal((await check({ request: { url: url('/api/none') }, response: { recordsPath: 'missing' } })).details?.code, 'upstream_invalid_response');
+      // A stored target that no longer validates.
+      await check({ request: { url: url('/api/none') }, pagination: { type: 'cursor' } });
+      // Something unexpected: its message (which could carry a credential) is not passed on.
+      const broken = context();
+      Object.defineProperty(broken.installation, 'settings', { get: () => { throw new TypeError(`broken ${SECRET}`); } });
+      const unexpected = await check({ request: { url: url('/api/none') } }, broken);
+      assert.equal(unexpected.details?.code, 'check_failed');
     });
   });
 });
