@@ -6,7 +6,7 @@ import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldD
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
-import { findSnapshot, latestSnapshot, lockTableForWrite, qualified, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
+import { fieldRegistry, findSnapshot, latestSnapshot, lockTableForWrite, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
   name: 'managed_table',
@@ -205,26 +205,48 @@ async function applyWrite(trx: Knex.Transaction, t: string, request: WriteReques
   }
 }
 
-async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<FieldDescription[]> {
+/** Field names a write brings to the table: the keys of its rows, or of its update set. */
+function writtenFields(request: WriteRequest): string[] {
+  const objects = request.operation === 'update' ? [request.set ?? {}] : request.operation === 'delete' ? [] : (request.rows ?? []);
+  return [...new Set(objects.flatMap((object) => Object.keys(object)))];
+}
+
+/**
+ * Every field name a read of the table may use, exactly: the registry of names ever written (so
+ * snapshot reads of older versions find fields later records dropped) and the primary key. A table
+ * never written has no fields but the key its target declares.
+ */
+async function listFields(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<string[]> {
   const { table, primaryKey } = parseTarget(rawTarget);
+  const registry = await fieldRegistry(ctx.db, workspaceSchema(ctx.installation.workspaceId), table);
+  if (!registry) return primaryKey ?? [];
+  return [...new Set([...(registry.primaryKey ?? []), ...registry.fields])];
+}
+
+async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<FieldDescription[]> {
+  const { table, primaryKey: declaredKey } = parseTarget(rawTarget);
   const schema = workspaceSchema(ctx.installation.workspaceId);
-  const keyFields = (primaryKey ?? []).map((name): FieldDescription => ({ name, type: 'unknown', nullable: false }));
-  if (!(await tableExists(ctx.db, schema, table))) return keyFields;
-  // A bounded sample of current records: discovery must stay cheap on large tables.
+  const registry = await fieldRegistry(ctx.db, schema, table);
+  const primaryKey = registry ? (registry.primaryKey ?? []) : (declaredKey ?? []);
+  const names = [...new Set([...primaryKey, ...(registry?.fields ?? [])])];
+  if (!registry || !names.length) return primaryKey.map((name): FieldDescription => ({ name, type: 'unknown', nullable: false }));
+  // Names come from the registry; types are inferred from a bounded sample of current records, so discovery stays cheap on large tables.
   const { rows } = await run<{ name: string; types: string[]; present: number; total: number }>(
     ctx.db,
     `WITH sample AS (SELECT data FROM ${qualified(schema, table)} WHERE valid_to IS NULL LIMIT 1000)
      SELECT field.key AS name, array_agg(DISTINCT jsonb_typeof(field.value)) AS types, count(*) AS present, (SELECT count(*) FROM sample) AS total
-     FROM sample, jsonb_each(sample.data) field GROUP BY field.key ORDER BY field.key`,
+     FROM sample, jsonb_each(sample.data) field GROUP BY field.key`,
   );
-  const discovered = rows.map(({ name, types, present, total }): FieldDescription => {
-    const valueTypes = types.filter((type) => type !== 'null');
+  const sampled = new Map(rows.map((row) => [row.name, row]));
+  return names.map((name): FieldDescription => {
+    const key = primaryKey.includes(name);
+    const seen = sampled.get(name);
+    // A registered field no sampled current record has: its type is unknown, and it may be missing.
+    if (!seen) return { name, type: 'unknown', nullable: !key };
+    const valueTypes = seen.types.filter((type) => type !== 'null');
     const type = valueTypes.length === 0 ? 'null' : valueTypes.length === 1 ? valueTypes[0] : 'json';
-    return { name, type, nullable: present < total || types.includes('null') };
+    return { name, type, nullable: !key && (seen.present < seen.total || seen.types.includes('null')) };
   });
-  const byName = new Map(discovered.map((field) => [field.name, field]));
-  const keys = keyFields.map((key) => ({ ...key, type: byName.get(key.name)?.type ?? key.type }));
-  return [...keys, ...discovered.filter((field) => !primaryKey?.includes(field.name))];
 }
 
 async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
@@ -251,6 +273,7 @@ async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, un
       const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz) AS committed`, clock);
       const committed = rows[0].committed;
       const affected = await applyWrite(trx, t, request, primaryKey, version, committed);
+      await registerFields(trx, schema, table, writtenFields(request));
       const snapshot: SnapshotRow = { id: randomUUID(), version, committed };
       const params = new SqlParams();
       const values = [snapshot.id, table, version, committed, request.operation, affected, request.provenance.kind, request.provenance.id].map((value) => params.add(value));
@@ -280,6 +303,7 @@ export const managedTableCapability: CapabilityRuntime = {
     };
   },
   discoverSchema,
+  listFields,
   readRecords,
   writeRecords,
 };

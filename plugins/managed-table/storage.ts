@@ -4,8 +4,9 @@ import { quoteIdentifier, SqlParams, toKnexBindings } from '../sql/builder';
 
 /**
  * Physical layout of managed tables: one PostgreSQL schema per workspace holding
- *  - `_tables`: one row per managed table (its key definition and latest version; the row lock
- *    serializes writers of that table so versions are gapless and ordered),
+ *  - `_tables`: one row per managed table (its key definition, latest version and the registry of
+ *    every field name ever written; the row lock serializes writers of that table so versions are
+ *    gapless and ordered),
  *  - `_snapshots`: one row per committed write (id, version, commit time, provenance),
  *  - one table per managed table with every version of every record: a record version is
  *    visible at snapshot V when valid_from <= V and (valid_to is null or valid_to > V).
@@ -47,11 +48,32 @@ export async function tableExists(db: Knex, schema: string, table: string): Prom
   return rows[0].found !== null;
 }
 
-/** Creates the workspace schema and its catalog on first use. Concurrent first writes serialize on an advisory lock, because CREATE ... IF NOT EXISTS races otherwise. */
-async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Promise<void> {
-  if (await tableExists(trx, schema, '_snapshots')) return;
+type CatalogState = 'missing' | 'outdated' | 'current';
+
+/** Whether the workspace catalog exists, and whether its `_tables` already has the `fields` registry (added after the first layout). */
+async function catalogState(db: Knex, schema: string): Promise<CatalogState> {
+  const params = new SqlParams();
+  const s = quoteIdentifier(schema);
+  const { rows } = await run<{ created: boolean; current: boolean }>(
+    db,
+    `SELECT to_regclass(${params.add(`${s}._snapshots`)}) IS NOT NULL AS created,
+            EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(${params.add(`${s}._tables`)}) AND attname = 'fields' AND NOT attisdropped) AS current`,
+    params,
+  );
+  return !rows[0].created ? 'missing' : rows[0].current ? 'current' : 'outdated';
+}
+
+/**
+ * Creates the workspace schema and its catalog on first use, and brings an older catalog up to
+ * date (the `fields` registry, filled from every record version already stored). Concurrent first
+ * writes serialize on an advisory lock, because CREATE ... IF NOT EXISTS races otherwise.
+ */
+export async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Promise<void> {
+  if ((await catalogState(trx, schema)) === 'current') return;
   const params = new SqlParams();
   await run(trx, `SELECT pg_advisory_xact_lock(hashtext('weft.managed_table'), hashtext(${params.add(schema)}))`, params);
+  const state = await catalogState(trx, schema);
+  if (state === 'current') return;
   const s = quoteIdentifier(schema);
   await trx.raw(`
     CREATE SCHEMA IF NOT EXISTS ${s};
@@ -59,8 +81,10 @@ async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Pro
       table_name text PRIMARY KEY,
       primary_key jsonb,
       latest_version bigint NOT NULL DEFAULT 0,
+      fields text[] NOT NULL DEFAULT '{}',
       created_at timestamptz NOT NULL DEFAULT now()
     );
+    ALTER TABLE ${s}._tables ADD COLUMN IF NOT EXISTS fields text[] NOT NULL DEFAULT '{}';
     CREATE TABLE IF NOT EXISTS ${s}._snapshots (
       id uuid PRIMARY KEY,
       table_name text NOT NULL REFERENCES ${s}._tables ON DELETE CASCADE,
@@ -73,6 +97,52 @@ async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Pro
       UNIQUE (table_name, version)
     );
     CREATE INDEX IF NOT EXISTS _snapshots_committed ON ${s}._snapshots (table_name, committed_at);`);
+  if (state === 'outdated') {
+    // Tables written before the registry existed: every field of every stored version, once.
+    const { rows } = await run<{ name: string }>(trx, `SELECT table_name AS name FROM ${s}._tables`);
+    for (const { name } of rows) {
+      if (!(await tableExists(trx, schema, name))) continue;
+      const fill = new SqlParams();
+      await run(
+        trx,
+        `UPDATE ${s}._tables SET fields = ARRAY(SELECT DISTINCT field.key FROM ${qualified(schema, name)} r, jsonb_object_keys(r.data) field(key) ORDER BY 1)
+          WHERE table_name = ${fill.add(name)}`,
+        fill,
+      );
+    }
+  }
+}
+
+/**
+ * The field registry of a table: every field name ever written to it (in rows or update sets,
+ * whether or not a current record still has it) and its primary key, or undefined when the table
+ * has never been written. Brings an older catalog up to date first.
+ */
+export async function fieldRegistry(db: Knex, schema: string, table: string): Promise<{ fields: string[]; primaryKey: string[] | null } | undefined> {
+  const state = await catalogState(db, schema);
+  if (state === 'missing') return undefined;
+  if (state === 'outdated') await db.transaction((trx) => ensureWorkspaceSchema(trx, schema));
+  const params = new SqlParams();
+  const { rows } = await run<{ fields: string[]; key: string[] | null }>(
+    db,
+    `SELECT fields, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ${params.add(table)}`,
+    params,
+  );
+  return rows[0] ? { fields: rows[0].fields, primaryKey: rows[0].key } : undefined;
+}
+
+/** Adds field names to a table's registry (inside the write's transaction, which holds the `_tables` row lock). */
+export async function registerFields(trx: Knex.Transaction, schema: string, table: string, fields: string[]): Promise<void> {
+  if (!fields.length) return;
+  const params = new SqlParams();
+  // Names travel as one JSON array: no array-literal quoting for names with commas, quotes or braces.
+  const given = `ARRAY(SELECT jsonb_array_elements_text(${params.add(JSON.stringify(fields))}::jsonb))`;
+  await run(
+    trx,
+    `UPDATE ${quoteIdentifier(schema)}._tables SET fields = ARRAY(SELECT DISTINCT f FROM unnest(fields || ${given}) f ORDER BY 1)
+      WHERE table_name = ${params.add(table)} AND NOT (fields @> ${given})`,
+    params,
+  );
 }
 
 /**

@@ -1,13 +1,15 @@
 import type pg from 'pg';
-import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
+import { DomainError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
-import { poolFor } from './pool';
+import { isConnectionFailure, remoteError, scrub } from './errors';
+import { poolFor, remoteInfo, settingsOf } from './pool';
 
-export { closePostgresTablePools } from './pool';
+export { closePostgresTablePools, vetAddress, connectionConfig, settingsOf } from './pool';
+export { remoteError } from './errors';
 
 const identifier = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_$]{0,62}$' };
 
@@ -37,6 +39,11 @@ const definition: CapabilityDefinition = {
       user: { type: 'string', minLength: 1, maxLength: 63, description: 'Role to connect as; its grants bound what endpoints can read and write.' },
       password: { type: 'string', maxLength: 1000, 'x-weft-secret': true, description: 'Password of the role (stored encrypted).' },
       ssl: { type: 'boolean', default: false, description: 'Connect with TLS and verify the server certificate.' },
+      allowPrivateNetwork: {
+        type: 'boolean',
+        default: false,
+        description: 'Allow loopback, private, link-local and other non-public addresses. Off by default to prevent connections into internal networks. Weft’s own database is refused either way.',
+      },
     },
   },
   accepts: ['json'],
@@ -72,28 +79,50 @@ interface TableShape {
   primaryKey: string[];
 }
 
-/** Runs a statement, turning the remote database's complaints about the request into input or conflict errors. */
-async function remote<T extends pg.QueryResultRow>(client: pg.Pool | pg.PoolClient, sql: string, params?: SqlParams): Promise<pg.QueryResult<T>> {
+/** A pool or checked-out client of one installation, with what its error messages may say. */
+interface Remote {
+  client: pg.Pool | pg.PoolClient;
+  installation: CapabilityContext['installation'];
+}
+
+/** Maps any failure of a remote call to a business error (see remoteError); never leaks the password. */
+function mapped(remote: Pick<Remote, 'installation'>, error: unknown): unknown {
+  return remoteError(error, remoteInfo(settingsOf(remote.installation)));
+}
+
+/** Runs one statement on the remote database; every remote call goes through here. */
+async function remote<T extends pg.QueryResultRow>(target: Remote, sql: string, params?: SqlParams | unknown[]): Promise<pg.QueryResult<T>> {
   try {
-    return await client.query<T>(sql, params?.values);
+    return await target.client.query<T>(sql, Array.isArray(params) ? params : params?.values);
   } catch (error) {
-    const { code, message } = error as { code?: string; message: string };
-    if (code?.startsWith('22')) throw new InputError('invalid_value', `PostgreSQL rejected a value: ${message}`);
-    if (code === '42883') throw new InputError('unsupported_comparison', `PostgreSQL cannot compare or order these values: ${message}`);
-    if (code?.startsWith('23')) throw new ConflictError('constraint_violation', `The write breaks a table constraint: ${message}`);
-    throw error;
+    throw mapped(target, error);
   }
 }
 
+/** The installation's pool at its vetted address; address refusals and resolution failures are already business errors. */
+async function poolOf(ctx: CapabilityContext): Promise<pg.Pool> {
+  try {
+    return await poolFor(ctx.installation);
+  } catch (error) {
+    throw mapped(ctx, error);
+  }
+}
+
+async function connect(ctx: CapabilityContext): Promise<Remote> {
+  return { client: await poolOf(ctx), installation: ctx.installation };
+}
+
 /** Columns from information_schema (only those the role may see) and the primary key from pg_index, in key order. */
-async function describeTable(client: pg.Pool | pg.PoolClient, ref: TableRef): Promise<TableShape> {
-  const columns = await client.query<{ name: string; type: string; udt: string; nullable: boolean }>(
+async function describeTable(client: Remote, ref: TableRef): Promise<TableShape> {
+  const columns = await remote<{ name: string; type: string; udt: string; nullable: boolean }>(
+    client,
     `SELECT column_name AS name, data_type AS type, udt_name AS udt, is_nullable = 'YES' AS nullable
        FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
     [ref.schema, ref.table],
   );
   if (!columns.rowCount) throw new NotFoundError('table', `No table or view ${ref.schema}.${ref.table} visible to the installation's role.`);
-  const key = await client.query<{ name: string }>(
+  const key = await remote<{ name: string }>(
+    client,
     `SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
       WHERE i.indrelid = to_regclass(quote_ident($1) || '.' || quote_ident($2)) AND i.indisprimary
       ORDER BY array_position(i.indkey::int2[], a.attnum)`,
@@ -145,7 +174,7 @@ async function readRecords(ctx: CapabilityContext, target: Record<string, unknow
     throw new InputError('snapshot_not_supported', 'postgres_table reads the live table: snapshotId and asOf are not supported.');
   }
   const ref = parseTarget(target);
-  const pool = poolFor(ctx.installation);
+  const pool = await connect(ctx);
   const shape = await describeTable(pool, ref);
   checkFields(shape, [
     ...(query.select ?? []).map((field, i) => ({ path: `/select/${i}`, field })),
@@ -197,7 +226,7 @@ function insertStatement(ref: TableRef, shape: TableShape, columns: string[], ro
   return { sql, params };
 }
 
-async function applyWrite(client: pg.PoolClient, ref: TableRef, shape: TableShape, request: WriteRequest): Promise<number> {
+async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, request: WriteRequest): Promise<number> {
   const conditions = columnConditions(shape);
   switch (request.operation) {
     case 'append':
@@ -236,41 +265,67 @@ async function applyWrite(client: pg.PoolClient, ref: TableRef, shape: TableShap
 
 async function writeRecords(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
   const ref = parseTarget(target);
-  const client = await poolFor(ctx.installation).connect();
+  const pool = await poolOf(ctx);
+  let client: pg.PoolClient;
   try {
-    await client.query('BEGIN');
-    const shape = await describeTable(client, ref);
+    client = await pool.connect();
+  } catch (error) {
+    throw mapped(ctx, error);
+  }
+  const session: Remote = { client, installation: ctx.installation };
+  let broken: Error | undefined;
+  try {
+    await remote(session, 'BEGIN');
+    const shape = await describeTable(session, ref);
     checkWriteRequest(request, shape.primaryKey.length ? shape.primaryKey : null);
-    const affected = await applyWrite(client, ref, shape, request);
-    await client.query('COMMIT');
+    const affected = await applyWrite(session, ref, shape, request);
+    await remote(session, 'COMMIT');
     return { affected };
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // A connection that failed is discarded rather than returned to the pool.
+    if (isConnectionFailure(error)) broken = error as Error;
+    else await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
+  }
+}
+
+/** Column names and types as the catalog reports them. */
+async function discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<FieldDescription[]> {
+  const ref = parseTarget(target);
+  const shape = await describeTable(await connect(ctx), ref);
+  return [...shape.columns.values()].map(({ name, type, nullable }): FieldDescription => ({ name, type, nullable }));
+}
+
+/** Every column the installation's role can see, exactly, in table order. */
+async function listFields(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[]> {
+  const ref = parseTarget(target);
+  return [...(await describeTable(await connect(ctx), ref)).columns.keys()];
+}
+
+/** A connection check answers ok:false for an unreachable server, a refused address or login, or a missing privilege, rather than failing. */
+async function checkConnection(ctx: CapabilityContext, target: Record<string, unknown>): Promise<CheckResult> {
+  const ref = parseTarget(target);
+  try {
+    const pool = await connect(ctx);
+    await remote(pool, 'SELECT 1');
+    const { rows } = await remote<{ found: string | null }>(pool, "SELECT to_regclass(quote_ident($1) || '.' || quote_ident($2)) AS found", [ref.schema, ref.table]);
+    if (rows[0].found === null) return { ok: false, message: `Connected, but there is no table ${ref.schema}.${ref.table}.`, details: { connected: true, tableExists: false } };
+    return { ok: true, message: `Connected; table ${ref.schema}.${ref.table} exists.`, details: { connected: true, tableExists: true } };
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    if (error instanceof DomainError) return { ok: false, message: `Could not connect: ${error.message}`, details: { connected: false, code: error.code } };
+    const message = scrub(error instanceof Error ? error.message : String(error), remoteInfo(settingsOf(ctx.installation)));
+    return { ok: false, message: `Could not connect: ${message}`, details: { connected: false, code: 'upstream_error' } };
   }
 }
 
 export const postgresTableCapability: CapabilityRuntime = {
   definition,
-  async checkConnection(ctx, target) {
-    const ref = parseTarget(target);
-    try {
-      const pool = poolFor(ctx.installation);
-      await pool.query('SELECT 1');
-      const { rows } = await pool.query<{ found: string | null }>('SELECT to_regclass(quote_ident($1) || \'.\' || quote_ident($2)) AS found', [ref.schema, ref.table]);
-      if (rows[0].found === null) return { ok: false, message: `Connected, but there is no table ${ref.schema}.${ref.table}.`, details: { connected: true, tableExists: false } };
-      return { ok: true, message: `Connected; table ${ref.schema}.${ref.table} exists.`, details: { connected: true, tableExists: true } };
-    } catch (error) {
-      if (error instanceof InputError) throw error;
-      return { ok: false, message: `Could not connect: ${(error as Error).message}`, details: { connected: false } };
-    }
-  },
-  async discoverSchema(ctx, target) {
-    const shape = await describeTable(poolFor(ctx.installation), parseTarget(target));
-    return [...shape.columns.values()].map(({ name, type, nullable }): FieldDescription => ({ name, type, nullable }));
-  },
+  checkConnection,
+  discoverSchema,
+  listFields,
   readRecords,
   writeRecords,
 };

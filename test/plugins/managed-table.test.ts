@@ -190,7 +190,47 @@ describe('managed_table capability', () => {
       /caller gives up/,
     );
     assert.deepEqual(await capability.readRecords(ctx, target, query({ orderBy: [] })), { records: [], continuation: null });
+    assert.deepEqual(await capability.listFields!(ctx, target), [], 'the rolled-back write registers no fields');
     const check = await capability.checkConnection(ctx, target);
     assert.equal(check.ok, true);
+  });
+
+  it('lists every field ever written, exactly, beyond any sample and across history', async () => {
+    const target = { table: 'registry', primaryKey: ['id'] };
+    const write = (request: Omit<WriteRequest, 'provenance'>) => capability.writeRecords!(ctx, target, { ...request, provenance: run() });
+    assert.deepEqual(await capability.listFields!(ctx, { table: 'registry_never' }), []);
+    assert.deepEqual(await capability.listFields!(ctx, { table: 'registry_never', primaryKey: ['id'] }), ['id']);
+
+    // 1000 current records, then one with fields no other record has: a 1000-row sample in storage order misses them.
+    await write({ operation: 'append', rows: Array.from({ length: 1000 }, (_, i) => ({ id: i + 1, name: `n${i}` })) });
+    await write({ operation: 'update', where: [{ field: 'id', op: 'eq', value: 1 }], set: { note: 'set by update' } });
+    await write({ operation: 'append', rows: [{ id: 1001, name: 'last', rare: true, 'odd, "name" {x}': 1 }] });
+    await write({ operation: 'append', rows: [{ id: 2000, gone: 'soon' }] });
+    await write({ operation: 'delete', where: [{ field: 'id', op: 'eq', value: 2000 }] });
+    const expected = ['id', 'gone', 'name', 'note', 'odd, "name" {x}', 'rare'];
+    assert.deepEqual([...(await capability.listFields!(ctx, target))].sort(), [...expected].sort());
+    // A field only older snapshots have stays readable: it is part of the table's history.
+    const discovered = await capability.discoverSchema(ctx, target);
+    assert.deepEqual(discovered.map((f) => f.name).sort(), [...expected].sort());
+    assert.deepEqual(discovered[0], { name: 'id', type: 'number', nullable: false });
+    assert.deepEqual(discovered.find((f) => f.name === 'gone'), { name: 'gone', type: 'unknown', nullable: true });
+  });
+
+  it('fills the registry of a catalog created before it existed', async () => {
+    const workspace = await newWorkspace();
+    const old = { ...ctx, installation: { ...ctx.installation, workspaceId: workspace.workspaceId } };
+    const oldSchema = `weft_ws_${workspace.workspaceId.replace(/-/g, '')}`;
+    await capability.writeRecords!(old, { table: 'legacy' }, { operation: 'append', rows: [{ a: 1 }, { b: 2 }], provenance: run() });
+    await capability.writeRecords!(old, { table: 'legacy' }, { operation: 'delete', where: [{ field: 'b', op: 'exists' }], provenance: run() });
+    await capability.writeRecords!(old, { table: 'other' }, { operation: 'append', rows: [{ c: 3 }], provenance: run() });
+    // The catalog as it was before the registry: no fields column.
+    await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
+    assert.deepEqual(await capability.listFields!(old, { table: 'legacy' }), ['a', 'b']);
+    assert.deepEqual(await capability.listFields!(old, { table: 'other' }), ['c']);
+
+    await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
+    await capability.writeRecords!(old, { table: 'other' }, { operation: 'append', rows: [{ d: 4 }], provenance: run() });
+    assert.deepEqual(await capability.listFields!(old, { table: 'other' }), ['c', 'd']);
+    assert.deepEqual(await capability.listFields!(old, { table: 'legacy' }), ['a', 'b']);
   });
 });

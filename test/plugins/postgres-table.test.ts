@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import pg from 'pg';
-import { closePostgresTablePools, postgresTableCapability as capability } from '../../plugins/postgres-table';
-import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
+import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, settingsOf, vetAddress } from '../../plugins/postgres-table';
+import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
 
 const database = 'weft_ext_test';
@@ -43,13 +44,16 @@ describe('postgres_table capability', () => {
         FROM generate_series(1, 30) n;
       CREATE SCHEMA sales;
       CREATE TABLE sales."Orders" (region text, amount integer);
-      INSERT INTO sales."Orders" VALUES ('north', 1), ('south', 2), ('north', 3), ('east', 1), ('north', 1);`);
+      INSERT INTO sales."Orders" VALUES ('north', 1), ('south', 2), ('north', 3), ('east', 1), ('north', 1);
+      CREATE TABLE big (id bigint PRIMARY KEY, amount numeric, counts bigint[]);
+      INSERT INTO big VALUES (9007199254740993, 12345678901234567890.123456789, '{9007199254740993}'), (9007199254740992, 0.1, '{}');`);
     const url = new URL(process.env.DATABASE_URL!);
     ctx = {
       installation: {
         id: randomUUID(),
         workspaceId: randomUUID(),
-        settings: { host: url.hostname, port: Number(url.port || 5432), database, user: decodeURIComponent(url.username), ssl: false },
+        // The test cluster listens on loopback only: the installation must allow private networks.
+        settings: { host: url.hostname, port: Number(url.port || 5432), database, user: decodeURIComponent(url.username), ssl: false, allowPrivateNetwork: true },
         credentials: url.password ? { password: decodeURIComponent(url.password) } : {},
       },
       db: env().db,
@@ -62,6 +66,12 @@ describe('postgres_table capability', () => {
     const admin = clientFor('postgres');
     await admin.connect();
     await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end());
+  });
+
+  /** The test installation with some settings or credentials changed (a new id, so a pool of its own). */
+  const installationWith = (settings: Record<string, unknown>, credentials: Record<string, unknown> = ctx.installation.credentials): CapabilityContext => ({
+    ...ctx,
+    installation: { ...ctx.installation, id: randomUUID(), settings: { ...ctx.installation.settings, ...settings }, credentials },
   });
 
   it('checks the connection and discovers columns', async () => {
@@ -78,6 +88,153 @@ describe('postgres_table capability', () => {
     ]);
     assert.deepEqual((await capability.discoverSchema(ctx, { schema: 'sales', table: 'Orders' })).map((f) => f.name), ['region', 'amount']);
     await assert.rejects(capability.discoverSchema(ctx, { table: 'nope' }), withCode('not_found'));
+  });
+
+  it('lists fields exactly from the catalog', async () => {
+    assert.deepEqual(await capability.listFields!(ctx, items), ['id', 'name', 'price', 'tags', 'created_at']);
+    assert.deepEqual(await capability.listFields!(ctx, { schema: 'sales', table: 'Orders' }), ['region', 'amount']);
+    await assert.rejects(capability.listFields!(ctx, { table: 'nope' }), withCode('not_found'));
+  });
+
+  it('keeps int8 and numeric values exact, whatever parser Weft sets for its own database', async () => {
+    // A lossy int8 parser on the global pg module (as Weft once set for its own database) must not reach external data.
+    const { INT8, NUMERIC } = pg.types.builtins;
+    const previous = [pg.types.getTypeParser(INT8, 'text'), pg.types.getTypeParser(NUMERIC, 'text')];
+    pg.types.setTypeParser(INT8, (value) => Number(value));
+    pg.types.setTypeParser(NUMERIC, (value) => Number(value));
+    try {
+      const page = await capability.readRecords(ctx, { table: 'big' }, query({ orderBy: [{ field: 'id', direction: 'desc' }], limit: 1 }));
+      assert.deepEqual(page.records, [{ id: '9007199254740993', amount: '12345678901234567890.123456789', counts: ['9007199254740993'] }]);
+      const next = await capability.readRecords(ctx, { table: 'big' }, query({ orderBy: [{ field: 'id', direction: 'desc' }], limit: 1, after: page.continuation }));
+      assert.deepEqual(next.records.map((r) => r.id), ['9007199254740992']);
+      const exact = await capability.readRecords(ctx, { table: 'big' }, query({ where: [{ field: 'id', op: 'eq', value: '9007199254740993' }], select: ['id'] }));
+      assert.deepEqual(exact.records, [{ id: '9007199254740993' }]);
+    } finally {
+      pg.types.setTypeParser(INT8, previous[0]);
+      pg.types.setTypeParser(NUMERIC, previous[1]);
+    }
+  });
+
+  it('refuses non-public addresses unless the installation allows private networks', async () => {
+    for (const host of ['127.0.0.1', 'localhost', '[::1]']) {
+      const strict = installationWith({ host, allowPrivateNetwork: false });
+      const check = await capability.checkConnection(strict, items);
+      assert.equal(check.ok, false, host);
+      assert.equal(check.details?.code, 'address_refused', host);
+      await assert.rejects(capability.readRecords(strict, items, query()), withCode('address_refused'));
+      await assert.rejects(capability.listFields!(strict, items), withCode('address_refused'));
+      await assert.rejects(capability.writeRecords!(strict, items, { operation: 'append', rows: [{ id: 900, name: 'x' }], provenance }), withCode('address_refused'));
+    }
+    const unset = installationWith({});
+    delete unset.installation.settings.allowPrivateNetwork;
+    await assert.rejects(capability.discoverSchema(unset, items), withCode('address_refused'));
+    assert.equal((capability.definition.installationSchema.properties as Record<string, { default?: unknown }>).allowPrivateNetwork.default, false);
+  });
+
+  it('never connects to Weft’s own database, even with private networks allowed', async () => {
+    const own = new URL(process.env.DATABASE_URL!);
+    const ownDatabase = decodeURIComponent(own.pathname.slice(1));
+    for (const host of [own.hostname, 'localhost', '127.0.0.2']) {
+      const weft = installationWith({ host, database: ownDatabase });
+      const check = await capability.checkConnection(weft, { table: 'knex_migrations' });
+      assert.equal(check.ok, false, host);
+      assert.equal(check.details?.code, 'address_refused', host);
+      await assert.rejects(capability.readRecords(weft, { table: 'knex_migrations' }, query({ orderBy: [] })), withCode('address_refused'));
+    }
+  });
+
+  it('vets a host name once and connects to the checked address, keeping the name for TLS', async () => {
+    const settings = (host: string, allowPrivateNetwork = false) => settingsOf({ ...ctx.installation, settings: { host, database: 'shop', user: 'reader', ssl: true, allowPrivateNetwork } } as InstallationContext);
+    const answers: Record<string, string[]> = { 'db.example.test': ['93.184.216.34'], 'inside.example.test': ['10.1.2.3'], 'mixed.example.test': ['93.184.216.34', '192.168.1.5'], 'mapped.example.test': ['::ffff:127.0.0.1'] };
+    const lookup = async (name: string) => answers[name] ?? [];
+    const options = { lookup, weftDatabaseUrl: 'postgres://weft@db.internal.test:5432/weft' };
+    assert.equal(await vetAddress(settings('db.example.test'), options), '93.184.216.34');
+    for (const host of ['inside.example.test', 'mixed.example.test', 'mapped.example.test', '169.254.169.254', '::1']) {
+      await assert.rejects(vetAddress(settings(host), options), withCode('address_refused'), host);
+    }
+    assert.equal(await vetAddress(settings('inside.example.test', true), options), '10.1.2.3');
+    await assert.rejects(vetAddress(settings('unknown.example.test'), options), withCode('upstream_unavailable'));
+    // Weft's own database by another name resolving to the same server.
+    answers['db.internal.test'] = ['10.9.9.9'];
+    answers['alias.example.test'] = ['10.9.9.9'];
+    await assert.rejects(vetAddress({ ...settings('alias.example.test', true), database: 'weft' }, options), withCode('address_refused'));
+    assert.equal(await vetAddress({ ...settings('alias.example.test', true), database: 'other' }, options), '10.9.9.9');
+
+    const config = connectionConfig(settings('db.example.test'), '93.184.216.34');
+    assert.equal(config.host, '93.184.216.34');
+    assert.deepEqual(config.ssl, { rejectUnauthorized: true, servername: 'db.example.test' });
+    assert.ok(Number(config.statement_timeout) > 0 && Number(config.connectionTimeoutMillis) > 0);
+  });
+
+  it('reports an unreachable server, a missing database or a missing privilege as business errors without the password', async () => {
+    const password = 'pw-do-not-leak-7c1f';
+    const freePort = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const secret = (value: unknown) => assert.doesNotMatch(JSON.stringify(value, Object.getOwnPropertyNames(value ?? {})), new RegExp(password));
+    const failing: Array<[string, CapabilityContext]> = [
+      ['unreachable', installationWith({ host: '127.0.0.1', port: freePort }, { password })],
+      ['no database', installationWith({ database: 'weft_ext_missing' }, { password })],
+    ];
+    for (const [label, broken] of failing) {
+      const check = await capability.checkConnection(broken, items);
+      assert.equal(check.ok, false, label);
+      assert.equal(check.details?.code, 'upstream_unavailable', label);
+      secret(check);
+      for (const call of [
+        () => capability.readRecords(broken, items, query()),
+        () => capability.discoverSchema(broken, items),
+        () => capability.listFields!(broken, items),
+        () => capability.writeRecords!(broken, items, { operation: 'append', rows: [{ id: 900, name: 'x' }], provenance }),
+      ]) {
+        const error = await call().then(() => assert.fail(`${label}: expected a failure`), (e: unknown) => e);
+        assert.equal((error as { code?: string }).code, 'upstream_unavailable', `${label}: ${String(error)}`);
+        assert.equal((error as { kind?: string }).kind, 'unavailable');
+        secret(error);
+      }
+    }
+
+    const role = `weft_reader_${randomUUID().slice(0, 8)}`;
+    await external.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'; GRANT SELECT ON items TO ${role};`);
+    try {
+      const reader = installationWith({ user: role }, { password });
+      assert.equal((await capability.readRecords(reader, items, query({ limit: 1 }))).records.length, 1);
+      const error = await capability.writeRecords!(reader, items, { operation: 'append', rows: [{ id: 901, name: 'x' }], provenance }).then(() => assert.fail('expected a refusal'), (e: unknown) => e);
+      assert.equal((error as { code?: string }).code, 'upstream_permission_denied', String(error));
+      assert.equal((error as { kind?: string }).kind, 'forbidden');
+      secret(error);
+    } finally {
+      await closePostgresTablePools();
+      await external.query(`DROP OWNED BY ${role}; DROP ROLE ${role};`);
+    }
+  });
+
+  it('maps connection-class failures to upstream_unavailable and 42501 to upstream_permission_denied, scrubbing the password', () => {
+    const info = { host: 'db.example.test', port: 5432, database: 'shop', user: 'reader', password: 's3cret-pw', statementTimeoutMs: 60_000 };
+    const fail = (fields: Record<string, unknown>) => Object.assign(new Error(String(fields.message ?? 'failure mentioning s3cret-pw')), fields);
+    for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '08001', '08006', '57P01', '57P03', '3D000', '28P01', '28000', '57014']) {
+      const mapped = remoteError(fail({ code }), info) as { code?: string; kind?: string; message: string };
+      assert.equal(mapped.code, 'upstream_unavailable', code);
+      assert.equal(mapped.kind, 'unavailable', code);
+      assert.doesNotMatch(mapped.message, /s3cret-pw/, code);
+    }
+    for (const message of ['timeout exceeded when trying to connect', 'Connection terminated unexpectedly']) {
+      assert.equal((remoteError(fail({ message }), info) as { code?: string }).code, 'upstream_unavailable', message);
+    }
+    const denied = remoteError(fail({ code: '42501', message: 'permission denied for table items (password s3cret-pw)' }), info) as { code?: string; kind?: string; message: string };
+    assert.deepEqual([denied.code, denied.kind], ['upstream_permission_denied', 'forbidden']);
+    assert.doesNotMatch(denied.message, /s3cret-pw/);
+    assert.equal((remoteError(fail({ code: '23505' }), info) as { code?: string }).code, 'constraint_violation');
+  });
+
+  it('closes its pools idempotently, and opens new ones afterwards', async () => {
+    assert.equal((await capability.checkConnection(ctx, items)).ok, true);
+    await Promise.all([closePostgresTablePools(), closePostgresTablePools()]);
+    await closePostgresTablePools();
+    assert.equal((await capability.checkConnection(ctx, items)).ok, true);
   });
 
   it('reads with where, orderBy and select', async () => {
