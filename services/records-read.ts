@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { decryptSecret, encryptSecret } from '../core/secrets';
-import { InputError } from '../core/errors';
+import { InputError, UpstreamError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { checkJsonShape } from '../core/json-shape';
 import type { Executor } from '../db/connection';
@@ -13,6 +13,8 @@ import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 export const DEFAULT_RECORDS_LIMIT = 100;
 /** The handler cap, independent of list paging (SPEC 8). */
 export const MAX_RECORDS_LIMIT = 1000;
+/** Keeps cursors well inside URL length limits. */
+const MAX_CONTINUATION_BYTES = 4096;
 
 /** Raw query-string parameters of GET /data-endpoints/{id}/records. */
 export interface RecordsReadParams {
@@ -119,14 +121,17 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
   }
 
   const query: RecordsQuery = { select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf };
-  const paramsFingerprint = createHash('sha256').update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf })).digest('base64url');
+  // The endpoint's target is part of the fingerprint: after a PATCH, old positions mean nothing.
+  const paramsFingerprint = createHash('sha256')
+    .update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf, target: endpoint.target }))
+    .digest('base64url');
   if (params.cursor) {
     const cursor = openCursor(params.cursor, encryptionKey);
     if (cursor.key !== principal.apiKeyId || cursor.endpoint !== endpoint.id) {
       throw new InputError('cursor_not_yours', 'This cursor was issued to another caller or for another endpoint. Follow cursors with the same key.', [{ path: 'query:cursor', message: 'belongs to another caller or endpoint' }]);
     }
     if (cursor.params !== paramsFingerprint) {
-      throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf) that produced it.', [{ path: 'query:cursor', message: 'was issued for other parameters' }]);
+      throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf) that produced it. A cursor also ends when the endpoint’s target changes.', [{ path: 'query:cursor', message: 'was issued for other parameters or an earlier target' }]);
     }
     query.after = cursor.after;
   }
@@ -145,6 +150,10 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
   }
 
   const page = await runtime.readRecords(ctx, endpoint.target, query);
+  // A remote system chooses cursor values and links; one that would not fit in a URL is refused here.
+  if (page.continuation !== null && page.continuation !== undefined && JSON.stringify(page.continuation).length > MAX_CONTINUATION_BYTES) {
+    throw new UpstreamError('upstream_invalid_response', `The remote system returned a continuation position longer than ${MAX_CONTINUATION_BYTES} bytes.`);
+  }
   const nextCursor = page.continuation === null || page.continuation === undefined
     ? null
     : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);

@@ -153,7 +153,11 @@ export const recordsResponseSchema: JsonSchema = {
         hasMore: { type: 'boolean' },
         nextCursor: { type: ['string', 'null'], description: 'Pass as ?cursor= with the same key and the same read parameters.' },
         snapshot: { type: ['object', 'null'], properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp } },
-        stopReason: { type: ['string', 'null'], enum: ['exhausted', 'max_pages', 'repeated_cursor', 'empty_page', 'limit', null], description: 'Remote sources: why fetching stopped. max_pages means results were truncated.' },
+        stopReason: {
+          type: ['string', 'null'],
+          enum: ['exhausted', 'empty_page', 'limit', 'page_budget', 'repeated_cursor', 'max_pages', null],
+          description: 'Remote sources: why fetching stopped. page_budget: this call’s page budget is spent, nothing is lost, follow nextCursor. max_pages: the target’s bound was reached and results were truncated.',
+        },
         pagesFetched: { type: ['integer', 'null'] },
       },
     },

@@ -1,4 +1,4 @@
-import { InputError, PermissionError, UnavailableError } from '../../core/errors';
+import { InputError, PermissionError, UpstreamError } from '../../core/errors';
 import type { StopReason } from '../capability';
 import { DEFAULT_MAX_PAGES, HttpDatasetTarget, PaginationSpec, ParameterLocation } from './definition';
 import { displayUrl, fetchJson, FetchOptions, HttpConnection, HttpRequest, isUnderBase, parseRemoteUrl, withoutInstallationParameters } from './safe-fetch';
@@ -88,7 +88,7 @@ export async function fetchPage(
   const records = valueAtPath(body, target.response?.recordsPath);
   if (!Array.isArray(records)) {
     const where = target.response?.recordsPath ? `at "${target.response.recordsPath}"` : 'as the response body';
-    throw new UnavailableError('upstream_invalid_response', `${displayUrl(url)} did not answer with an array of records ${where}.`);
+    throw new UpstreamError('upstream_invalid_response', `${displayUrl(url)} did not answer with an array of records ${where}.`);
   }
   return { position, url, body, records: records.map(toRow) };
 }

@@ -3,7 +3,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, Dispatcher, request as undiciRequest } from 'undici';
-import { DomainError, PermissionError, UnavailableError } from '../../core/errors';
+import { DomainError, PermissionError, UpstreamError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
 import { DEFAULT_TIMEOUT_MS, HttpDatasetCredentials, HttpDatasetSettings } from './definition';
 
@@ -78,7 +78,7 @@ export function parseRemoteUrl(text: string, base: URL, what: string): URL {
   try {
     return new URL(text, base);
   } catch {
-    throw new UnavailableError('upstream_invalid_response', `${displayUrl(base)} answered with ${what} that is not a valid URL.`);
+    throw new UpstreamError('upstream_invalid_response', `${displayUrl(base)} answered with ${what} that is not a valid URL.`);
   }
 }
 
@@ -129,6 +129,8 @@ export function isUnderBase(url: URL | string, baseUrl: string): boolean {
     return false;
   }
   if (target.origin !== base.origin || target.username || target.password) return false;
+  // Encoded slashes or backslashes, or dot segments, could climb out of the base path on servers that decode them.
+  if (/%2f|%5c|\\/i.test(target.pathname) || /(^|\/)(\.|%2e){1,2}(\/|$)/i.test(target.pathname)) return false;
   const prefix = base.pathname.endsWith('/') ? base.pathname : `${base.pathname}/`;
   return target.pathname === base.pathname || target.pathname.startsWith(prefix);
 }
@@ -147,7 +149,7 @@ async function resolveAll(connection: HttpConnection, hostname: string): Promise
     if (connection.lookup) return await connection.lookup(bare);
     return (await dnsLookup(bare, { all: true, verbatim: true })).map((entry) => entry.address);
   } catch {
-    throw new UnavailableError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
+    throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
   }
 }
 
@@ -164,7 +166,7 @@ async function vettedAddresses(connection: HttpConnection, hostname: string): Pr
   const addresses = (await resolveAll(connection, bare))
     .map((address) => ({ address, family: isIP(address) }))
     .filter((entry) => entry.family !== 0);
-  if (!addresses.length) throw new UnavailableError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
+  if (!addresses.length) throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
   if (!connection.allowPrivateNetwork) {
     const refused = addresses.map((entry) => entry.address).filter((address) => !isPublicAddress(address));
     if (refused.length) throw refuseAddresses(bare, refused);
@@ -184,7 +186,7 @@ function pinnedLookup(connection: HttpConnection): LookupFunction {
       (addresses) => {
         const wanted = options.family === 4 || options.family === 6 ? addresses.filter((entry) => entry.family === options.family) : addresses;
         if (!wanted.length) {
-          callback(new UnavailableError('upstream_unavailable', `${hostname} has no IPv${String(options.family)} address.`, { host: hostname }), '');
+          callback(new UpstreamError('upstream_unavailable', `${hostname} has no IPv${String(options.family)} address.`, { host: hostname }), '');
         } else if (options.all) {
           callback(null, wanted);
         } else {
@@ -220,7 +222,7 @@ async function readCapped(body: Dispatcher.ResponseData['body']): Promise<string
     size += buffer.byteLength;
     if (size > MAX_RESPONSE_BYTES) {
       body.destroy();
-      throw new UnavailableError('upstream_response_too_large', `The remote response is larger than ${MAX_RESPONSE_BYTES} bytes.`);
+      throw new UpstreamError('upstream_response_too_large', `The remote response is larger than ${MAX_RESPONSE_BYTES} bytes.`);
     }
     chunks.push(buffer);
   }
@@ -231,16 +233,16 @@ function unavailable(url: URL, error: unknown, timeoutMs: number, deadline?: Abo
   // Our own errors, such as a refused address or an unresolvable host raised from pinnedLookup.
   if (error instanceof DomainError) return error;
   if (deadline?.aborted) {
-    return new UnavailableError('upstream_unavailable', `${displayUrl(url)} did not answer before the deadline of the read.`, { reason: 'deadline' });
+    return new UpstreamError('upstream_unavailable', `${displayUrl(url)} did not answer before the deadline of the read.`, { reason: 'deadline' });
   }
   const name = (error as Error).name;
   if (name === 'TimeoutError' || name === 'AbortError') {
-    return new UnavailableError('upstream_unavailable', `${displayUrl(url)} did not answer within ${timeoutMs} ms.`, { reason: 'timeout' });
+    return new UpstreamError('upstream_unavailable', `${displayUrl(url)} did not answer within ${timeoutMs} ms.`, { reason: 'timeout' });
   }
   // Only the low-level error code: undici messages can echo request details.
   const { code, cause } = error as { code?: unknown; cause?: { code?: unknown } };
   const reason = [cause?.code, code].find((value): value is string => typeof value === 'string' && /^[A-Za-z0-9_]+$/.test(value)) ?? 'network_error';
-  return new UnavailableError('upstream_unavailable', `Could not reach ${displayUrl(url)} (${reason}).`, { reason });
+  return new UpstreamError('upstream_unavailable', `Could not reach ${displayUrl(url)} (${reason}).`, { reason });
 }
 
 function headerValue(value: string | string[] | undefined): string | undefined {
@@ -284,7 +286,7 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
         }
       }
       await response.body.dump().catch(() => undefined);
-      if (hop >= MAX_REDIRECTS) throw new UnavailableError('too_many_redirects', `${displayUrl(request.url)} redirected more than ${MAX_REDIRECTS} times.`);
+      if (hop >= MAX_REDIRECTS) throw new UpstreamError('too_many_redirects', `${displayUrl(request.url)} redirected more than ${MAX_REDIRECTS} times.`);
       url = withoutInstallationParameters(connection, parseRemoteUrl(location, url, 'a redirect Location'));
       // As browsers do: 303 (and 301/302 after a POST) continue as a GET without body; 307/308 repeat the request.
       if (response.statusCode === 303 || ((response.statusCode === 301 || response.statusCode === 302) && method === 'POST')) {
@@ -297,15 +299,15 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
   }
 }
 
-/** A 2xx JSON response body, or an UnavailableError naming the status. */
+/** A 2xx JSON response body, or an UpstreamError naming the status. */
 export async function fetchJson(connection: HttpConnection, request: HttpRequest, options: FetchOptions = {}): Promise<{ url: URL; status: number; body: unknown }> {
   const response = await safeFetch(connection, request, options);
   if (response.status < 200 || response.status > 299) {
-    throw new UnavailableError('upstream_unavailable', `${displayUrl(response.url)} answered HTTP ${response.status}.`, { status: response.status });
+    throw new UpstreamError('upstream_unavailable', `${displayUrl(response.url)} answered HTTP ${response.status}.`, { status: response.status });
   }
   try {
     return { url: response.url, status: response.status, body: JSON.parse(response.text) };
   } catch {
-    throw new UnavailableError('upstream_invalid_response', `${displayUrl(response.url)} did not answer with JSON.`, { status: response.status });
+    throw new UpstreamError('upstream_invalid_response', `${displayUrl(response.url)} did not answer with JSON.`, { status: response.status });
   }
 }

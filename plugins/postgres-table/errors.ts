@@ -1,4 +1,4 @@
-import { ConflictError, DomainError, InputError, NotFoundError, PermissionError, UnavailableError } from '../../core/errors';
+import { ConflictError, DomainError, InputError, NotFoundError, PermissionError, UpstreamError } from '../../core/errors';
 
 /** What an error message may name about the remote server. Never the password: it is only used to scrub. */
 export interface RemoteInfo {
@@ -28,7 +28,7 @@ export function scrub(text: string, info: Pick<RemoteInfo, 'password'>): string 
 /**
  * Maps a failure of a remote PostgreSQL call to a business error:
  *  - unreachable, refusing, shutting down, unknown database, failed login, statement timeout:
- *    UnavailableError('upstream_unavailable') (the installation or the server needs attention);
+ *    UpstreamError('upstream_unavailable') (the installation or the server needs attention);
  *  - missing privilege (42501): PermissionError('upstream_permission_denied');
  *  - bad values, incomparable types, constraint violations, serialization failures: input and conflict errors.
  * Messages are built here from the code and the installation's host, port, database and role;
@@ -41,7 +41,7 @@ export function remoteError(error: unknown, info: RemoteInfo): unknown {
   const original = typeof rawMessage === 'string' ? rawMessage : '';
   const message = scrub(original, info);
   const server = `PostgreSQL at ${info.host}:${info.port}`;
-  const unavailable = (text: string, reason: string) => new UnavailableError('upstream_unavailable', text, { reason });
+  const unavailable = (text: string, reason: string) => new UpstreamError('upstream_unavailable', text, { reason });
 
   if (code && networkCodes.has(code)) return unavailable(`Could not reach ${server} (${code}).`, code);
   if (code && tlsCodes.test(code)) return unavailable(`Could not establish a verified TLS connection to ${server} (${code}).`, code);
@@ -63,5 +63,5 @@ export function remoteError(error: unknown, info: RemoteInfo): unknown {
 
 /** Whether an error (mapped or not) means the connection itself is unusable, so a pooled client must be discarded. */
 export function isConnectionFailure(error: unknown): boolean {
-  return error instanceof UnavailableError;
+  return error instanceof UpstreamError;
 }

@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import pg from 'pg';
-import { InputError, PermissionError, UnavailableError } from '../../core/errors';
+import { InputError, PermissionError, UpstreamError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
 import { isPublicAddress } from '../http-dataset';
 import type { RemoteInfo } from './errors';
@@ -79,9 +79,9 @@ async function resolveHost(host: string, lookup: HostLookup): Promise<string[]> 
   try {
     addresses = (await lookup(host)).filter((address) => isIP(address) !== 0);
   } catch {
-    throw new UnavailableError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
+    throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
   }
-  if (!addresses.length) throw new UnavailableError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
+  if (!addresses.length) throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
   return addresses;
 }
 

@@ -282,6 +282,17 @@ describe('Data endpoints and records reads', () => {
       assert.equal(same.body.data[0].id, 11);
     });
 
+    it('ends cursors when the endpoint’s target changes', async () => {
+      const id = await createOrders();
+      const first = await as(key).get(`/api/v1/data-endpoints/${id}/records?limit=10`);
+      const { target } = (await as(key).get(`/api/v1/data-endpoints/${id}`)).body.dataEndpoint;
+      const changed = await as(key).patch(`/api/v1/data-endpoints/${id}`, { target: { ...target, pagination: { type: 'offset', parameter: 'offset' } } });
+      assert.equal(changed.status, 200, JSON.stringify(changed.body));
+      const stale = await as(key).get(`/api/v1/data-endpoints/${id}/records?limit=10&cursor=${encodeURIComponent(first.body.metadata.nextCursor)}`);
+      assert.equal(stale.status, 422);
+      assert.equal(stale.body.code, 'cursor_parameters_changed');
+    });
+
     const badReads: Array<[string, string, string]> = [
       ['an oversized limit', 'limit=5000', 'validation_failed'],
       ['a zero limit', 'limit=0', 'validation_failed'],

@@ -7,7 +7,7 @@ import { DomainError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../plugins/capability';
 import { findCapability } from '../../plugins';
-import { computeWindow, connectionFor, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../plugins/http-dataset';
+import { computeWindow, connectionFor, isUnderBase, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../plugins/http-dataset';
 import { env } from '../support/environment';
 
 /** What the fixture server saw: the tests assert on the parameters the capability sent. */
@@ -325,7 +325,7 @@ describe('http_dataset capability', () => {
     it('answers a next link that is not a URL with upstream_invalid_response, naming no query string', async () => {
       const target = { request: { url: url('/api/link-bad'), query: { team: 'q-value' } }, response: { recordsPath: 'records' }, pagination: { type: 'link', responsePath: 'links.next' } };
       const failed = await rejectsWith(capability.readRecords(context(), target, read()), 'upstream_invalid_response');
-      assert.equal(failed.kind, 'unavailable');
+      assert.equal(failed.kind, 'upstream_failed');
       assert.ok(!failed.message.includes('q-value') && !failed.message.includes('?') && !failed.message.includes('[::1'), failed.message);
       assert.equal(server.received.length, 1);
     });
@@ -524,6 +524,14 @@ describe('http_dataset capability', () => {
   });
 
   describe('safe fetch', () => {
+    it('keeps URLs under the base path, refusing encoded slashes, backslashes and dot segments', () => {
+      const base = 'https://api.example.com/v1/';
+      assert.equal(isUnderBase('https://api.example.com/v1/orders?q=%2f', base), true);
+      for (const escape of ['https://api.example.com/v1/..%2f..%2fadmin', 'https://api.example.com/v1/a%5Cb', 'https://api.example.com/v1x', 'https://api.example.com/v2/orders']) {
+        assert.equal(isUnderBase(escape, base), false, escape);
+      }
+    });
+
     it('refuses a loopback address unless the installation allows private networks', async () => {
       const target = { request: { url: url('/api/none') }, response: { recordsPath: 'data' } };
       await rejectsWith(capability.readRecords(context({ allowPrivateNetwork: false }), target, read()), 'address_refused');
@@ -631,7 +639,7 @@ describe('http_dataset capability', () => {
 
     it('reports upstream failures without the credentials', async () => {
       const failed = await rejectsWith(capability.readRecords(context(), { request: { url: url('/api/fail') } }, read()), 'upstream_unavailable');
-      assert.equal(failed.kind, 'unavailable');
+      assert.equal(failed.kind, 'upstream_failed');
       assert.equal(failed.details?.status, 503);
       await rejectsWith(capability.readRecords(context(), { request: { url: url('/api/not-json') } }, read()), 'upstream_invalid_response');
       await rejectsWith(capability.readRecords(context(), { request: { url: url('/api/none') }, response: { recordsPath: 'missing' } }, read()), 'upstream_invalid_response');

@@ -192,7 +192,7 @@ describe('postgres_table capability', () => {
       ]) {
         const error = await call().then(() => assert.fail(`${label}: expected a failure`), (e: unknown) => e);
         assert.equal((error as { code?: string }).code, 'upstream_unavailable', `${label}: ${String(error)}`);
-        assert.equal((error as { kind?: string }).kind, 'unavailable');
+        assert.equal((error as { kind?: string }).kind, 'upstream_failed');
         secret(error);
       }
     }
@@ -218,7 +218,7 @@ describe('postgres_table capability', () => {
     for (const code of ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '08001', '08006', '57P01', '57P03', '3D000', '28P01', '28000', '57014']) {
       const mapped = remoteError(fail({ code }), info) as { code?: string; kind?: string; message: string };
       assert.equal(mapped.code, 'upstream_unavailable', code);
-      assert.equal(mapped.kind, 'unavailable', code);
+      assert.equal(mapped.kind, 'upstream_failed', code);
       assert.doesNotMatch(mapped.message, /s3cret-pw/, code);
     }
     for (const message of ['timeout exceeded when trying to connect', 'Connection terminated unexpectedly']) {
