@@ -52,12 +52,14 @@ const titles: Record<number, string> = {
 };
 
 export function problem(status: number, code: string, message: string, requestId: string, extra: Record<string, unknown> = {}): Problem {
-  return { type: `https://weft.dev/problems/${code}`, title: titles[status] ?? 'Error', status, code, message, requestId, ...extra };
+  // Details first: a detail named like a standard member (an upstream's `status`) must never replace it.
+  return { ...extra, type: `https://weft.dev/problems/${code}`, title: titles[status] ?? 'Error', status, code, message, requestId };
 }
 
 export function problemFromDomainError(error: DomainError, requestId: string): Problem {
   const status = error.code === 'unsupported_media_type' ? 415 : error.code === 'payload_too_large' ? 413 : statusByKind[error.kind];
-  const extra: Record<string, unknown> = { ...(error.details ?? {}) };
+  const { status: upstreamStatus, ...rest } = error.details ?? {};
+  const extra: Record<string, unknown> = upstreamStatus === undefined ? rest : { ...rest, upstreamStatus };
   if (error instanceof RateLimitError) extra.retryAfterSeconds = error.limit.resetSeconds;
   return problem(status, error.code, error.message, requestId, extra);
 }

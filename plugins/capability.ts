@@ -44,6 +44,8 @@ export interface CapabilityDefinition {
   emits: string[];
   supports: {
     recordsRead: boolean;
+    /** Records come back in orderBy order across pages (a store that sorts); false for remote APIs. */
+    orderedReads: boolean;
     snapshotReads: boolean;
     transactionalWrites: boolean;
     schemaDiscovery: boolean;

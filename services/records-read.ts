@@ -115,6 +115,9 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
   checkConditions(where);
   const orderBy = (parseJsonParam<OrderTerm[]>('orderBy', params.orderBy, orderBySchema) ?? []).map((o) => ({ field: o.field, direction: o.direction ?? 'asc' }));
   const select = parseSelect(params.select);
+  if (orderBy.length && !runtime.definition.supports.orderedReads) {
+    throw new InputError('order_not_supported', `${runtime.definition.name} endpoints return records in the remote system's order; orderBy is not available.`, [{ path: 'query:orderBy', message: 'is not supported by this capability' }]);
+  }
   if (params.snapshotId && params.asOf) throw new InputError('conflicting_snapshot_selectors', 'Send snapshotId or asOf, not both.');
   if ((params.snapshotId || params.asOf) && !runtime.definition.supports.snapshotReads) {
     throw new InputError('snapshot_not_supported', `${runtime.definition.name} endpoints do not support snapshotId or asOf reads.`);
@@ -143,9 +146,12 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
     const exact = runtime.listFields ? await runtime.listFields(ctx, endpoint.target) : undefined;
     const hinted = endpoint.schemaHints?.columns?.map((c) => c.name);
     const known = exact ?? (hinted?.length ? hinted : undefined);
-    const unknown = known ? [...new Set(used.filter((f) => !known.includes(f)))] : [];
+    if (!known) {
+      throw new InputError('schema_unknown', `This endpoint has no known fields to check select, where or orderBy against: declare them in schemaHints.columns (PATCH the endpoint; GET …/schema suggests them).`, [{ path: 'query', message: 'needs schemaHints.columns on the endpoint' }]);
+    }
+    const unknown = [...new Set(used.filter((f) => !known.includes(f)))];
     if (unknown.length) {
-      throw new InputError('unknown_field', `Unknown fields for this endpoint: ${unknown.join(', ')}. Known fields: ${known!.slice(0, 50).join(', ')}.`, unknown.map((f) => ({ path: 'query', message: `field ${f} is not in the endpoint schema` })));
+      throw new InputError('unknown_field', `Unknown fields for this endpoint: ${unknown.join(', ')}. Known fields: ${known.slice(0, 50).join(', ')}.`, unknown.map((f) => ({ path: 'query', message: `field ${f} is not in the endpoint schema` })));
     }
   }
 

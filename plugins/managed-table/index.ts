@@ -32,7 +32,7 @@ const definition: CapabilityDefinition = {
   installationSchema: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing to configure: managed tables live in Weft’s own database.' },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface ManagedTarget {

@@ -48,7 +48,7 @@ const definition: CapabilityDefinition = {
   },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, snapshotReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, snapshotReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface TableRef {

@@ -328,6 +328,7 @@ describe('Data endpoints and records reads', () => {
       ['a snapshot the capability cannot read', 'snapshotId=abc', 'snapshot_not_supported'],
       ['an asOf that is not a timestamp', 'asOf=yesterday', 'validation_failed'],
       ['an unknown parameter', 'offset=10', 'validation_failed'],
+      ['an orderBy the remote API cannot honour across pages', `orderBy=${encodeURIComponent('[{"field":"id","direction":"desc"}]')}`, 'order_not_supported'],
     ];
     for (const [label, query, code] of badReads) {
       it(`answers ${label} with a clear 4xx`, async () => {
@@ -336,6 +337,28 @@ describe('Data endpoints and records reads', () => {
         assert.equal(res.body.code, code);
       });
     }
+
+    for (const [path, upstreamStatus] of [['broken', 500], ['forbidden', 401], ['html', 200]] as const) {
+      it(`answers 502 when the remote API misbehaves (${path}), never its status as ours`, async () => {
+        const id = await createOrders({ target: { request: { url: `${upstream.baseUrl}${path}` }, response: { recordsPath: 'data' } } });
+        const res = await as(key).get(`/api/v1/data-endpoints/${id}/records`);
+        assert.equal(res.status, 502, JSON.stringify(res.body));
+        assert.equal(res.body.status, 502);
+        assert.match(res.body.code, /^upstream_/);
+        if (upstreamStatus !== 200) assert.equal(res.body.upstreamStatus, upstreamStatus);
+        assert.doesNotMatch(JSON.stringify(res.body), /upstream-token/);
+      });
+    }
+
+    it('asks for declared columns before filtering an endpoint whose fields are unknown', async () => {
+      const id = await createOrders({ schemaHints: undefined });
+      const res = await as(key).get(`/api/v1/data-endpoints/${id}/records?select=id,totl`);
+      assert.equal(res.status, 422);
+      assert.equal(res.body.code, 'schema_unknown');
+      const plain = await as(key).get(`/api/v1/data-endpoints/${id}/records?limit=3`);
+      assert.equal(plain.status, 200);
+      assert.equal(plain.body.data.length, 3);
+    });
 
     it('needs data:read and, for restricted keys, workspaceResources', async () => {
       const noScope = await newKey(ws, { scopes: ['endpoints:read'] });

@@ -8,13 +8,25 @@ export interface OrdersServer {
   close(): Promise<void>;
 }
 
-/** A small paginated REST API (page/per_page, records under "data") that tests read through http_dataset. */
+/** A small paginated REST API (page/per_page, records under "data"; /broken, /forbidden and /html misbehave) that tests read through http_dataset. */
 export async function startOrdersServer(total = 250): Promise<OrdersServer> {
   const orders = Array.from({ length: total }, (_, i) => ({ id: i + 1, total: (i * 7) % 100, status: i % 3 === 0 ? 'open' : 'closed' }));
   const requests: OrdersServer['requests'] = [];
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     requests.push({ url: req.url ?? '', authorization: req.headers.authorization });
+    if (url.pathname === '/broken') {
+      res.writeHead(500, { 'Content-Type': 'application/json' }).end('{"error":"internal"}');
+      return;
+    }
+    if (url.pathname === '/forbidden') {
+      res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"error":"bad token"}');
+      return;
+    }
+    if (url.pathname === '/html') {
+      res.writeHead(200, { 'Content-Type': 'text/html' }).end('<html>not json</html>');
+      return;
+    }
     if (url.pathname !== '/orders') {
       res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"error":"not found"}');
       return;
