@@ -88,6 +88,10 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   const json = argv.includes('--json');
   let infra: Awaited<ReturnType<typeof prepareInfrastructure>> | undefined;
   let db: Db | undefined;
