@@ -6,7 +6,7 @@ import { EndpointReferenceFinder, endpointReferenceFinders } from '../../service
 import { addMember, BootstrapResult, removeMember } from '../../services/workspaces';
 import { env } from '../support/environment';
 import { as, newKey, newWorkspace } from '../support/fixtures';
-import { startOrdersServer, OrdersServer } from '../support/orders-server';
+import { startOrdersServer, OrdersServer } from '../../scripts/demo-orders-api';
 
 const UPSTREAM_SECRET = 'Bearer upstream-token-5f2c9d';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Scope } from '../../core/scopes';
 import { authorize, authorizeProject, hasScope, missingReadPermissions, Principal } from '../../services/access';
 
-const principal = (overrides: Partial<Principal> & { scopes?: Scope[] } = {}): Principal => ({
+const principal = (overrides: Omit<Partial<Principal>, 'scopes'> & { scopes?: Scope[] } = {}): Principal => ({
   workspaceId: 'w',
   apiKeyId: 'k',
   memberId: 'm',

@@ -8,8 +8,12 @@ export interface OrdersServer {
   close(): Promise<void>;
 }
 
+/**
+ * A small paginated REST API for the README walk-through (`npm run demo-api`) and the tests:
+ * GET /orders?page=&per_page= answers {data: [...], page}; /broken, /forbidden and /html misbehave.
+ */
 /** A small paginated REST API (page/per_page, records under "data"; /broken, /forbidden and /html misbehave) that tests read through http_dataset. */
-export async function startOrdersServer(total = 250): Promise<OrdersServer> {
+export async function startOrdersServer(total = 250, port = 0): Promise<OrdersServer> {
   const orders = Array.from({ length: total }, (_, i) => ({ id: i + 1, total: (i * 7) % 100, status: i % 3 === 0 ? 'open' : 'closed' }));
   const requests: OrdersServer['requests'] = [];
   const server = http.createServer((req, res) => {
@@ -36,11 +40,22 @@ export async function startOrdersServer(total = 250): Promise<OrdersServer> {
     const data = orders.slice((page - 1) * perPage, page * perPage);
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ data, page }));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  const address = server.address() as AddressInfo;
   return {
-    baseUrl: `http://127.0.0.1:${port}/`,
+    baseUrl: `http://127.0.0.1:${address.port}/`,
     requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+if (require.main === module) {
+  const port = Number(process.env.DEMO_API_PORT ?? 8090);
+  void startOrdersServer(250, port).then(
+    (server) => process.stderr.write(`demo orders API: ${server.baseUrl}orders?page=1&per_page=50 (Ctrl-C stops it)\n`),
+    (error: Error) => {
+      process.stderr.write(`demo orders API could not start: ${error.message}\n`);
+      process.exit(1);
+    },
+  );
 }
