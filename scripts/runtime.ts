@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Connection } from '@temporalio/client';
 import { createApp } from '../api/app';
 import { config } from '../core/config';
 import { logger } from '../core/logger';
@@ -21,7 +22,7 @@ export async function migrate(db: Db): Promise<void> {
 }
 
 /** The HTTP API: Koa on PORT, with its own pool and Temporal client. */
-export async function startApi(options: { port?: number; host?: string } = {}): Promise<RunningService & { url: string; server: Server }> {
+export async function startApi(options: { port?: number; host?: string } = {}): Promise<RunningService & { url: string; server: Server; temporalConnection: Connection }> {
   const settings = config();
   const db = createDb(settings.databaseUrl);
   await migrate(db);
@@ -44,6 +45,8 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
   return {
     url,
     server,
+    // The API's own Temporal connection (tests close it to see /readyz report Temporal down).
+    temporalConnection: connection,
     async stop() {
       clearInterval(housekeeping);
       await new Promise<void>((resolve) => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { as, newKey, newWorkspace, request } from '../support/fixtures';
+import { startApi } from '../../scripts/runtime';
+import { as, newKey, newWorkspace, request, requestAt } from '../support/fixtures';
 import { env } from '../support/environment';
 
 describe('The foundation', () => {
@@ -20,6 +21,32 @@ describe('The foundation', () => {
       const res = await request('GET', '/readyz?worker=true');
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.match(res.body.checks.worker, /^\d+@/);
+    });
+
+    it('answers 503 not_ready naming Temporal, without addresses, when its Temporal connection is unusable', async () => {
+      const api = await startApi({ port: 0, host: '127.0.0.1' });
+      try {
+        assert.equal((await requestAt(api.url, 'GET', '/readyz')).status, 200, 'ready while its connection is open');
+        await api.temporalConnection.close();
+        const res = await requestAt(api.url, 'GET', '/readyz');
+        assert.equal(res.status, 503, JSON.stringify(res.body));
+        assert.match(res.headers.get('content-type') ?? '', /application\/problem\+json/);
+        assert.equal(res.body.code, 'not_ready');
+        assert.equal(res.body.status, 503);
+        assert.match(res.body.message, /temporal/i);
+        assert.doesNotMatch(res.body.message, /postgres/i, 'PostgreSQL still answers');
+        assert.equal(res.body.requestId, res.headers.get('x-request-id'));
+        const text = JSON.stringify(res.body);
+        const temporal = process.env.TEMPORAL_ADDRESS!;
+        const database = new URL(process.env.DATABASE_URL!);
+        for (const leak of [temporal, temporal.split(':')[0], database.host, database.hostname, 'localhost', '127.0.0.1', '::1']) {
+          assert.equal(text.includes(leak), false, `the readiness answer must not name ${leak}: ${text}`);
+        }
+        // The shared test API, with its own connection, is still ready.
+        assert.equal((await request('GET', '/readyz')).status, 200);
+      } finally {
+        await api.stop();
+      }
     });
   });
 

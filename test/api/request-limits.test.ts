@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { startApi } from '../../scripts/runtime';
 import { getApiLimits, putApiLimits } from '../../services/api-limits';
 import { env } from '../support/environment';
 import { as, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { freePort, RunningScript, startScript } from '../support/processes';
 
 const rateHeaders = (res: HttpResponse) => ({
   limit: Number(res.headers.get('x-ratelimit-limit')),
@@ -154,18 +154,23 @@ describe('Request limits', () => {
     });
   });
 
-  describe('across API processes', () => {
-    let second: Awaited<ReturnType<typeof startApi>> | undefined;
+  describe('across API processes', function () {
+    // The second API is a real separate process (`scripts/start.ts api`) on the same database.
+    this.timeout(120_000);
+    let second: RunningScript | undefined;
+    let secondUrl = '';
     before(async () => {
-      second = await startApi({ port: 0, host: '127.0.0.1' });
+      const port = await freePort();
+      second = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1' }, /API:\s+http/);
+      secondUrl = `http://127.0.0.1:${port}`;
     });
     after(async () => {
-      await second?.stop();
+      if (second && second.child.exitCode === null) assert.equal(await second.stop('SIGTERM'), 0, second.output());
     });
 
     /** Fires the requests all at once, alternating between the shared test API and the second process. */
     async function fireConcurrently(keys: string[], count: number): Promise<HttpResponse[]> {
-      const urls = [env().baseUrl, second!.url];
+      const urls = [env().baseUrl, secondUrl];
       return Promise.all(Array.from({ length: count }, (_, i) => requestAt(urls[i % 2], 'GET', '/api/v1/organization', { key: keys[i % keys.length] })));
     }
 
@@ -194,7 +199,7 @@ describe('Request limits', () => {
       assert.equal(refused.length, 1);
       assertTooManyRequests(refused[0], n, 'workspace');
       // Both processes now refuse the workspace.
-      for (const url of [env().baseUrl, second!.url]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
+      for (const url of [env().baseUrl, secondUrl]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
     });
   });
 });

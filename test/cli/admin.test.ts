@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { as } from '../support/fixtures';
+import { loadEncryptionKey } from '../../core/config';
+import { decryptSecret } from '../../core/secrets';
+import { as, newKey, newWorkspace } from '../support/fixtures';
 import { env } from '../support/environment';
 import { runScript } from '../support/processes';
 
 const admin = (...args: string[]) => runScript('scripts/admin.ts', args, { WEFT_LOG_TO_STDERR: '1' });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const count = async (table: string) => Number((await env().db(table).count({ n: '*' }))[0].n);
 
 describe('The operator CLI', function () {
@@ -38,6 +41,53 @@ describe('The operator CLI', function () {
       assert.equal(result.stdout, '', 'nothing on stdout for a failed command');
     }
     assert.deepEqual({ workspaces: await count('workspaces'), installations: await count('plugin_installations') }, before);
+  });
+
+  it('installs a plugin, printing only the installation id and storing the credential encrypted', async () => {
+    const ws = await newWorkspace();
+    const credential = 'Bearer x';
+    const config = { baseUrl: 'https://api.example.com/', headers: { Authorization: credential } };
+    const result = await admin('plugin', 'install', '--workspace', ws.workspaceId, '--capability', 'http_dataset', '--config', JSON.stringify(config), '--json');
+    assert.equal(result.code, 0, result.stderr);
+    const printed = JSON.parse(result.stdout);
+    assert.deepEqual(Object.keys(printed), ['installationId']);
+    assert.match(printed.installationId, UUID);
+    assert.equal(`${result.stdout}${result.stderr}`.includes(credential), false, 'the credential is not echoed');
+
+    const row = await env().db('plugin_installations').where({ id: printed.installationId }).first();
+    assert.ok(row, 'the installation row exists');
+    assert.equal(row.workspaceId, ws.workspaceId);
+    assert.equal(row.capability, 'http_dataset');
+    assert.equal(row.settings.baseUrl, 'https://api.example.com/');
+    assert.equal(row.settings.headers, undefined, 'the credential is not in the clear settings');
+    assert.equal(JSON.stringify(row).includes(credential), false, 'the credential is nowhere in the clear');
+    assert.equal(typeof row.encryptedCredentials, 'string');
+    // Encrypted with the deployment's key, not dropped or merely encoded.
+    assert.deepEqual(JSON.parse(decryptSecret(row.encryptedCredentials, loadEncryptionKey())), { headers: { Authorization: credential } });
+  });
+
+  it('adds a member, printing its id, who is then an accountable member of the workspace', async () => {
+    const ws = await newWorkspace();
+    const result = await admin('member', 'add', '--workspace', ws.workspaceId, '--name', 'Grace', '--role', 'admin', '--json');
+    assert.equal(result.code, 0, result.stderr);
+    const printed = JSON.parse(result.stdout);
+    assert.deepEqual(Object.keys(printed), ['memberId']);
+    assert.match(printed.memberId, UUID);
+    const row = await env().db('members').where({ id: printed.memberId }).first();
+    assert.ok(row, 'the member row exists');
+    assert.equal(row.workspaceId, ws.workspaceId);
+    assert.equal(row.name, 'Grace');
+    assert.equal(row.role, 'admin');
+    assert.equal(row.removedAt, null);
+
+    const plain = await admin('member', 'add', '--workspace', ws.workspaceId, '--name', 'Lin', '--json');
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.equal((await env().db('members').where({ id: JSON.parse(plain.stdout).memberId }).first()).role, 'member', 'the default role');
+
+    // A key held by the new member may change things: the member is accountable.
+    const key = await newKey(ws, { scopes: ['projects:write'] }, printed.memberId);
+    const created = await as(key).post('/api/v1/projects', { name: 'by-grace' });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
   });
 
   it('removes a member, after which their keys can read but not change anything', async () => {

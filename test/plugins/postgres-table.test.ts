@@ -6,7 +6,8 @@ import { closePostgresTablePools, connectionConfig, postgresTableCapability as c
 import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
 
-const database = 'weft_ext_test';
+/** This run's own external database: concurrent `npm test` runs share the cluster, never this name. */
+const database = `weft_ext_test_${process.pid}`;
 const provenance: WriteRequest['provenance'] = { kind: 'write', id: 'action-1' };
 const items = { table: 'items' };
 const query = (overrides: Partial<RecordsQuery> = {}): RecordsQuery => ({ where: [], orderBy: [{ field: 'id', direction: 'asc' }], limit: 100, ...overrides });
@@ -61,7 +62,7 @@ describe('postgres_table capability', () => {
   });
 
   after(async () => {
-    await external?.end();
+    await external?.end().catch(() => undefined);
     await closePostgresTablePools();
     const admin = clientFor('postgres');
     await admin.connect();
