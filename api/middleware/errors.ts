@@ -4,7 +4,7 @@ import { logger } from '../../core/logger';
 import { PROBLEM_CONTENT_TYPE, Problem, problem, problemFromDomainError } from '../problem';
 
 /** PostgreSQL errors that mean the request was wrong, not the server. */
-function problemFromDatabaseError(error: { code?: string; constraint?: string; column?: string }, requestId: string): Problem | undefined {
+export function problemFromDatabaseError(error: { code?: string; constraint?: string; column?: string }, requestId: string): Problem | undefined {
   switch (error.code) {
     case '23505':
       return problem(409, 'already_exists', 'A resource with the same unique value already exists.', requestId, error.constraint ? { constraint: error.constraint } : {});
