@@ -6,8 +6,9 @@ export const workerIdentity = (): string => `${process.pid}@${os.hostname()}`;
 
 export function createSystemActivities({ db }: { db: Db }) {
   return {
-    async probeDatabase(): Promise<{ databaseTime: string; workerIdentity: string }> {
-      const result = await db.raw<{ rows: Array<{ now: Date }> }>('SELECT now() AS now');
+    async probeDatabase({ holdMs = 0 }: { holdMs?: number } = {}): Promise<{ databaseTime: string; workerIdentity: string }> {
+      // pg_sleep holds a real database session, as a long activity would.
+      const result = await db.raw<{ rows: Array<{ now: Date }> }>('SELECT now() AS now, pg_sleep(?)', [holdMs / 1000]);
       return { databaseTime: result.rows[0].now.toISOString(), workerIdentity: workerIdentity() };
     },
   };

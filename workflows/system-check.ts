@@ -2,9 +2,17 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { SystemActivities } from '../activities/system-check';
 
 const { probeDatabase } = proxyActivities<SystemActivities>({
-  startToCloseTimeout: '10 seconds',
+  startToCloseTimeout: '20 seconds',
   retry: { maximumAttempts: 3 },
 });
+
+export interface SystemCheckInput {
+  /**
+   * Keep the database probe busy this long (at most 10 s): lets an operator confirm that a
+   * draining worker finishes in-flight activities before it exits.
+   */
+  holdMs?: number;
+}
 
 export interface SystemCheckResult {
   databaseTime: string;
@@ -12,6 +20,6 @@ export interface SystemCheckResult {
 }
 
 /** A round trip through a worker and PostgreSQL: proves a worker polls the queue and can reach the database. */
-export async function systemCheckWorkflow(): Promise<SystemCheckResult> {
-  return probeDatabase();
+export async function systemCheckWorkflow(input: SystemCheckInput = {}): Promise<SystemCheckResult> {
+  return probeDatabase({ holdMs: Math.min(Math.max(input.holdMs ?? 0, 0), 10_000) });
 }
