@@ -3,7 +3,7 @@ import { DomainError, InputError } from '../../core/errors';
 import type { RecordsPage, RecordsQuery, StopReason } from '../capability';
 import { HttpDatasetTarget, PAGES_PER_READ, READ_DEADLINE_MS } from './definition';
 import { fetchPage, firstPosition, nextPosition, PagePosition, paginationOf, RemotePage } from './pagination';
-import { matchesAll, project, Row, sortRows } from './records';
+import { matchesAll, project, Row } from './records';
 import type { HttpConnection } from './safe-fetch';
 import { computeWindow } from './window';
 
@@ -53,8 +53,8 @@ const isDeadline = (error: unknown) => error instanceof DomainError && error.det
 
 /**
  * Fetches remote pages until `query.limit` records pass `query.where`, or a stop reason. `where` is
- * applied to every record, while `orderBy` and `select` apply within the returned page only: remote
- * records keep the remote order across pages. `start` sets the window of a first read (records
+ * applied to every record and `select` to the returned page. Records keep the remote order (the
+ * definition declares orderedReads false, so reads with orderBy are refused before they get here). `start` sets the window of a first read (records
  * reads pass the current time; a pipeline passes its sync time and last position).
  *
  * One call fetches at most `budget.pagesPerRead` pages and spends at most `budget.deadlineMs`:
@@ -90,7 +90,7 @@ export async function readRemoteRecords(
   let pagesFetched = 0;
 
   const finish = (stopReason: StopReason, continuation: ReadContinuation | null): RecordsPage => ({
-    records: sortRows(rows, query.orderBy).map((row) => project(row, query.select)),
+    records: rows.map((row) => project(row, query.select)),
     continuation,
     stopReason,
     pagesFetched,

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Condition, FieldDescription, OrderTerm } from '../capability';
+import type { Condition, FieldDescription } from '../capability';
 
 export type Row = Record<string, unknown>;
 
@@ -45,26 +45,6 @@ export function matchesAll(row: Row, where: Condition[]): boolean {
 export function project(row: Row, select: string[] | undefined): Row {
   if (!select) return row;
   return Object.fromEntries(select.filter((field) => field in row).map((field) => [field, row[field]]));
-}
-
-/** Stable sort of one returned page; missing, null and incomparable values sort last. */
-export function sortRows(rows: Row[], orderBy: OrderTerm[]): Row[] {
-  if (!orderBy.length) return rows;
-  return [...rows].sort((a, b) => {
-    for (const term of orderBy) {
-      const x = a[term.field];
-      const y = b[term.field];
-      const xMissing = x === undefined || x === null;
-      const yMissing = y === undefined || y === null;
-      if (xMissing || yMissing) {
-        if (xMissing !== yMissing) return xMissing ? 1 : -1;
-        continue;
-      }
-      const order = compare(x, y) ?? 0;
-      if (order !== 0) return term.direction === 'desc' ? -order : order;
-    }
-    return 0;
-  });
 }
 
 function typeOf(value: unknown): string {
