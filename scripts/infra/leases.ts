@@ -45,7 +45,8 @@ export function releaseLease(service: string): boolean {
 export async function withStartLock<T>(service: string, work: () => Promise<T>): Promise<T> {
   mkdirSync(folder(service), { recursive: true });
   const lock = path.join(folder(service), 'starting.lock');
-  const deadline = Date.now() + 5 * 60_000;
+  // Long enough for a first-run Temporal CLI build by the holder.
+  const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     // Written whole under a private name, then linked into place: the lock never exists half-written.
     const mine = `${lock}.${process.pid}`;
