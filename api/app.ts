@@ -3,7 +3,7 @@ import { bodyParser } from '@koa/bodyparser';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
-import { BadRequestError } from '../core/errors';
+import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { buildOpenApiDocument } from './openapi';
 import { renderDocsPage } from './docs-page';
 import { errorMiddleware } from './middleware/errors';
@@ -76,8 +76,8 @@ export function createApp(deps: AppDependencies): Koa {
       encoding: 'utf-8',
       onError(error) {
         const status = (error as { status?: number }).status;
-        if (status === 413) throw new BadRequestError('payload_too_large', 'The request body is larger than 1 MB.');
-        if (status === 415) throw new BadRequestError('unsupported_media_type', 'The request body must be UTF-8 JSON.');
+        if (status === 413) throw new PayloadTooLargeError('payload_too_large', 'The request body is larger than 1 MB.');
+        if (status === 415) throw new UnsupportedMediaTypeError('unsupported_media_type', 'The request body must be UTF-8 JSON.');
         throw new BadRequestError('malformed_json', 'The request body is not valid JSON.');
       },
     }),

@@ -18,8 +18,10 @@ export interface Problem {
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-export const statusByKind: Record<ErrorKind, number> = {
+const statusByKind: Record<ErrorKind, number> = {
   bad_request: 400,
+  unsupported_media_type: 415,
+  payload_too_large: 413,
   invalid_input: 422,
   unauthenticated: 401,
   forbidden: 403,
@@ -57,7 +59,7 @@ export function problem(status: number, code: string, message: string, requestId
 }
 
 export function problemFromDomainError(error: DomainError, requestId: string): Problem {
-  const status = error.code === 'unsupported_media_type' ? 415 : error.code === 'payload_too_large' ? 413 : statusByKind[error.kind];
+  const status = statusByKind[error.kind];
   const { status: upstreamStatus, ...rest } = error.details ?? {};
   const extra: Record<string, unknown> = upstreamStatus === undefined ? rest : { ...rest, upstreamStatus };
   if (error instanceof RateLimitError) extra.retryAfterSeconds = error.limit.resetSeconds;

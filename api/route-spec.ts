@@ -77,7 +77,7 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   idempotent?: boolean;
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
-  errors?: Array<{ status: number; description: string }>;
+  errors?: Array<{ status: number; description?: string }>;
   /** Left out of the OpenAPI document (health probes, the document itself). */
   internal?: boolean;
   handler(ctx: HandlerContext<P, Q, B>): Promise<HandlerResult>;

@@ -1,29 +1,29 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { AuthenticationError, BadRequestError } from '../core/errors';
+import { AuthenticationError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authorize, Principal } from '../services/access';
-import { authenticateApiKey } from '../services/api-keys';
+import { authenticateApiKey, Authentication } from '../services/api-keys';
 import { requireProject } from '../services/projects';
 import type { AppDependencies, HandlerContext, HandlerResult, RouteSpec } from './route-spec';
 import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './middleware/idempotency';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Principal> {
+async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Authentication> {
   const header = ctx.get('Authorization');
   if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   const match = BEARER.exec(header);
   if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
-  const principal = await authenticateApiKey(deps.db, match[1]);
-  ctx.state.principal = principal;
-  deps.keyUsage.record(principal.apiKeyId);
-  return principal;
+  const authentication = await authenticateApiKey(deps.db, match[1]);
+  ctx.state.principal = authentication.principal;
+  deps.keyUsage.record(authentication.principal.apiKeyId);
+  return authentication;
 }
 
-async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, principal: Principal): Promise<void> {
+async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, { principal, limits }: Authentication): Promise<void> {
   try {
-    const headers = await deps.limiter.consume(principal.workspaceId, principal.apiKeyId);
+    const headers = await deps.limiter.consume(principal.workspaceId, principal.apiKeyId, limits);
     setLimitHeaders(ctx, headers.limit, headers.remaining, headers.resetSeconds);
   } catch (error) {
     const limit = (error as { limit?: { limit: number; remaining: number; resetSeconds: number } }).limit;
@@ -43,7 +43,7 @@ function readBody(ctx: Koa.Context, route: RouteSpec): unknown {
   const raw = (ctx.request as unknown as { body?: unknown }).body;
   const hasBody = ctx.request.length ? ctx.request.length > 0 : Boolean(ctx.get('Transfer-Encoding'));
   if (hasBody && !ctx.is('application/json')) {
-    throw new BadRequestError('unsupported_media_type', 'Send the request body as JSON with Content-Type: application/json.');
+    throw new UnsupportedMediaTypeError('unsupported_media_type', 'Send the request body as JSON with Content-Type: application/json.');
   }
   return raw === undefined ? {} : raw;
 }
@@ -63,8 +63,9 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
   router[route.method](route.path, async (ctx) => {
     let principal: Principal | undefined;
     if (!('public' in route.auth)) {
-      principal = await authenticate(ctx, deps);
-      await applyRequestLimits(ctx, deps, principal);
+      const authentication = await authenticate(ctx, deps);
+      principal = authentication.principal;
+      await applyRequestLimits(ctx, deps, authentication);
       authorize(principal, route.auth);
     }
     const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : ctx.params;

@@ -4,6 +4,8 @@
  */
 export type ErrorKind =
   | 'bad_request'
+  | 'unsupported_media_type'
+  | 'payload_too_large'
   | 'invalid_input'
   | 'unauthenticated'
   | 'forbidden'
@@ -38,6 +40,15 @@ export abstract class DomainError extends Error {
 /** The request is syntactically unusable (unparseable JSON, wrong content type). */
 export class BadRequestError extends DomainError {
   readonly kind = 'bad_request';
+}
+
+/** The request body is not in a format the operation reads. */
+export class UnsupportedMediaTypeError extends DomainError {
+  readonly kind = 'unsupported_media_type';
+}
+
+export class PayloadTooLargeError extends DomainError {
+  readonly kind = 'payload_too_large';
 }
 
 /** The request parsed but its content breaks a rule. */

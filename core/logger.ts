@@ -32,5 +32,3 @@ export const logger = pino(
   // Commands that print machine-readable output on stdout (admin --json) log to stderr.
   pino.destination(process.env.WEFT_LOG_TO_STDERR === '1' ? 2 : 1),
 );
-
-export type Logger = typeof logger;

@@ -52,8 +52,19 @@ export function describeProblems(errors: ErrorObject[] | null | undefined, prefi
     } else if (error.keyword === 'enum') {
       message = `must be one of: ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
     }
-    return { path: path || '/', message };
+    return { path: path || prefix || '/', message };
   });
+}
+
+/** The problems of a value against a schema (filling defaults where the schema says so); [] when valid. Paths get `prefix`. */
+export function schemaProblems(schema: JsonSchema, value: unknown, options: { query?: boolean; prefix?: string } = {}): FieldProblem[] {
+  const validate = compile(schema, options.query ?? false);
+  return validate(value) ? [] : describeProblems(validate.errors, options.prefix);
+}
+
+/** "path message; path message; …": the first few problems, for an error message. */
+export function summarizeProblems(problems: FieldProblem[]): string {
+  return problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ') + (problems.length > 3 ? '; …' : '');
 }
 
 /**
@@ -61,11 +72,9 @@ export function describeProblems(errors: ErrorObject[] | null | undefined, prefi
  * listing every problem; `part` names the request part for the message ("body", "query", "target").
  */
 export function validateWithSchema<T>(schema: JsonSchema, value: unknown, part: string, options: { query?: boolean; code?: string } = {}): T {
-  const validate = compile(schema, options.query ?? false);
-  if (!validate(value)) {
-    const problems = describeProblems(validate.errors);
-    const summary = problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ');
-    throw new InputError(options.code ?? 'validation_failed', `The ${part} is invalid: ${summary}${problems.length > 3 ? '; …' : ''}`, problems, { part });
+  const problems = schemaProblems(schema, value, options);
+  if (problems.length) {
+    throw new InputError(options.code ?? 'validation_failed', `The ${part} is invalid: ${summarizeProblems(problems)}`, problems, { part });
   }
   return value as T;
 }

@@ -1,5 +1,4 @@
 import { Client, Connection } from '@temporalio/client';
-import { SearchAttributeType } from '@temporalio/common';
 import { temporalSettings } from './temporal-config';
 import { logger } from './logger';
 
@@ -52,6 +51,3 @@ export async function ensureNamespaceAndSearchAttributes(connection: Connection)
     logger.warn({ namespace, err: (error as Error).message }, 'could not register Temporal search attributes');
   }
 }
-
-/** Typed search-attribute keys shared by the client code that starts workflows. */
-export { SearchAttributeType };

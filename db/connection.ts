@@ -17,7 +17,7 @@ export type Db = Knex;
 /** A connection or an open transaction: services accept either so callers decide the unit of work. */
 export type Executor = Knex | Knex.Transaction;
 
-export const migrationsDirectory = path.join(__dirname, 'migrations');
+const migrationsDirectory = path.join(__dirname, 'migrations');
 
 export function createDb(databaseUrl: string, pool: { min?: number; max?: number } = {}): Db {
   const db = knexFactory({

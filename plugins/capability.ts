@@ -22,6 +22,12 @@ export interface FieldDescription {
   nullable?: boolean;
 }
 
+export interface DiscoveredSchema {
+  fields: FieldDescription[];
+  /** The record identifier as the store or target declares it; [] when unknown. */
+  primaryKey: string[];
+}
+
 export interface CheckResult {
   ok: boolean;
   message: string;
@@ -46,6 +52,12 @@ export interface CapabilityDefinition {
     recordsRead: boolean;
     /** Records come back in orderBy order across pages (a store that sorts); false for remote APIs. */
     orderedReads: boolean;
+    /**
+     * The store knows its exact field names (a catalog, or a registry of every field written) and
+     * readRecords refuses unknown ones with unknown_field. Otherwise the endpoint's declared
+     * schemaHints.columns are the contract, checked by the service.
+     */
+    fieldCatalog: boolean;
     snapshotReads: boolean;
     transactionalWrites: boolean;
     schemaDiscovery: boolean;
@@ -134,13 +146,7 @@ export interface CapabilityRuntime {
   /** Target rules beyond the JSON Schema (e.g. request.url under the installation's base URL). */
   validateTarget?(target: Record<string, unknown>, installation: InstallationContext): Array<{ path: string; message: string }>;
   checkConnection(ctx: CapabilityContext, target: Record<string, unknown>): Promise<CheckResult>;
-  discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<FieldDescription[]>;
-  /**
-   * Every field name a read may use, exactly (not a sample): the catalog's columns, or the fields
-   * ever written to a managed table. Absent for stores whose records are open-ended (remote JSON);
-   * then the endpoint's schemaHints, if any, are the contract.
-   */
-  listFields?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[]>;
+  discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<DiscoveredSchema>;
   readRecords(ctx: CapabilityContext, target: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage>;
   writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
 }

@@ -13,6 +13,12 @@ export const conditionSchema: JsonSchema = {
     value: {},
     values: { type: 'array', minItems: 1, maxItems: 500 },
   },
+  // in takes values; the comparisons take value; exists takes neither. (Ajv's strict mode wants a
+  // required property declared beside `required`; `true` adds no rule.)
+  allOf: [
+    { if: { properties: { op: { const: 'in' } }, required: ['op'] }, then: { properties: { values: true }, required: ['values'] } },
+    { if: { properties: { op: { enum: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte'] } }, required: ['op'] }, then: { properties: { value: true }, required: ['value'] } },
+  ],
 };
 
 /** The where list shared by records reads and the governed write action (SPEC 2.9). */

@@ -4,9 +4,10 @@ import { AuthenticationError, InputError, NotFoundError } from '../core/errors';
 import { SCOPES, Scope, isScope } from '../core/scopes';
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets';
 import type { Executor } from '../db/connection';
-import { ApiKey, Member, Project } from '../db/models';
+import { ApiKey, Project } from '../db/models';
+import { ApiLimits, limitsFrom } from './api-limits';
 import type { Principal } from './access';
-import { PageRequest, paginate } from './pagination';
+import { PageRequest, pageOf } from './pagination';
 
 /**
  * Key format: weft_sk_<12-char public id>_<43-char secret>. The fixed "weft_sk_" prefix lets
@@ -27,7 +28,7 @@ function publicId(): string {
   return id;
 }
 
-export function generateKeySecret(): { prefix: string; secret: string; hash: string } {
+function generateKeySecret(): { prefix: string; secret: string; hash: string } {
   const prefix = `weft_sk_${publicId()}`;
   const secret = `${prefix}_${randomBytes(32).toString('base64url')}`;
   return { prefix, secret, hash: sha256Hex(secret) };
@@ -49,7 +50,7 @@ export interface ApiKeyView {
   createdByMemberId: string;
 }
 
-export function presentApiKey(key: ApiKey): ApiKeyView {
+function presentApiKey(key: ApiKey): ApiKeyView {
   return {
     id: key.id,
     name: key.name,
@@ -120,12 +121,8 @@ export async function createApiKey(db: Executor, creator: { workspaceId: string;
 }
 
 export async function listApiKeys(db: Executor, workspaceId: string, page: PageRequest) {
-  const base = ApiKey.query(db).where({ workspaceId }).whereNull('revokedAt');
-  const [rows, total] = await Promise.all([
-    base.clone().orderBy([{ column: 'createdAt', order: 'desc' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
-    base.clone().resultSize(),
-  ]);
-  return { keys: rows.map(presentApiKey), pagination: paginate(page, total) };
+  const { rows, pagination } = await pageOf(ApiKey.query(db).where({ workspaceId }).whereNull('revokedAt'), page, { column: 'createdAt', order: 'desc' });
+  return { keys: rows.map(presentApiKey), pagination };
 }
 
 async function findActiveKey(db: Executor, workspaceId: string, keyId: string, forUpdate = false): Promise<ApiKey> {
@@ -164,26 +161,46 @@ export async function revokeApiKey(db: Executor, workspaceId: string, keyId: str
 
 const invalidCredential = () => new AuthenticationError('invalid_credential', 'The API key is not valid: it is unknown, malformed, revoked or expired.');
 
-/** Resolves a raw Bearer secret to its principal, or throws an AuthenticationError. */
-export async function authenticateApiKey(db: Executor, rawKey: string): Promise<Principal> {
+export interface Authentication {
+  principal: Principal;
+  /** The workspace's request limits (saved settings, else defaults), read in the same query. */
+  limits: ApiLimits;
+}
+
+/**
+ * Resolves a raw Bearer secret to its principal and the workspace's request limits, or throws an
+ * AuthenticationError. One query: it runs before every authenticated request.
+ */
+export async function authenticateApiKey(db: Executor, rawKey: string): Promise<Authentication> {
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
-  const key = await ApiKey.query(db).findOne({ prefix: match[1] });
+  const row = await db('apiKeys as k')
+    .leftJoin('members as m', (join) => join.on('m.workspaceId', 'k.workspaceId').andOn('m.id', 'k.createdByMemberId'))
+    .leftJoin('apiLimitSettings as l', 'l.workspaceId', 'k.workspaceId')
+    .where('k.prefix', match[1])
+    .first(
+      'k.*',
+      db.raw('(m.id IS NOT NULL AND m.removed_at IS NULL) AS member_active'),
+      'l.workspaceRequests as limitWorkspaceRequests',
+      'l.apiKeyRequests as limitApiKeyRequests',
+    );
   // Compare even when no row matched, so timing does not reveal which prefixes exist.
-  const matches = constantTimeEqualHex(sha256Hex(rawKey), key?.secretHash ?? sha256Hex('absent'));
-  if (!key || !matches || key.revokedAt) throw invalidCredential();
-  if (key.expiresAt && key.expiresAt.getTime() <= Date.now()) {
+  const matches = constantTimeEqualHex(sha256Hex(rawKey), row?.secretHash ?? sha256Hex('absent'));
+  if (!row || !matches || row.revokedAt) throw invalidCredential();
+  if (row.expiresAt && new Date(row.expiresAt).getTime() <= Date.now()) {
     throw new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
   }
-  const member = await Member.query(db).findOne({ id: key.createdByMemberId, workspaceId: key.workspaceId });
   return {
-    workspaceId: key.workspaceId,
-    apiKeyId: key.id,
-    memberId: key.createdByMemberId,
-    memberActive: Boolean(member && !member.removedAt),
-    scopes: new Set(key.scopes.filter(isScope)),
-    projectIds: key.projectIds,
-    workspaceResources: key.workspaceResources,
-    readPermissions: key.readPermissions,
+    principal: {
+      workspaceId: row.workspaceId,
+      apiKeyId: row.id,
+      memberId: row.createdByMemberId,
+      memberActive: row.memberActive === true,
+      scopes: new Set((row.scopes as string[]).filter(isScope)),
+      projectIds: row.projectIds,
+      workspaceResources: row.workspaceResources,
+      readPermissions: row.readPermissions,
+    },
+    limits: limitsFrom(row.limitWorkspaceRequests, row.limitApiKeyRequests),
   };
 }

@@ -14,14 +14,19 @@ export interface ApiLimits {
   windowSeconds: number;
 }
 
-/** The workspace's saved settings, or the defaults (saved settings win). Also backs the MCP tool organization_api_limits_get. */
-export async function getApiLimits(db: Executor, workspaceId: string): Promise<ApiLimits> {
-  const saved = await ApiLimitSettings.query(db).findById(workspaceId);
+/** Saved settings win over the defaults. */
+export function limitsFrom(workspaceRequests: number | null | undefined, apiKeyRequests: number | null | undefined): ApiLimits {
   return {
-    workspaceRequests: saved?.workspaceRequests ?? DEFAULT_WORKSPACE_REQUESTS,
-    apiKeyRequests: saved?.apiKeyRequests ?? DEFAULT_API_KEY_REQUESTS,
+    workspaceRequests: workspaceRequests ?? DEFAULT_WORKSPACE_REQUESTS,
+    apiKeyRequests: apiKeyRequests ?? DEFAULT_API_KEY_REQUESTS,
     windowSeconds: WINDOW_SECONDS,
   };
+}
+
+/** The workspace's saved settings, or the defaults. Also backs the MCP tool organization_api_limits_get. */
+export async function getApiLimits(db: Executor, workspaceId: string): Promise<ApiLimits> {
+  const saved = await ApiLimitSettings.query(db).findById(workspaceId);
+  return limitsFrom(saved?.workspaceRequests, saved?.apiKeyRequests);
 }
 
 function checkLimitValue(name: string, value: unknown): number {
@@ -80,9 +85,8 @@ export class RequestLimiter {
     return limiter;
   }
 
-  /** Counts one request; returns the headers of the tighter bucket, or throws RateLimitError. */
-  async consume(workspaceId: string, apiKeyId: string): Promise<LimitHeaders> {
-    const limits = await getApiLimits(this.db, workspaceId);
+  /** Counts one request against both buckets; returns the headers of the tighter one, or throws RateLimitError. */
+  async consume(workspaceId: string, apiKeyId: string, limits: ApiLimits): Promise<LimitHeaders> {
     const keyBucket = this.limiterFor(limits.apiKeyRequests);
     const workspaceBucket = this.limiterFor(limits.workspaceRequests);
     const keyId = `key:${apiKeyId}`;

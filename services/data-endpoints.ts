@@ -1,12 +1,12 @@
 import { raw } from 'objection';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../core/errors';
-import { describeProblems, validateWithSchema } from '../core/schema-validator';
+import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import type { Executor } from '../db/connection';
 import { DataEndpoint, PluginInstallation, SchemaHints } from '../db/models';
-import type { CapabilityContext, CapabilityRuntime, CheckResult, FieldDescription } from '../plugins/capability';
-import { findCapability, listCapabilities } from '../plugins';
+import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../plugins/capability';
+import { findCapability } from '../plugins';
 import { openInstallation } from './plugins';
-import { PageRequest, paginate } from './pagination';
+import { PageRequest, pageOf } from './pagination';
 
 export interface DataEndpointInput {
   name: string;
@@ -30,7 +30,7 @@ export type DataEndpointPatch = Partial<Omit<DataEndpointInput, 'role' | 'plugin
   [K in ClearableField]?: DataEndpointInput[K] | null;
 };
 
-export function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstallation) {
+function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstallation) {
   return {
     id: endpoint.id,
     workspaceId: endpoint.workspaceId,
@@ -83,7 +83,7 @@ function connectionSettingProblems(value: unknown, path = ''): FieldProblem[] {
   return [];
 }
 
-export async function requireInstallation(db: Executor, workspaceId: string, installationId: string): Promise<PluginInstallation> {
+async function requireInstallation(db: Executor, workspaceId: string, installationId: string): Promise<PluginInstallation> {
   const installation = await PluginInstallation.query(db).findOne({ id: installationId, workspaceId });
   if (!installation) {
     throw new InputError('unknown_installation', 'pluginCapabilityInstallationId is not a plugin installed in this workspace.', [
@@ -94,7 +94,7 @@ export async function requireInstallation(db: Executor, workspaceId: string, ins
 }
 
 /** Every rule of SPEC 2.2 that depends on the capability: role, contract, formats, target contract. */
-export function endpointProblems(runtime: CapabilityRuntime, installation: PluginInstallation, encryptionKey: Buffer, input: Pick<DataEndpointInput, 'role' | 'contractKind' | 'target' | 'accepts' | 'emits'>): FieldProblem[] {
+function endpointProblems(runtime: CapabilityRuntime, installation: PluginInstallation, encryptionKey: Buffer, input: Pick<DataEndpointInput, 'role' | 'contractKind' | 'target' | 'accepts' | 'emits'>): FieldProblem[] {
   const { definition } = runtime;
   const problems: FieldProblem[] = [];
   const roleEntry = definition.roles.find((r) => r.role === input.role);
@@ -110,20 +110,15 @@ export function endpointProblems(runtime: CapabilityRuntime, installation: Plugi
   }
   const connectionProblems = connectionSettingProblems(input.target).map((p) => ({ ...p, path: `/target${p.path}` }));
   if (connectionProblems.length) return [...problems, ...connectionProblems];
-  try {
-    validateWithSchema(definition.targetSchema, input.target, 'target');
-  } catch (error) {
-    const inner = ((error as InputError).details?.errors as FieldProblem[] | undefined) ?? describeProblems([]);
-    return [...problems, ...inner.map((p) => ({ ...p, path: `/target${p.path === '/' ? '' : p.path}` }))];
-  }
+  const contractProblems = schemaProblems(definition.targetSchema, input.target, { prefix: '/target' });
+  if (contractProblems.length) return [...problems, ...contractProblems];
   const semantic = runtime.validateTarget?.(input.target, openInstallation(installation, encryptionKey)) ?? [];
   return [...problems, ...semantic.map((p) => ({ ...p, path: `/target${p.path}` }))];
 }
 
 function assertValid(problems: FieldProblem[]): void {
   if (problems.length) {
-    const summary = problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ');
-    throw new InputError('endpoint_invalid', `The data endpoint does not match its capability contract: ${summary}${problems.length > 3 ? '; …' : ''}`, problems);
+    throw new InputError('endpoint_invalid', `The data endpoint does not match its capability contract: ${summarizeProblems(problems)}`, problems);
   }
 }
 
@@ -180,13 +175,10 @@ export async function listDataEndpoints(db: Executor, workspaceId: string, page:
   if (filter.name) base.where('name', filter.name);
   if (filter.namespace) base.where('namespace', filter.namespace);
   if (filter.role) base.where('role', filter.role);
-  const [rows, total] = await Promise.all([
-    base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
-    base.clone().resultSize(),
-  ]);
+  const { rows, pagination } = await pageOf(base, page);
   const installations = await PluginInstallation.query(db).where({ workspaceId }).whereIn('id', [...new Set(rows.map((r) => r.pluginInstallationId))]);
   const byId = new Map(installations.map((i) => [i.id, i]));
-  return { dataEndpoints: rows.map((r) => presentDataEndpoint(r, byId.get(r.pluginInstallationId)!)), pagination: paginate(page, total) };
+  return { dataEndpoints: rows.map((r) => presentDataEndpoint(r, byId.get(r.pluginInstallationId)!)), pagination };
 }
 
 export async function updateDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
@@ -214,14 +206,14 @@ export async function deleteDataEndpoint(db: Executor, workspaceId: string, endp
   await endpoint.$query(db).delete();
 }
 
-export async function capabilityContext(db: Executor, installation: PluginInstallation, encryptionKey: Buffer): Promise<CapabilityContext> {
+export function capabilityContext(db: Executor, installation: PluginInstallation, encryptionKey: Buffer): CapabilityContext {
   return { installation: openInstallation(installation, encryptionKey), db: db as CapabilityContext['db'] };
 }
 
 export async function checkDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability);
-  const result = await runtime.checkConnection(await capabilityContext(db, installation, encryptionKey), endpoint.target);
+  const result = await runtime.checkConnection(capabilityContext(db, installation, encryptionKey), endpoint.target);
   return { ...result, checkedAt: new Date().toISOString() };
 }
 
@@ -232,36 +224,11 @@ export async function validateDataEndpoint(db: Executor, workspaceId: string, en
   return { valid: problems.length === 0, problems };
 }
 
-export async function discoverEndpointSchema(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<{ fields: FieldDescription[]; primaryKey: string[] }> {
+export async function discoverEndpointSchema(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<DiscoveredSchema> {
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability);
   if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);
-  const fields = await runtime.discoverSchema(await capabilityContext(db, installation, encryptionKey), endpoint.target);
-  return { fields, primaryKey: endpoint.schemaHints?.primaryKey ?? ((endpoint.target.primaryKeys ?? endpoint.target.primaryKey ?? []) as string[]) };
-}
-
-/** Installed capabilities of a workspace, with their contracts, so clients can build forms. */
-export async function listInstalledPlugins(db: Executor, workspaceId: string, page: PageRequest) {
-  const base = PluginInstallation.query(db).where({ workspaceId });
-  const [rows, total] = await Promise.all([base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset), base.clone().resultSize()]);
-  const known = new Map(listCapabilities().map((c) => [c.definition.name, c.definition]));
-  return {
-    plugins: rows.map((row) => {
-      const definition = known.get(row.capability);
-      return {
-        installationId: row.id,
-        capability: row.capability,
-        version: row.capabilityVersion,
-        title: definition?.title ?? row.capability,
-        description: definition?.description ?? '',
-        roles: definition?.roles ?? [],
-        targetSchema: definition?.targetSchema ?? {},
-        accepts: definition?.accepts ?? [],
-        emits: definition?.emits ?? [],
-        supports: definition?.supports ?? {},
-        createdAt: row.createdAt.toISOString(),
-      };
-    }),
-    pagination: paginate(page, total),
-  };
+  const discovered = await runtime.discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
+  // A key the endpoint declares wins over what the store reports.
+  return { fields: discovered.fields, primaryKey: endpoint.schemaHints?.primaryKey ?? discovered.primaryKey };
 }

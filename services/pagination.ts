@@ -1,3 +1,4 @@
+import type { Model, QueryBuilder } from 'objection';
 import type { JsonSchema } from '../core/schema-validator';
 
 /** Offset paging shared by every list: `?limit=&offset=`, answered with a `pagination` object. */
@@ -36,4 +37,20 @@ export const paginationSchema: JsonSchema = {
 export function paginate(page: PageRequest, total: number): Pagination {
   const next = page.offset + page.limit;
   return { limit: page.limit, offset: page.offset, total, nextOffset: next < total ? next : null };
+}
+
+/**
+ * One page of a filtered query, in a stable order (the columns given, then id), with the total.
+ * Every list uses it, so paging behaves the same everywhere.
+ */
+export async function pageOf<M extends Model>(
+  query: QueryBuilder<M, M[]>,
+  page: PageRequest,
+  order: { column: string; order?: 'asc' | 'desc' } = { column: 'createdAt' },
+): Promise<{ rows: M[]; pagination: Pagination }> {
+  const [rows, total] = await Promise.all([
+    query.clone().orderBy([order, { column: 'id' }]).limit(page.limit).offset(page.offset),
+    query.clone().resultSize(),
+  ]);
+  return { rows, pagination: paginate(page, total) };
 }

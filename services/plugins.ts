@@ -1,10 +1,11 @@
 import { InputError, NotFoundError } from '../core/errors';
-import { validateWithSchema, JsonSchema } from '../core/schema-validator';
+import { summarizeProblems, validateWithSchema, JsonSchema } from '../core/schema-validator';
 import { decryptSecret, encryptSecret } from '../core/secrets';
 import type { Executor } from '../db/connection';
 import { PluginInstallation, Workspace } from '../db/models';
 import type { InstallationContext } from '../plugins/capability';
-import { findCapability } from '../plugins';
+import { findCapability, listCapabilities } from '../plugins';
+import { PageRequest, pageOf } from './pagination';
 
 /** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
 function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
@@ -26,7 +27,7 @@ export async function installPlugin(db: Executor, encryptionKey: Buffer, workspa
   if (!config || typeof config !== 'object' || Array.isArray(config)) throw new InputError('invalid_config', 'The plugin config must be a JSON object.');
   const valid = validateWithSchema<Record<string, unknown>>(capability.installationSchema, config, `${capability.name} installation config`);
   const problems = runtime.validateInstallation?.(valid) ?? [];
-  if (problems.length) throw new InputError('invalid_config', `The ${capability.name} installation config is invalid: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+  if (problems.length) throw new InputError('invalid_config', `The ${capability.name} installation config is invalid: ${summarizeProblems(problems)}`, problems);
   const { settings, credentials } = splitSecrets(capability.installationSchema, valid);
   return PluginInstallation.query(db).insertAndFetch({
     workspaceId,
@@ -44,5 +45,30 @@ export function openInstallation(installation: PluginInstallation, encryptionKey
     workspaceId: installation.workspaceId,
     settings: installation.settings,
     credentials: installation.encryptedCredentials ? JSON.parse(decryptSecret(installation.encryptedCredentials, encryptionKey)) : {},
+  };
+}
+
+/** Installed capabilities of a workspace, with their contracts, so clients can build forms. */
+export async function listInstalledPlugins(db: Executor, workspaceId: string, page: PageRequest) {
+  const { rows, pagination } = await pageOf(PluginInstallation.query(db).where({ workspaceId }), page);
+  const known = new Map(listCapabilities().map((c) => [c.definition.name, c.definition]));
+  return {
+    plugins: rows.map((row) => {
+      const definition = known.get(row.capability);
+      return {
+        installationId: row.id,
+        capability: row.capability,
+        version: row.capabilityVersion,
+        title: definition?.title ?? row.capability,
+        description: definition?.description ?? '',
+        roles: definition?.roles ?? [],
+        targetSchema: definition?.targetSchema ?? {},
+        accepts: definition?.accepts ?? [],
+        emits: definition?.emits ?? [],
+        supports: definition?.supports ?? {},
+        createdAt: row.createdAt.toISOString(),
+      };
+    }),
+    pagination,
   };
 }

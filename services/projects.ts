@@ -3,7 +3,7 @@ import { NotFoundError } from '../core/errors';
 import type { Executor } from '../db/connection';
 import { Project } from '../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
-import { PageRequest, paginate } from './pagination';
+import { PageRequest, pageOf } from './pagination';
 
 export interface ProjectView {
   id: string;
@@ -36,11 +36,8 @@ export async function listProjects(db: Executor, principal: Principal, page: Pag
   const base = Project.query(db).where({ workspaceId: principal.workspaceId });
   if (!isUnrestricted(principal)) base.whereIn('id', principal.projectIds as string[]);
   if (filter.name) base.where('name', filter.name);
-  const [rows, total] = await Promise.all([
-    base.clone().orderBy([{ column: 'createdAt' }, { column: 'id' }]).limit(page.limit).offset(page.offset),
-    base.clone().resultSize(),
-  ]);
-  return { projects: rows.map(presentProject), pagination: paginate(page, total) };
+  const { rows, pagination } = await pageOf(base, page);
+  return { projects: rows.map(presentProject), pagination };
 }
 
 export async function createProject(db: Executor, workspaceId: string, input: { name: string; description?: string }): Promise<ProjectView> {
@@ -48,8 +45,8 @@ export async function createProject(db: Executor, workspaceId: string, input: { 
   return presentProject(project);
 }
 
-export async function updateProject(db: Executor, principal: Principal, projectId: string, input: { name?: string; description?: string }): Promise<ProjectView> {
-  const project = await requireProject(db, principal, projectId);
+/** Changes a project already loaded (and authorized) with requireProject. */
+export async function updateProject(db: Executor, project: Project, input: { name?: string; description?: string }): Promise<ProjectView> {
   const updated = await project.$query(db).patchAndFetch({ ...input, updatedAt: raw('now()') as unknown as Date });
   return presentProject(updated);
 }

@@ -61,15 +61,6 @@ function parseSelect(select: string | string[] | undefined): string[] | undefine
   return [...new Set(fields)];
 }
 
-function checkConditions(where: Condition[]): void {
-  where.forEach((condition, index) => {
-    const needsValues = condition.op === 'in';
-    const needsValue = !needsValues && condition.op !== 'exists';
-    if (needsValues && condition.values === undefined) throw new InputError('invalid_where', `where[${index}]: op "in" needs values.`, [{ path: `query:where/${index}/values`, message: 'is required for op in' }]);
-    if (needsValue && condition.value === undefined) throw new InputError('invalid_where', `where[${index}]: op "${condition.op}" needs a value.`, [{ path: `query:where/${index}/value`, message: `is required for op ${condition.op}` }]);
-  });
-}
-
 /** What a cursor carries: bound to the API key, the endpoint and the exact read parameters. */
 interface CursorPayload {
   v: 1;
@@ -112,7 +103,6 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
 
   const limit = params.limit ?? DEFAULT_RECORDS_LIMIT;
   const where = parseJsonParam<Condition[]>('where', params.where, whereSchema) ?? [];
-  checkConditions(where);
   const orderBy = (parseJsonParam<OrderTerm[]>('orderBy', params.orderBy, orderBySchema) ?? []).map((o) => ({ field: o.field, direction: o.direction ?? 'asc' }));
   const select = parseSelect(params.select);
   if (orderBy.length && !runtime.definition.supports.orderedReads) {
@@ -139,14 +129,13 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
     query.after = cursor.after;
   }
 
-  const ctx = await capabilityContext(db, installation, encryptionKey);
+  const ctx = capabilityContext(db, installation, encryptionKey);
+  // Stores with a field catalog refuse unknown fields themselves; for the rest the endpoint's
+  // declared columns are the contract.
   const used = fieldsUsed(query);
-  if (used.length) {
-    // The store's exact field list wins; declared hints are the contract of open-ended stores.
-    const exact = runtime.listFields ? await runtime.listFields(ctx, endpoint.target) : undefined;
-    const hinted = endpoint.schemaHints?.columns?.map((c) => c.name);
-    const known = exact ?? (hinted?.length ? hinted : undefined);
-    if (!known) {
+  if (used.length && !runtime.definition.supports.fieldCatalog) {
+    const known = endpoint.schemaHints?.columns?.map((c) => c.name);
+    if (!known?.length) {
       throw new InputError('schema_unknown', `This endpoint has no known fields to check select, where or orderBy against: declare them in schemaHints.columns (PATCH the endpoint; GET …/schema suggests them).`, [{ path: 'query', message: 'needs schemaHints.columns on the endpoint' }]);
     }
     const unknown = [...new Set(used.filter((f) => !known.includes(f)))];

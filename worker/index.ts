@@ -14,8 +14,8 @@ function installRuntime(): void {
   Runtime.install({ logger: new DefaultLogger(level) });
 }
 
-/** Bundles workflow code once per process; tests that start several workers reuse it. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+/** Bundles workflow code once per process: every worker started in it reuses the bundle. */
+function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   bundle ??= bundleWorkflowCode({
     workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
     logger: { trace() {}, debug() {}, info() {}, warn: (m) => logger.warn(m), error: (m) => logger.error(m), log() {} },

@@ -1,5 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { SystemActivities } from '../activities/system-check';
+import type { SystemActivities, SystemCheckResult } from '../activities/system-check';
+
+export type { SystemCheckResult };
 
 const { probeDatabase } = proxyActivities<SystemActivities>({
   startToCloseTimeout: '20 seconds',
@@ -12,11 +14,6 @@ export interface SystemCheckInput {
    * draining worker finishes in-flight activities before it exits.
    */
   holdMs?: number;
-}
-
-export interface SystemCheckResult {
-  databaseTime: string;
-  workerIdentity: string;
 }
 
 /** A round trip through a worker and PostgreSQL: proves a worker polls the queue and can reach the database. */

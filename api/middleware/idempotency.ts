@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../../core/secrets';
 import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
 import type { Principal } from '../../services/access';
@@ -23,7 +23,7 @@ function canonicalJson(value: unknown): string {
 }
 
 export function requestFingerprint(route: string, params: unknown, body: unknown): string {
-  return createHash('sha256').update(canonicalJson({ route, params, body })).digest('hex');
+  return sha256Hex(canonicalJson({ route, params, body }));
 }
 
 /**

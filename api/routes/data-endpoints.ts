@@ -135,7 +135,7 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     auth: { scopes: ['endpoints:read'], workspaceResources: true, accountableActor: true },
     params: endpointParams,
-    errors: [{ status: 502, description: 'The remote system behind the endpoint failed or answered something unusable.' }],
+    errors: [{ status: 502 }],
     responses: {
       200: {
         description: 'Discovered fields',
@@ -168,7 +168,7 @@ export const dataEndpointRoutes = [
         cursor: { type: 'string', maxLength: 8192, description: 'nextCursor of the previous page.' },
       },
     },
-    errors: [{ status: 502, description: 'The remote system behind the endpoint failed or answered something unusable.' }],
+    errors: [{ status: 502 }],
     responses: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
     async handler({ db, principal, params, query, deps }) {
       return { body: await readEndpointRecords(db, principal, deps.encryptionKey, params.endpoint_id, query) };

@@ -1,5 +1,5 @@
 import { defineRoute } from '../route-spec';
-import { listInstalledPlugins } from '../../services/data-endpoints';
+import { listInstalledPlugins } from '../../services/plugins';
 import type { PageRequest } from '../../services/pagination';
 import { listQuery, listResponse } from '../schemas/common';
 import { pluginSchema } from '../schemas/data-endpoints';

@@ -57,8 +57,8 @@ export const projectRoutes = [
     params: idParams('project_id'),
     body: updateProjectBody,
     responses: { 200: { description: 'The updated project', schema: projectResponse } },
-    async handler({ db, principal, params, body }) {
-      return { body: { project: await updateProject(db, principal, params.project_id, body) } };
+    async handler({ db, project, body }) {
+      return { body: { project: await updateProject(db, project, body) } };
     },
   }),
 ];

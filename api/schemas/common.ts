@@ -33,5 +33,3 @@ export function listResponse(name: string, item: JsonSchema): JsonSchema {
     properties: { [name]: { type: 'array', items: item }, pagination: paginationSchema },
   };
 }
-
-export const emptyQuery: JsonSchema = { type: 'object', additionalProperties: false, properties: {} };

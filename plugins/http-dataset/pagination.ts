@@ -15,6 +15,8 @@ export interface RemotePage {
   position: PagePosition;
   /** Final URL after redirects; relative next links resolve against it. */
   url: URL;
+  /** HTTP status of the (2xx) answer. */
+  status: number;
   body: unknown;
   records: Row[];
 }
@@ -31,7 +33,7 @@ export function firstPosition(pagination: PaginationSpec): PagePosition {
 }
 
 /** Reads a dot path ("data.items", "links.next", "items.0.id"); an empty path is the value itself. */
-export function valueAtPath(value: unknown, path: string | undefined): unknown {
+function valueAtPath(value: unknown, path: string | undefined): unknown {
   if (!path) return value;
   let current = value;
   for (const segment of path.split('.')) {
@@ -46,7 +48,7 @@ export function valueAtPath(value: unknown, path: string | undefined): unknown {
  * (page size and limit on every request) go to the query string, or to the JSON body when their
  * location is body. A next link is followed as given: parameters are only added where it lacks them.
  */
-export function pageRequest(target: HttpDatasetTarget, position: PagePosition, window?: ComputedWindow): HttpRequest {
+function pageRequest(target: HttpDatasetTarget, position: PagePosition, window?: ComputedWindow): HttpRequest {
   const pagination = paginationOf(target);
   const method = target.request.method ?? 'GET';
   const isLink = pagination.type === 'link' && typeof position === 'string';
@@ -84,13 +86,13 @@ export async function fetchPage(
   window?: ComputedWindow,
   options: FetchOptions = {},
 ): Promise<RemotePage> {
-  const { url, body } = await fetchJson(connection, pageRequest(target, position, window), options);
+  const { url, status, body } = await fetchJson(connection, pageRequest(target, position, window), options);
   const records = valueAtPath(body, target.response?.recordsPath);
   if (!Array.isArray(records)) {
     const where = target.response?.recordsPath ? `at "${target.response.recordsPath}"` : 'as the response body';
-    throw new UpstreamError('upstream_invalid_response', `${displayUrl(url)} did not answer with an array of records ${where}.`);
+    throw new UpstreamError('upstream_invalid_response', `${displayUrl(url)} did not answer with an array of records ${where}.`, { status });
   }
-  return { position, url, body, records: records.map(toRow) };
+  return { position, url, status, body, records: records.map(toRow) };
 }
 
 /** The next position after `page`, or why there is none. Repeats and maxPages are the caller's checks. */

@@ -1,10 +1,10 @@
 import type { LookupAddress } from 'node:dns';
-import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, Dispatcher, request as undiciRequest } from 'undici';
 import { DomainError, PermissionError, UpstreamError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
+import { HostLookup, isPublicAddress, refuseAddresses, resolveAndVet } from '../network-policy';
 import { DEFAULT_TIMEOUT_MS, HttpDatasetCredentials, HttpDatasetSettings } from './definition';
 
 /**
@@ -22,7 +22,7 @@ export interface HttpConnection {
    * Resolves a host name to all its addresses; replaceable so tests can simulate DNS answers. It is
    * called once per new connection, and the connection goes to the addresses it answered.
    */
-  lookup?: (hostname: string) => Promise<string[]>;
+  lookup?: HostLookup;
 }
 
 export interface HttpRequest {
@@ -135,45 +135,6 @@ export function isUnderBase(url: URL | string, baseUrl: string): boolean {
   return target.pathname === base.pathname || target.pathname.startsWith(prefix);
 }
 
-/** Only public unicast addresses: refuses loopback, private, link-local, unique-local, CGNAT, multicast, unspecified, reserved and the IPv4-embedding IPv6 ranges. */
-export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  // process() turns an IPv4-mapped IPv6 address (::ffff:127.0.0.1) into the IPv4 address it reaches.
-  return ipaddr.process(address).range() === 'unicast';
-}
-
-async function resolveAll(connection: HttpConnection, hostname: string): Promise<string[]> {
-  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
-  if (ipaddr.isValid(bare)) return [bare];
-  try {
-    if (connection.lookup) return await connection.lookup(bare);
-    return (await dnsLookup(bare, { all: true, verbatim: true })).map((entry) => entry.address);
-  } catch {
-    throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
-  }
-}
-
-function refuseAddresses(hostname: string, refused: string[]): PermissionError {
-  return new PermissionError('address_refused', `${hostname} resolves to a non-public address (${refused.join(', ')}); the installation does not allow private networks.`, { host: hostname });
-}
-
-/**
- * Resolves a host once and vets the answer: every address must be public unless the installation
- * allows private networks. The socket connects to exactly these addresses (see pinnedLookup).
- */
-async function vettedAddresses(connection: HttpConnection, hostname: string): Promise<LookupAddress[]> {
-  const bare = hostname.replace(/^\[(.*)\]$/, '$1');
-  const addresses = (await resolveAll(connection, bare))
-    .map((address) => ({ address, family: isIP(address) }))
-    .filter((entry) => entry.family !== 0);
-  if (!addresses.length) throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${bare}.`, { host: bare });
-  if (!connection.allowPrivateNetwork) {
-    const refused = addresses.map((entry) => entry.address).filter((address) => !isPublicAddress(address));
-    if (refused.length) throw refuseAddresses(bare, refused);
-  }
-  return addresses;
-}
-
 /**
  * The `lookup` the connection's sockets use: the one resolution of the host, checked before the
  * socket connects to it. Resolving and checking in the same step leaves no window in which a DNS
@@ -182,8 +143,9 @@ async function vettedAddresses(connection: HttpConnection, hostname: string): Pr
  */
 function pinnedLookup(connection: HttpConnection): LookupFunction {
   return (hostname, options, callback) => {
-    vettedAddresses(connection, hostname).then(
-      (addresses) => {
+    resolveAndVet(hostname, connection).then(
+      (resolved) => {
+        const addresses: LookupAddress[] = resolved.map((address) => ({ address, family: isIP(address) })).filter((entry) => entry.family !== 0);
         const wanted = options.family === 4 || options.family === 6 ? addresses.filter((entry) => entry.family === options.family) : addresses;
         if (!wanted.length) {
           callback(new UpstreamError('upstream_unavailable', `${hostname} has no IPv${String(options.family)} address.`, { host: hostname }), '');

@@ -30,7 +30,7 @@ export function isZeroDuration(duration: Duration): boolean {
  * `date` minus `duration`, in UTC. Years and months move the calendar month and clamp the day
  * (March 31 minus P1M is February 28/29); weeks, days and time are fixed lengths.
  */
-export function subtractDuration(date: Date, duration: Duration): Date {
+function subtractDuration(date: Date, duration: Duration): Date {
   const result = new Date(date.getTime());
   if (duration.years || duration.months) {
     const monthIndex = result.getUTCFullYear() * 12 + result.getUTCMonth() - duration.years * 12 - duration.months;
@@ -45,7 +45,7 @@ export function subtractDuration(date: Date, duration: Duration): Date {
 
 export type WindowValue = string | number;
 
-export function formatWindowValue(date: Date, format: WindowFormat = 'iso'): WindowValue {
+function formatWindowValue(date: Date, format: WindowFormat = 'iso'): WindowValue {
   switch (format) {
     case 'iso':
       return date.toISOString();

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
+import { validateWithSchema } from '../../core/schema-validator';
 import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
+import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
-import { fieldRegistry, findSnapshot, latestSnapshot, lockTableForWrite, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
+import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, latestSnapshot, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
   name: 'managed_table',
@@ -32,7 +34,7 @@ const definition: CapabilityDefinition = {
   installationSchema: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing to configure: managed tables live in Weft’s own database.' },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, orderedReads: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface ManagedTarget {
@@ -40,14 +42,20 @@ interface ManagedTarget {
   primaryKey: string[] | null;
 }
 
+/** Stored targets were validated on save; checking again guards older rows. Works on a copy. */
 function parseTarget(target: Record<string, unknown>): ManagedTarget {
-  const table = target.table;
-  if (typeof table !== 'string' || !/^[a-z][a-z0-9_]{0,62}$/.test(table)) throw new InputError('invalid_target', 'target.table must match ^[a-z][a-z0-9_]{0,62}$.');
-  const primaryKey = target.primaryKey;
-  if (primaryKey !== undefined && !(Array.isArray(primaryKey) && primaryKey.length && primaryKey.every((f) => typeof f === 'string' && f))) {
-    throw new InputError('invalid_target', 'target.primaryKey must be a non-empty array of field names.');
-  }
-  return { table, primaryKey: (primaryKey as string[] | undefined) ?? null };
+  const { table, primaryKey } = validateWithSchema<{ table: string; primaryKey?: string[] }>(definition.targetSchema, structuredClone(target), 'managed_table target', { code: 'invalid_target' });
+  return { table, primaryKey: primaryKey ?? null };
+}
+
+/**
+ * Every field name a read of the table may use, exactly: the registry of names ever written (so
+ * snapshot reads of older versions find fields later records dropped) and the primary key. A table
+ * never written has no fields but the key its target declares.
+ */
+function knownFields(registry: FieldRegistry | undefined, declaredKey: string[] | null): string[] {
+  if (!registry) return declaredKey ?? [];
+  return [...new Set([...(registry.primaryKey ?? []), ...registry.fields])];
 }
 
 /** A record field as jsonb; a missing field reads as JSON null, so comparisons and ordering never meet SQL NULL. */
@@ -112,14 +120,15 @@ async function resolveSnapshot(db: Knex, schema: string, table: string, query: R
 }
 
 async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage> {
-  const { table } = parseTarget(rawTarget);
+  const { table, primaryKey } = parseTarget(rawTarget);
   const schema = workspaceSchema(ctx.installation.workspaceId);
   const cursor = query.after === undefined || query.after === null ? undefined : decodeCursor(query.after, query.orderBy);
   if (cursor && !isManagedCursor(cursor)) throw new InputError('invalid_continuation', 'The continuation is not a managed table continuation. Start again without it.');
-  if (!(await tableExists(ctx.db, schema, table))) {
-    if (cursor || query.snapshotId !== undefined || query.asOf !== undefined) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
-    return { records: [], continuation: null };
-  }
+  // A table is registered in the same transaction that creates its storage: no registry, never written.
+  const registry = await fieldRegistry(ctx.db, schema, table);
+  if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
+  refuseUnknownFields(queryFieldUses(query), knownFields(registry, primaryKey), 'field');
+  if (!registry) return { records: [], continuation: null };
   const snapshot = await resolveSnapshot(ctx.db, schema, table, query, cursor);
   if (!snapshot) return { records: [], continuation: null };
 
@@ -211,25 +220,14 @@ function writtenFields(request: WriteRequest): string[] {
   return [...new Set(objects.flatMap((object) => Object.keys(object)))];
 }
 
-/**
- * Every field name a read of the table may use, exactly: the registry of names ever written (so
- * snapshot reads of older versions find fields later records dropped) and the primary key. A table
- * never written has no fields but the key its target declares.
- */
-async function listFields(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<string[]> {
-  const { table, primaryKey } = parseTarget(rawTarget);
-  const registry = await fieldRegistry(ctx.db, workspaceSchema(ctx.installation.workspaceId), table);
-  if (!registry) return primaryKey ?? [];
-  return [...new Set([...(registry.primaryKey ?? []), ...registry.fields])];
-}
-
-async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<FieldDescription[]> {
+/** Field names from the registry (see knownFields), types from a sample; the primary key the table was created with, or the one its target declares. */
+async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, unknown>): Promise<DiscoveredSchema> {
   const { table, primaryKey: declaredKey } = parseTarget(rawTarget);
   const schema = workspaceSchema(ctx.installation.workspaceId);
   const registry = await fieldRegistry(ctx.db, schema, table);
   const primaryKey = registry ? (registry.primaryKey ?? []) : (declaredKey ?? []);
-  const names = [...new Set([...primaryKey, ...(registry?.fields ?? [])])];
-  if (!registry || !names.length) return primaryKey.map((name): FieldDescription => ({ name, type: 'unknown', nullable: false }));
+  const names = knownFields(registry, declaredKey);
+  if (!registry || !names.length) return { fields: primaryKey.map((name): FieldDescription => ({ name, type: 'unknown', nullable: false })), primaryKey };
   // Names come from the registry; types are inferred from a bounded sample of current records, so discovery stays cheap on large tables.
   const { rows } = await run<{ name: string; types: string[]; present: number; total: number }>(
     ctx.db,
@@ -238,7 +236,7 @@ async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, 
      FROM sample, jsonb_each(sample.data) field GROUP BY field.key`,
   );
   const sampled = new Map(rows.map((row) => [row.name, row]));
-  return names.map((name): FieldDescription => {
+  const fields = names.map((name): FieldDescription => {
     const key = primaryKey.includes(name);
     const seen = sampled.get(name);
     // A registered field no sampled current record has: its type is unknown, and it may be missing.
@@ -247,6 +245,7 @@ async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, 
     const type = valueTypes.length === 0 ? 'null' : valueTypes.length === 1 ? valueTypes[0] : 'json';
     return { name, type, nullable: !key && (seen.present < seen.total || seen.types.includes('null')) };
   });
+  return { fields, primaryKey };
 }
 
 async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
@@ -257,8 +256,7 @@ async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, un
   const t = qualified(schema, table);
   try {
     // Nested in the caller's transaction when ctx.db is one (as a savepoint): all or nothing either way.
-    return await ctx.db.transaction(async (trx) => {
-      const state = await lockTableForWrite(trx, schema, table, primaryKey);
+    return await inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
       const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
       const expected = request.expectedSnapshot;
       if (expected && (!latest || latest.id !== expected.id || String(latest.version) !== String(expected.version))) {
@@ -303,7 +301,6 @@ export const managedTableCapability: CapabilityRuntime = {
     };
   },
   discoverSchema,
-  listFields,
   readRecords,
   writeRecords,
 };

@@ -50,6 +50,24 @@ export async function tableExists(db: Knex, schema: string, table: string): Prom
 
 type CatalogState = 'missing' | 'outdated' | 'current';
 
+/**
+ * Workspace schemas whose catalog this process has seen committed and current. Catalogs only move
+ * forward (created, then brought up to date), so once seen they are not checked again: steady-state
+ * reads and writes skip catalogState. Only committed states are remembered (see rememberCurrent), so
+ * a rolled-back creation or upgrade is never taken for a current catalog.
+ */
+const currentCatalogs = new Set<string>();
+
+/** Marks a catalog current once `db` has committed it: never for a caller's open transaction, which may still roll back. */
+function rememberCurrent(db: Knex, schema: string): void {
+  if (!db.isTransaction) currentCatalogs.add(schema);
+}
+
+/** Test hook: forget which catalogs were seen current (a test that rewinds a catalog to an older layout). */
+export function forgetCurrentCatalogs(): void {
+  currentCatalogs.clear();
+}
+
 /** Whether the workspace catalog exists, and whether its `_tables` already has the `fields` registry (added after the first layout). */
 async function catalogState(db: Knex, schema: string): Promise<CatalogState> {
   const params = new SqlParams();
@@ -66,10 +84,11 @@ async function catalogState(db: Knex, schema: string): Promise<CatalogState> {
 /**
  * Creates the workspace schema and its catalog on first use, and brings an older catalog up to
  * date (the `fields` registry, filled from every record version already stored). Concurrent first
- * writes serialize on an advisory lock, because CREATE ... IF NOT EXISTS races otherwise.
+ * writes serialize on an advisory lock, because CREATE ... IF NOT EXISTS races otherwise. Nothing to
+ * do, without a query, for a catalog this process has already seen current (currentCatalogs).
  */
-export async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Promise<void> {
-  if ((await catalogState(trx, schema)) === 'current') return;
+async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Promise<void> {
+  if (currentCatalogs.has(schema) || (await catalogState(trx, schema)) === 'current') return;
   const params = new SqlParams();
   await run(trx, `SELECT pg_advisory_xact_lock(hashtext('weft.managed_table'), hashtext(${params.add(schema)}))`, params);
   const state = await catalogState(trx, schema);
@@ -113,15 +132,23 @@ export async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: strin
   }
 }
 
+export interface FieldRegistry {
+  fields: string[];
+  primaryKey: string[] | null;
+}
+
 /**
  * The field registry of a table: every field name ever written to it (in rows or update sets,
  * whether or not a current record still has it) and its primary key, or undefined when the table
- * has never been written. Brings an older catalog up to date first.
+ * has never been written. Brings an older catalog up to date first (checked once per process).
  */
-export async function fieldRegistry(db: Knex, schema: string, table: string): Promise<{ fields: string[]; primaryKey: string[] | null } | undefined> {
-  const state = await catalogState(db, schema);
-  if (state === 'missing') return undefined;
-  if (state === 'outdated') await db.transaction((trx) => ensureWorkspaceSchema(trx, schema));
+export async function fieldRegistry(db: Knex, schema: string, table: string): Promise<FieldRegistry | undefined> {
+  if (!currentCatalogs.has(schema)) {
+    const state = await catalogState(db, schema);
+    if (state === 'missing') return undefined;
+    if (state === 'outdated') await db.transaction((trx) => ensureWorkspaceSchema(trx, schema));
+    rememberCurrent(db, schema);
+  }
   const params = new SqlParams();
   const { rows } = await run<{ fields: string[]; key: string[] | null }>(
     db,
@@ -149,7 +176,7 @@ export async function registerFields(trx: Knex.Transaction, schema: string, tabl
  * Registers the table on first write (creating its storage) and locks its `_tables` row for the
  * rest of the transaction, so concurrent writers of one table take versions one after another.
  */
-export async function lockTableForWrite(trx: Knex.Transaction, schema: string, table: string, primaryKey: string[] | null): Promise<TableState> {
+async function lockTableForWrite(trx: Knex.Transaction, schema: string, table: string, primaryKey: string[] | null): Promise<TableState> {
   await ensureWorkspaceSchema(trx, schema);
   const s = quoteIdentifier(schema);
   const register = new SqlParams();
@@ -179,6 +206,17 @@ export async function lockTableForWrite(trx: Knex.Transaction, schema: string, t
     throw new ConflictError('primary_key_mismatch', `The managed table "${table}" was created with primary key ${JSON.stringify(state.primaryKey)}, but the target declares ${JSON.stringify(primaryKey)}. Record keys cannot change after the first write.`);
   }
   return state;
+}
+
+/**
+ * Runs `work` in a transaction (a savepoint when `db` is already one, so the caller's rollback
+ * discards the write) holding the table's write lock from lockTableForWrite.
+ */
+export async function inTableWrite<T>(db: Knex, schema: string, table: string, primaryKey: string[] | null, work: (trx: Knex.Transaction, state: TableState) => Promise<T>): Promise<T> {
+  const result = await db.transaction(async (trx) => work(trx, await lockTableForWrite(trx, schema, table, primaryKey)));
+  // Committed (unless db is a caller's transaction): the catalog the write found or brought up to date stays.
+  rememberCurrent(db, schema);
+  return result;
 }
 
 export async function latestSnapshot(db: Knex, schema: string, table: string): Promise<SnapshotRow | undefined> {

@@ -1,8 +1,10 @@
 import type pg from 'pg';
-import { DomainError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
+import { DomainError, InputError, NotFoundError } from '../../core/errors';
+import { validateWithSchema } from '../../core/schema-validator';
 import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
+import { FieldUse, queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
 import { isConnectionFailure, remoteError, scrub } from './errors';
@@ -48,7 +50,7 @@ const definition: CapabilityDefinition = {
   },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, orderedReads: true, snapshotReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface TableRef {
@@ -58,13 +60,9 @@ interface TableRef {
   sql: string;
 }
 
+/** Stored targets were validated on save; checking again fills the schema default and guards older rows. Works on a copy. */
 function parseTarget(target: Record<string, unknown>): TableRef {
-  const pattern = new RegExp(identifier.pattern);
-  const schema = target.schema ?? 'public';
-  const table = target.table;
-  if (typeof schema !== 'string' || !pattern.test(schema) || typeof table !== 'string' || !pattern.test(table)) {
-    throw new InputError('invalid_target', `target.schema and target.table must match ${identifier.pattern}.`);
-  }
+  const { schema, table } = validateWithSchema<{ schema: string; table: string }>(definition.targetSchema, structuredClone(target), 'postgres_table target', { code: 'invalid_target' });
   return { schema, table, sql: `${quoteIdentifier(schema)}.${quoteIdentifier(table)}` };
 }
 
@@ -136,9 +134,8 @@ async function describeTable(client: Remote, ref: TableRef): Promise<TableShape>
 }
 
 /** Every field name must be a real column: the only way a name reaches SQL text (quoted) is after this check. */
-function checkFields(shape: TableShape, uses: Array<{ path: string; field: string }>): void {
-  const problems: FieldProblem[] = uses.filter((use) => !shape.columns.has(use.field)).map((use) => ({ path: use.path, message: `"${use.field}" is not a column of the table` }));
-  if (problems.length) throw new InputError('unknown_field', `Unknown field: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`, problems);
+function checkFields(shape: TableShape, uses: FieldUse[]): void {
+  refuseUnknownFields(uses, [...shape.columns.keys()], 'column');
 }
 
 /** json columns take JSON text, so arrays and scalars are stored as JSON rather than as PostgreSQL arrays. */
@@ -175,12 +172,9 @@ async function readRecords(ctx: CapabilityContext, target: Record<string, unknow
   }
   const ref = parseTarget(target);
   const pool = await connect(ctx);
+  // The one description of the table this read makes: field checks, conditions and paging all use it.
   const shape = await describeTable(pool, ref);
-  checkFields(shape, [
-    ...(query.select ?? []).map((field, i) => ({ path: `/select/${i}`, field })),
-    ...query.where.map((c, i) => ({ path: `/where/${i}/field`, field: c.field })),
-    ...query.orderBy.map((t, i) => ({ path: `/orderBy/${i}/field`, field: t.field })),
-  ]);
+  checkFields(shape, queryFieldUses(query));
   const cursor = query.after === undefined || query.after === null ? undefined : decodeCursor(query.after, query.orderBy);
   const params = new SqlParams();
   const where = compileWhere(query.where, columnConditions(shape), params);
@@ -291,17 +285,14 @@ async function writeRecords(ctx: CapabilityContext, target: Record<string, unkno
   }
 }
 
-/** Column names and types as the catalog reports them. */
-async function discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<FieldDescription[]> {
+/** Column names and types as the catalog reports them, and the primary key from pg_index. */
+async function discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<DiscoveredSchema> {
   const ref = parseTarget(target);
   const shape = await describeTable(await connect(ctx), ref);
-  return [...shape.columns.values()].map(({ name, type, nullable }): FieldDescription => ({ name, type, nullable }));
-}
-
-/** Every column the installation's role can see, exactly, in table order. */
-async function listFields(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[]> {
-  const ref = parseTarget(target);
-  return [...(await describeTable(await connect(ctx), ref)).columns.keys()];
+  return {
+    fields: [...shape.columns.values()].map(({ name, type, nullable }): FieldDescription => ({ name, type, nullable })),
+    primaryKey: shape.primaryKey,
+  };
 }
 
 /** A connection check answers ok:false for an unreachable server, a refused address or login, or a missing privilege, rather than failing. */
@@ -325,7 +316,6 @@ export const postgresTableCapability: CapabilityRuntime = {
   definition,
   checkConnection,
   discoverSchema,
-  listFields,
   readRecords,
   writeRecords,
 };

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { lookup as dnsLookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import pg from 'pg';
-import { InputError, PermissionError, UpstreamError } from '../../core/errors';
+import { InputError, PermissionError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
-import { isPublicAddress } from '../http-dataset';
+import { HostLookup, resolveAndVet } from '../network-policy';
 import type { RemoteInfo } from './errors';
 
 /** A statement running longer is cancelled by the server (57014, reported as upstream_unavailable). */
@@ -62,27 +60,11 @@ export const externalTypes: pg.CustomTypesConfig = {
     (oid === INT8_OID || oid === NUMERIC_OID) && format !== 'binary' ? keepText : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-export type HostLookup = (hostname: string) => Promise<string[]>;
-
-const systemLookup: HostLookup = async (hostname) => (await dnsLookup(hostname, { all: true, verbatim: true })).map((entry) => entry.address);
-
 export interface VetOptions {
   /** Resolves a host name to all its addresses (tests simulate DNS answers). */
   lookup?: HostLookup;
   /** Weft's own database, never a target; defaults to process.env.DATABASE_URL. */
   weftDatabaseUrl?: string;
-}
-
-async function resolveHost(host: string, lookup: HostLookup): Promise<string[]> {
-  if (ipaddr.isValid(host)) return [host];
-  let addresses: string[];
-  try {
-    addresses = (await lookup(host)).filter((address) => isIP(address) !== 0);
-  } catch {
-    throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
-  }
-  if (!addresses.length) throw new UpstreamError('upstream_unavailable', `Could not resolve the host ${host}.`, { reason: 'ENOTFOUND', host });
-  return addresses;
 }
 
 /** The addresses of this machine: connecting to any of them reaches the same servers as loopback. */
@@ -113,12 +95,12 @@ function weftDatabase(url: string): { host: string; port: number; database: stri
   return { host, port, database };
 }
 
-async function isWeftDatabase(settings: PostgresSettings, addresses: string[], url: string, lookup: HostLookup): Promise<boolean> {
+async function isWeftDatabase(settings: PostgresSettings, addresses: string[], url: string, lookup?: HostLookup): Promise<boolean> {
   const weft = weftDatabase(url);
   if (!weft || weft.port !== settings.port || weft.database !== settings.database) return false;
   if (weft.host.toLowerCase() === settings.host.toLowerCase()) return true;
   // A Unix socket directory is this machine.
-  const weftAddresses = weft.host.startsWith('/') ? ['127.0.0.1'] : await resolveHost(weft.host, lookup).catch(() => [] as string[]);
+  const weftAddresses = weft.host.startsWith('/') ? ['127.0.0.1'] : await resolveAndVet(weft.host, { allowPrivateNetwork: true, lookup }).catch(() => [] as string[]);
   const local = localAddresses();
   const weftServers = new Set(weftAddresses.map((address) => serverOf(address, local)));
   return addresses.some((address) => weftServers.has(serverOf(address, local)));
@@ -131,15 +113,8 @@ async function isWeftDatabase(settings: PostgresSettings, addresses: string[], u
  * Returns the address to connect to, so the connection reaches exactly what was checked.
  */
 export async function vetAddress(settings: PostgresSettings, options: VetOptions = {}): Promise<string> {
-  const lookup = options.lookup ?? systemLookup;
-  const addresses = await resolveHost(settings.host, lookup);
-  if (!settings.allowPrivateNetwork) {
-    const refused = addresses.filter((address) => !isPublicAddress(address));
-    if (refused.length) {
-      throw new PermissionError('address_refused', `${settings.host} resolves to a non-public address (${refused.join(', ')}); the installation does not allow private networks.`, { host: settings.host });
-    }
-  }
-  const weftUrl = options.weftDatabaseUrl ?? process.env.DATABASE_URL;
+  const { lookup, weftDatabaseUrl: weftUrl = process.env.DATABASE_URL } = options;
+  const addresses = await resolveAndVet(settings.host, { allowPrivateNetwork: settings.allowPrivateNetwork, lookup });
   if (weftUrl && (await isWeftDatabase(settings, addresses, weftUrl, lookup))) {
     throw new PermissionError('address_refused', `${settings.host}:${settings.port} database "${settings.database}" is Weft's own database; installations cannot connect to it.`, { host: settings.host });
   }

@@ -1,7 +1,7 @@
 import { InputError } from '../../core/errors';
 import type { WriteRequest } from '../capability';
 
-export const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Shape rules every table write shares. `primaryKey` is the key records are identified by (null

@@ -3,7 +3,7 @@ import { connectTemporal, ensureNamespaceAndSearchAttributes } from '../../core/
 import { dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
 import { startLocalTemporal } from './temporal-server';
 import { say } from './process';
-import { acquireLease, releaseLease, withStartLock } from './leases';
+import { startShared } from './leases';
 
 export interface Infrastructure {
   databaseUrl: string;
@@ -29,15 +29,8 @@ export async function prepareInfrastructure(options: {
   try {
     let databaseUrl = process.env.DATABASE_URL;
     if (!databaseUrl) {
-      const postgres = await withStartLock('postgres', async () => {
-        const started = await startLocalPostgres();
-        acquireLease('postgres', started.startedHere);
-        return started;
-      });
-      // Under the same lock as starting, so a process arriving now either sees it stopped or keeps it.
-      stops.push(() => withStartLock('postgres', async () => {
-        if (releaseLease('postgres')) postgres.stop();
-      }));
+      const { server: postgres, release } = await startShared('postgres', startLocalPostgres, (server) => server.stop());
+      stops.push(release);
       await ensureDatabase(postgres.urlFor('postgres'), options.database, { recreate: options.recreateDatabase });
       databaseUrl = postgres.urlFor(options.database);
       if (options.dropDatabaseOnStop) stops.push(() => dropDatabase(postgres.urlFor('postgres'), options.database));
@@ -47,14 +40,8 @@ export async function prepareInfrastructure(options: {
     let temporalUiUrl: string | undefined;
     if (options.temporal) {
       if (!temporalAddress) {
-        const temporal = await withStartLock('temporal', async () => {
-          const started = await startLocalTemporal();
-          acquireLease('temporal', started.startedHere);
-          return started;
-        });
-        stops.push(() => withStartLock('temporal', async () => {
-          if (releaseLease('temporal')) await temporal.stop();
-        }));
+        const { server: temporal, release } = await startShared('temporal', startLocalTemporal, (server) => server.stop());
+        stops.push(release);
         temporalAddress = temporal.address;
         temporalUiUrl = temporal.uiUrl;
       } else {

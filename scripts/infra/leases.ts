@@ -39,6 +39,28 @@ export function releaseLease(service: string): boolean {
 }
 
 /**
+ * Starts (or joins) a local server shared by concurrent Weft processes: under the start lock it
+ * starts or reuses the server and takes a lease; the returned `release` gives the lease back and,
+ * under the same lock, stops the server when this was the last holder and its starter is gone.
+ */
+export async function startShared<T extends { startedHere: boolean }>(
+  service: string,
+  start: () => Promise<T>,
+  stop: (server: T) => void | Promise<void>,
+): Promise<{ server: T; release: () => Promise<void> }> {
+  const server = await withStartLock(service, async () => {
+    const started = await start();
+    acquireLease(service, started.startedHere);
+    return started;
+  });
+  const release = () =>
+    withStartLock(service, async () => {
+      if (releaseLease(service)) await stop(server);
+    });
+  return { server, release };
+}
+
+/**
  * Serialises "is it running? start it" between local processes, so two that begin together do
  * not both start a server on the same port. A lock left by a dead process is taken over.
  */

@@ -13,7 +13,7 @@ export interface LocalTemporal {
 }
 
 /** The pinned CLI, built once per machine into the shared tools folder and reused by every clone. */
-export function ensureTemporalCli(): string {
+function ensureTemporalCli(): string {
   const { cliVersion } = temporalSettings().devServer;
   const dir = path.join(toolsDir(), `temporal-cli-${cliVersion}`);
   const binary = path.join(dir, 'temporal');

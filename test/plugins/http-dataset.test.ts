@@ -766,7 +766,8 @@ describe('http_dataset capability', () => {
 
   describe('discovery and connection check', () => {
     it('infers field names and types from the first page', async () => {
-      const fields = await capability.discoverSchema(context(), { request: { url: url('/api/none') }, response: { recordsPath: 'data' } });
+      const { fields, primaryKey } = await capability.discoverSchema(context(), { request: { url: url('/api/none') }, response: { recordsPath: 'data' }, primaryKeys: ['id'] });
+      assert.deepEqual(primaryKey, ['id']);
       assert.deepEqual(fields, [
         { name: 'id', type: 'integer', nullable: false },
         { name: 'name', type: 'string', nullable: false },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { managedTableCapability as capability } from '../../plugins/managed-table';
+import { forgetCurrentCatalogs } from '../../plugins/managed-table/storage';
 import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
@@ -123,17 +124,23 @@ describe('managed_table capability', () => {
     assert.equal(await skus([{ field: 'price', op: 'gte', value: 10 }, { field: 'price', op: 'lt', value: 25 }]), 'bc');
     assert.equal(await skus([], [{ field: 'color', direction: 'asc' }, { field: 'price', direction: 'desc' }]), 'cdbea');
 
-    const selected = await capability.readRecords(ctx, target, query({ select: ['sku', 'color'], where: [{ field: 'sku', op: 'eq', value: 'c' }] }));
+    const selected = await capability.readRecords(ctx, target, query({ select: ['sku', 'color'], where: [{ field: 'sku', op: 'eq', value: 'c' }], orderBy: [] }));
     assert.deepEqual(selected.records, [{ sku: 'c', color: null }]);
-    // A field name is only ever a bound value: this finds nothing rather than breaking the SQL.
-    assert.equal(await skus([{ field: "color') OR TRUE --", op: 'exists' }]), '');
+    // A field name no record was ever written with is refused before any SQL.
+    const hostile = "color') OR TRUE --";
+    await assert.rejects(skus([{ field: hostile, op: 'exists' }]), withCode('unknown_field'));
 
-    const fields = await capability.discoverSchema(ctx, target);
+    const { fields, primaryKey } = await capability.discoverSchema(ctx, target);
+    assert.deepEqual(primaryKey, ['sku']);
     assert.deepEqual(fields, [
       { name: 'sku', type: 'string', nullable: false },
       { name: 'color', type: 'string', nullable: true },
       { name: 'price', type: 'json', nullable: false },
     ]);
+
+    // A field name is only ever a bound value: once written, this one finds its record rather than breaking the SQL.
+    await capability.writeRecords!(ctx, target, { operation: 'append', provenance: run(), rows: [{ sku: 'f', [hostile]: 1 }] });
+    assert.equal(await skus([{ field: hostile, op: 'exists' }]), 'f');
   });
 
   it('refuses a write based on a stale snapshot, duplicate keys, and unknown snapshots', async () => {
@@ -155,7 +162,7 @@ describe('managed_table capability', () => {
     await assert.rejects(capability.readRecords(ctx, target, query({ asOf: '2001-01-01T00:00:00Z' })), withCode('unknown_snapshot'));
     await assert.rejects(capability.readRecords(ctx, { table: 'people' }, query({ snapshotId: first.snapshot!.id })), withCode('unknown_snapshot'));
     await assert.rejects(capability.readRecords(ctx, { table: 'never_written' }, query({ snapshotId: first.snapshot!.id })), withCode('unknown_snapshot'));
-    assert.deepEqual(await capability.readRecords(ctx, { table: 'never_written' }, query()), { records: [], continuation: null });
+    assert.deepEqual(await capability.readRecords(ctx, { table: 'never_written', primaryKey: ['id'] }, query()), { records: [], continuation: null });
   });
 
   it('serializes concurrent writers: gapless versions per table, schema created once', async () => {
@@ -190,16 +197,17 @@ describe('managed_table capability', () => {
       /caller gives up/,
     );
     assert.deepEqual(await capability.readRecords(ctx, target, query({ orderBy: [] })), { records: [], continuation: null });
-    assert.deepEqual(await capability.listFields!(ctx, target), [], 'the rolled-back write registers no fields');
+    await assert.rejects(capability.readRecords(ctx, target, query({ select: ['a'], orderBy: [] })), withCode('unknown_field'), 'the rolled-back write registers no fields');
     const check = await capability.checkConnection(ctx, target);
     assert.equal(check.ok, true);
   });
 
-  it('lists every field ever written, exactly, beyond any sample and across history', async () => {
+  it('knows every field ever written, exactly, beyond any sample and across history', async () => {
     const target = { table: 'registry', primaryKey: ['id'] };
     const write = (request: Omit<WriteRequest, 'provenance'>) => capability.writeRecords!(ctx, target, { ...request, provenance: run() });
-    assert.deepEqual(await capability.listFields!(ctx, { table: 'registry_never' }), []);
-    assert.deepEqual(await capability.listFields!(ctx, { table: 'registry_never', primaryKey: ['id'] }), ['id']);
+    // A table never written knows only the key its target declares.
+    await assert.rejects(capability.readRecords(ctx, { table: 'registry_never' }, query()), withCode('unknown_field'));
+    assert.deepEqual(await capability.readRecords(ctx, { table: 'registry_never', primaryKey: ['id'] }, query()), { records: [], continuation: null });
 
     // 1000 current records, then one with fields no other record has: a 1000-row sample in storage order misses them.
     await write({ operation: 'append', rows: Array.from({ length: 1000 }, (_, i) => ({ id: i + 1, name: `n${i}` })) });
@@ -208,12 +216,42 @@ describe('managed_table capability', () => {
     await write({ operation: 'append', rows: [{ id: 2000, gone: 'soon' }] });
     await write({ operation: 'delete', where: [{ field: 'id', op: 'eq', value: 2000 }] });
     const expected = ['id', 'gone', 'name', 'note', 'odd, "name" {x}', 'rare'];
-    assert.deepEqual([...(await capability.listFields!(ctx, target))].sort(), [...expected].sort());
+    // select, where and orderBy are checked against the registry: every known field, and nothing else.
+    const all = await capability.readRecords(ctx, target, query({ select: expected, where: expected.map((field) => ({ field, op: 'exists', value: false })), orderBy: expected.map((field) => ({ field, direction: 'asc' })) }));
+    assert.deepEqual(all.records, []);
+    const unknown = await capability.readRecords(ctx, target, query({ select: ['id', 'nope'], where: [{ field: 'also_nope', op: 'exists' }], orderBy: [{ field: 'nope', direction: 'asc' }] })).then(
+      () => assert.fail('expected unknown_field'),
+      (error: { code?: string; message: string; details?: { errors?: Array<{ path: string }> } }) => error,
+    );
+    assert.equal(unknown.code, 'unknown_field');
+    assert.match(unknown.message, /nope, also_nope/);
+    assert.match(unknown.message, /Known fields: .*rare/);
+    assert.deepEqual(unknown.details?.errors?.map((p) => p.path), ['/select/1', '/where/0/field', '/orderBy/0/field']);
     // A field only older snapshots have stays readable: it is part of the table's history.
-    const discovered = await capability.discoverSchema(ctx, target);
+    const { fields: discovered, primaryKey } = await capability.discoverSchema(ctx, target);
+    assert.deepEqual(primaryKey, ['id']);
     assert.deepEqual(discovered.map((f) => f.name).sort(), [...expected].sort());
     assert.deepEqual(discovered[0], { name: 'id', type: 'number', nullable: false });
     assert.deepEqual(discovered.find((f) => f.name === 'gone'), { name: 'gone', type: 'unknown', nullable: true });
+  });
+
+  it('checks the catalog layout once per workspace, not on every read and write', async () => {
+    const workspace = await newWorkspace();
+    const fresh = { ...ctx, installation: { ...ctx.installation, workspaceId: workspace.workspaceId } };
+    const target = { table: 'steady' };
+    await capability.writeRecords!(fresh, target, { operation: 'append', rows: [{ a: 1 }], provenance: run() });
+    const statements: string[] = [];
+    const listen = (data: { sql: string }) => statements.push(data.sql);
+    env().db.on('query', listen);
+    try {
+      await capability.readRecords(fresh, target, query({ orderBy: [{ field: 'a', direction: 'asc' }] }));
+      await capability.writeRecords!(fresh, target, { operation: 'append', rows: [{ a: 2 }], provenance: run() });
+      await capability.discoverSchema(fresh, target);
+    } finally {
+      env().db.off('query', listen);
+    }
+    assert.ok(statements.some((sql) => sql.includes('_snapshots')), 'the listener sees the capability’s statements');
+    assert.deepEqual(statements.filter((sql) => sql.includes('pg_attribute')), [], 'no catalog layout check once the catalog is known current');
   });
 
   it('fills the registry of a catalog created before it existed', async () => {
@@ -223,14 +261,17 @@ describe('managed_table capability', () => {
     await capability.writeRecords!(old, { table: 'legacy' }, { operation: 'append', rows: [{ a: 1 }, { b: 2 }], provenance: run() });
     await capability.writeRecords!(old, { table: 'legacy' }, { operation: 'delete', where: [{ field: 'b', op: 'exists' }], provenance: run() });
     await capability.writeRecords!(old, { table: 'other' }, { operation: 'append', rows: [{ c: 3 }], provenance: run() });
-    // The catalog as it was before the registry: no fields column.
+    const names = async (table: string) => (await capability.discoverSchema(old, { table })).fields.map((f) => f.name);
+    // The catalog as it was before the registry: no fields column. This process saw it current, so it forgets that.
     await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
-    assert.deepEqual(await capability.listFields!(old, { table: 'legacy' }), ['a', 'b']);
-    assert.deepEqual(await capability.listFields!(old, { table: 'other' }), ['c']);
+    forgetCurrentCatalogs();
+    assert.deepEqual(await names('legacy'), ['a', 'b']);
+    assert.deepEqual(await names('other'), ['c']);
 
     await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
+    forgetCurrentCatalogs();
     await capability.writeRecords!(old, { table: 'other' }, { operation: 'append', rows: [{ d: 4 }], provenance: run() });
-    assert.deepEqual(await capability.listFields!(old, { table: 'other' }), ['c', 'd']);
-    assert.deepEqual(await capability.listFields!(old, { table: 'legacy' }), ['a', 'b']);
+    assert.deepEqual(await names('other'), ['c', 'd']);
+    assert.deepEqual(await names('legacy'), ['a', 'b']);
   });
 });

@@ -80,21 +80,49 @@ describe('postgres_table capability', () => {
     const missing = await capability.checkConnection(ctx, { table: 'nope' });
     assert.equal(missing.ok, false);
     assert.match(missing.message, /no table public\.nope/);
-    assert.deepEqual(await capability.discoverSchema(ctx, items), [
-      { name: 'id', type: 'integer', nullable: false },
-      { name: 'name', type: 'text', nullable: false },
-      { name: 'price', type: 'numeric', nullable: true },
-      { name: 'tags', type: 'jsonb', nullable: true },
-      { name: 'created_at', type: 'timestamp with time zone', nullable: false },
-    ]);
-    assert.deepEqual((await capability.discoverSchema(ctx, { schema: 'sales', table: 'Orders' })).map((f) => f.name), ['region', 'amount']);
+    assert.deepEqual(await capability.discoverSchema(ctx, items), {
+      fields: [
+        { name: 'id', type: 'integer', nullable: false },
+        { name: 'name', type: 'text', nullable: false },
+        { name: 'price', type: 'numeric', nullable: true },
+        { name: 'tags', type: 'jsonb', nullable: true },
+        { name: 'created_at', type: 'timestamp with time zone', nullable: false },
+      ],
+      primaryKey: ['id'],
+    });
+    const orders = await capability.discoverSchema(ctx, { schema: 'sales', table: 'Orders' });
+    assert.deepEqual([orders.fields.map((f) => f.name), orders.primaryKey], [['region', 'amount'], []]);
     await assert.rejects(capability.discoverSchema(ctx, { table: 'nope' }), withCode('not_found'));
   });
 
-  it('lists fields exactly from the catalog', async () => {
-    assert.deepEqual(await capability.listFields!(ctx, items), ['id', 'name', 'price', 'tags', 'created_at']);
-    assert.deepEqual(await capability.listFields!(ctx, { schema: 'sales', table: 'Orders' }), ['region', 'amount']);
-    await assert.rejects(capability.listFields!(ctx, { table: 'nope' }), withCode('not_found'));
+  it('checks the fields of a read exactly against the catalog', async () => {
+    const columns = ['id', 'name', 'price', 'tags', 'created_at'];
+    assert.deepEqual(Object.keys((await capability.readRecords(ctx, items, query({ select: columns, limit: 1 }))).records[0]), columns);
+    const orders = { schema: 'sales', table: 'Orders' };
+    assert.deepEqual(Object.keys((await capability.readRecords(ctx, orders, query({ orderBy: [], limit: 1 }))).records[0]), ['region', 'amount']);
+    const unknown = await capability.readRecords(ctx, orders, query({ select: ['region', 'id'], where: [{ field: 'nope', op: 'exists' }] })).then(
+      () => assert.fail('expected unknown_field'),
+      (error: { code?: string; message: string; details?: { errors?: Array<{ path: string }> } }) => error,
+    );
+    assert.equal(unknown.code, 'unknown_field');
+    assert.match(unknown.message, /id, nope\. Known columns: region, amount\./);
+    assert.deepEqual(unknown.details?.errors?.map((p) => p.path), ['/select/1', '/where/0/field', '/orderBy/0/field']);
+    await assert.rejects(capability.readRecords(ctx, { table: 'nope' }, query()), withCode('not_found'));
+  });
+
+  it('describes the table once per read', async () => {
+    const statements: string[] = [];
+    const original = pg.Pool.prototype.query;
+    pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
+      if (typeof args[0] === 'string') statements.push(args[0]);
+      return (original as (...rest: unknown[]) => unknown).apply(this, args);
+    } as typeof original;
+    try {
+      await capability.readRecords(ctx, items, query({ select: ['id'], where: [{ field: 'price', op: 'exists' }], limit: 3 }));
+    } finally {
+      pg.Pool.prototype.query = original;
+    }
+    assert.deepEqual([statements.filter((sql) => sql.includes('information_schema.columns')).length, statements.filter((sql) => sql.includes('pg_index')).length], [1, 1], statements.join('\n'));
   });
 
   it('keeps int8 and numeric values exact, whatever parser Weft sets for its own database', async () => {
@@ -123,7 +151,7 @@ describe('postgres_table capability', () => {
       assert.equal(check.ok, false, host);
       assert.equal(check.details?.code, 'address_refused', host);
       await assert.rejects(capability.readRecords(strict, items, query()), withCode('address_refused'));
-      await assert.rejects(capability.listFields!(strict, items), withCode('address_refused'));
+      await assert.rejects(capability.discoverSchema(strict, items), withCode('address_refused'));
       await assert.rejects(capability.writeRecords!(strict, items, { operation: 'append', rows: [{ id: 900, name: 'x' }], provenance }), withCode('address_refused'));
     }
     const unset = installationWith({});
@@ -188,7 +216,6 @@ describe('postgres_table capability', () => {
       for (const call of [
         () => capability.readRecords(broken, items, query()),
         () => capability.discoverSchema(broken, items),
-        () => capability.listFields!(broken, items),
         () => capability.writeRecords!(broken, items, { operation: 'append', rows: [{ id: 900, name: 'x' }], provenance }),
       ]) {
         const error = await call().then(() => assert.fail(`${label}: expected a failure`), (e: unknown) => e);
