@@ -157,12 +157,14 @@ async function assertNameFree(db: Executor, workspaceId: string, namespace: stri
 }
 
 export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
-  const query = DataEndpoint.query(db).findOne({ id: endpointId, workspaceId });
+  // One round trip: every data-endpoint route starts here.
+  const query = DataEndpoint.query(db)
+    .withGraphJoined('installation', { joinOperation: 'innerJoin' })
+    .findOne({ 'data_endpoints.id': endpointId, 'data_endpoints.workspaceId': workspaceId });
+  // Locks the installation row too, harmlessly: the public API never changes installations.
   const endpoint = await (forUpdate ? query.forUpdate() : query);
-  if (!endpoint) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
-  const installation = await PluginInstallation.query(db).findOne({ id: endpoint.pluginInstallationId, workspaceId });
-  if (!installation) throw new NotFoundError('plugin_installation');
-  return { endpoint, installation };
+  if (!endpoint?.installation) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
+  return { endpoint, installation: endpoint.installation };
 }
 
 export async function getDataEndpoint(db: Executor, workspaceId: string, endpointId: string): Promise<DataEndpointView> {

@@ -92,4 +92,19 @@ export class DataEndpoint extends BaseModel {
   createdByMemberId!: string;
   createdAt!: Date;
   updatedAt!: Date;
+  installation?: PluginInstallation;
+
+  // The composite key keeps the join inside the endpoint's own workspace.
+  static override get relationMappings() {
+    return {
+      installation: {
+        relation: BaseModel.BelongsToOneRelation,
+        modelClass: PluginInstallation,
+        join: {
+          from: ['data_endpoints.workspaceId', 'data_endpoints.pluginInstallationId'],
+          to: ['plugin_installations.workspaceId', 'plugin_installations.id'],
+        },
+      },
+    };
+  }
 }
