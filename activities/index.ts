@@ -1,13 +1,13 @@
-import type { Db } from '../db/connection';
+import type { ExecutionDependencies } from '../services/run-execution';
+import { createPipelineRunActivities } from './pipeline-runs';
 import { createSystemActivities } from './system-check';
 
-export interface ActivityDependencies {
-  db: Db;
-}
+export type ActivityDependencies = ExecutionDependencies;
 
 /** Every activity the worker registers, built from their dependencies. */
 export function createActivities(deps: ActivityDependencies) {
   return {
     ...createSystemActivities(deps),
+    ...createPipelineRunActivities(deps),
   };
 }

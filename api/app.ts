@@ -1,3 +1,4 @@
+import { pipelineDocumentSchema } from '../pipelines/document';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
 import { readFileSync } from 'node:fs';
@@ -25,7 +26,7 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
         [`Target.${definition.name}`, { ...definition.targetSchema, description: `Endpoint target for ${definition.name} ${definition.version}. ${definition.description}` }],
       ]),
     );
-  const openApi = () => (document ??= buildOpenApiDocument(routes, { version, componentSchemas: capabilitySchemas() }));
+  const openApi = () => (document ??= buildOpenApiDocument(routes, { version, componentSchemas: { ...capabilitySchemas(), PipelineDocument: pipelineDocumentSchema } }));
   return [
     defineRoute({
       method: 'get',

@@ -71,6 +71,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
           auth.unrestrictedKey ? 'Needs a key without a project restriction.' : '',
           auth.workspaceResources ? 'Project-restricted keys need workspaceResources.' : '',
           auth.accountableActor ? 'The key’s creating member must still be in the workspace.' : '',
+          auth.administratorActor ? 'The key’s creating member must still be in the workspace as an owner or admin.' : '',
           auth.projectParam ? 'The project must be in the key’s allowlist.' : '',
         ].filter(Boolean).join(' ');
     const responses: Record<string, unknown> = {};

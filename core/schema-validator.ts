@@ -11,7 +11,9 @@ export type JsonSchema = Record<string, unknown>;
  * document and the governed write action are all JSON Schemas checked here, and the OpenAPI
  * document embeds the same schema objects.
  */
-const ajv = new Ajv2020({ allErrors: true, strict: true, coerceTypes: false, useDefaults: true, allowUnionTypes: true });
+// discriminator: oneOf branches chosen by a `type` property (the pipeline document's nodes) report
+// only the chosen branch's problems, and OpenAPI 3.1 reads the same keyword.
+const ajv = new Ajv2020({ allErrors: true, strict: true, coerceTypes: false, useDefaults: true, allowUnionTypes: true, discriminator: true });
 addFormats(ajv);
 // `errorMessage` in a schema replaces Ajv's generic text where a rule deserves a clearer one.
 addErrors(ajv);

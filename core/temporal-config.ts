@@ -33,3 +33,9 @@ export function temporalAddress(): string {
   const { devServer } = temporalSettings();
   return process.env.TEMPORAL_ADDRESS ?? `${devServer.ip}:${devServer.port}`;
 }
+
+/** The Temporal Web UI to link runs to: WEFT_TEMPORAL_UI_URL (set by `npm start` for its dev server), else none. */
+export function temporalWebUiUrl(): string | null {
+  const url = process.env.WEFT_TEMPORAL_UI_URL?.trim();
+  return url ? url.replace(/\/+$/, '') : null;
+}

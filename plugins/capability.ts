@@ -94,6 +94,11 @@ export interface RecordsQuery {
   snapshotId?: string;
   /** ISO 8601 timestamp: the snapshot committed at or before it. */
   asOf?: string;
+  /**
+   * A pipeline run's read: windows end at the run's sync time, and since_last windows start at
+   * the source's last committed position. Records reads leave it out (the window ends now).
+   */
+  incremental?: { syncTime: string; lastPosition?: string };
 }
 
 export interface SnapshotInfo {
@@ -113,6 +118,8 @@ export interface RecordsPage {
   /** For remote sources: why fetching stopped and how many pages were fetched. */
   stopReason?: StopReason;
   pagesFetched?: number;
+  /** The time window the read asked the remote system for, when its target has one. */
+  window?: { start: string; end: string };
 }
 
 export interface WriteRequest {
@@ -129,6 +136,24 @@ export interface WriteRequest {
 export interface WriteResult {
   affected: number;
   snapshot?: SnapshotInfo;
+}
+
+/** A run's staged records for one destination, in staging order (services/run-staging.ts). */
+export interface StagedRows {
+  /**
+   * For stores in Weft's own PostgreSQL: a SQL relation with columns row_key (text, null without a
+   * key) and data (jsonb). With latestPerKey, one row per key: the last one staged.
+   */
+  relation(params: import('./sql/builder').SqlParams, options: { latestPerKey: boolean }): string;
+  /** For stores elsewhere: the same records in batches, read page by page. */
+  batches(size: number, options: { latestPerKey: boolean }): AsyncIterable<Array<{ key: string | null; data: Record<string, unknown> }>>;
+}
+
+/** How a pipeline destination takes a run's records: all of them in one commit. */
+export interface StagedWriteRequest {
+  mode: 'append' | 'upsert' | 'replace';
+  rows: StagedRows;
+  provenance: WriteRequest['provenance'];
 }
 
 /** What a capability needs to act: the workspace, its decrypted installation, and the Weft database for capabilities that keep data there. */
@@ -149,4 +174,8 @@ export interface CapabilityRuntime {
   discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<DiscoveredSchema>;
   readRecords(ctx: CapabilityContext, target: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage>;
   writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
+  /** The fields that identify a record at this destination (null: records have no key). Staging keys records with it. */
+  recordKey?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[] | null>;
+  /** Writes a pipeline run's staged records as one commit, or nothing. */
+  commitStagedWrite?(ctx: CapabilityContext, target: Record<string, unknown>, request: StagedWriteRequest): Promise<WriteResult>;
 }

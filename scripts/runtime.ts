@@ -67,7 +67,7 @@ export async function startWorkerProcess(): Promise<RunningService> {
   const settings = config();
   const db = createDb(settings.databaseUrl);
   await migrate(db);
-  const worker = await startWorker({ db, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue });
+  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue });
   return {
     async stop() {
       await worker.shutdown();

@@ -16,6 +16,7 @@ async function main(): Promise<void> {
   const infra = await prepareInfrastructure({ database: 'weft', temporal: true });
   process.env.DATABASE_URL = infra.databaseUrl;
   process.env.TEMPORAL_ADDRESS = infra.temporalAddress;
+  if (infra.temporalUiUrl) process.env.WEFT_TEMPORAL_UI_URL ??= infra.temporalUiUrl;
 
   const services: RunningService[] = [];
   let stopping = false;

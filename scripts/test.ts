@@ -44,6 +44,7 @@ async function main(): Promise<number> {
         NODE_ENV: 'test',
         DATABASE_URL: infra.databaseUrl,
         TEMPORAL_ADDRESS: infra.temporalAddress,
+        WEFT_TEMPORAL_UI_URL: process.env.WEFT_TEMPORAL_UI_URL ?? infra.temporalUiUrl ?? '',
         WEFT_TASK_QUEUE: `weft-test-${runId}`,
         WEFT_ENCRYPTION_KEY: process.env.WEFT_ENCRYPTION_KEY ?? randomBytes(32).toString('base64'),
       },

@@ -8,6 +8,8 @@ export interface Principal {
   /** The member that created the key: the accountable actor for its mutations and run access. */
   memberId: string;
   memberActive: boolean;
+  /** The accountable member's role (owner and admin are administrators). */
+  memberRole?: 'owner' | 'admin' | 'member';
   scopes: ReadonlySet<Scope>;
   /** Empty: every project, present and future. Otherwise an allowlist. */
   projectIds: readonly string[];
@@ -25,6 +27,8 @@ export interface AccessRequirement {
   workspaceResources?: boolean;
   /** The key's creating member must still belong to the workspace. */
   accountableActor?: boolean;
+  /** The key's creating member must still belong to the workspace as an owner or admin (run listings). */
+  administratorActor?: boolean;
 }
 
 export const isUnrestricted = (principal: Principal): boolean => principal.projectIds.length === 0;
@@ -50,6 +54,12 @@ export function authorize(principal: Principal, requirement: AccessRequirement):
   }
   if (requirement.accountableActor && !principal.memberActive) {
     throw new PermissionError('actor_not_accountable', 'The member who created this API key is no longer in the workspace, so the key cannot make changes or read runs.');
+  }
+  if (requirement.administratorActor) {
+    if (!principal.memberActive) throw new PermissionError('actor_not_accountable', 'The member who created this API key is no longer in the workspace, so the key cannot make changes or read runs.');
+    if (principal.memberRole !== 'owner' && principal.memberRole !== 'admin') {
+      throw new PermissionError('actor_not_administrator', 'Listing runs needs an API key created by a workspace owner or admin.');
+    }
   }
 }
 

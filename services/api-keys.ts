@@ -181,6 +181,7 @@ export async function authenticateApiKey(db: Executor, rawKey: string): Promise<
     .first(
       'k.*',
       db.raw('(m.id IS NOT NULL AND m.removed_at IS NULL) AS member_active'),
+      'm.role as memberRole',
       'l.workspaceRequests as limitWorkspaceRequests',
       'l.apiKeyRequests as limitApiKeyRequests',
     );
@@ -196,6 +197,7 @@ export async function authenticateApiKey(db: Executor, rawKey: string): Promise<
       apiKeyId: row.id,
       memberId: row.createdByMemberId,
       memberActive: row.memberActive === true,
+      memberRole: row.memberRole ?? undefined,
       scopes: new Set((row.scopes as string[]).filter(isScope)),
       projectIds: row.projectIds,
       workspaceResources: row.workspaceResources,

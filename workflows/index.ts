@@ -1,2 +1,3 @@
 // The workflow bundle's entry point: every workflow the worker can run is exported here.
 export { systemCheckWorkflow } from './system-check';
+export { pipelineRunWorkflow, scheduledLaunchWorkflow } from './pipeline-run';

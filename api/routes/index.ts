@@ -5,7 +5,9 @@ import { dataEndpointRoutes } from './data-endpoints';
 import { healthRoutes } from './health';
 import { organizationRoutes } from './organization';
 import { pluginRoutes } from './plugins';
+import { pipelineRoutes } from './pipelines';
 import { projectRoutes } from './projects';
+import { runRoutes } from './runs';
 
 /** Every API route. The OpenAPI document and the docs page are built from this list. */
 export const apiRoutes: RouteSpec[] = [
@@ -16,4 +18,6 @@ export const apiRoutes: RouteSpec[] = [
   ...apiLimitRoutes,
   ...pluginRoutes,
   ...dataEndpointRoutes,
+  ...pipelineRoutes,
+  ...runRoutes,
 ] as RouteSpec[];

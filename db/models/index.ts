@@ -108,3 +108,112 @@ export class DataEndpoint extends BaseModel {
     };
   }
 }
+
+export class Pipeline extends BaseModel {
+  static override tableName = 'pipelines';
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  name!: string;
+  description!: string;
+  tags!: string[];
+  activeVersionId!: string | null;
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class PipelineVersion extends BaseModel {
+  static override tableName = 'pipeline_versions';
+  static override jsonAttributes = ['document'];
+  id!: string;
+  pipelineId!: string;
+  workspaceId!: string;
+  number!: number;
+  branchName!: string;
+  parentVersionId!: string | null;
+  document!: Record<string, unknown>;
+  endpointIds!: string[];
+  commitMessage!: string | null;
+  createdByMemberId!: string;
+  createdAt!: Date;
+}
+
+export class PipelineBranch extends BaseModel {
+  static override tableName = 'pipeline_branches';
+  static override idColumn = ['pipelineId', 'name'];
+  pipelineId!: string;
+  name!: string;
+  headVersionId!: string;
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class PipelineDraft extends BaseModel {
+  static override tableName = 'pipeline_drafts';
+  static override idColumn = ['pipelineId', 'memberId'];
+  static override jsonAttributes = ['document', 'workspaceState'];
+  pipelineId!: string;
+  memberId!: string;
+  workspaceId!: string;
+  document!: Record<string, unknown>;
+  workspaceState!: Record<string, unknown> | null;
+  basedOnVersionId!: string | null;
+  endpointIds!: string[];
+  updatedAt!: Date;
+}
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'canceled';
+
+export class PipelineRun extends BaseModel {
+  static override tableName = 'pipeline_runs';
+  static override jsonAttributes = ['document', 'warnings', 'error'];
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  pipelineId!: string;
+  pipelineName!: string;
+  versionId!: string;
+  versionNumber!: number;
+  document!: Record<string, unknown>;
+  trigger!: 'api' | 'schedule';
+  scheduleId!: string | null;
+  actorMemberId!: string;
+  apiKeyId!: string | null;
+  status!: RunStatus;
+  workflowId!: string;
+  syncTime!: Date | null;
+  queuedAt!: Date;
+  startedAt!: Date | null;
+  finishedAt!: Date | null;
+  warnings!: RunWarning[];
+  error!: RunErrorEvidence | null;
+}
+
+export interface RunWarning {
+  nodeId: string;
+  code: string;
+  message: string;
+}
+
+/** What a failed run says about its failure: the node, the message, and the remote status when a remote system answered. */
+export interface RunErrorEvidence {
+  nodeId: string | null;
+  code: string;
+  message: string;
+  remoteStatus: number | null;
+}
+
+export class PipelineSchedule extends BaseModel {
+  static override tableName = 'pipeline_schedules';
+  static override jsonAttributes = ['spec'];
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  pipelineId!: string;
+  spec!: Record<string, unknown>;
+  temporalScheduleId!: string;
+  createdByMemberId!: string;
+  createdAt!: Date;
+}

@@ -53,11 +53,17 @@ export const httpDatasetCapability: CapabilityRuntime = {
     return { fields: inferFields(page.records.slice(0, SAMPLE_SIZE)), primaryKey: target.primaryKeys ?? [] };
   },
 
-  /** A records read has no pipeline state: since_last and rolling both read the lookback up to now. */
+  /**
+   * A records read has no pipeline state: since_last and rolling both read the lookback up to now.
+   * A pipeline read passes its run's sync time and the source's last committed position.
+   */
   async readRecords(ctx, rawTarget, query) {
     const connection = connectionFor(ctx.installation);
     // The read deadline never cuts a request short of the installation's own timeoutMs.
     const budget = { deadlineMs: Math.max(READ_DEADLINE_MS, connection.timeoutMs) };
-    return readRemoteRecords(connection, parseTarget(rawTarget), query, { syncTime: new Date() }, budget);
+    const start = query.incremental
+      ? { syncTime: new Date(query.incremental.syncTime), lastPosition: query.incremental.lastPosition }
+      : { syncTime: new Date() };
+    return readRemoteRecords(connection, parseTarget(rawTarget), query, start, budget);
   },
 };

@@ -94,6 +94,7 @@ export async function readRemoteRecords(
     continuation,
     stopReason,
     pagesFetched,
+    ...(window && { window: { start: window.start.toISOString(), end: window.end.toISOString() } }),
   });
   const resumeAt = (at: PagePosition, atPage: number, atSkip: number): ReadContinuation => ({
     ...state,

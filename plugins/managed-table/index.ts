@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
@@ -248,6 +248,39 @@ async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, 
   return { fields, primaryKey };
 }
 
+/**
+ * Commits one new snapshot of a table locked by inTableWrite: `apply` writes the record versions
+ * as `version` and returns how many records it affected and which field names it wrote; the
+ * snapshot row, the field registry and the latest version follow in the same transaction.
+ */
+async function commitSnapshot(
+  trx: Knex.Transaction,
+  schema: string,
+  table: string,
+  latest: SnapshotRow | undefined,
+  operation: string,
+  provenance: WriteRequest['provenance'],
+  apply: (version: number, committed: Date) => Promise<{ affected: number; fields: string[] }>,
+): Promise<WriteResult> {
+  const version = (latest?.version ?? 0) + 1;
+  // Millisecond precision, because a committedAt echoed back as asOf must find its own snapshot;
+  // never before the previous commit, so time order and version order agree.
+  const clock = new SqlParams();
+  const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz) AS committed`, clock);
+  const committed = rows[0].committed;
+  const { affected, fields } = await apply(version, committed);
+  await registerFields(trx, schema, table, fields);
+  const snapshot: SnapshotRow = { id: randomUUID(), version, committed };
+  const params = new SqlParams();
+  const values = [snapshot.id, table, version, committed, operation, affected, provenance.kind, provenance.id].map((value) => params.add(value));
+  await run(trx, `INSERT INTO ${quoteIdentifier(schema)}._snapshots (id, table_name, version, committed_at, operation, affected, produced_by_kind, produced_by_id) VALUES (${values.join(', ')})`, params);
+  const bump = new SqlParams();
+  await run(trx, `UPDATE ${quoteIdentifier(schema)}._tables SET latest_version = ${bump.add(version)} WHERE table_name = ${bump.add(table)}`, bump);
+  return { affected, snapshot: toSnapshotInfo(snapshot) };
+}
+
+const duplicateKey = (table: string) => new ConflictError('duplicate_key', `A row with the same primary key is already in table "${table}"; use upsert to replace it.`);
+
 async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
   const { table, primaryKey } = parseTarget(rawTarget);
   checkWriteRequest(request, primaryKey);
@@ -264,24 +297,49 @@ async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, un
           latestSnapshot: latest ? toSnapshotInfo(latest) : null,
         });
       }
-      const version = state.latestVersion + 1;
-      // Millisecond precision, because a committedAt echoed back as asOf must find its own snapshot;
-      // never before the previous commit, so time order and version order agree.
-      const clock = new SqlParams();
-      const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz) AS committed`, clock);
-      const committed = rows[0].committed;
-      const affected = await applyWrite(trx, t, request, primaryKey, version, committed);
-      await registerFields(trx, schema, table, writtenFields(request));
-      const snapshot: SnapshotRow = { id: randomUUID(), version, committed };
-      const params = new SqlParams();
-      const values = [snapshot.id, table, version, committed, request.operation, affected, request.provenance.kind, request.provenance.id].map((value) => params.add(value));
-      await run(trx, `INSERT INTO ${quoteIdentifier(schema)}._snapshots (id, table_name, version, committed_at, operation, affected, produced_by_kind, produced_by_id) VALUES (${values.join(', ')})`, params);
-      const bump = new SqlParams();
-      await run(trx, `UPDATE ${quoteIdentifier(schema)}._tables SET latest_version = ${bump.add(version)} WHERE table_name = ${bump.add(table)}`, bump);
-      return { affected, snapshot: toSnapshotInfo(snapshot) };
+      return commitSnapshot(trx, schema, table, latest, request.operation, request.provenance, async (version, committed) => ({
+        affected: await applyWrite(trx, t, request, primaryKey, version, committed),
+        fields: writtenFields(request),
+      }));
     });
   } catch (error) {
-    if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw new ConflictError('duplicate_key', `A row with the same primary key is already in table "${table}"; use upsert to replace it.`);
+    if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
+    throw error;
+  }
+}
+
+/**
+ * A run's staged records as one snapshot, set-based inside Weft's database (no record passes
+ * through this process): append inserts them; upsert and replace keep the last staged record of
+ * each key; replace also ends every current record, so readers see the old table until the commit
+ * and the new one after, never an empty or half-filled one.
+ */
+async function commitStagedWrite(ctx: CapabilityContext, rawTarget: Record<string, unknown>, request: StagedWriteRequest): Promise<WriteResult> {
+  const { table, primaryKey } = parseTarget(rawTarget);
+  if (request.mode === 'upsert' && !primaryKey) throw new InputError('primary_key_required', `upsert into managed table "${table}" needs a primaryKey on its target.`);
+  const schema = workspaceSchema(ctx.installation.workspaceId);
+  const t = qualified(schema, table);
+  try {
+    return await inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
+      const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
+      return commitSnapshot(trx, schema, table, latest, request.mode, request.provenance, async (version, committed) => {
+        const params = new SqlParams();
+        const v = params.add(version);
+        const staged = request.rows.relation(params, { latestPerKey: primaryKey !== null && request.mode !== 'append' });
+        const provenance = `${params.add(request.provenance.kind)}, ${params.add(request.provenance.id)}, ${params.add(committed)}::timestamptz`;
+        const columns = '(row_key, data, valid_from, produced_by_kind, produced_by_id, produced_at)';
+        if (request.mode === 'replace') await run(trx, `UPDATE ${t} SET valid_to = ${v} WHERE valid_to IS NULL`, params);
+        if (request.mode === 'upsert') await run(trx, `UPDATE ${t} SET valid_to = ${v} WHERE valid_to IS NULL AND row_key IN (SELECT s.row_key FROM (${staged}) s)`, params);
+        const merged = request.mode === 'upsert' ? `coalesce(previous.data, '{}'::jsonb) || s.data` : 's.data';
+        const previous = request.mode === 'upsert' ? `LEFT JOIN ${t} previous ON previous.row_key = s.row_key AND previous.valid_to = ${v}` : '';
+        const inserted = await run(trx, `INSERT INTO ${t} ${columns} SELECT coalesce(s.row_key, gen_random_uuid()::text), ${merged}, ${v}, ${provenance} FROM (${staged}) s ${previous}`, params);
+        const names = new SqlParams();
+        const { rows } = await run<{ name: string }>(trx, `SELECT DISTINCT jsonb_object_keys(s.data) AS name FROM (${request.rows.relation(names, { latestPerKey: false })}) s`, names);
+        return { affected: inserted.rowCount, fields: rows.map((row) => row.name) };
+      });
+    });
+  } catch (error) {
+    if (request.mode === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
     throw error;
   }
 }
@@ -303,4 +361,8 @@ export const managedTableCapability: CapabilityRuntime = {
   discoverSchema,
   readRecords,
   writeRecords,
+  async recordKey(_ctx, rawTarget) {
+    return parseTarget(rawTarget).primaryKey;
+  },
+  commitStagedWrite,
 };

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { DomainError, InputError, NotFoundError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, WriteRequest, WriteResult } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { FieldUse, queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
@@ -257,8 +257,8 @@ async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, requ
   }
 }
 
-async function writeRecords(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
-  const ref = parseTarget(target);
+/** Runs `work` in one remote transaction on a checked-out connection: committed, or rolled back on any failure. */
+async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Remote) => Promise<T>): Promise<T> {
   const pool = await poolOf(ctx);
   let client: pg.PoolClient;
   try {
@@ -270,11 +270,9 @@ async function writeRecords(ctx: CapabilityContext, target: Record<string, unkno
   let broken: Error | undefined;
   try {
     await remote(session, 'BEGIN');
-    const shape = await describeTable(session, ref);
-    checkWriteRequest(request, shape.primaryKey.length ? shape.primaryKey : null);
-    const affected = await applyWrite(session, ref, shape, request);
+    const result = await work(session);
     await remote(session, 'COMMIT');
-    return { affected };
+    return result;
   } catch (error) {
     // A connection that failed is discarded rather than returned to the pool.
     if (isConnectionFailure(error)) broken = error as Error;
@@ -283,6 +281,38 @@ async function writeRecords(ctx: CapabilityContext, target: Record<string, unkno
   } finally {
     client.release(broken);
   }
+}
+
+async function writeRecords(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
+  const ref = parseTarget(target);
+  return inRemoteTransaction(ctx, async (session) => {
+    const shape = await describeTable(session, ref);
+    checkWriteRequest(request, shape.primaryKey.length ? shape.primaryKey : null);
+    return { affected: await applyWrite(session, ref, shape, request) };
+  });
+}
+
+/** Rows per INSERT when a run commits: well under PostgreSQL's 65,535 bound parameters for wide tables. */
+const STAGED_BATCH = 200;
+
+/**
+ * A run's staged records in one remote transaction: all visible at its COMMIT, or none. replace
+ * deletes the current rows in the same transaction, so readers see the old rows until the commit.
+ */
+async function commitStagedWrite(ctx: CapabilityContext, target: Record<string, unknown>, request: StagedWriteRequest): Promise<WriteResult> {
+  const ref = parseTarget(target);
+  return inRemoteTransaction(ctx, async (session) => {
+    const shape = await describeTable(session, ref);
+    const keyed = shape.primaryKey.length > 0;
+    if (request.mode === 'upsert' && !keyed) throw new InputError('primary_key_required', `upsert into ${ref.schema}.${ref.table} needs a primary key on the table.`);
+    if (request.mode === 'replace') await remote(session, `DELETE FROM ${ref.sql}`);
+    let affected = 0;
+    for await (const batch of request.rows.batches(STAGED_BATCH, { latestPerKey: keyed && request.mode !== 'append' })) {
+      const operation = request.mode === 'upsert' ? 'upsert' : 'append';
+      affected += await applyWrite(session, ref, shape, { operation, rows: batch.map((row) => row.data), provenance: request.provenance });
+    }
+    return { affected };
+  });
 }
 
 /** Column names and types as the catalog reports them, and the primary key from pg_index. */
@@ -318,4 +348,9 @@ export const postgresTableCapability: CapabilityRuntime = {
   discoverSchema,
   readRecords,
   writeRecords,
+  async recordKey(ctx, target) {
+    const { primaryKey } = await describeTable(await connect(ctx), parseTarget(target));
+    return primaryKey.length ? primaryKey : null;
+  },
+  commitStagedWrite,
 };

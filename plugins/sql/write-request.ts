@@ -26,18 +26,23 @@ export function checkWriteRequest(request: WriteRequest, primaryKey: string[] | 
   }
 }
 
-/** The primary key values of each row as a JSON array (1 and "1" stay distinct); refuses missing values and repeats within the batch. */
+/** A row's primary key values as a JSON array (1 and "1" stay distinct); refuses missing or non-scalar values. */
+export function rowKey(row: Record<string, unknown>, primaryKey: string[], label = 'the record'): string {
+  const values = primaryKey.map((field) => {
+    const value = row[field];
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new InputError('invalid_primary_key', `${label}.${field} is part of the primary key and must be a string, number or boolean.`);
+    }
+    return value;
+  });
+  return JSON.stringify(values);
+}
+
+/** The primary key values of each row (see rowKey); refuses repeats within the batch. */
 export function primaryKeyValues(rows: Array<Record<string, unknown>>, primaryKey: string[]): string[] {
   const seen = new Set<string>();
   return rows.map((row, index) => {
-    const values = primaryKey.map((field) => {
-      const value = row[field];
-      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-        throw new InputError('invalid_primary_key', `rows[${index}].${field} is part of the primary key and must be a string, number or boolean.`);
-      }
-      return value;
-    });
-    const key = JSON.stringify(values);
+    const key = rowKey(row, primaryKey, `rows[${index}]`);
     if (seen.has(key)) throw new InputError('duplicate_key_in_batch', `rows[${index}] repeats the primary key ${key} of an earlier row.`);
     seen.add(key);
     return key;

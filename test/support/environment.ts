@@ -2,6 +2,7 @@ import { createDb, Db } from '../../db/connection';
 import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalSettings } from '../../core/temporal-config';
 import { migrate, startApi } from '../../scripts/runtime';
+import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 
@@ -15,7 +16,11 @@ export interface TestEnvironment {
   baseUrl: string;
   temporal: Client;
   taskQueue: string;
+  encryptionKey: Buffer;
   stopApi(): Promise<void>;
+  /** Stops the in-process worker (a test that runs its own worker process), and starts it again. */
+  stopWorker(): Promise<void>;
+  startWorker(): Promise<void>;
 }
 
 let environment: TestEnvironment | undefined;
@@ -34,10 +39,26 @@ export async function startEnvironment(): Promise<void> {
   await migrate(db);
   const connection: Connection = await connectTemporal(process.env.TEMPORAL_ADDRESS);
   const taskQueue = temporalSettings().taskQueues.main;
-  const worker: RunningWorker = await startWorker({ db, temporalAddress: process.env.TEMPORAL_ADDRESS, namespace: temporalSettings().namespace, taskQueue });
+  const encryptionKey = loadEncryptionKey();
+  const temporalAddress = process.env.TEMPORAL_ADDRESS;
+  let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
   const api = await startApi({ port: 0, host: '127.0.0.1' });
-  environment = { db, baseUrl: api.url, temporal: createTemporalClient(connection), taskQueue, stopApi: () => api.stop() };
-  cleanup = [() => api.stop(), () => worker.shutdown(), () => connection.close(), () => db.destroy()];
+  environment = {
+    db,
+    baseUrl: api.url,
+    temporal: createTemporalClient(connection),
+    taskQueue,
+    encryptionKey,
+    stopApi: () => api.stop(),
+    async stopWorker() {
+      await worker?.shutdown();
+      worker = undefined;
+    },
+    async startWorker() {
+      worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
+    },
+  };
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => connection.close(), () => db.destroy()];
 }
 
 export async function stopEnvironment(): Promise<void> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { temporalSettings } from '../../core/temporal-config';
+import { loadEncryptionKey } from '../../core/config';
 import { startWorker } from '../../worker';
 import { env } from '../support/environment';
 import { startScript } from '../support/processes';
@@ -35,7 +36,7 @@ describe('The worker process', function () {
     assert.equal(failed.length, 0);
 
     // The workflow itself finishes once any worker picks up its next task.
-    const finisher = await startWorker({ db: env().db, temporalAddress: process.env.TEMPORAL_ADDRESS!, namespace: temporalSettings().namespace, taskQueue });
+    const finisher = await startWorker({ db: env().db, encryptionKey: loadEncryptionKey(), temporalAddress: process.env.TEMPORAL_ADDRESS!, namespace: temporalSettings().namespace, taskQueue });
     try {
       const result = (await handle.result()) as { workerIdentity: string };
       assert.match(result.workerIdentity, /^\d+@/);

@@ -1,0 +1,189 @@
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { InputError, NotFoundError } from '../core/errors';
+import { temporalSettings, temporalWebUiUrl } from '../core/temporal-config';
+import type { Executor } from '../db/connection';
+import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../db/models';
+import type { PipelineDocument } from '../pipelines/document';
+import { runSearchAttributes, runWorkflowId } from '../workflows/names';
+import type { pipelineRunWorkflow } from '../workflows/pipeline-run';
+import { authorizeProject, isUnrestricted, Principal } from './access';
+import { PageRequest, pageOf } from './pagination';
+import { assertRunnableDocument, requirePipeline } from './pipelines';
+import { endRun } from './run-execution';
+
+export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
+
+interface NodeRow {
+  nodeId: string;
+  nodeType: string;
+  status: string;
+  recordsIn: number;
+  recordsOut: number;
+  pages: number;
+  stopReason: string | null;
+  window: Record<string, unknown> | null;
+  warnings: unknown[];
+  flow: Record<string, { in: number; out: number }>;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/**
+ * Per-node results. Sources report what they read; other nodes sum what every source's read
+ * delivered to them (a node fed by two sources counts both); destinations report what their
+ * commit wrote. While the run is running these numbers grow page by page.
+ */
+function presentNodes(document: PipelineDocument, rows: NodeRow[]) {
+  const byId = new Map(rows.map((row) => [row.nodeId, row]));
+  const delivered = new Map<string, { in: number; out: number }>();
+  for (const row of rows) {
+    for (const [nodeId, counts] of Object.entries(row.flow ?? {})) {
+      const sum = delivered.get(nodeId) ?? { in: 0, out: 0 };
+      delivered.set(nodeId, { in: sum.in + counts.in, out: sum.out + counts.out });
+    }
+  }
+  return document.nodes.map((node) => {
+    const row = byId.get(node.id);
+    const flow = delivered.get(node.id) ?? { in: 0, out: 0 };
+    const source = node.type === 'source';
+    const destination = node.type === 'destination';
+    return {
+      nodeId: node.id,
+      type: node.type,
+      status: row?.status ?? 'pending',
+      recordsRead: source ? (row?.recordsIn ?? 0) : null,
+      recordsIn: source ? null : flow.in,
+      recordsOut: source ? (row?.recordsIn ?? 0) : destination ? null : flow.out,
+      recordsWritten: destination && row?.status === 'succeeded' ? row.recordsOut : destination ? 0 : null,
+      pages: source ? (row?.pages ?? 0) : null,
+      stopReason: row?.stopReason ?? null,
+      window: source ? (row?.window ?? null) : null,
+      snapshot: destination ? ((row?.window as { snapshot?: unknown } | null)?.snapshot ?? null) : null,
+      warnings: row?.warnings ?? [],
+      startedAt: row?.startedAt?.toISOString() ?? null,
+      finishedAt: row?.finishedAt?.toISOString() ?? null,
+    };
+  });
+}
+
+function presentRunSummary(run: PipelineRun) {
+  const { namespace } = temporalSettings();
+  const webUi = temporalWebUiUrl();
+  return {
+    id: run.id,
+    projectId: run.projectId,
+    pipelineId: run.pipelineId,
+    pipelineName: run.pipelineName,
+    versionId: run.versionId,
+    versionNumber: run.versionNumber,
+    trigger: run.trigger,
+    scheduleId: run.scheduleId,
+    actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId },
+    status: run.status,
+    syncTime: run.syncTime?.toISOString() ?? null,
+    queuedAt: run.queuedAt.toISOString(),
+    startedAt: run.startedAt?.toISOString() ?? null,
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
+    warnings: run.warnings,
+    error: run.error,
+    workflow: {
+      workflowId: run.workflowId,
+      namespace,
+      webUiUrl: webUi ? `${webUi}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(run.workflowId)}` : null,
+    },
+  };
+}
+
+async function presentRun(db: Executor, run: PipelineRun) {
+  const rows = (await db('pipelineRunNodes').where({ runId: run.id })) as NodeRow[];
+  return { ...presentRunSummary(run), document: run.document, nodes: presentNodes(run.document as unknown as PipelineDocument, rows) };
+}
+
+export type RunView = Awaited<ReturnType<typeof presentRun>>;
+
+/** Records a queued run of the pipeline's active version (a snapshot of its document: later edits never change it). */
+export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; apiKeyId: string | null; scheduleId?: string }): Promise<PipelineRun> {
+  const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
+  if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
+  await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
+  const run = await PipelineRun.query(db).insertAndFetch({
+    workspaceId: pipeline.workspaceId,
+    projectId: pipeline.projectId,
+    pipelineId: pipeline.id,
+    pipelineName: pipeline.name,
+    versionId: version.id,
+    versionNumber: version.number,
+    document: version.document,
+    trigger: input.trigger,
+    scheduleId: input.scheduleId ?? null,
+    actorMemberId: input.actorMemberId,
+    apiKeyId: input.apiKeyId,
+    status: 'queued',
+    workflowId: 'pending',
+  });
+  return run.$query(db).patchAndFetch({ workflowId: runWorkflowId(run.id) });
+}
+
+/**
+ * Launches the active version: records a queued run and starts its workflow (id from the run id,
+ * with the WorkspaceId, ProjectId and PipelineId search attributes). A launch while another run of
+ * the pipeline is open is queued behind it. Answered 202 by the routes: poll the run.
+ */
+export async function launchRun(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string): Promise<RunView> {
+  const pipeline = await requirePipeline(db, project, pipelineId);
+  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId });
+  // Started inside the request's transaction: if the commit fails, the workflow finds no run and ends.
+  await temporal.workflow.start<typeof pipelineRunWorkflow>('pipelineRunWorkflow', {
+    workflowId: run.workflowId,
+    taskQueue: temporalSettings().taskQueues.main,
+    args: [{ runId: run.id }],
+    typedSearchAttributes: runSearchAttributes(run),
+  });
+  return presentRun(db, run);
+}
+
+/** A run of this workspace; with a project, one whose pipeline belongs to it. Runs of projects outside a key's allowlist are refused. */
+export async function getRun(db: Executor, principal: Principal, runId: string, project?: Project): Promise<RunView> {
+  const run = await PipelineRun.query(db).findOne({ id: runId, workspaceId: principal.workspaceId, ...(project ? { projectId: project.id } : {}) });
+  if (!run) throw new NotFoundError('run', project ? 'No run with this id in this project.' : 'No run with this id in this workspace.');
+  authorizeProject(principal, run.projectId);
+  return presentRun(db, run);
+}
+
+export async function listRuns(db: Executor, principal: Principal, page: PageRequest, filter: { project?: Project; pipelineId?: string; status?: RunStatus }) {
+  const base = PipelineRun.query(db).where({ workspaceId: principal.workspaceId });
+  if (filter.project) base.where('projectId', filter.project.id);
+  else if (!isUnrestricted(principal)) base.whereIn('projectId', principal.projectIds as string[]);
+  if (filter.pipelineId) base.where('pipelineId', filter.pipelineId);
+  if (filter.status) base.where('status', filter.status);
+  const { rows, pagination } = await pageOf(base, page, { column: 'queuedAt', order: 'desc' });
+  return { runs: rows.map(presentRunSummary), pagination };
+}
+
+/** The project a workspace-level launch names through its pipeline (a pipeline of another workspace is a 404). */
+export async function projectOfPipeline(db: Executor, principal: Principal, pipelineId: string): Promise<Project> {
+  const pipeline = await Pipeline.query(db).findOne({ id: pipelineId, workspaceId: principal.workspaceId });
+  const project = pipeline && (await Project.query(db).findOne({ id: pipeline.projectId, workspaceId: principal.workspaceId }));
+  if (!project) throw new InputError('unknown_pipeline', 'pipelineId is not a pipeline of this workspace.', [{ path: '/pipelineId', message: 'is not a pipeline of this workspace' }]);
+  authorizeProject(principal, project.id);
+  return project;
+}
+
+/**
+ * Cancels a queued or running run (no public route: for MCP tools and operators). The workflow
+ * is canceled; the run ends canceled with nothing committed. A run already ended is returned as is.
+ */
+export async function cancelRun(db: Executor, temporal: Client, principal: Principal, runId: string): Promise<RunView> {
+  const run = await getRun(db, principal, runId);
+  if (run.status !== 'queued' && run.status !== 'running') return run;
+  try {
+    await temporal.workflow.getHandle(run.workflow.workflowId).cancel();
+  } catch (error) {
+    // A workflow that never started (or is gone) cannot end the run itself.
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    await endRun(db, runId, 'canceled', null);
+  }
+  return getRun(db, principal, runId);
+}

@@ -1,0 +1,40 @@
+// Names shared by the workflows and the services that start and signal them. Pure and
+// deterministic: safe in the workflow bundle.
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSignal } from '@temporalio/workflow';
+
+/** Search attributes of temporal.yaml: `temporal workflow list --query "PipelineId='…'"` finds a pipeline's runs. */
+export const searchAttributeKeys = {
+  WorkspaceId: defineSearchAttributeKey('WorkspaceId', SearchAttributeType.KEYWORD),
+  ProjectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
+  PipelineId: defineSearchAttributeKey('PipelineId', SearchAttributeType.KEYWORD),
+};
+
+export interface RunSearchAttributes {
+  workspaceId: string;
+  projectId: string;
+  pipelineId: string;
+}
+
+export function runSearchAttributes({ workspaceId, projectId, pipelineId }: RunSearchAttributes) {
+  return [
+    { key: searchAttributeKeys.WorkspaceId, value: workspaceId },
+    { key: searchAttributeKeys.ProjectId, value: projectId },
+    { key: searchAttributeKeys.PipelineId, value: pipelineId },
+  ];
+}
+
+/** A run's workflow id derives from its Weft id, so either finds the other. */
+export const runWorkflowId = (runId: string): string => `weft-run-${runId}`;
+export const scheduleWorkflowIdPrefix = (scheduleId: string): string => `weft-schedule-${scheduleId}`;
+
+/** Sent by a run that ends to the next queued run of its pipeline: its turn has come. */
+export const runTurnSignal = defineSignal('runTurn');
+
+export interface PipelineRunInput {
+  runId: string;
+}
+
+export interface ScheduledLaunchInput {
+  scheduleId: string;
+}

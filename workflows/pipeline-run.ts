@@ -1,0 +1,103 @@
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  getExternalWorkflowHandle,
+  isCancellation,
+  log,
+  ParentClosePolicy,
+  proxyActivities,
+  setHandler,
+  startChild,
+} from '@temporalio/workflow';
+import type { PipelineRunActivities } from '../activities/pipeline-runs';
+import type { RunErrorEvidence } from '../db/models';
+import { PipelineRunInput, runSearchAttributes, runTurnSignal, runWorkflowId, ScheduledLaunchInput } from './names';
+
+const { claimRunTurn, commitRun, endRun } = proxyActivities<PipelineRunActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+
+// Extraction heartbeats every page: a dead worker is noticed within the heartbeat timeout and the
+// retry resumes from the last heartbeated page. Remote failures are retried a few times, then the run fails.
+const { extractSource } = proxyActivities<PipelineRunActivities>({
+  startToCloseTimeout: '12 hours',
+  heartbeatTimeout: '15 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 4 },
+});
+
+const { createScheduledRun } = proxyActivities<PipelineRunActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 5 },
+});
+
+/** The evidence an activity attached to its failure (see activities/pipeline-runs.ts), or a generic one. */
+function evidenceOf(error: unknown): RunErrorEvidence {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  if (cause instanceof ApplicationFailure) {
+    const attached = cause.details?.[0] as RunErrorEvidence | undefined;
+    if (attached && typeof attached.message === 'string') return attached;
+    return { nodeId: null, code: cause.type ?? 'failed', message: cause.message, remoteStatus: null };
+  }
+  return { nodeId: null, code: 'internal_error', message: error instanceof Error ? error.message : 'The run failed.', remoteStatus: null };
+}
+
+/**
+ * One pipeline run: wait for the pipeline's turn, extract every source (each activity reads,
+ * transforms and stages page by page), then commit once. Records never pass through here; the
+ * run's state lives in PostgreSQL, written by the activities.
+ */
+export async function pipelineRunWorkflow({ runId }: PipelineRunInput): Promise<string> {
+  let turnSignaled = false;
+  setHandler(runTurnSignal, () => {
+    turnSignaled = true;
+  });
+  let nextWorkflowId: string | null = null;
+  try {
+    let sourceNodeIds: string[];
+    for (;;) {
+      const claim = await claimRunTurn({ runId });
+      if (claim.state === 'granted') {
+        sourceNodeIds = claim.sourceNodeIds;
+        break;
+      }
+      if (claim.state === 'ended') return claim.status;
+      // Woken by the run ahead when it ends; the timeout covers a signal that never comes.
+      await condition(() => turnSignaled, '30 seconds');
+      turnSignaled = false;
+    }
+    await Promise.all(sourceNodeIds.map((nodeId) => extractSource({ runId, nodeId })));
+    const end = await commitRun({ runId });
+    nextWorkflowId = end.nextWorkflowId;
+    return end.status;
+  } catch (error) {
+    const canceled = isCancellation(error);
+    const evidence = canceled ? null : evidenceOf(error);
+    const end = await CancellationScope.nonCancellable(() => endRun({ runId, status: canceled ? 'canceled' : 'failed', error: evidence }));
+    nextWorkflowId = end.nextWorkflowId;
+    if (canceled) throw error;
+    log.warn('pipeline run failed', { runId, code: evidence!.code });
+    // The workflow fails too, so the Web UI shows the run red with its reason.
+    throw ApplicationFailure.create({ type: evidence!.code, message: evidence!.message, nonRetryable: true, details: [evidence] });
+  } finally {
+    if (nextWorkflowId) {
+      const next = nextWorkflowId;
+      await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(next).signal(runTurnSignal)).catch(() => undefined);
+    }
+  }
+}
+
+/** Started by a Temporal Schedule: records a run (trigger schedule) and starts its run workflow. */
+export async function scheduledLaunchWorkflow({ scheduleId }: ScheduledLaunchInput): Promise<string | null> {
+  const launch = await createScheduledRun({ scheduleId });
+  if (!launch) return null;
+  await startChild(pipelineRunWorkflow, {
+    workflowId: runWorkflowId(launch.runId),
+    args: [{ runId: launch.runId }],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    typedSearchAttributes: runSearchAttributes(launch),
+  });
+  return launch.runId;
+}
