@@ -74,6 +74,7 @@ function nodeSchema(type: NodeType, summary: string, properties: Record<string, 
 export const pipelineNodeSchema: JsonSchema = {
   type: 'object',
   required: ['type'],
+  properties: { type: { type: 'string', enum: ['source', 'select', 'filter', 'compute', 'cast', 'dedupe', 'destination'] } },
   discriminator: { propertyName: 'type' },
   oneOf: [
     nodeSchema('source', 'Reads an endpoint with role source.', {
