@@ -14,7 +14,7 @@ const runsQuery = listQuery({ status: runStatusFilter, pipelineId: uuid });
 const launchAuth = { scopes: ['pipelines:execute'], accountableActor: true } as const;
 // Run detail needs an accountable actor; listings need one who administers the workspace (SPEC 4.3).
 const detailAuth = { scopes: ['runs:read'], accountableActor: true } as const;
-const listAuth = { scopes: ['runs:read'], administratorActor: true } as const;
+const listAuth = { scopes: ['runs:read'], accountableActor: true, administratorActor: true } as const;
 
 type RunsQuery = PageRequest & { status?: RunStatus; pipelineId?: string };
 
