@@ -20,8 +20,12 @@ export interface ExecutionDependencies {
   encryptionKey: Buffer;
 }
 
-/** Records asked of a source per read call: one staged page, one heartbeat. */
-export const RECORDS_PER_PAGE = 500;
+/**
+ * Records asked of a source per read call: one staged page, one heartbeat, one progress update.
+ * Small enough that progress moves every few seconds on a slow API, large enough that staging
+ * a million records takes thousands (not millions) of transactions.
+ */
+export const RECORDS_PER_PAGE = 200;
 
 export type TurnClaim =
   | { state: 'granted'; sourceNodeIds: string[] }
