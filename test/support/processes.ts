@@ -1,6 +1,7 @@
 import { spawn, ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
 import { projectRoot } from '../../core/paths';
 
 const tsx = path.join(projectRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -82,4 +83,36 @@ export function freePort(): Promise<number> {
     });
     server.once('error', reject);
   });
+}
+
+/** Every descendant of a process (tsx runs a script in a child process), read from /proc. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the 4th field, after the command name in parentheses.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const found: number[] = [];
+  const visit = (parent: number) => {
+    for (const child of children.get(parent) ?? []) {
+      found.push(child);
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** SIGKILLs a started script and every process under it at once, as a machine failure would. */
+export async function killHard(script: RunningScript): Promise<void> {
+  const pid = script.child.pid!;
+  for (const child of descendants(pid)) process.kill(child, 'SIGKILL');
+  await script.stop('SIGKILL');
 }
