@@ -56,7 +56,9 @@ function graphProblems(document: PipelineDocument, graph: PipelineGraph, problem
   });
   document.edges.forEach((edge, index) => {
     for (const end of ['from', 'to'] as const) {
-      if (!graph.nodes.has(edge[end])) problems.push({ path: `/edges/${index}/${end}`, message: `names no node ("${edge[end]}")` });
+      // The problem names the edge's other end when that one is a real node.
+      const other = edge[end === 'from' ? 'to' : 'from'];
+      if (!graph.nodes.has(edge[end])) problems.push({ path: `/edges/${index}/${end}`, message: `names no node ("${edge[end]}")`, ...(graph.nodes.has(other) && { nodeId: other }) });
     }
     const from = graph.nodes.get(edge.from);
     const to = graph.nodes.get(edge.to);

@@ -1,17 +1,18 @@
 import { raw } from 'objection';
 import type { Client } from '@temporalio/client';
-import { ConflictError, InputError, NotFoundError } from '../core/errors';
-import { summarizeProblems } from '../core/schema-validator';
+import { ConflictError, FieldProblem, InputError, NotFoundError } from '../core/errors';
+import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import type { Executor } from '../db/connection';
 import { DataEndpoint, Pipeline, PipelineBranch, PipelineDraft, PipelineSchedule, PipelineVersion, Project } from '../db/models';
 import { findCapability } from '../plugins';
-import { documentEndpointIds, PipelineDocument } from '../pipelines/document';
+import { documentEndpointIds, PipelineDocument, pipelineDocumentSchema } from '../pipelines/document';
 import { documentProblems, EndpointFacts, PipelineProblem } from '../pipelines/validation';
 import type { Principal } from './access';
 import { endpointReferenceFinders } from './data-endpoints';
 import { PageRequest, pageOf } from './pagination';
 
 export const MAIN_BRANCH = 'main';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface PipelineInput {
   name: string;
@@ -157,7 +158,8 @@ async function saveDraftRow(db: Executor, principal: Principal, pipeline: Pipeli
     document: JSON.stringify(input.document),
     workspaceState: input.workspaceState === undefined || input.workspaceState === null ? null : JSON.stringify(input.workspaceState),
     basedOnVersionId: input.basedOnVersionId,
-    endpointIds: documentEndpointIds(input.document),
+    // An unfinished draft may name anything as an endpoint: only real ids are tracked.
+    endpointIds: documentEndpointIds(input.document).filter((id) => typeof id === 'string' && UUID.test(id)),
     updatedAt: db.fn.now(),
   };
   await db('pipelineDrafts').insert(row).onConflict(['pipelineId', 'memberId']).merge();
@@ -220,8 +222,17 @@ export async function saveDraft(db: Executor, principal: Principal, project: Pro
 
 export async function validateDraft(db: Executor, principal: Principal, project: Project, pipelineId: string): Promise<{ valid: boolean; problems: PipelineProblem[] }> {
   const draft = await getDraft(db, principal, project, pipelineId);
-  const problems = await pipelineDocumentProblems(db, principal.workspaceId, draft.document as unknown as PipelineDocument);
+  // An unfinished draft first answers to the document schema; the graph rules need a complete one.
+  const shape = schemaProblems(pipelineDocumentSchema, structuredClone(draft.document));
+  const problems = shape.length ? shape.map((p) => withNodeId(p, draft.document)) : await pipelineDocumentProblems(db, principal.workspaceId, draft.document as unknown as PipelineDocument);
   return { valid: problems.length === 0, problems };
+}
+
+/** Names the node a schema problem under /nodes/{i} concerns. */
+function withNodeId(problem: FieldProblem, document: Record<string, unknown>): PipelineProblem {
+  const index = /^\/nodes\/(\d+)/.exec(problem.path)?.[1];
+  const node = index === undefined ? undefined : (document.nodes as Array<{ id?: unknown }> | undefined)?.[Number(index)];
+  return typeof node?.id === 'string' ? { ...problem, nodeId: node.id } : problem;
 }
 
 async function requireVersion(db: Executor, pipeline: Pipeline, versionId: string): Promise<PipelineVersion> {

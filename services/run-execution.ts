@@ -1,4 +1,4 @@
-import { ConflictError, DomainError, InputError } from '../core/errors';
+import { ConflictError, DomainError, InputError, UnavailableError } from '../core/errors';
 import type { Db, Executor } from '../db/connection';
 import { PipelineRun, RunErrorEvidence, RunWarning } from '../db/models';
 import type { CapabilityRuntime, RecordsQuery, StopReason } from '../plugins/capability';
@@ -40,7 +40,9 @@ export type TurnClaim =
 export async function claimRunTurn(db: Db, runId: string): Promise<TurnClaim> {
   return db.transaction(async (trx) => {
     const run = await PipelineRun.query(trx).findById(runId).forUpdate();
-    if (!run) return { state: 'ended', status: 'missing' };
+    // The launch starts the workflow inside its own transaction: the run row may not be committed
+    // yet. Retried until it is; a launch that rolled back leaves a workflow that fails here.
+    if (!run) throw new UnavailableError('run_not_visible', `Run ${runId} is not (yet) recorded.`);
     if (run.status !== 'queued' && run.status !== 'running') return { state: 'ended', status: run.status };
     const document = run.document as unknown as PipelineDocument;
     const sourceNodeIds = document.nodes.filter(isSource).map((node) => node.id);

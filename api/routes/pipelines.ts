@@ -135,7 +135,7 @@ export const pipelineRoutes = [
     operationId: 'validatePipelineDraft',
     summary: 'Validate your draft: the graph, endpoint references, roles, capability support and field compatibility, every problem at once.',
     tag,
-    auth: read,
+    auth: { ...read, accountableActor: true },
     transaction: false,
     params: pipelineParams,
     responses: { 200: { description: 'Validation result', schema: problemListSchema } },
