@@ -54,6 +54,8 @@ export async function passDedupe(db: Executor, runId: string, nodeId: string, so
           claimed AS (
             INSERT INTO pipeline_run_keys (run_id, node_id, key, source_node_id, page, ordinal)
             SELECT ?, ?, g.key, ?, g.page, g.ordinal FROM given g
+            -- Keys in one order: two sources' pages claiming the same keys never deadlock.
+            ORDER BY g.key
             ON CONFLICT (run_id, node_id, key) DO UPDATE SET key = EXCLUDED.key
             RETURNING key, source_node_id, page, ordinal)
      SELECT g.ordinal, (c.source_node_id = ? AND c.page = g.page AND c.ordinal = g.ordinal) AS first

@@ -228,3 +228,20 @@ export async function tableRecords(t: PipelineTenant, endpointId: string): Promi
   } while (cursor);
   return records.sort((a, b) => Number(a.id) - Number(b.id));
 }
+
+/**
+ * Mocha hooks for a describe block: one EventsApi and one tenant for the block, and before each
+ * test the API's records reset to `records()`, with no failures, delay or request log.
+ */
+export function useEventsApi(records: () => EventRecord[]): { api: EventsApi; t: PipelineTenant } {
+  const context = {} as { api: EventsApi; t: PipelineTenant };
+  before(async () => {
+    context.api = await new EventsApi().start();
+    context.t = await pipelineTenant(context.api.baseUrl);
+  });
+  after(() => context.api.close());
+  beforeEach(() => {
+    Object.assign(context.api, { records: records(), received: [], failNext: 0, delayMs: 0 });
+  });
+  return context;
+}

@@ -14,29 +14,19 @@ import {
   getRun,
   launch,
   linearDocument,
-  pipelineTenant,
   PipelineTenant,
   tableDestination,
   tableRecords,
+  useEventsApi,
   waitForRun,
 } from '../support/pipelines';
 
 describe('Pipeline runs: queueing, cancellation, replace, schedules and external destinations', function () {
   this.timeout(180_000);
+  const fixture = useEventsApi(() => EventsApi.events(100));
   let api: EventsApi;
   let t: PipelineTenant;
-
-  before(async () => {
-    api = await new EventsApi().start();
-    t = await pipelineTenant(api.baseUrl);
-  });
-  after(() => api.close());
-  beforeEach(() => {
-    api.records = EventsApi.events(100);
-    api.received = [];
-    api.failNext = 0;
-    api.delayMs = 0;
-  });
+  beforeEach(() => ({ api, t } = fixture));
 
   const sourceNode = (run: any) => run.nodes.find((n: any) => n.nodeId === 'src');
 
@@ -153,6 +143,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
       await external.connect();
       await external.query('CREATE TABLE events (id integer PRIMARY KEY, updated_at timestamptz, amount integer NOT NULL, status text)');
       const url = new URL(process.env.DATABASE_URL!);
+      const { t } = fixture;
       const installation = await installPlugin(env().db, env().encryptionKey, t.ws.workspaceId, 'postgres_table', {
         host: url.hostname, port: Number(url.port || 5432), database, user: decodeURIComponent(url.username), allowPrivateNetwork: true,
         ...(url.password ? { password: decodeURIComponent(url.password) } : {}),

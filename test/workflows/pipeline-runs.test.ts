@@ -8,29 +8,19 @@ import {
   getRun,
   launch,
   linearDocument,
-  pipelineTenant,
   PipelineTenant,
   tableDestination,
   tableRecords,
+  useEventsApi,
   waitForRun,
 } from '../support/pipelines';
 
 describe('Pipeline runs on Temporal', function () {
   this.timeout(120_000);
+  const fixture = useEventsApi(() => EventsApi.events(120));
   let api: EventsApi;
   let t: PipelineTenant;
-
-  before(async () => {
-    api = await new EventsApi().start();
-    t = await pipelineTenant(api.baseUrl);
-  });
-  after(() => api.close());
-  beforeEach(() => {
-    api.records = EventsApi.events(120);
-    api.received = [];
-    api.failNext = 0;
-    api.delayMs = 0;
-  });
+  beforeEach(() => ({ api, t } = fixture));
 
   it('moves records from a paginated HTTP API into a managed table, with provenance, per-node results and a findable workflow', async () => {
     const source = await eventsSource(t, api);
@@ -107,5 +97,31 @@ describe('Pipeline runs on Temporal', function () {
     const staged = await env().db('pipelineRunRows').where({ runId: run.id }).count('* as n').first();
     assert.equal(Number(staged?.n), 0, 'staged records are dropped');
     assert.ok((await getRun(t, run.id)).finishedAt);
+  });
+
+  it('merges two sources into one destination through dedupe and cast, deduplicating across pages and sources', async () => {
+    const first = await eventsSource(t, api);
+    const second = await eventsSource(t, api, { request: { url: `${api.baseUrl}events`, query: { copy: '2' } } });
+    const destination = await tableDestination(t, 'events_merged', ['id']);
+    const pipeline = await createPipeline(t, {
+      nodes: [
+        { id: 'a', type: 'source', endpointId: first },
+        { id: 'b', type: 'source', endpointId: second },
+        { id: 'unique', type: 'dedupe', key: ['id'] },
+        { id: 'typed', type: 'cast', fields: { amount: 'decimal', id: 'string' } },
+        { id: 'dst', type: 'destination', endpointId: destination, writeMode: 'append' },
+      ],
+      edges: [{ from: 'a', to: 'unique' }, { from: 'b', to: 'unique' }, { from: 'unique', to: 'typed' }, { from: 'typed', to: 'dst' }],
+    });
+    const run = await waitForRun(t, (await launch(t, pipeline.id)).id);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+    const byId = Object.fromEntries(run.nodes.map((n: any) => [n.nodeId, n]));
+    assert.equal(byId.a.recordsRead + byId.b.recordsRead, 240);
+    assert.equal(byId.unique.recordsIn, 240, 'the dedupe node counts what both sources delivered');
+    assert.equal(byId.unique.recordsOut, 120, 'each key passes once, whichever source read it first');
+    assert.equal(byId.dst.recordsWritten, 120);
+    const rows = await tableRecords(t, destination);
+    assert.equal(rows.length, 120);
+    assert.deepEqual(rows[0], { ...api.records[0], id: '1', amount: '10' });
   });
 });

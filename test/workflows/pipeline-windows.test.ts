@@ -6,10 +6,10 @@ import {
   eventsSource,
   launch,
   linearDocument,
-  pipelineTenant,
   PipelineTenant,
   tableDestination,
   tableRecords,
+  useEventsApi,
   waitForRun,
 } from '../support/pipelines';
 
@@ -18,20 +18,10 @@ const window = (overrides: Record<string, unknown> = {}) => ({ startParameter: '
 
 describe('Incremental windows of pipeline runs (SPEC 2.2)', function () {
   this.timeout(120_000);
+  const fixture = useEventsApi(() => EventsApi.events(60));
   let api: EventsApi;
   let t: PipelineTenant;
-
-  before(async () => {
-    api = await new EventsApi().start();
-    t = await pipelineTenant(api.baseUrl);
-  });
-  after(() => api.close());
-  beforeEach(() => {
-    api.records = EventsApi.events(60);
-    api.received = [];
-    api.failNext = 0;
-    api.delayMs = 0;
-  });
+  beforeEach(() => ({ api, t } = fixture));
 
   async function runToEnd(pipelineId: string) {
     return waitForRun(t, (await launch(t, pipelineId)).id);
