@@ -1,5 +1,6 @@
 import type { ExecutionDependencies } from '../services/run-execution';
 import { createPipelineRunActivities } from './pipeline-runs';
+import { createSourceWriteActivities } from './source-writes';
 import { createSystemActivities } from './system-check';
 
 export type ActivityDependencies = ExecutionDependencies;
@@ -9,5 +10,6 @@ export function createActivities(deps: ActivityDependencies) {
   return {
     ...createSystemActivities(deps),
     ...createPipelineRunActivities(deps),
+    ...createSourceWriteActivities(deps),
   };
 }

@@ -1,27 +1,9 @@
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { DomainError } from '../core/errors';
+import { CancelledFailure } from '@temporalio/common';
+import { asActivity } from './as-activity';
 import type { RunErrorEvidence } from '../db/models';
-import { claimRunTurn, commitRun, endRun, errorEvidence, ExecutionDependencies, ExtractProgress, extractSource } from '../services/run-execution';
+import { claimRunTurn, commitRun, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/run-execution';
 import { recordScheduledRun } from '../services/pipeline-schedules';
-
-/** Business errors that a retry can cure: a remote system or Weft's own database being briefly away. */
-const RETRYABLE = new Set(['upstream_failed', 'unavailable']);
-
-/**
- * Runs a service call as an activity: business errors become ApplicationFailures typed by their
- * code, carrying the run's error evidence; rule violations are not retried, remote failures are.
- */
-async function asActivity<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof DomainError) {
-      throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !RETRYABLE.has(error.kind), details: [errorEvidence(error)] });
-    }
-    throw error;
-  }
-}
 
 export function createPipelineRunActivities(deps: ExecutionDependencies) {
   return {

@@ -104,3 +104,11 @@ export class UpstreamError extends DomainError {
 export class UnavailableError extends DomainError {
   readonly kind = 'unavailable';
 }
+
+/** A business error kept as data (code, kind, message, details) and raised again, e.g. when an idempotent request is replayed. */
+export function restoredError(stored: { kind: string; code: string; message: string; details?: Record<string, unknown> }): DomainError {
+  const kind = stored.kind as ErrorKind;
+  return new (class RestoredError extends DomainError {
+    readonly kind = kind;
+  })(stored.code, stored.message, stored.details);
+}

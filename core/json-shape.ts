@@ -25,3 +25,12 @@ export function checkJsonShape(value: unknown, part: string): void {
   }
 }
 
+
+/** JSON with object keys sorted at every level: equal values give equal text, whatever the key order (request fingerprints). */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}

@@ -104,7 +104,26 @@ export interface RecordsQuery {
 export interface SnapshotInfo {
   id: string;
   version: string;
-  committedAt: string;
+  /** When the snapshot was committed; null when the store cannot say (a content digest, an empty table). */
+  committedAt: string | null;
+}
+
+/** The snapshot of a table that was never written: what a first governed write expects. */
+export const EMPTY_SNAPSHOT: SnapshotInfo = { id: 'empty', version: '0', committedAt: null };
+
+export const sameSnapshot = (a: { id: string; version: string }, b: { id: string; version: string }): boolean => a.id === b.id && a.version === b.version;
+
+/** Most rows a change set lists per kind; the counts stay exact. */
+export const CHANGE_SET_LIST_LIMIT = 500;
+
+/** What a write would do, row by row (dry runs). Rows are keyed by primary key when the table has one. */
+export interface ChangeSet {
+  added: Array<{ key: string | null; after: Record<string, unknown> }>;
+  changed: Array<{ key: string | null; before: Record<string, unknown>; after: Record<string, unknown> }>;
+  removed: Array<{ key: string | null; before: Record<string, unknown> }>;
+  counts: { added: number; changed: number; removed: number };
+  /** True when a list stops at CHANGE_SET_LIST_LIMIT rows. */
+  truncated: boolean;
 }
 
 /** Why a remote read stopped: truncation is never silent. */
@@ -129,13 +148,18 @@ export interface WriteRequest {
   set?: Record<string, unknown>;
   /** Who produced the write (a run or a governed write action), stored with each record. */
   provenance: { kind: 'run' | 'write'; id: string };
-  /** Optimistic check: the snapshot the writer read; a mismatch is a conflict. */
+  /** Optimistic check: the snapshot the writer read; a mismatch is a conflict (snapshot_conflict) and nothing is written. */
   expectedSnapshot?: { id: string; version: string };
+  /** Work out the change set, then roll back: nothing is written. */
+  dryRun?: boolean;
 }
 
 export interface WriteResult {
   affected: number;
+  /** The snapshot after the write (for a dry run, the one it was checked against). */
   snapshot?: SnapshotInfo;
+  /** Dry runs only. */
+  changes?: ChangeSet;
 }
 
 /** A run's staged records for one destination, in staging order (services/run-staging.ts). */
@@ -174,6 +198,8 @@ export interface CapabilityRuntime {
   discoverSchema(ctx: CapabilityContext, target: Record<string, unknown>): Promise<DiscoveredSchema>;
   readRecords(ctx: CapabilityContext, target: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage>;
   writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
+  /** The snapshot a governed write names as expectedSourceSnapshot (capabilities with transactional writes). */
+  currentSnapshot?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<SnapshotInfo>;
   /** The fields that identify a record at this destination (null: records have no key). Staging keys records with it. */
   recordKey?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[] | null>;
   /** Writes a pipeline run's staged records as one commit, or nothing. */

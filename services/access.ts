@@ -15,6 +15,8 @@ export interface Principal {
   projectIds: readonly string[];
   workspaceResources: boolean;
   readPermissions: readonly string[];
+  /** Named write grants that write policies require. */
+  writePermissions: readonly string[];
 }
 
 /** What an operation needs beyond being authenticated. Routes and MCP tools declare one each. */

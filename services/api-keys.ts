@@ -4,7 +4,8 @@ import { AuthenticationError, InputError, NotFoundError } from '../core/errors';
 import { SCOPES, Scope, isScope } from '../core/scopes';
 import { constantTimeEqualHex, sha256Hex } from '../core/secrets';
 import type { Executor } from '../db/connection';
-import { ApiKey, Project } from '../db/models';
+import { ApiKey } from '../db/models';
+import { assertProjectsInWorkspace } from './projects';
 import { ApiLimits, limitsFrom } from './api-limits';
 import type { Principal } from './access';
 import { PageRequest, pageOf } from './pagination';
@@ -42,6 +43,7 @@ export interface ApiKeyView {
   prefix: string;
   scopes: string[];
   readPermissions: string[];
+  writePermissions: string[];
   projectIds: string[];
   workspaceResources: boolean;
   expiresAt: string | null;
@@ -57,6 +59,7 @@ function presentApiKey(key: ApiKey): ApiKeyView {
     prefix: key.prefix,
     scopes: key.scopes,
     readPermissions: key.readPermissions,
+    writePermissions: key.writePermissions,
     projectIds: key.projectIds,
     workspaceResources: key.workspaceResources,
     expiresAt: key.expiresAt ? key.expiresAt.toISOString() : null,
@@ -70,20 +73,10 @@ export interface CreateApiKeyInput {
   name: string;
   scopes: string[];
   readPermissions?: string[];
+  writePermissions?: string[];
   projectIds?: string[];
   workspaceResources?: boolean;
   expiresAt?: string;
-}
-
-async function assertProjectsInWorkspace(db: Executor, workspaceId: string, projectIds: string[]): Promise<void> {
-  if (projectIds.length === 0) return;
-  const found = await Project.query(db).where({ workspaceId }).whereIn('id', projectIds).select('id');
-  const known = new Set(found.map((p) => p.id));
-  const unknown = projectIds.filter((id) => !known.has(id));
-  if (unknown.length) {
-    throw new InputError('unknown_project', `Every projectIds entry must be a project of this workspace; unknown: ${unknown.join(', ')}.`,
-      unknown.map((id) => ({ path: `/projectIds/${projectIds.indexOf(id)}`, message: 'is not a project of this workspace' })));
-  }
 }
 
 function assertNoManageRestriction(scopes: string[], projectIds: string[]): void {
@@ -113,6 +106,7 @@ export async function createApiKey(db: Executor, creator: { workspaceId: string;
     secretHash: hash,
     scopes: scopes as Scope[],
     readPermissions: [...new Set(input.readPermissions ?? [])],
+    writePermissions: [...new Set(input.writePermissions ?? [])],
     projectIds,
     workspaceResources: input.workspaceResources ?? false,
     expiresAt: input.expiresAt ? new Date(input.expiresAt) : null,
@@ -136,6 +130,7 @@ export interface UpdateApiKeyInput {
   projectIds?: string[];
   workspaceResources?: boolean;
   readPermissions?: string[];
+  writePermissions?: string[];
 }
 
 export async function updateApiKey(db: Executor, workspaceId: string, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyView> {
@@ -149,6 +144,7 @@ export async function updateApiKey(db: Executor, workspaceId: string, keyId: str
   }
   if (input.workspaceResources !== undefined) patch.workspaceResources = input.workspaceResources;
   if (input.readPermissions !== undefined) patch.readPermissions = [...new Set(input.readPermissions)];
+  if (input.writePermissions !== undefined) patch.writePermissions = [...new Set(input.writePermissions)];
   const updated = await key.$query(db).patchAndFetch(patch);
   return presentApiKey(updated);
 }
@@ -202,6 +198,7 @@ export async function authenticateApiKey(db: Executor, rawKey: string): Promise<
       projectIds: row.projectIds,
       workspaceResources: row.workspaceResources,
       readPermissions: row.readPermissions,
+      writePermissions: row.writePermissions ?? [],
     },
     limits: limitsFrom(row.limitWorkspaceRequests, row.limitApiKeyRequests),
   };

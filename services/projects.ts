@@ -1,5 +1,5 @@
 import { raw } from 'objection';
-import { NotFoundError } from '../core/errors';
+import { InputError, NotFoundError } from '../core/errors';
 import type { Executor } from '../db/connection';
 import { Project } from '../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
@@ -49,4 +49,16 @@ export async function createProject(db: Executor, workspaceId: string, input: { 
 export async function updateProject(db: Executor, project: Project, input: { name?: string; description?: string }): Promise<ProjectView> {
   const updated = await project.$query(db).patchAndFetch({ ...input, updatedAt: raw('now()') as unknown as Date });
   return presentProject(updated);
+}
+
+/** Every id must name a project of the workspace; the problems point into `projectIds` of the request. */
+export async function assertProjectsInWorkspace(db: Executor, workspaceId: string, projectIds: string[]): Promise<void> {
+  if (projectIds.length === 0) return;
+  const found = await Project.query(db).where({ workspaceId }).whereIn('id', projectIds).select('id');
+  const known = new Set(found.map((p) => p.id));
+  const unknown = projectIds.filter((id) => !known.has(id));
+  if (unknown.length) {
+    throw new InputError('unknown_project', `Every projectIds entry must be a project of this workspace; unknown: ${unknown.join(', ')}.`,
+      unknown.map((id) => ({ path: `/projectIds/${projectIds.indexOf(id)}`, message: 'is not a project of this workspace' })));
+  }
 }

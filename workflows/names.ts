@@ -1,13 +1,14 @@
 // Names shared by the workflows and the services that start and signal them. Pure and
 // deterministic: safe in the workflow bundle.
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
 
 /** Search attributes of temporal.yaml: `temporal workflow list --query "PipelineId='…'"` finds a pipeline's runs. */
 export const searchAttributeKeys = {
   WorkspaceId: defineSearchAttributeKey('WorkspaceId', SearchAttributeType.KEYWORD),
   ProjectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
   PipelineId: defineSearchAttributeKey('PipelineId', SearchAttributeType.KEYWORD),
+  DataEndpointId: defineSearchAttributeKey('DataEndpointId', SearchAttributeType.KEYWORD),
 };
 
 export interface RunSearchAttributes {
@@ -38,3 +39,32 @@ export interface PipelineRunInput {
 export interface ScheduledLaunchInput {
   scheduleId: string;
 }
+
+/** A governed write waiting for approval: `temporal workflow list --query "DataEndpointId='…'"` finds an endpoint's. */
+export const writeApprovalWorkflowId = (writeActionId: string): string => `weft-write-${writeActionId}`;
+
+export function writeActionSearchAttributes({ workspaceId, projectId, dataEndpointId }: { workspaceId: string; projectId: string; dataEndpointId: string }) {
+  return [
+    { key: searchAttributeKeys.WorkspaceId, value: workspaceId },
+    { key: searchAttributeKeys.ProjectId, value: projectId },
+    { key: searchAttributeKeys.DataEndpointId, value: dataEndpointId },
+  ];
+}
+
+export interface WriteApprovalInput {
+  writeActionId: string;
+  proposerMemberId: string;
+  approvalsRequired: number;
+  /** ISO time the action expires unless approved. */
+  expiresAt: string;
+}
+
+export interface WriteDecision {
+  memberId: string;
+  apiKeyId: string;
+  decision: 'approve' | 'reject';
+  comment: string | null;
+}
+
+/** A member's approval or rejection, carried by a workflow update; answers once the action is settled or still waits for more approvals. */
+export const decideWriteUpdate = defineUpdate<{ status: string; approvals: number }, [WriteDecision]>('decide');

@@ -1,5 +1,6 @@
 import { sha256Hex } from '../../core/secrets';
 import type { Knex } from 'knex';
+import { canonicalJson } from '../../core/json-shape';
 import { ConflictError, InputError } from '../../core/errors';
 import type { Principal } from '../../services/access';
 import type { HandlerResult } from '../route-spec';
@@ -14,13 +15,6 @@ export function checkIdempotencyKey(value: string): string {
   return value;
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
 
 export function requestFingerprint(route: string, params: unknown, body: unknown): string {
   return sha256Hex(canonicalJson({ route, params, body }));

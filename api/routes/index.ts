@@ -8,6 +8,7 @@ import { pluginRoutes } from './plugins';
 import { pipelineRoutes } from './pipelines';
 import { projectRoutes } from './projects';
 import { runRoutes } from './runs';
+import { sourceWriteRoutes } from './source-writes';
 
 /** Every API route. The OpenAPI document and the docs page are built from this list. */
 export const apiRoutes: RouteSpec[] = [
@@ -18,6 +19,7 @@ export const apiRoutes: RouteSpec[] = [
   ...apiLimitRoutes,
   ...pluginRoutes,
   ...dataEndpointRoutes,
+  ...sourceWriteRoutes,
   ...pipelineRoutes,
   ...runRoutes,
 ] as RouteSpec[];

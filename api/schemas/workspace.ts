@@ -20,13 +20,14 @@ const readPermission: JsonSchema = { type: 'string', minLength: 1, maxLength: 20
 
 export const apiKeySchema: JsonSchema = {
   type: 'object',
-  required: ['id', 'name', 'prefix', 'scopes', 'readPermissions', 'projectIds', 'workspaceResources', 'expiresAt', 'lastUsedAt', 'createdAt'],
+  required: ['id', 'name', 'prefix', 'scopes', 'readPermissions', 'writePermissions', 'projectIds', 'workspaceResources', 'expiresAt', 'lastUsedAt', 'createdAt'],
   properties: {
     id: uuid,
     name: { type: 'string' },
     prefix: { type: 'string', description: 'Public part of the key, shown to tell keys apart. Never the secret.' },
     scopes: { type: 'array', items: { type: 'string', enum: [...SCOPES] } },
     readPermissions: { type: 'array', items: { type: 'string' } },
+    writePermissions: { type: 'array', items: { type: 'string' }, description: 'Named write grants that write policies can require.' },
     projectIds: { type: 'array', items: uuid, description: 'Empty: all current and future projects.' },
     workspaceResources: { type: 'boolean' },
     expiresAt: nullableTimestamp,
@@ -44,6 +45,7 @@ export const createApiKeyBody: JsonSchema = {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     scopes: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...SCOPES] } },
     readPermissions: { type: 'array', uniqueItems: true, maxItems: 100, items: readPermission, default: [] },
+    writePermissions: { type: 'array', uniqueItems: true, maxItems: 100, items: readPermission, default: [], description: 'Named write grants that write policies can require.' },
     projectIds: { type: 'array', uniqueItems: true, maxItems: 1000, items: uuid, default: [], description: 'Empty means all projects. Not allowed with org:manage.' },
     workspaceResources: { type: 'boolean', default: false },
     expiresAt: { ...timestamp, description: 'Optional future expiry. Cannot be changed later.' },
@@ -59,9 +61,10 @@ export const updateApiKeyBody: JsonSchema = {
     projectIds: { type: 'array', uniqueItems: true, maxItems: 1000, items: uuid },
     workspaceResources: { type: 'boolean' },
     readPermissions: { type: 'array', uniqueItems: true, maxItems: 100, items: readPermission },
+    writePermissions: { type: 'array', uniqueItems: true, maxItems: 100, items: readPermission },
   },
   errorMessage: {
-    additionalProperties: 'Only projectIds, workspaceResources and readPermissions can be changed. Name, scopes and expiresAt are fixed at creation: create a new key instead.',
+    additionalProperties: 'Only projectIds, workspaceResources, readPermissions and writePermissions can be changed. Name, scopes and expiresAt are fixed at creation: create a new key instead.',
   },
 };
 

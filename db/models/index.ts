@@ -38,6 +38,7 @@ export class ApiKey extends BaseModel {
   secretHash!: string;
   scopes!: string[];
   readPermissions!: string[];
+  writePermissions!: string[];
   projectIds!: string[];
   workspaceResources!: boolean;
   expiresAt!: Date | null;
@@ -215,5 +216,98 @@ export class PipelineSchedule extends BaseModel {
   spec!: Record<string, unknown>;
   temporalScheduleId!: string;
   createdByMemberId!: string;
+  createdAt!: Date;
+}
+
+export interface SnapshotRef {
+  id: string;
+  version: string;
+}
+
+export class WritePolicy extends BaseModel {
+  static override tableName = 'write_policies';
+  id!: string;
+  workspaceId!: string;
+  dataEndpointId!: string;
+  allowedOperations!: Array<'append' | 'upsert' | 'update' | 'delete'>;
+  projectIds!: string[];
+  approvalRequired!: boolean;
+  approvalsRequired!: number;
+  approvalTimeoutSeconds!: number;
+  requiredReadPermissions!: string[];
+  requiredWritePermissions!: string[];
+  revision!: number;
+  createdByMemberId!: string;
+  updatedByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export type WriteActionStatus = 'pending_approval' | 'applied' | 'rejected' | 'expired' | 'failed';
+
+/** A business error as an action keeps it, so a replay answers with the same error. */
+export interface StoredError {
+  kind: string;
+  code: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
+
+export class WriteAction extends BaseModel {
+  static override tableName = 'write_actions';
+  static override jsonAttributes = ['input', 'snapshotBefore', 'snapshotAfter', 'error', 'changePreview'];
+  id!: string;
+  workspaceId!: string;
+  dataEndpointId!: string;
+  projectId!: string;
+  actionId!: string;
+  idempotencyKey!: string;
+  requestDigest!: string;
+  operation!: 'append' | 'upsert' | 'update' | 'delete';
+  input!: Record<string, unknown>;
+  status!: WriteActionStatus;
+  approvalsRequired!: number;
+  expiresAt!: Date | null;
+  proposedByMemberId!: string;
+  proposedByApiKeyId!: string;
+  snapshotBefore!: SnapshotRef;
+  changePreview!: Record<string, unknown> | null;
+  snapshotAfter!: SnapshotRef | null;
+  affected!: number | null;
+  error!: StoredError | null;
+  workflowId!: string | null;
+  createdAt!: Date;
+  updatedAt!: Date;
+  endedAt!: Date | null;
+}
+
+export class WriteActionDecision extends BaseModel {
+  static override tableName = 'write_action_decisions';
+  static override idColumn = ['writeActionId', 'memberId'];
+  writeActionId!: string;
+  memberId!: string;
+  apiKeyId!: string;
+  decision!: 'approve' | 'reject';
+  comment!: string | null;
+  createdAt!: Date;
+}
+
+export type WriteActionEventKind = 'proposed' | 'approved' | 'rejected' | 'expired' | 'applied' | 'failed';
+
+export class WriteActionEvent extends BaseModel {
+  static override tableName = 'write_action_events';
+  static override jsonAttributes = ['snapshotBefore', 'snapshotAfter', 'detail'];
+  id!: string;
+  workspaceId!: string;
+  dataEndpointId!: string;
+  writeActionId!: string;
+  actionId!: string;
+  kind!: WriteActionEventKind;
+  actorMemberId!: string | null;
+  actorApiKeyId!: string | null;
+  idempotencyKey!: string;
+  snapshotBefore!: SnapshotRef | null;
+  snapshotAfter!: SnapshotRef | null;
+  detail!: Record<string, unknown> | null;
   createdAt!: Date;
 }

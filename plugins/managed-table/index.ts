@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
-import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
+import { CHANGE_SET_LIST_LIMIT, EMPTY_SNAPSHOT, sameSnapshot, TABLE_ROLES } from '../capability';
+import type { ChangeSet, CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
-import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
+import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
 import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, latestSnapshot, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
@@ -289,23 +289,46 @@ async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, un
   const t = qualified(schema, table);
   try {
     // Nested in the caller's transaction when ctx.db is one (as a savepoint): all or nothing either way.
-    return await inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
+    return await unlessDryRun(() => inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
       const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
+      const current = latest ? toSnapshotInfo(latest) : EMPTY_SNAPSHOT;
       const expected = request.expectedSnapshot;
-      if (expected && (!latest || latest.id !== expected.id || String(latest.version) !== String(expected.version))) {
-        throw new ConflictError('snapshot_conflict', `Table "${table}" has moved on: the latest snapshot is ${latest ? `${latest.id} (version ${latest.version})` : 'none'}, not ${expected.id} (version ${expected.version}). Read again and retry.`, {
-          latestSnapshot: latest ? toSnapshotInfo(latest) : null,
-        });
-      }
-      return commitSnapshot(trx, schema, table, latest, request.operation, request.provenance, async (version, committed) => ({
+      if (expected && !sameSnapshot(current, expected)) throw snapshotConflict(`Table "${table}"`, current, expected);
+      const result = await commitSnapshot(trx, schema, table, latest, request.operation, request.provenance, async (version, committed) => ({
         affected: await applyWrite(trx, t, request, primaryKey, version, committed),
         fields: writtenFields(request),
       }));
-    });
+      if (request.dryRun) throw new DryRunRollback({ affected: result.affected, snapshot: current, changes: await changesAt(trx, t, latest ? latest.version + 1 : 1, primaryKey !== null) });
+      return result;
+    }));
   } catch (error) {
     if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
     throw error;
   }
+}
+
+/**
+ * The change set of version `version`: record versions it ended (before) joined by key to the
+ * ones it began (after). A record rewritten with identical data is no change.
+ */
+async function changesAt(trx: Knex.Transaction, t: string, version: number, keyed: boolean): Promise<ChangeSet> {
+  const params = new SqlParams();
+  const v = params.add(version);
+  const limit = params.add(CHANGE_SET_LIST_LIMIT);
+  const { rows } = await run<{ kind: 'added' | 'changed' | 'removed'; key: string; before: Record<string, unknown> | null; after: Record<string, unknown> | null; total: string }>(
+    trx,
+    `WITH diff AS (
+       SELECT coalesce(n.row_key, o.row_key) AS key, o.data AS before, n.data AS after,
+              CASE WHEN o.row_key IS NULL THEN 'added' WHEN n.row_key IS NULL THEN 'removed' ELSE 'changed' END AS kind
+       FROM (SELECT row_key, data FROM ${t} WHERE valid_to = ${v}) o
+       FULL JOIN (SELECT row_key, data FROM ${t} WHERE valid_from = ${v}) n ON n.row_key = o.row_key
+       WHERE o.data IS DISTINCT FROM n.data),
+     ranked AS (SELECT *, row_number() OVER (PARTITION BY kind ORDER BY key) AS position, count(*) OVER (PARTITION BY kind) AS total FROM diff)
+     SELECT kind, key, before, after, total FROM ranked WHERE position <= ${limit} ORDER BY kind, position`,
+    params,
+  );
+  // Keyless tables identify records by random ids, which mean nothing to a reader.
+  return changeSetOf(rows.map((row) => ({ ...row, key: keyed ? row.key : null, total: Number(row.total) })));
 }
 
 /**
@@ -361,6 +384,12 @@ export const managedTableCapability: CapabilityRuntime = {
   discoverSchema,
   readRecords,
   writeRecords,
+  async currentSnapshot(ctx, rawTarget) {
+    const { table } = parseTarget(rawTarget);
+    const schema = workspaceSchema(ctx.installation.workspaceId);
+    const latest = (await tableExists(ctx.db, schema, table)) ? await latestSnapshot(ctx.db, schema, table) : undefined;
+    return latest ? toSnapshotInfo(latest) : EMPTY_SNAPSHOT;
+  },
   async recordKey(_ctx, rawTarget) {
     return parseTarget(rawTarget).primaryKey;
   },

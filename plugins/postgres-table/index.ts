@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import { DomainError, InputError, NotFoundError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
-import { TABLE_ROLES } from '../capability';
-import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
+import { sameSnapshot, TABLE_ROLES } from '../capability';
+import type { CapabilityContext, CapabilityDefinition, CapabilityRuntime, CheckResult, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { FieldUse, queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
-import { checkWriteRequest, primaryKeyValues } from '../sql/write-request';
+import { ChangeRow, changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
 import { isConnectionFailure, remoteError, scrub } from './errors';
 import { poolFor, remoteInfo, settingsOf } from './pool';
 
@@ -212,7 +212,7 @@ async function readRecords(ctx: CapabilityContext, target: Record<string, unknow
 function insertStatement(ref: TableRef, shape: TableShape, columns: string[], rows: Array<Record<string, unknown>>, upsert: boolean): { sql: string; params: SqlParams } {
   const params = new SqlParams();
   const tuples = rows.map((row) => `(${columns.map((name) => params.add(toParam(shape.columns.get(name), row[name]))).join(', ')})`);
-  let sql = `INSERT INTO ${ref.sql} (${columns.map(quoteIdentifier).join(', ')}) VALUES ${tuples.join(', ')}`;
+  let sql = `INSERT INTO ${ref.sql} AS weft_row (${columns.map(quoteIdentifier).join(', ')}) VALUES ${tuples.join(', ')}`;
   if (upsert) {
     const updates = columns.filter((name) => !shape.primaryKey.includes(name)).map((name) => `${quoteIdentifier(name)} = EXCLUDED.${quoteIdentifier(name)}`);
     sql += ` ON CONFLICT (${shape.primaryKey.map(quoteIdentifier).join(', ')}) ${updates.length ? `DO UPDATE SET ${updates.join(', ')}` : 'DO NOTHING'}`;
@@ -220,7 +220,14 @@ function insertStatement(ref: TableRef, shape: TableShape, columns: string[], ro
   return { sql, params };
 }
 
-async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, request: WriteRequest): Promise<number> {
+/** A row's primary key as a JSON array of its values (as to_jsonb gives them), or null for a table without one. */
+const keyOf = (shape: TableShape, row: Record<string, unknown>): string | null => (shape.primaryKey.length ? JSON.stringify(shape.primaryKey.map((name) => row[name])) : null);
+
+/**
+ * Applies one operation; with `changes`, also collects every row it adds, changes or removes with
+ * its values before and after (RETURNING, so the rows are exactly those the statement touched).
+ */
+async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, request: WriteRequest, changes?: ChangeRow[]): Promise<number> {
   const conditions = columnConditions(shape);
   switch (request.operation) {
     case 'append':
@@ -228,6 +235,7 @@ async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, requ
       const rows = request.rows ?? [];
       checkFields(shape, rows.flatMap((row, i) => Object.keys(row).map((field) => ({ path: `/rows/${i}/${field}`, field }))));
       if (request.operation === 'upsert') primaryKeyValues(rows, shape.primaryKey);
+      const previous = changes && request.operation === 'upsert' ? await currentRowsByKey(client, ref, shape, rows) : new Map<string, Record<string, unknown>>();
       const groups = new Map<string, Array<Record<string, unknown>>>();
       for (const row of rows) {
         const columns = JSON.stringify(Object.keys(row).sort());
@@ -236,8 +244,16 @@ async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, requ
       let affected = 0;
       for (const [columns, group] of groups) {
         const { sql, params } = insertStatement(ref, shape, JSON.parse(columns) as string[], group, request.operation === 'upsert');
-        affected += (await remote(client, sql, params)).rowCount ?? 0;
+        const result = await remote<{ after: Record<string, unknown> }>(client, changes ? `${sql} RETURNING to_jsonb(weft_row) AS after` : sql, params);
+        affected += result.rowCount ?? 0;
+        for (const { after } of changes ? result.rows : []) {
+          const key = keyOf(shape, after);
+          const before = key === null ? undefined : previous.get(key);
+          changes!.push(before ? { kind: 'changed', key, before, after } : { kind: 'added', key, before: null, after });
+        }
       }
+      // An upsert that rewrote a row with its own values changed nothing.
+      if (changes) changes.splice(0, changes.length, ...changes.filter((c) => c.kind !== 'changed' || JSON.stringify(c.before) !== JSON.stringify(c.after)));
       return affected;
     }
     case 'update': {
@@ -246,15 +262,51 @@ async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, requ
       const params = new SqlParams();
       const assignments = Object.entries(set).map(([name, value]) => `${quoteIdentifier(name)} = ${params.add(toParam(shape.columns.get(name), value))}`);
       const where = compileWhere(request.where ?? [], conditions, params);
-      return (await remote(client, `UPDATE ${ref.sql} SET ${assignments.join(', ')} WHERE ${where}`, params)).rowCount ?? 0;
+      if (!changes) return (await remote(client, `UPDATE ${ref.sql} SET ${assignments.join(', ')} WHERE ${where}`, params)).rowCount ?? 0;
+      // The old row comes from a self-join on ctid, the new one from RETURNING: a pair per row, with or without a primary key.
+      const result = await remote<{ before: Record<string, unknown>; after: Record<string, unknown> }>(
+        client,
+        `UPDATE ${ref.sql} AS weft_row SET ${assignments.join(', ')}
+         FROM (SELECT ctid AS weft_ctid, to_jsonb(old) AS before FROM ${ref.sql} old WHERE ${where}) weft_old
+         WHERE weft_row.ctid = weft_old.weft_ctid RETURNING weft_old.before, to_jsonb(weft_row) AS after`,
+        params,
+      );
+      for (const { before, after } of result.rows) {
+        if (JSON.stringify(before) !== JSON.stringify(after)) changes.push({ kind: 'changed', key: keyOf(shape, after), before, after });
+      }
+      return result.rowCount ?? 0;
     }
     case 'delete': {
       checkFields(shape, (request.where ?? []).map((c, i) => ({ path: `/where/${i}/field`, field: c.field })));
       const params = new SqlParams();
       const where = compileWhere(request.where ?? [], conditions, params);
-      return (await remote(client, `DELETE FROM ${ref.sql} WHERE ${where}`, params)).rowCount ?? 0;
+      const result = await remote<{ before: Record<string, unknown> }>(client, `DELETE FROM ${ref.sql} AS weft_row WHERE ${where}${changes ? ' RETURNING to_jsonb(weft_row) AS before' : ''}`, params);
+      for (const { before } of changes ? result.rows : []) changes!.push({ kind: 'removed', key: keyOf(shape, before), before, after: null });
+      return result.rowCount ?? 0;
     }
   }
+}
+
+/** The current rows an upsert's rows would replace, by primary key. */
+async function currentRowsByKey(client: Remote, ref: TableRef, shape: TableShape, rows: Array<Record<string, unknown>>): Promise<Map<string, Record<string, unknown>>> {
+  const params = new SqlParams();
+  const keys = rows.map((row) => `(${shape.primaryKey.map((name) => params.add(toParam(shape.columns.get(name), row[name]))).join(', ')})`);
+  const columns = shape.primaryKey.map(quoteIdentifier).join(', ');
+  const { rows: found } = await remote<{ row: Record<string, unknown> }>(client, `SELECT to_jsonb(current) AS row FROM ${ref.sql} current WHERE (${columns}) IN (${keys.join(', ')})`, params);
+  return new Map(found.map(({ row }) => [keyOf(shape, row)!, row]));
+}
+
+/**
+ * A live table keeps no history, so its snapshot is a digest of its contents, independent of row
+ * order: any change by anyone moves it. id "md5:<digest>", version the row count. Reading it costs
+ * a scan of the table.
+ */
+async function contentSnapshot(client: Remote, ref: TableRef): Promise<SnapshotInfo> {
+  const { rows } = await remote<{ digest: string; count: string }>(
+    client,
+    `SELECT md5(coalesce(string_agg(h, '' ORDER BY h), '')) AS digest, count(*) AS count FROM (SELECT md5(to_jsonb(r)::text) AS h FROM ${ref.sql} r) hashed`,
+  );
+  return { id: `md5:${rows[0].digest}`, version: String(rows[0].count), committedAt: null };
 }
 
 /** Runs `work` in one remote transaction on a checked-out connection: committed, or rolled back on any failure. */
@@ -285,11 +337,22 @@ async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Re
 
 async function writeRecords(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult> {
   const ref = parseTarget(target);
-  return inRemoteTransaction(ctx, async (session) => {
+  return unlessDryRun(() => inRemoteTransaction(ctx, async (session) => {
     const shape = await describeTable(session, ref);
     checkWriteRequest(request, shape.primaryKey.length ? shape.primaryKey : null);
-    return { affected: await applyWrite(session, ref, shape, request) };
-  });
+    const checked = request.expectedSnapshot !== undefined || request.dryRun;
+    let before: SnapshotInfo | undefined;
+    if (checked) {
+      // Holds off every other writer (and other checked writes) until COMMIT, so the table cannot move between the check and the write.
+      await remote(session, `LOCK TABLE ${ref.sql} IN SHARE ROW EXCLUSIVE MODE`);
+      before = await contentSnapshot(session, ref);
+      if (request.expectedSnapshot && !sameSnapshot(before, request.expectedSnapshot)) throw snapshotConflict(`Table ${ref.schema}.${ref.table}`, before, request.expectedSnapshot);
+    }
+    const changes: ChangeRow[] | undefined = request.dryRun ? [] : undefined;
+    const affected = await applyWrite(session, ref, shape, request, changes);
+    if (changes) throw new DryRunRollback({ affected, snapshot: before, changes: changeSetOf(changes) });
+    return { affected, ...(checked ? { snapshot: await contentSnapshot(session, ref) } : {}) };
+  }));
 }
 
 /** Rows per INSERT when a run commits: well under PostgreSQL's 65,535 bound parameters for wide tables. */
@@ -348,6 +411,9 @@ export const postgresTableCapability: CapabilityRuntime = {
   discoverSchema,
   readRecords,
   writeRecords,
+  async currentSnapshot(ctx, target) {
+    return contentSnapshot(await connect(ctx), parseTarget(target));
+  },
   async recordKey(ctx, target) {
     const { primaryKey } = await describeTable(await connect(ctx), parseTarget(target));
     return primaryKey.length ? primaryKey : null;

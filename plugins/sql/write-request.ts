@@ -1,5 +1,6 @@
-import { InputError } from '../../core/errors';
-import type { WriteRequest } from '../capability';
+import { ConflictError, InputError } from '../../core/errors';
+import { CHANGE_SET_LIST_LIMIT } from '../capability';
+import type { ChangeSet, SnapshotInfo, WriteRequest, WriteResult } from '../capability';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -47,4 +48,49 @@ export function primaryKeyValues(rows: Array<Record<string, unknown>>, primaryKe
     seen.add(key);
     return key;
   });
+}
+
+/** The optimistic-concurrency refusal both table capabilities give: names the current snapshot so the caller can read again. */
+export function snapshotConflict(label: string, current: SnapshotInfo, expected: { id: string; version: string }): ConflictError {
+  return new ConflictError(
+    'snapshot_conflict',
+    `${label} has moved on: its current snapshot is ${current.id} (version ${current.version}), not ${expected.id} (version ${expected.version}). Read it again and retry with the current snapshot. Nothing was written.`,
+    { currentSnapshot: current, expectedSnapshot: expected },
+  );
+}
+
+/**
+ * Thrown inside a write's transaction to roll it back after a dry run worked out its change set;
+ * caught by the same capability, never seen by callers.
+ */
+export class DryRunRollback extends Error {
+  constructor(readonly result: WriteResult) {
+    super('dry run');
+  }
+}
+
+/** Runs a write that may be a dry run: a DryRunRollback from inside it becomes its result. */
+export async function unlessDryRun(work: () => Promise<WriteResult>): Promise<WriteResult> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof DryRunRollback) return error.result;
+    throw error;
+  }
+}
+
+export type ChangeRow = { kind: 'added' | 'changed' | 'removed'; key: string | null; before: Record<string, unknown> | null; after: Record<string, unknown> | null; total?: number };
+
+/** Builds a change set from diff rows (kind, key, before, after); `total` per kind when the rows were already cut to the list limit. */
+export function changeSetOf(rows: ChangeRow[]): ChangeSet {
+  const set: ChangeSet = { added: [], changed: [], removed: [], counts: { added: 0, changed: 0, removed: 0 }, truncated: false };
+  for (const row of rows) {
+    set.counts[row.kind] = row.total ?? set.counts[row.kind] + 1;
+    if (set[row.kind].length >= CHANGE_SET_LIST_LIMIT) continue;
+    if (row.kind === 'added') set.added.push({ key: row.key, after: row.after! });
+    else if (row.kind === 'removed') set.removed.push({ key: row.key, before: row.before! });
+    else set.changed.push({ key: row.key, before: row.before!, after: row.after! });
+  }
+  set.truncated = (['added', 'changed', 'removed'] as const).some((kind) => set.counts[kind] > set[kind].length);
+  return set;
 }

@@ -421,7 +421,7 @@ describe('Records reads of managed tables through the API', () => {
 
     const before = await read(`where=${gold}&snapshotId=${first.snapshot!.id}`);
     assert.equal(before.body.data.length, 0);
-    const asOf = await read(`where=${gold}&asOf=${encodeURIComponent(first.snapshot!.committedAt)}`);
+    const asOf = await read(`where=${gold}&asOf=${encodeURIComponent(first.snapshot!.committedAt!)}`);
     assert.equal(asOf.body.metadata.snapshot.id, first.snapshot!.id);
 
     const orderBy = encodeURIComponent(JSON.stringify([{ field: 'id', direction: 'desc' }]));

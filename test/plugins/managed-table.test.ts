@@ -45,8 +45,8 @@ describe('managed_table capability', () => {
     assert.deepEqual(await names({ snapshotId: second.snapshot!.id }), ['1:Ada', '2:Bobby', '3:Cy', '4:Dee']);
     assert.deepEqual(await names({ snapshotId: third.snapshot!.id }), ['1:Ada L.', '2:Bobby', '3:Cy', '4:Dee']);
     assert.deepEqual(await names({}), ['1:Ada L.', '2:Bobby', '4:Dee']);
-    assert.deepEqual(await names({ asOf: first.snapshot!.committedAt }), ['1:Ada', '2:Bob', '3:Cy']);
-    assert.deepEqual(await names({ asOf: second.snapshot!.committedAt }), ['1:Ada', '2:Bobby', '3:Cy', '4:Dee']);
+    assert.deepEqual(await names({ asOf: first.snapshot!.committedAt! }), ['1:Ada', '2:Bob', '3:Cy']);
+    assert.deepEqual(await names({ asOf: second.snapshot!.committedAt! }), ['1:Ada', '2:Bobby', '3:Cy', '4:Dee']);
     assert.deepEqual(await names({ asOf: new Date(Date.now() + 60_000).toISOString() }), ['1:Ada L.', '2:Bobby', '4:Dee']);
 
     const latest = await capability.readRecords(ctx, target, query());

@@ -10,6 +10,7 @@ const principal = (overrides: Omit<Partial<Principal>, 'scopes'> & { scopes?: Sc
   projectIds: [],
   workspaceResources: false,
   readPermissions: [],
+  writePermissions: [],
   ...overrides,
   scopes: new Set(overrides.scopes ?? []),
 });

@@ -1,0 +1,14 @@
+import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/source-writes';
+import type { WriteDecision } from '../workflows/names';
+import type { ExecutionDependencies } from '../services/run-execution';
+import { asActivity } from './as-activity';
+
+export function createSourceWriteActivities(deps: ExecutionDependencies) {
+  return {
+    recordWriteDecision: ({ writeActionId, decision }: { writeActionId: string; decision: WriteDecision }) => asActivity(() => recordWriteDecision(deps.db, writeActionId, decision)),
+    applyApprovedWrite: ({ writeActionId, actor }: { writeActionId: string; actor: { memberId: string; apiKeyId: string } }) => asActivity(() => applyApprovedWrite(deps, writeActionId, actor)),
+    expireWriteAction: ({ writeActionId }: { writeActionId: string }) => asActivity(() => expireWriteAction(deps.db, writeActionId)),
+  };
+}
+
+export type SourceWriteActivities = ReturnType<typeof createSourceWriteActivities>;

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { installPlugin } from '../../services/plugins';
+import { addMember } from '../../services/workspaces';
+import type { BootstrapResult } from '../../services/workspaces';
+import { env } from './environment';
+import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
+
+/** Every scope a governed-write test key might need; tests narrow it where scopes are the point. */
+export const WRITER_SCOPES = ['endpoints:read', 'endpoints:write', 'data:read', 'data:write', 'data:delete', 'policy:read', 'policy:propose', 'policy:manage'];
+export const APPROVER_SCOPES = ['data:read', 'policy:read', 'policy:approve'];
+
+export interface WriteTenant {
+  ws: BootstrapResult;
+  /** Owner's key with every writer scope. */
+  writer: ReturnType<typeof as>;
+  writerKey: string;
+  managedInstallationId: string;
+}
+
+export async function writeTenant(): Promise<WriteTenant> {
+  const ws = await newWorkspace();
+  await raiseRequestLimits(ws.workspaceId);
+  const managed = await installPlugin(env().db, env().encryptionKey, ws.workspaceId, 'managed_table', {});
+  const writerKey = await newKey(ws, { scopes: WRITER_SCOPES });
+  return { ws, writer: as(writerKey), writerKey, managedInstallationId: managed.id };
+}
+
+/** A key of another member of the workspace (an approver, by default). */
+export async function memberKey(t: WriteTenant, scopes = APPROVER_SCOPES, role: 'member' | 'admin' = 'member', extra: Record<string, unknown> = {}): Promise<{ key: string; memberId: string; client: ReturnType<typeof as> }> {
+  const member = await addMember(env().db, t.ws.workspaceId, { name: `member-${randomUUID().slice(0, 6)}`, role });
+  const key = await newKey(t.ws, { scopes, ...extra }, member.id);
+  return { key, memberId: member.id, client: as(key) };
+}
+
+/** A managed table endpoint (role source) keyed on `id`. */
+export async function managedTable(t: WriteTenant, primaryKey: string[] | undefined = ['id']): Promise<string> {
+  const table = `t_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const res = await t.writer.post('/api/v1/data-endpoints', {
+    name: table,
+    namespace: 'writes',
+    role: 'source',
+    contractKind: 'source_stream',
+    pluginCapabilityInstallationId: t.managedInstallationId,
+    target: { table, ...(primaryKey ? { primaryKey } : {}) },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.dataEndpoint.id;
+}
+
+export async function putPolicy(t: WriteTenant, endpointId: string, policy: Record<string, unknown> = {}) {
+  const res = await t.writer.put(`/api/v1/data-endpoints/${endpointId}/write-policy`, { allowedOperations: ['append', 'upsert', 'update', 'delete'], ...policy });
+  assert.ok(res.status === 201 || res.status === 200, JSON.stringify(res.body));
+  return res.body.writePolicy;
+}
+
+export async function currentSnapshot(client: ReturnType<typeof as>, endpointId: string): Promise<{ id: string; version: string }> {
+  const res = await client.get(`/api/v1/data-endpoints/${endpointId}/snapshot`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return { id: res.body.snapshot.id, version: res.body.snapshot.version };
+}
+
+/** A write action body (SPEC 2.9) with fresh ids. */
+export function action(t: WriteTenant, snapshot: { id: string; version: string }, input: Record<string, unknown>, overrides: Record<string, unknown> = {}) {
+  return {
+    actionId: randomUUID(),
+    projectId: t.ws.projectId,
+    idempotencyKey: `key-${randomUUID()}`,
+    input: { contractVersion: 1, expectedSourceSnapshot: snapshot, ...input },
+    ...overrides,
+  };
+}
+
+export async function tableRows(client: ReturnType<typeof as>, endpointId: string): Promise<Array<Record<string, unknown>>> {
+  const res = await client.get(`/api/v1/data-endpoints/${endpointId}/records?limit=1000&orderBy=${encodeURIComponent(JSON.stringify([{ field: 'id' }]))}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.data ?? res.body.records;
+}
