@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { temporalSettings } from './temporal-config';
 import { logger } from './logger';
 
@@ -10,14 +11,16 @@ export function createTemporalClient(connection: Connection, namespace = tempora
   return new Client({ connection, namespace });
 }
 
+// The wire enum wants numbers: names sent as strings arrive as UNSPECIFIED and are refused.
+const IndexedValueType = temporal.api.enums.v1.IndexedValueType;
 const indexedValueTypes = {
-  Keyword: 'INDEXED_VALUE_TYPE_KEYWORD',
-  Text: 'INDEXED_VALUE_TYPE_TEXT',
-  Int: 'INDEXED_VALUE_TYPE_INT',
-  Double: 'INDEXED_VALUE_TYPE_DOUBLE',
-  Bool: 'INDEXED_VALUE_TYPE_BOOL',
-  Datetime: 'INDEXED_VALUE_TYPE_DATETIME',
-  KeywordList: 'INDEXED_VALUE_TYPE_KEYWORD_LIST',
+  Keyword: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+  Text: IndexedValueType.INDEXED_VALUE_TYPE_TEXT,
+  Int: IndexedValueType.INDEXED_VALUE_TYPE_INT,
+  Double: IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+  Bool: IndexedValueType.INDEXED_VALUE_TYPE_BOOL,
+  Datetime: IndexedValueType.INDEXED_VALUE_TYPE_DATETIME,
+  KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 } as const;
 
 /**
@@ -44,7 +47,7 @@ export async function ensureNamespaceAndSearchAttributes(connection: Connection)
     if (missing.length === 0) return;
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, indexedValueTypes[type] as unknown as number])),
+      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, indexedValueTypes[type]])),
     });
     logger.info({ namespace, added: missing.map(([name]) => name) }, 'registered Temporal search attributes');
   } catch (error) {

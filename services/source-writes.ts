@@ -239,12 +239,17 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
           return { pending: false, replayed: false, writeAction: await viewOf(trx, action) };
         }
         // Started inside the transaction: if the commit then fails, the workflow finds no action and ends.
-        await deps.temporal.workflow.start('writeApprovalWorkflow', {
-          workflowId: action.workflowId!,
-          taskQueue: temporalSettings().taskQueues.main,
-          args: [{ writeActionId: id, proposerMemberId: principal.memberId, approvalsRequired: approvals, expiresAt: expiresAt.toISOString() }],
-          typedSearchAttributes: writeActionSearchAttributes({ workspaceId: principal.workspaceId, projectId: request.projectId, dataEndpointId: endpointId }),
-        });
+        try {
+          await deps.temporal.workflow.start('writeApprovalWorkflow', {
+            workflowId: action.workflowId!,
+            taskQueue: temporalSettings().taskQueues.main,
+            args: [{ writeActionId: id, proposerMemberId: principal.memberId, approvalsRequired: approvals, expiresAt: expiresAt.toISOString() }],
+            typedSearchAttributes: writeActionSearchAttributes({ workspaceId: principal.workspaceId, projectId: request.projectId, dataEndpointId: endpointId }),
+          });
+        } catch (error) {
+          const cause = (error as { cause?: { message?: string } }).cause?.message;
+          throw new UnavailableError('temporal_unavailable', `The approval workflow could not be started, so nothing was recorded; retry with the same idempotencyKey. (${cause ?? (error as Error).message})`);
+        }
         return { pending: true, replayed: false, writeAction: await viewOf(trx, action) };
       }
 

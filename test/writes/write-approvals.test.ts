@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { env } from '../support/environment';
+import { as, newKey } from '../support/fixtures';
+import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';
+
+/** Polls an action until `done` holds (the workflow settles it asynchronously). */
+async function waitForAction(client: WriteTenant['writer'], endpointId: string, actionId: string, done: (status: string) => boolean, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await client.get(`/api/v1/data-endpoints/${endpointId}/writes/${actionId}`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    if (done(res.body.writeAction.status)) return res.body.writeAction;
+    if (Date.now() > deadline) assert.fail(`action ${actionId} is still ${res.body.writeAction.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+describe('Governed writes that need approval, through the real Temporal server', function () {
+  this.timeout(90_000);
+  let t: WriteTenant;
+  before(async () => {
+    t = await writeTenant();
+  });
+
+  it('proposes, shows the status and change set, refuses the proposer, and applies once two other members approve', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 2 } });
+    const [first, second] = [await memberKey(t), await memberKey(t)];
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'upsert', rows: [{ id: 1, name: 'Ada' }, { id: 2, name: 'Bob' }] });
+    const proposed = await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
+    const pending = proposed.body.writeAction;
+    assert.equal(pending.status, 'pending_approval');
+    assert.equal(pending.approval.approvers, 2);
+    assert.ok(Date.parse(pending.approval.expiresAt) > Date.now());
+    assert.deepEqual(pending.changeSet.counts, { added: 2, changed: 0, removed: 0 });
+    assert.equal(pending.workflowId.startsWith('weft-write-'), true);
+    assert.equal((await tableRows(t.writer, endpointId)).length, 0, 'nothing is written before approval');
+
+    const described = await env().temporal.workflow.getHandle(pending.workflowId).describe();
+    assert.equal(described.status.name, 'RUNNING');
+    assert.deepEqual(described.searchAttributes.DataEndpointId, [endpointId]);
+    assert.deepEqual(described.searchAttributes.WorkspaceId, [t.ws.workspaceId]);
+
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+    assert.equal((await t.writer.get(url)).body.writeAction.status, 'pending_approval', 'the proposer reads its status');
+    assert.equal((await first.client.get(url)).body.writeAction.status, 'pending_approval', 'an approver reads its status');
+
+    const ownKeyApproval = await as(t.writerKey).post(`${url}/approve`, {});
+    assert.equal(ownKeyApproval.status, 403, 'the writer key lacks policy:approve');
+    // Another key of the proposing member, with policy:approve: still the proposer.
+    const proposerApprover = await as(await newKey(t.ws, { scopes: ['policy:approve'] })).post(`${url}/approve`, {});
+    assert.equal(proposerApprover.status, 403);
+    assert.equal(proposerApprover.body.code, 'proposer_cannot_decide');
+
+    const once = await first.client.post(`${url}/approve`, { comment: 'looks right' });
+    assert.equal(once.status, 200, JSON.stringify(once.body));
+    assert.equal(once.body.writeAction.status, 'pending_approval');
+    assert.equal(once.body.writeAction.approval.decisions.length, 1);
+    const twice = await first.client.post(`${url}/approve`, {});
+    assert.equal(twice.status, 409);
+    assert.equal(twice.body.code, 'already_decided');
+    assert.equal((await tableRows(t.writer, endpointId)).length, 0);
+
+    const done = await second.client.post(`${url}/approve`, {});
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    assert.equal(done.body.writeAction.status, 'applied');
+    assert.equal(done.body.writeAction.snapshotAfter.version, '1');
+    assert.deepEqual((await tableRows(t.writer, endpointId)).map((r) => r.name), ['Ada', 'Bob']);
+
+    // The same request again returns the outcome and writes nothing.
+    const replay = await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.writeAction.status, 'applied');
+    assert.equal((await currentSnapshot(t.writer, endpointId)).version, '1');
+
+    const log = await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log?actionId=${body.actionId}`);
+    const kinds = log.body.entries.map((e: { kind: string }) => e.kind).reverse();
+    assert.deepEqual(kinds, ['proposed', 'approved', 'approved', 'applied']);
+    const applied = log.body.entries[0];
+    assert.equal(applied.actorMemberId, second.memberId);
+    assert.equal(applied.snapshotAfter.version, '1');
+    assert.equal(log.body.entries[2].detail.comment, 'looks right');
+    const closed = await env().temporal.workflow.getHandle(pending.workflowId).result();
+    assert.equal(closed, 'applied');
+  });
+
+  it('ends an action rejected by one approver, writing nothing and taking no more decisions', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const approver = await memberKey(t);
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1, name: 'Ada' }] });
+    assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body)).status, 202);
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+    const rejected = await approver.client.post(`${url}/reject`, { comment: 'wrong table' });
+    assert.equal(rejected.status, 200, JSON.stringify(rejected.body));
+    assert.equal(rejected.body.writeAction.status, 'rejected');
+    const late = await (await memberKey(t)).client.post(`${url}/approve`, {});
+    assert.equal(late.status, 409);
+    assert.equal(late.body.code, 'action_not_pending');
+    assert.equal((await tableRows(t.writer, endpointId)).length, 0);
+    assert.deepEqual((await currentSnapshot(t.writer, endpointId)), { id: 'empty', version: '0' });
+    const log = await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log`);
+    assert.deepEqual(log.body.entries.map((e: { kind: string }) => e.kind).reverse(), ['proposed', 'rejected']);
+  });
+
+  it('expires an action nobody approves in time', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1, timeoutSeconds: 5 } });
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1 }] });
+    assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body)).status, 202);
+    const expired = await waitForAction(t.writer, endpointId, body.actionId, (status) => status !== 'pending_approval');
+    assert.equal(expired.status, 'expired');
+    const late = await (await memberKey(t)).client.post(`/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}/approve`, {});
+    assert.equal(late.status, 409);
+    assert.equal((await tableRows(t.writer, endpointId)).length, 0);
+    const log = await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log?kind=expired`);
+    assert.equal(log.body.entries.length, 1);
+    assert.equal(log.body.entries[0].actorMemberId, null);
+  });
+
+  it('fails the second of two approved actions proposed against the same snapshot, writing it not at all', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const approver = await memberKey(t);
+    const snapshot = await currentSnapshot(t.writer, endpointId);
+    const bodies = ['Ada', 'Eve'].map((name) => action(t, snapshot, { operation: 'upsert', rows: [{ id: 1, name }] }));
+    for (const body of bodies) assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body)).status, 202);
+    const first = await approver.client.post(`/api/v1/data-endpoints/${endpointId}/writes/${bodies[0].actionId}/approve`, {});
+    assert.equal(first.body.writeAction.status, 'applied');
+    const second = await approver.client.post(`/api/v1/data-endpoints/${endpointId}/writes/${bodies[1].actionId}/approve`, {});
+    assert.equal(second.status, 200);
+    assert.equal(second.body.writeAction.status, 'failed');
+    assert.equal(second.body.writeAction.error.code, 'snapshot_conflict');
+    assert.deepEqual((await tableRows(t.writer, endpointId)).map((r) => r.name), ['Ada']);
+    // Replaying the failed proposal returns its failure.
+    const replay = await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, bodies[1]);
+    assert.equal(replay.status, 409);
+    assert.equal(replay.body.code, 'snapshot_conflict');
+  });
+
+  it('shows an action to its proposer and approvers only; lists them with paging', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1 }] });
+    assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body)).status, 202);
+    const bystander = await memberKey(t, ['data:write', 'data:read']);
+    assert.equal((await bystander.client.get(`/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`)).status, 404);
+    const bystanderList = await bystander.client.get(`/api/v1/data-endpoints/${endpointId}/writes`);
+    assert.equal(bystanderList.body.writeActions.length, 0);
+    const approver = await memberKey(t);
+    const list = await approver.client.get(`/api/v1/data-endpoints/${endpointId}/writes?status=pending_approval&limit=1`);
+    assert.equal(list.status, 200);
+    assert.equal(list.body.writeActions[0].actionId, body.actionId);
+    assert.equal(list.body.pagination.total, 1);
+    const noLogAccess = await bystander.client.get(`/api/v1/data-endpoints/${endpointId}/write-log`);
+    assert.equal(noLogAccess.status, 403);
+  });
+});
