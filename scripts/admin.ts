@@ -4,6 +4,7 @@
  *   npm run --silent admin -- plugin install --workspace ID --capability NAME [--config JSON] [--json]
  *   npm run --silent admin -- member add --workspace ID --name NAME [--role owner|admin|member] [--json]
  *   npm run --silent admin -- member remove --workspace ID --member ID
+ *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
  * Every command runs in one transaction: a failure leaves nothing half-created.
  */
 import { parseArgs } from 'node:util';
@@ -12,6 +13,8 @@ import { loadEncryptionKey } from '../core/config';
 import { createDb, Db } from '../db/connection';
 import { addMember, bootstrapWorkspace, removeMember } from '../services/workspaces';
 import { installPlugin } from '../services/plugins';
+import { createApiKey } from '../services/api-keys';
+import { Member } from '../db/models';
 import { prepareInfrastructure } from './infra/environment';
 import { migrate } from './runtime';
 
@@ -19,7 +22,8 @@ const USAGE = `Usage:
   admin bootstrap --workspace NAME [--owner NAME] [--json]
   admin plugin install --workspace ID --capability NAME [--config JSON] [--json]
   admin member add --workspace ID --name NAME [--role owner|admin|member] [--json]
-  admin member remove --workspace ID --member ID`;
+  admin member remove --workspace ID --member ID
+  admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]`;
 
 class UsageError extends Error {}
 
@@ -45,6 +49,9 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       member: { type: 'string' },
       name: { type: 'string' },
       role: { type: 'string' },
+      scopes: { type: 'string' },
+      'read-permissions': { type: 'string' },
+      'write-permissions': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -80,6 +87,23 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       const memberId = required(values, 'member', true);
       await db.transaction((trx) => removeMember(trx, workspaceId, memberId));
       return { removed: memberId };
+    }
+    case 'key create': {
+      // What a member does in the workspace UI: a key that acts for that member (another member's approvals, say).
+      const workspaceId = required(values, 'workspace', true);
+      const memberId = required(values, 'member', true);
+      const list = (value: unknown) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : []);
+      const { key, secret } = await db.transaction(async (trx) => {
+        const member = await Member.query(trx).findOne({ id: memberId, workspaceId }).whereNull('removedAt');
+        if (!member) throw new UsageError(`No active member ${memberId} in workspace ${workspaceId}.`);
+        return createApiKey(trx, { workspaceId, memberId }, {
+          name: required(values, 'name'),
+          scopes: list(required(values, 'scopes')),
+          readPermissions: list(values['read-permissions']),
+          writePermissions: list(values['write-permissions']),
+        });
+      });
+      return { keyId: key.id, secret };
     }
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');

@@ -90,6 +90,25 @@ describe('The operator CLI', function () {
     assert.equal(created.status, 201, JSON.stringify(created.body));
   });
 
+  it('creates a key for a member, printing its secret once, with the scopes and grants asked for', async () => {
+    const ws = await newWorkspace();
+    const member = JSON.parse((await admin('member', 'add', '--workspace', ws.workspaceId, '--name', 'Ada', '--json')).stdout).memberId;
+    const result = await admin('key', 'create', '--workspace', ws.workspaceId, '--member', member, '--name', 'approver', '--scopes', 'org:read,policy:approve', '--write-permissions', 'crm.write', '--json');
+    assert.equal(result.code, 0, result.stderr);
+    const printed = JSON.parse(result.stdout);
+    assert.deepEqual(Object.keys(printed).sort(), ['keyId', 'secret']);
+    const row = await env().db('api_keys').where({ id: printed.keyId }).first();
+    assert.equal(row.createdByMemberId, member);
+    assert.deepEqual(row.scopes, ['org:read', 'policy:approve']);
+    assert.deepEqual(row.writePermissions, ['crm.write']);
+    assert.equal((await as(printed.secret).get('/api/v1/organization')).status, 200);
+
+    const other = await newWorkspace();
+    const refused = await admin('key', 'create', '--workspace', other.workspaceId, '--member', member, '--name', 'x', '--scopes', 'org:read');
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /No active member/);
+  });
+
   it('removes a member, after which their keys can read but not change anything', async () => {
     const created = JSON.parse((await admin('bootstrap', '--workspace', 'Leavers', '--json')).stdout);
     const removed = await admin('member', 'remove', '--workspace', created.workspaceId, '--member', created.memberId);
