@@ -134,7 +134,12 @@ describe('Governed source writes: immediate writes, snapshots, idempotency and t
     const post = (client: ReturnType<typeof as>, input: Record<string, unknown>, overrides: Record<string, unknown> = {}) => client.post(`/api/v1/data-endpoints/${endpointId}/writes`, action(t, snapshot, input, overrides));
     const append = { operation: 'append', rows: [{ id: 1 }] };
 
-    let res = await post(t.writer, append);
+    const restricted = await memberKey(t, ['data:write'], 'member', { projectIds: [t.ws.projectId] });
+    let res = await post(restricted.client, append);
+    assert.equal(res.status, 403);
+    assert.equal(res.body.code, 'workspace_resources_denied');
+
+    res = await post(t.writer, append);
     assert.equal(res.status, 403);
     assert.equal(res.body.code, 'write_policy_missing');
 

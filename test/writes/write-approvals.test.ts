@@ -139,6 +139,35 @@ describe('Governed writes that need approval, through the real Temporal server',
     assert.equal(replay.body.code, 'snapshot_conflict');
   });
 
+  it('keeps the outcome of one idempotencyKey across a worker restart during the approval wait', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const approver = await memberKey(t);
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'upsert', rows: [{ id: 7, name: 'Lin' }] });
+    const url = `/api/v1/data-endpoints/${endpointId}/writes`;
+    assert.equal((await t.writer.post(url, body)).status, 202);
+    await env().stopWorker();
+    let approval: Promise<{ status: number; body: any }>;
+    try {
+      const retried = await t.writer.post(url, body);
+      assert.equal(retried.status, 202, 'the retry returns the waiting action, with no worker running');
+      assert.equal(retried.headers.get('idempotent-replayed'), 'true');
+      // Sent while no worker runs: the update waits in Temporal until one polls again.
+      approval = approver.client.post(`${url}/${body.actionId}/approve`, {});
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    } finally {
+      await env().startWorker();
+    }
+    const approved = await approval;
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.writeAction.status, 'applied');
+    const replay = await t.writer.post(url, body);
+    assert.equal(replay.status, 200);
+    assert.equal(replay.body.writeAction.snapshotAfter.version, '1');
+    assert.equal((await tableRows(t.writer, endpointId)).length, 1);
+    assert.equal((await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log?kind=applied`)).body.entries.length, 1);
+  });
+
   it('shows an action to its proposer and approvers only; lists them with paging', async () => {
     const endpointId = await managedTable(t);
     await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
