@@ -41,10 +41,20 @@ function compile(schema: JsonSchema, forQuery: boolean): ValidateFunction {
 }
 
 export function describeProblems(errors: ErrorObject[] | null | undefined, prefix = ''): FieldProblem[] {
+  const all = errors ?? [];
+  // A discriminator whose tag is itself invalid is also reported at the tag: keep that precise one.
+  const tagReported = (error: ErrorObject) => all.some((other) => other !== error && other.instancePath === `${error.instancePath}/${String(error.params.tag)}`);
   // An if/then failure is also reported by the precise `then` rule that failed; keep only that one.
-  return (errors ?? []).filter((error) => error.keyword !== 'if').map((error) => {
+  // A propertyNames failure is also reported at the key by the rule it broke; keep that one.
+  const keyReported = (error: ErrorObject) => all.some((other) => other !== error && other.propertyName !== undefined && other.instancePath === error.instancePath);
+  return all.filter((error) => error.keyword !== 'if' && !(error.keyword === 'discriminator' && tagReported(error)) && !(error.keyword === 'propertyNames' && keyReported(error))).map((error) => {
     let path = `${prefix}${error.instancePath}`;
     let message = error.message ?? 'is invalid';
+    // A bad key under propertyNames: point at the key itself.
+    if (error.propertyName !== undefined && error.keyword !== 'propertyNames') {
+      path = `${path}/${error.propertyName}`;
+      message = `field name ${message}`;
+    }
     if (error.keyword === 'additionalProperties') {
       path = `${path}/${String(error.params.additionalProperty)}`;
       message = 'is not an accepted field';

@@ -253,6 +253,8 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         return { pending: true, replayed: false, writeAction: await viewOf(trx, action) };
       }
 
+      // Recorded before the write: a taken actionId fails here, before anything reaches a remote store.
+      const recorded = await WriteAction.query(trx).insertAndFetch({ ...base, status: 'applied', endedAt: new Date() });
       let result: WriteResult | undefined;
       try {
         result = await writeThrough(trx, deps, prepared, writeRequestOf(request.input, request.actionId));
@@ -260,13 +262,11 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         if (!(error instanceof DomainError)) throw error;
         failure = error;
       }
-      const action = await WriteAction.query(trx).insertAndFetch({
-        ...base,
+      const action = await recorded.$query(trx).patchAndFetch({
         status: failure ? 'failed' : 'applied',
         snapshotAfter: result?.snapshot ?? null,
         affected: result?.affected ?? null,
         error: failure ? storedError(failure) : null,
-        endedAt: new Date(),
       });
       const snapshotBefore = request.input.expectedSourceSnapshot as SnapshotInfo;
       await logEvent(trx, action, 'proposed', actor, { snapshotBefore });
