@@ -8,7 +8,8 @@ const errorDescriptions: Record<number, string> = {
   403: 'Insufficient scope, project outside the key’s allowlist, no workspace-resource access, or no accountable actor.',
   404: 'Not found, or it belongs to another workspace.',
   409: 'Conflicts with the current state (duplicate, references, concurrent change).',
-  415: 'The body is not application/json.',
+  413: 'The request body is too large.',
+  415: 'The body is not of a media type this operation reads.',
   422: 'Validation failed; `errors` lists each problem.',
   429: 'Request window exceeded. Wait for Retry-After seconds.',
   502: 'The remote system behind the endpoint failed or answered something unusable.',
@@ -29,7 +30,8 @@ function errorStatuses(route: RouteSpec): number[] {
   const authenticated = !('public' in route.auth);
   if (authenticated) [401, 403, 429].forEach((s) => statuses.add(s));
   if (route.body || route.query || route.params) statuses.add(422);
-  if (route.body) statuses.add(415);
+  if (route.body || route.rawBody) statuses.add(415);
+  if (route.rawBody) statuses.add(413);
   if (route.params) statuses.add(404);
   if (route.idempotent || route.method !== 'get') statuses.add(409);
   for (const extra of route.errors ?? []) statuses.add(extra.status);
@@ -100,6 +102,15 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
       ...('public' in auth ? { security: [] } : { 'x-weft-scopes': auth.scopes }),
       parameters: parameters(route),
       ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } } : {}),
+      ...(route.rawBody
+        ? {
+            requestBody: {
+              required: !route.rawBody.optional,
+              description: `${route.rawBody.description} At most ${route.rawBody.maxBytes} bytes.`,
+              content: Object.fromEntries(route.rawBody.mediaTypes.map((type) => [type, { schema: { type: 'string' } }])),
+            },
+          }
+        : {}),
       responses,
     };
   }

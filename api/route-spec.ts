@@ -31,6 +31,8 @@ export interface HandlerContext<P, Q, B> {
   params: P;
   query: Q;
   body: B;
+  /** The media type of a raw body (routes with `rawBody`), without parameters. */
+  bodyType?: string;
   /** The authenticated caller. Throws on public routes, which have none. */
   principal: Principal;
   /** The project named by `auth.projectParam`, already checked against the allowlist. */
@@ -68,6 +70,12 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
+  /**
+   * A body that is not JSON (an RDF document, a SPARQL query): read as text of one of these media
+   * types, up to maxBytes, and handed to the handler as `body` with its media type in `bodyType`.
+   * With `form`, application/x-www-form-urlencoded bodies are parsed into an object of strings.
+   */
+  rawBody?: { mediaTypes: readonly string[]; maxBytes: number; description: string; optional?: boolean };
   /**
    * Mutations run in one transaction by default. Set false for actions that only reach out to
    * remote systems (a connection check), so no transaction is held open while they wait.

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { AuthenticationError, UnsupportedMediaTypeError } from '../core/errors';
+import { AuthenticationError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authorize, Principal } from '../services/access';
 import { authenticateApiKey, Authentication } from '../services/api-keys';
@@ -48,6 +48,30 @@ function readBody(ctx: Koa.Context, route: RouteSpec): unknown {
   return raw === undefined ? {} : raw;
 }
 
+/** Reads a non-JSON body as text: its media type must be one the route names, and it must fit maxBytes. */
+async function readRawBody(ctx: Koa.Context, spec: NonNullable<RouteSpec['rawBody']>): Promise<{ text: string | undefined; type: string | undefined }> {
+  const hasBody = ctx.request.length ? ctx.request.length > 0 : Boolean(ctx.get('Transfer-Encoding'));
+  if (!hasBody) {
+    if (spec.optional) return { text: undefined, type: undefined };
+    throw new UnsupportedMediaTypeError('body_required', `Send the request body as one of: ${spec.mediaTypes.join(', ')}.`);
+  }
+  const type = (ctx.request.type || '').toLowerCase();
+  if (!spec.mediaTypes.includes(type)) {
+    throw new UnsupportedMediaTypeError('unsupported_media_type', `Send the request body as one of: ${spec.mediaTypes.join(', ')}${type ? `, not ${type}` : ''}.`);
+  }
+  if (ctx.request.length && ctx.request.length > spec.maxBytes) {
+    throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes; this one is ${ctx.request.length}.`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > spec.maxBytes) throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes.`);
+    chunks.push(chunk);
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), type };
+}
+
 /** Query values arrive as strings or repeated arrays; schemas coerce them. */
 function readQuery(ctx: Koa.Context): Record<string, unknown> {
   return { ...ctx.query };
@@ -73,7 +97,8 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
       ? await requireProject(deps.db, principal, String(ctx.params[route.auth.projectParam]))
       : undefined;
     const query = route.query ? validateWithSchema<Record<string, unknown>>(route.query, readQuery(ctx), 'query string', { query: true }) : {};
-    const body = route.body ? validateWithSchema<unknown>(route.body, readBody(ctx, route), 'request body') : undefined;
+    const raw = route.rawBody ? await readRawBody(ctx, route.rawBody) : undefined;
+    const body = route.body ? validateWithSchema<unknown>(route.body, readBody(ctx, route), 'request body') : raw?.text;
     const idempotencyHeader = route.idempotent ? ctx.get('Idempotency-Key') : '';
     const idempotencyKey = idempotencyHeader ? checkIdempotencyKey(idempotencyHeader) : undefined;
 
@@ -81,6 +106,7 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
       params,
       query,
       body,
+      bodyType: raw?.type,
       get principal(): Principal {
         if (!principal) throw new Error(`${route.operationId} is public and has no principal`);
         return principal;

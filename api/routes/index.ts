@@ -3,6 +3,7 @@ import { apiKeyRoutes } from './api-keys';
 import { apiLimitRoutes } from './api-limits';
 import { dataEndpointRoutes } from './data-endpoints';
 import { healthRoutes } from './health';
+import { ontologyRoutes } from './ontology';
 import { organizationRoutes } from './organization';
 import { pluginRoutes } from './plugins';
 import { pipelineRoutes } from './pipelines';
@@ -22,4 +23,5 @@ export const apiRoutes: RouteSpec[] = [
   ...sourceWriteRoutes,
   ...pipelineRoutes,
   ...runRoutes,
+  ...ontologyRoutes,
 ] as RouteSpec[];

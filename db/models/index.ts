@@ -5,6 +5,7 @@ export class Workspace extends BaseModel {
   id!: string;
   name!: string;
   plan!: string;
+  semanticConsumerMode!: boolean;
   createdAt!: Date;
 }
 
@@ -310,4 +311,102 @@ export class WriteActionEvent extends BaseModel {
   snapshotAfter!: SnapshotRef | null;
   detail!: Record<string, unknown> | null;
   createdAt!: Date;
+}
+
+export class Ontology extends BaseModel {
+  static override tableName = 'ontologies';
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  baseIri!: string;
+  activePackageId!: string | null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class OntologyVersion extends BaseModel {
+  static override tableName = 'ontology_versions';
+  static override jsonAttributes = ['definition'];
+  id!: string;
+  ontologyId!: string;
+  number!: number;
+  branchName!: string;
+  parentVersionId!: string | null;
+  definition!: import('../../ontology/definition').OntologyDefinition;
+  message!: string;
+  createdByMemberId!: string;
+  createdAt!: Date;
+}
+
+export class OntologyBranch extends BaseModel {
+  static override tableName = 'ontology_branches';
+  static override idColumn = ['ontologyId', 'name'];
+  ontologyId!: string;
+  name!: string;
+  headVersionId!: string;
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export interface PackageTerms {
+  classes: string[];
+  /** Datatype properties by class, with their datatype. */
+  properties: Record<string, { domain: string; datatype: string }>;
+  links: Record<string, { from: string; to: string }>;
+}
+
+export class OntologyPackage extends BaseModel {
+  static override tableName = 'ontology_packages';
+  static override jsonAttributes = ['counts', 'terms'];
+  id!: string;
+  ontologyId!: string;
+  workspaceId!: string;
+  versionId!: string;
+  contentHash!: string;
+  baseIri!: string;
+  nquads!: string;
+  turtle!: string;
+  tripleCount!: number;
+  counts!: Record<string, number>;
+  terms!: PackageTerms;
+  compiledByMemberId!: string;
+  compiledAt!: Date;
+}
+
+export class OntologyDocument extends BaseModel {
+  static override tableName = 'ontology_documents';
+  id!: string;
+  ontologyId!: string;
+  mediaType!: string;
+  byteSize!: number;
+  contentHash!: string;
+  nquads!: string;
+  tripleCount!: number;
+  createdByMemberId!: string;
+  createdAt!: Date;
+}
+
+export interface BindingMapping {
+  /** IRI template for subjects, e.g. https://example.com/customers/{id}; placeholders are endpoint fields. */
+  subjectTemplate: string;
+  /** Term property (or link) local name -> endpoint field. Links map a field to the target's IRI template. */
+  properties: Record<string, string>;
+  links?: Record<string, { field: string; targetTemplate: string }>;
+}
+
+export class ReadBinding extends BaseModel {
+  static override tableName = 'read_bindings';
+  static override jsonAttributes = ['mapping'];
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  ontologyPackageId!: string;
+  termId!: string;
+  dataEndpointId!: string;
+  mapping!: BindingMapping;
+  requiredReadPermissions!: string[];
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
 }
