@@ -9,6 +9,7 @@ import { compilePackage, CompileProblem, defaultBaseIri, definitionProblems, ser
 import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDefinition } from '../ontology/definition';
 import type { Principal } from './access';
 import { PageRequest, paginate, pageOf } from './pagination';
+import { refreshBindingStatuses } from './read-bindings';
 
 export const MAIN_BRANCH = 'main';
 /** Uploaded RDF documents: big enough to bring an existing ontology in whole. */
@@ -301,6 +302,7 @@ export async function listPackages(db: Executor, project: Project, page: PageReq
 export async function activatePackage(db: Executor, project: Project, packageId: string) {
   const pkg = await requirePackage(db, project, packageId);
   await Ontology.query(db).patch({ activePackageId: pkg.id, updatedAt: raw('now()') as unknown as Date }).where({ id: pkg.ontologyId });
+  await refreshBindingStatuses(db, project);
   return getOntology(db, project);
 }
 

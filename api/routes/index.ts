@@ -4,6 +4,7 @@ import { apiLimitRoutes } from './api-limits';
 import { dataEndpointRoutes } from './data-endpoints';
 import { healthRoutes } from './health';
 import { ontologyRoutes } from './ontology';
+import { readBindingRoutes } from './read-bindings';
 import { organizationRoutes } from './organization';
 import { pluginRoutes } from './plugins';
 import { pipelineRoutes } from './pipelines';
@@ -24,4 +25,5 @@ export const apiRoutes: RouteSpec[] = [
   ...pipelineRoutes,
   ...runRoutes,
   ...ontologyRoutes,
+  ...readBindingRoutes,
 ] as RouteSpec[];

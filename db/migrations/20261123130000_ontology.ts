@@ -84,6 +84,8 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('data_endpoint_id').notNullable();
     t.jsonb('mapping').notNullable();
     t.specificType('required_read_permissions', 'text[]').notNullable().defaultTo('{}');
+    // active: its package is the active one, or the active one still has its term and properties; else incompatible.
+    t.text('status').notNullable().defaultTo('active');
     t.uuid('created_by_member_id').notNullable();
     timestamps(t, 'created_at', 'updated_at');
     t.index(['project_id', 'created_at']);

@@ -406,6 +406,7 @@ export class ReadBinding extends BaseModel {
   dataEndpointId!: string;
   mapping!: BindingMapping;
   requiredReadPermissions!: string[];
+  status!: 'active' | 'incompatible';
   createdByMemberId!: string;
   createdAt!: Date;
   updatedAt!: Date;

@@ -1,0 +1,194 @@
+import { raw } from 'objection';
+import { FieldProblem, InputError, NotFoundError, PermissionError } from '../core/errors';
+import type { Executor } from '../db/connection';
+import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, ReadBinding } from '../db/models';
+import { findCapability } from '../plugins';
+import { bindingFields, templateFields } from '../ontology/term-records';
+import { hasScope, missingReadPermissions, Principal } from './access';
+import { capabilityContext, endpointReferenceFinders } from './data-endpoints';
+import { activePackage, requirePackage } from './ontology';
+import { PageRequest, pageOf } from './pagination';
+
+// Read bindings (SPEC 2.6): a term of a compiled package read from a workspace endpoint through a
+// field mapping. Saving one copies no records; reads and SPARQL go through it at query time.
+
+export interface BindingInput {
+  ontologyPackageId: string;
+  termId: string;
+  dataEndpointId: string;
+  mapping: BindingMapping;
+  requiredReadPermissions?: string[];
+}
+
+export function presentBinding(binding: ReadBinding) {
+  return {
+    id: binding.id,
+    projectId: binding.projectId,
+    ontologyPackageId: binding.ontologyPackageId,
+    termId: binding.termId,
+    dataEndpointId: binding.dataEndpointId,
+    mapping: binding.mapping,
+    requiredReadPermissions: binding.requiredReadPermissions,
+    status: binding.status,
+    createdByMemberId: binding.createdByMemberId,
+    createdAt: binding.createdAt.toISOString(),
+    updatedAt: binding.updatedAt.toISOString(),
+  };
+}
+
+export type BindingView = ReturnType<typeof presentBinding>;
+
+/** Whether a package still defines the term and everything a mapping names (a newer package may not). */
+export function mappingProblems(terms: PackageTerms, termId: string, mapping: BindingMapping): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  if (!terms.classes.includes(termId)) {
+    problems.push({ path: '/termId', message: `"${termId}" is not a class of this package` });
+    return problems;
+  }
+  for (const property of Object.keys(mapping.properties)) {
+    const defined = terms.properties[property];
+    if (!defined) problems.push({ path: `/mapping/properties/${property}`, message: `"${property}" is not a property of this package` });
+    else if (defined.domain !== termId) problems.push({ path: `/mapping/properties/${property}`, message: `"${property}" describes ${defined.domain}, not ${termId}` });
+  }
+  for (const link of Object.keys(mapping.links ?? {})) {
+    const defined = terms.links[link];
+    if (!defined) problems.push({ path: `/mapping/links/${link}`, message: `"${link}" is not a link of this package` });
+    else if (defined.from !== termId) problems.push({ path: `/mapping/links/${link}`, message: `"${link}" starts at ${defined.from}, not ${termId}` });
+  }
+  return problems;
+}
+
+/** The endpoint's field names: its declared columns, or what the capability discovers. */
+async function endpointFields(db: Executor, encryptionKey: Buffer, endpoint: DataEndpoint): Promise<string[] | { error: string }> {
+  if (endpoint.schemaHints?.columns?.length) return endpoint.schemaHints.columns.map((c) => c.name);
+  const runtime = findCapability(endpoint.installation!.capability);
+  try {
+    const discovered = await runtime.discoverSchema(capabilityContext(db, endpoint.installation!, encryptionKey), endpoint.target);
+    return discovered.fields.map((f) => f.name);
+  } catch (error) {
+    return { error: (error as Error).message };
+  }
+}
+
+/** Every problem of a binding at once: package, term, endpoint and role, mapping, fields. */
+async function bindingProblems(db: Executor, encryptionKey: Buffer, project: Project, input: BindingInput): Promise<{ problems: FieldProblem[]; pkg?: OntologyPackage }> {
+  const problems: FieldProblem[] = [];
+  let pkg: OntologyPackage | undefined;
+  try {
+    pkg = await requirePackage(db, project, input.ontologyPackageId);
+  } catch {
+    problems.push({ path: '/ontologyPackageId', message: 'is not a compiled package of this project’s ontology' });
+  }
+  if (pkg) problems.push(...mappingProblems(pkg.terms, input.termId, input.mapping));
+  if (!templateFields(input.mapping.subjectTemplate).length) problems.push({ path: '/mapping/subjectTemplate', message: 'must name at least one field, e.g. https://example.com/customers/{id}' });
+  const endpoint = await DataEndpoint.query(db).withGraphJoined('installation', { joinOperation: 'innerJoin' }).findOne({ 'data_endpoints.id': input.dataEndpointId, 'data_endpoints.workspaceId': project.workspaceId });
+  if (!endpoint) {
+    problems.push({ path: '/dataEndpointId', message: 'is not a data endpoint of this workspace' });
+  } else if (endpoint.role !== 'source') {
+    problems.push({ path: '/dataEndpointId', message: `has role ${endpoint.role}; bindings read from endpoints with role source` });
+  } else if (!findCapability(endpoint.installation!.capability).definition.supports.recordsRead) {
+    problems.push({ path: '/dataEndpointId', message: `${endpoint.installation!.capability} endpoints cannot be read` });
+  } else {
+    const fields = await endpointFields(db, encryptionKey, endpoint);
+    if (!Array.isArray(fields)) {
+      problems.push({ path: '/dataEndpointId', message: `its fields could not be discovered to check the mapping (${fields.error}); declare schemaHints.columns on the endpoint` });
+    } else {
+      const known = new Set(fields);
+      const check = (path: string, field: string) => {
+        if (!known.has(field)) problems.push({ path, message: `the endpoint has no field "${field}"` });
+      };
+      templateFields(input.mapping.subjectTemplate).forEach((field) => check('/mapping/subjectTemplate', field));
+      Object.entries(input.mapping.properties).forEach(([property, field]) => check(`/mapping/properties/${property}`, field));
+      Object.entries(input.mapping.links ?? {}).forEach(([link, target]) => {
+        check(`/mapping/links/${link}/field`, target.field);
+        templateFields(target.targetTemplate).filter((field) => field !== target.field).forEach((field) => check(`/mapping/links/${link}/targetTemplate`, field));
+      });
+    }
+  }
+  return { problems, pkg };
+}
+
+async function statusFor(db: Executor, project: Project, input: Pick<BindingInput, 'ontologyPackageId' | 'termId' | 'mapping'>): Promise<'active' | 'incompatible'> {
+  const active = await activePackage(db, project);
+  if (!active || active.id === input.ontologyPackageId) return 'active';
+  return mappingProblems(active.terms, input.termId, input.mapping).length ? 'incompatible' : 'active';
+}
+
+async function validated(db: Executor, encryptionKey: Buffer, project: Project, input: BindingInput) {
+  const { problems } = await bindingProblems(db, encryptionKey, project, input);
+  if (problems.length) {
+    throw new InputError('binding_invalid', `The read binding is invalid: ${problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ')}${problems.length > 3 ? '; …' : ''}`, problems);
+  }
+  return {
+    ontologyPackageId: input.ontologyPackageId,
+    termId: input.termId,
+    dataEndpointId: input.dataEndpointId,
+    mapping: input.mapping,
+    requiredReadPermissions: [...new Set(input.requiredReadPermissions ?? [])],
+    status: await statusFor(db, project, input),
+  };
+}
+
+export async function createBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, input: BindingInput): Promise<BindingView> {
+  const fields = await validated(db, encryptionKey, project, input);
+  const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
+  return presentBinding(binding);
+}
+
+export async function requireBinding(db: Executor, project: Project, bindingId: string, forUpdate = false): Promise<ReadBinding> {
+  const query = ReadBinding.query(db).findOne({ id: bindingId, projectId: project.id, workspaceId: project.workspaceId });
+  const binding = await (forUpdate ? query.forUpdate() : query);
+  if (!binding) throw new NotFoundError('read_binding', 'No read binding with this id in this project.');
+  return binding;
+}
+
+export async function replaceBinding(db: Executor, encryptionKey: Buffer, project: Project, bindingId: string, input: BindingInput): Promise<BindingView> {
+  const binding = await requireBinding(db, project, bindingId, true);
+  const fields = await validated(db, encryptionKey, project, input);
+  return presentBinding(await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
+}
+
+export async function deleteBinding(db: Executor, project: Project, bindingId: string): Promise<void> {
+  const binding = await requireBinding(db, project, bindingId, true);
+  await binding.$query(db).delete();
+}
+
+export async function listBindings(db: Executor, project: Project, page: PageRequest, filter: { ontologyPackageId?: string; dataEndpointId?: string; status?: string }) {
+  const base = ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId });
+  if (filter.ontologyPackageId) base.where('ontologyPackageId', filter.ontologyPackageId);
+  if (filter.dataEndpointId) base.where('dataEndpointId', filter.dataEndpointId);
+  if (filter.status) base.where('status', filter.status);
+  const { rows, pagination } = await pageOf(base, page);
+  return { bindings: rows.map(presentBinding), pagination };
+}
+
+/** After a package is activated: each binding of the project is active again, or incompatible with it. */
+export async function refreshBindingStatuses(db: Executor, project: Project): Promise<void> {
+  const bindings = await ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId });
+  for (const binding of bindings) {
+    const status = await statusFor(db, project, binding);
+    if (status !== binding.status) await binding.$query(db).patch({ status });
+  }
+}
+
+/** The active bindings of a term (or of every term) that this caller may read, and how many it may not. */
+export async function readableBindings(db: Executor, principal: Principal, project: Project, termId?: string): Promise<{ readable: ReadBinding[]; withheld: number }> {
+  const query = ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId, status: 'active' }).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
+  if (termId) query.where('termId', termId);
+  const bindings = await query;
+  const readable = bindings.filter((b) => missingReadPermissions(principal, b.requiredReadPermissions).length === 0);
+  return { readable, withheld: bindings.length - readable.length };
+}
+
+/** Term reads need data:read; named grants are checked per binding, and no scope stands in for them. */
+export function authorizeTermRead(principal: Principal): void {
+  if (!hasScope(principal, 'data:read')) throw new PermissionError('insufficient_scope', 'Reading term records needs the data:read scope.', { requiredScopes: ['data:read'] });
+}
+
+// An endpoint with bindings cannot be deleted: the binding would read nothing.
+endpointReferenceFinders.push(async (db, workspaceId, endpointId) => {
+  const rows = await ReadBinding.query(db).where({ workspaceId, dataEndpointId: endpointId }).select('id', 'termId');
+  return rows.map((row) => ({ kind: 'read_binding', id: row.id, name: row.termId }));
+});
+
+export { bindingFields };

@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { PluginInstallation } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { capabilityContext } from '../../services/data-endpoints';
+import { installPlugin } from '../../services/plugins';
+import type { BootstrapResult } from '../../services/workspaces';
+import { env } from './environment';
+import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
+
+export const ONTOLOGY_SCOPES = ['ontologies:read', 'ontologies:write', 'bindings:read', 'bindings:write', 'data:read', 'endpoints:read', 'endpoints:write', 'sparql:query', 'sparql:update', 'org:read'];
+
+export interface OntologyTenant {
+  ws: BootstrapResult;
+  client: ReturnType<typeof as>;
+  key: string;
+  base: string;
+  managedInstallationId: string;
+}
+
+export async function ontologyTenant(): Promise<OntologyTenant> {
+  const ws = await newWorkspace();
+  await raiseRequestLimits(ws.workspaceId);
+  const managed = await installPlugin(env().db, env().encryptionKey, ws.workspaceId, 'managed_table', {});
+  const key = await newKey(ws, { scopes: ONTOLOGY_SCOPES, readPermissions: ['customers.read'] });
+  return { ws, key, client: as(key), base: `/api/v1/projects/${ws.projectId}/ontology`, managedInstallationId: managed.id };
+}
+
+/** A managed-table source endpoint holding `rows` (written through the capability, as a pipeline would). */
+export async function seededTable(t: OntologyTenant, rows: Array<Record<string, unknown>>, primaryKey = ['id']): Promise<string> {
+  const table = `t_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
+  const res = await t.client.post('/api/v1/data-endpoints', {
+    name: table,
+    namespace: 'ontology',
+    role: 'source',
+    contractKind: 'source_stream',
+    pluginCapabilityInstallationId: t.managedInstallationId,
+    target: { table, primaryKey },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), { table, primaryKey }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+  return res.body.dataEndpoint.id;
+}
+
+/** Customer (name, age) and Order (total) placedBy Customer, compiled and active. Returns the package id. */
+export async function customerOntology(t: OntologyTenant): Promise<string> {
+  for (const term of [
+    { id: 'Customer', kind: 'class', label: 'Customer' },
+    { id: 'Order', kind: 'class' },
+    { id: 'name', kind: 'property', domain: 'Customer', datatype: 'xsd:string', minCount: 1, maxCount: 1 },
+    { id: 'age', kind: 'property', domain: 'Customer', datatype: 'xsd:integer', maxCount: 1 },
+    { id: 'total', kind: 'property', domain: 'Order', datatype: 'xsd:decimal' },
+  ]) {
+    const res = await t.client.post(`${t.base}/terms`, term);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+  }
+  assert.equal((await t.client.post(`${t.base}/links`, { id: 'placedBy', from: 'Order', to: 'Customer', maxCount: 1 })).status, 201);
+  assert.equal((await t.client.post(`${t.base}/shapes`, { id: 'AdultShape', targetClass: 'Customer', properties: [{ path: 'age', minInclusive: 18, message: 'customers are adults' }] })).status, 201);
+  const compiled = await t.client.post(`${t.base}/compile`, {});
+  assert.equal(compiled.status, 201, JSON.stringify(compiled.body));
+  assert.equal((await t.client.post(`${t.base}/activate`, { packageId: compiled.body.package.id })).status, 200);
+  return compiled.body.package.id;
+}
+
+export async function bind(t: OntologyTenant, body: Record<string, unknown>): Promise<string> {
+  const res = await t.client.post(`${t.base}/read-bindings`, body);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.binding.id;
+}
