@@ -7,7 +7,8 @@ export function renderDocsPage(document: Record<string, any>): string {
     for (const [method, op] of Object.entries<any>(methods)) {
       const params = (op.parameters ?? []).map((p: any) => `<li><code>${escape(p.name)}</code> (${escape(p.in)}${p.required ? ', required' : ''}) ${escape(p.description ?? '')}</li>`).join('');
       const statuses = Object.entries<any>(op.responses).map(([status, r]) => `<li><b>${status}</b> ${escape(r.description)}</li>`).join('');
-      const body = op.requestBody ? `<details><summary>Request body schema</summary><pre>${escape(JSON.stringify(op.requestBody.content['application/json'].schema, null, 2))}</pre></details>` : '';
+      const [bodyType, bodyContent] = Object.entries<any>(op.requestBody?.content ?? {})[0] ?? [];
+      const body = bodyContent ? `<details><summary>Request body (${escape(bodyType)})</summary><pre>${escape(JSON.stringify(bodyContent.schema, null, 2))}</pre></details>` : '';
       const html = `<section><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>
         <p>${escape(op.summary)}</p><p class="d">${escape(op.description).replace(/\n/g, '<br>')}</p>
         ${params ? `<h4>Parameters</h4><ul>${params}</ul>` : ''}${body}<h4>Responses</h4><ul>${statuses}</ul></section>`;

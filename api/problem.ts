@@ -21,6 +21,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const statusByKind: Record<ErrorKind, number> = {
   bad_request: 400,
   unsupported_media_type: 415,
+  not_acceptable: 406,
   payload_too_large: 413,
   invalid_input: 422,
   unauthenticated: 401,
@@ -41,6 +42,7 @@ const titles: Record<number, string> = {
   403: 'Forbidden',
   404: 'Not found',
   405: 'Method not allowed',
+  406: 'Not acceptable',
   409: 'Conflict',
   410: 'Gone',
   413: 'Payload too large',

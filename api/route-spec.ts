@@ -75,7 +75,7 @@ export interface RouteSpec<P = any, Q = any, B = any> {
    * types, up to maxBytes, and handed to the handler as `body` with its media type in `bodyType`.
    * With `form`, application/x-www-form-urlencoded bodies are parsed into an object of strings.
    */
-  rawBody?: { mediaTypes: readonly string[]; maxBytes: number; description: string; optional?: boolean };
+  rawBody?: { mediaTypes: readonly string[]; maxBytes: number; description: string; optional?: boolean; refusals?: Record<string, { code: string; message: string }> };
   /**
    * Mutations run in one transaction by default. Set false for actions that only reach out to
    * remote systems (a connection check), so no transaction is held open while they wait.

@@ -56,6 +56,8 @@ async function readRawBody(ctx: Koa.Context, spec: NonNullable<RouteSpec['rawBod
     throw new UnsupportedMediaTypeError('body_required', `Send the request body as one of: ${spec.mediaTypes.join(', ')}.`);
   }
   const type = (ctx.request.type || '').toLowerCase();
+  const refusal = spec.refusals?.[type];
+  if (refusal) throw new UnsupportedMediaTypeError(refusal.code, refusal.message);
   if (!spec.mediaTypes.includes(type)) {
     throw new UnsupportedMediaTypeError('unsupported_media_type', `Send the request body as one of: ${spec.mediaTypes.join(', ')}${type ? `, not ${type}` : ''}.`);
   }

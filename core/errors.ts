@@ -5,6 +5,7 @@
 export type ErrorKind =
   | 'bad_request'
   | 'unsupported_media_type'
+  | 'not_acceptable'
   | 'payload_too_large'
   | 'invalid_input'
   | 'unauthenticated'
@@ -45,6 +46,11 @@ export class BadRequestError extends DomainError {
 /** The request body is not in a format the operation reads. */
 export class UnsupportedMediaTypeError extends DomainError {
   readonly kind = 'unsupported_media_type';
+}
+
+/** No representation the caller accepts (Accept header). */
+export class NotAcceptableError extends DomainError {
+  readonly kind = 'not_acceptable';
 }
 
 export class PayloadTooLargeError extends DomainError {

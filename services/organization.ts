@@ -10,6 +10,12 @@ export interface OrganizationView {
   createdAt: string;
   projectCount: number;
   memberCount: number;
+  settings: WorkspaceSettings;
+}
+
+export interface WorkspaceSettings {
+  /** Whether the SPARQL endpoint answers: off (default), read (queries), write (queries and governed updates). */
+  semanticConsumerMode: 'off' | 'read' | 'write';
 }
 
 /** The workspace an API key belongs to, as GET /organization shows it. A restricted key counts only its projects. */
@@ -23,5 +29,19 @@ export async function getOrganization(db: Executor, principal: Principal): Promi
     visibleProjects.resultSize(),
     Member.query(db).where({ workspaceId }).whereNull('removedAt').resultSize(),
   ]);
-  return { id: workspace.id, name: workspace.name, plan: workspace.plan, createdAt: workspace.createdAt.toISOString(), projectCount, memberCount };
+  return { id: workspace.id, name: workspace.name, plan: workspace.plan, createdAt: workspace.createdAt.toISOString(), projectCount, memberCount, settings: settingsOf(workspace) };
+}
+
+const settingsOf = (workspace: Workspace): WorkspaceSettings => ({ semanticConsumerMode: workspace.semanticConsumerMode });
+
+export async function getWorkspaceSettings(db: Executor, workspaceId: string): Promise<WorkspaceSettings> {
+  const workspace = await Workspace.query(db).findById(workspaceId);
+  if (!workspace) throw new NotFoundError('organization');
+  return settingsOf(workspace);
+}
+
+export async function updateWorkspaceSettings(db: Executor, workspaceId: string, changes: Partial<WorkspaceSettings>): Promise<WorkspaceSettings> {
+  const workspace = await Workspace.query(db).findById(workspaceId).forUpdate();
+  if (!workspace) throw new NotFoundError('organization');
+  return settingsOf(await workspace.$query(db).patchAndFetch(changes));
 }

@@ -5,6 +5,7 @@ import { dataEndpointRoutes } from './data-endpoints';
 import { healthRoutes } from './health';
 import { ontologyRoutes } from './ontology';
 import { readBindingRoutes } from './read-bindings';
+import { sparqlRoutes } from './sparql';
 import { organizationRoutes } from './organization';
 import { pluginRoutes } from './plugins';
 import { pipelineRoutes } from './pipelines';
@@ -26,4 +27,5 @@ export const apiRoutes: RouteSpec[] = [
   ...runRoutes,
   ...ontologyRoutes,
   ...readBindingRoutes,
+  ...sparqlRoutes,
 ] as RouteSpec[];

@@ -13,6 +13,7 @@ export const organizationSchema: JsonSchema = {
     createdAt: timestamp,
     projectCount: { type: 'integer' },
     memberCount: { type: 'integer' },
+    settings: { type: 'object', properties: { semanticConsumerMode: { type: 'string', enum: ['off', 'read', 'write'] } } },
   },
 };
 
@@ -109,3 +110,15 @@ export const putApiLimitsBody: JsonSchema = {
   required: ['workspaceRequests', 'apiKeyRequests'],
   properties: { workspaceRequests: limitValue, apiKeyRequests: limitValue },
 };
+
+export const workspaceSettingsSchema = {
+  type: 'object',
+  required: ['semanticConsumerMode'],
+  properties: {
+    semanticConsumerMode: {
+      type: 'string',
+      enum: ['off', 'read', 'write'],
+      description: 'The SPARQL endpoint: off (default; it answers 403 semantic_mode_off), read (queries), write (queries and updates, which go through governed writes).',
+    },
+  },
+} as const;

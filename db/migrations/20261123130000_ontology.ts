@@ -7,8 +7,8 @@ export async function up(knex: Knex): Promise<void> {
     for (const name of names) t.timestamp(name, { useTz: true }).notNullable().defaultTo(knex.fn.now());
   };
   await knex.schema.alterTable('workspaces', (t) => {
-    // The SPARQL endpoint answers only when an administrator has turned this on.
-    t.boolean('semantic_consumer_mode').notNullable().defaultTo(false);
+    // The SPARQL endpoint answers only when an administrator has turned this on: off, read (queries) or write (queries and updates).
+    t.text('semantic_consumer_mode').notNullable().defaultTo('off');
   });
 
   await knex.schema.createTable('ontologies', (t) => {

@@ -5,7 +5,7 @@ export class Workspace extends BaseModel {
   id!: string;
   name!: string;
   plan!: string;
-  semanticConsumerMode!: boolean;
+  semanticConsumerMode!: 'off' | 'read' | 'write';
   createdAt!: Date;
 }
 

@@ -1,0 +1,119 @@
+import type * as RDF from '@rdfjs/types';
+import { Writer } from 'n3';
+import type { SparqlResult } from './sparql-engine';
+
+// Result formats of the SPARQL 1.1 Protocol, chosen by Accept: the W3C Query Results JSON, XML,
+// CSV and TSV formats for SELECT (ASK: JSON and XML, the formats that define a boolean), and
+// Turtle, N-Triples or JSON-LD for CONSTRUCT and DESCRIBE. The first listed is the default.
+
+const RESULT_SET_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values'];
+const BOOLEAN_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml'];
+const GRAPH_TYPES = ['text/turtle', 'application/n-triples', 'application/ld+json'];
+/** Common aliases clients send. */
+const ALIASES: Record<string, string> = { 'application/json': 'application/sparql-results+json', 'application/xml': 'application/sparql-results+xml', 'text/xml': 'application/sparql-results+xml', 'text/plain': 'application/n-triples' };
+
+/** The media type to answer with, honouring q-values and wildcards; null when none is acceptable (406). */
+export function negotiate(accept: string | undefined, kind: SparqlResult['kind']): string | null {
+  const offered = kind === 'quads' ? GRAPH_TYPES : kind === 'boolean' ? BOOLEAN_TYPES : RESULT_SET_TYPES;
+  if (!accept || !accept.trim()) return offered[0];
+  const ranges = accept.split(',').map((part, index) => {
+    const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
+    const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? '1');
+    return { range: ALIASES[range] ?? range, q: Number.isFinite(q) ? q : 0, index };
+  });
+  const quality = (type: string) => {
+    const [major] = type.split('/');
+    const exact = ranges.find((r) => r.range === type);
+    if (exact) return { q: exact.q, specificity: 2, index: exact.index };
+    const partial = ranges.find((r) => r.range === `${major}/*`);
+    if (partial) return { q: partial.q, specificity: 1, index: partial.index };
+    const any = ranges.find((r) => r.range === '*/*');
+    return any ? { q: any.q, specificity: 0, index: any.index } : { q: 0, specificity: -1, index: Infinity };
+  };
+  const ranked = offered
+    .map((type, order) => ({ type, order, ...quality(type) }))
+    .filter((candidate) => candidate.q > 0)
+    .sort((a, b) => b.q - a.q || b.specificity - a.specificity || a.index - b.index || a.order - b.order);
+  return ranked[0]?.type ?? null;
+}
+
+const xmlEscape = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+
+function jsonTerm(term: RDF.Term): Record<string, string> {
+  if (term.termType === 'NamedNode') return { type: 'uri', value: term.value };
+  if (term.termType === 'BlankNode') return { type: 'bnode', value: term.value };
+  const literal = term as RDF.Literal;
+  if (literal.language) return { type: 'literal', value: literal.value, 'xml:lang': literal.language };
+  if (literal.datatype && literal.datatype.value !== 'http://www.w3.org/2001/XMLSchema#string') return { type: 'literal', value: literal.value, datatype: literal.datatype.value };
+  return { type: 'literal', value: literal.value };
+}
+
+function xmlTerm(term: RDF.Term): string {
+  if (term.termType === 'NamedNode') return `<uri>${xmlEscape(term.value)}</uri>`;
+  if (term.termType === 'BlankNode') return `<bnode>${xmlEscape(term.value)}</bnode>`;
+  const literal = term as RDF.Literal;
+  if (literal.language) return `<literal xml:lang="${xmlEscape(literal.language)}">${xmlEscape(literal.value)}</literal>`;
+  if (literal.datatype && literal.datatype.value !== 'http://www.w3.org/2001/XMLSchema#string') return `<literal datatype="${xmlEscape(literal.datatype.value)}">${xmlEscape(literal.value)}</literal>`;
+  return `<literal>${xmlEscape(literal.value)}</literal>`;
+}
+
+/** CSV (W3C): plain values, blank nodes as _:label, quoted when they hold a comma, quote or line break. */
+function csvValue(term: RDF.Term | undefined): string {
+  if (!term) return '';
+  const text = term.termType === 'BlankNode' ? `_:${term.value}` : term.value;
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/** TSV (W3C): terms in SPARQL/Turtle syntax; tabs and line breaks escaped. */
+function tsvValue(term: RDF.Term | undefined): string {
+  if (!term) return '';
+  if (term.termType === 'NamedNode') return `<${term.value}>`;
+  if (term.termType === 'BlankNode') return `_:${term.value}`;
+  const literal = term as RDF.Literal;
+  const escaped = literal.value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+  if (literal.language) return `"${escaped}"@${literal.language}`;
+  const datatype = literal.datatype?.value;
+  if (!datatype || datatype === 'http://www.w3.org/2001/XMLSchema#string') return `"${escaped}"`;
+  if (/#(integer|decimal|double|boolean)$/.test(datatype) && /^[-+0-9.eEtruefals]+$/.test(literal.value)) return literal.value;
+  return `"${escaped}"^^<${datatype}>`;
+}
+
+function writeQuads(quads: RDF.Quad[], format: string): Promise<string> {
+  const writer = new Writer({ format });
+  writer.addQuads(quads);
+  return new Promise((resolve, reject) => writer.end((error, result) => (error ? reject(error) : resolve(result))));
+}
+
+export async function serializeResult(result: SparqlResult, mediaType: string): Promise<string> {
+  if (result.kind === 'boolean') {
+    if (mediaType === 'application/sparql-results+xml') return `<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#"><head/><boolean>${result.value}</boolean></sparql>\n`;
+    return JSON.stringify({ head: {}, boolean: result.value });
+  }
+  if (result.kind === 'quads') {
+    if (mediaType === 'application/n-triples') return writeQuads(result.quads, 'N-Triples');
+    if (mediaType === 'application/ld+json') {
+      const jsonld = (await import('jsonld')).default;
+      return JSON.stringify(await jsonld.fromRDF(result.quads as never, { useNativeTypes: false }));
+    }
+    return writeQuads(result.quads, 'Turtle');
+  }
+  const { variables, rows } = result;
+  switch (mediaType) {
+    case 'application/sparql-results+xml': {
+      const head = variables.map((v) => `<variable name="${xmlEscape(v)}"/>`).join('');
+      const body = rows
+        .map((row) => `<result>${variables.filter((v) => row[v]).map((v) => `<binding name="${xmlEscape(v)}">${xmlTerm(row[v])}</binding>`).join('')}</result>`)
+        .join('\n');
+      return `<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#"><head>${head}</head><results>\n${body}\n</results></sparql>\n`;
+    }
+    case 'text/csv':
+      return `${[variables.join(','), ...rows.map((row) => variables.map((v) => csvValue(row[v])).join(','))].join('\r\n')}\r\n`;
+    case 'text/tab-separated-values':
+      return `${[variables.map((v) => `?${v}`).join('\t'), ...rows.map((row) => variables.map((v) => tsvValue(row[v])).join('\t'))].join('\n')}\n`;
+    default:
+      return JSON.stringify({
+        head: { vars: variables },
+        results: { bindings: rows.map((row) => Object.fromEntries(variables.filter((v) => row[v]).map((v) => [v, jsonTerm(row[v])]))) },
+      });
+  }
+}

@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { env } from '../support/environment';
+import { as, newKey, request } from '../support/fixtures';
+import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+
+const PREFIXES = (baseIri: string) => `PREFIX : <${baseIri}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> `;
+
+describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', function () {
+  this.timeout(60_000);
+  let t: OntologyTenant;
+  let endpointUrl: string;
+  let baseIri: string;
+  let customers: string;
+  before(async () => {
+    t = await ontologyTenant();
+    const packageId = await customerOntology(t);
+    baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
+    customers = await seededTable(t, [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob, "the builder"', years: 52 },
+    ]);
+    const orders = await seededTable(t, [{ id: 10, amount: 99.5, customer: 1 }]);
+    await bind(t, {
+      ontologyPackageId: packageId,
+      termId: 'Customer',
+      dataEndpointId: customers,
+      mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name', age: 'years' } },
+      requiredReadPermissions: ['customers.read'],
+    });
+    await bind(t, {
+      ontologyPackageId: packageId,
+      termId: 'Order',
+      dataEndpointId: orders,
+      mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' }, links: { placedBy: { field: 'customer', targetTemplate: 'https://example.com/customers/{customer}' } } },
+    });
+    endpointUrl = `${env().baseUrl}${t.base}/sparql`;
+  });
+
+  const client = async (key: string) => {
+    const { default: ParsingClient } = await import('sparql-http-client/ParsingClient.js');
+    return new ParsingClient({ endpointUrl, headers: { Authorization: `Bearer ${key}` } });
+  };
+  const select = `SELECT ?name WHERE { ?c a :Customer ; :name ?name } ORDER BY ?name`;
+
+  it('is closed until an administrator turns the semantic consumer mode on', async () => {
+    const res = await t.client.get(`${t.base}/sparql?query=${encodeURIComponent('ASK {}')}`);
+    assert.equal(res.status, 403);
+    assert.equal(res.body.code, 'semantic_mode_off');
+    const on = await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' });
+    assert.equal(on.status, 200, JSON.stringify(on.body));
+    assert.equal(on.body.settings.semanticConsumerMode, 'read');
+  });
+
+  it('answers SELECT, ASK and CONSTRUCT over the package and the bound records', async () => {
+    const sparql = await client(t.key);
+    const rows = await sparql.query.select(PREFIXES(baseIri) + select);
+    assert.deepEqual(rows.map((row: Record<string, { value: string }>) => row.name.value), ['Ada', 'Bob, "the builder"']);
+    assert.equal(await sparql.query.ask(`${PREFIXES(baseIri)} ASK { <https://example.com/orders/10> :placedBy <https://example.com/customers/1> }`), true);
+    assert.equal(await sparql.query.ask(`${PREFIXES(baseIri)} ASK { :Order a <http://www.w3.org/2002/07/owl#Class> }`), true, 'the package itself is queryable');
+    const quads = await sparql.query.construct(`${PREFIXES(baseIri)} CONSTRUCT { ?c :name ?n } WHERE { ?c :name ?n }`);
+    assert.equal(quads.size, 2);
+    const ages = await sparql.query.select(`${PREFIXES(baseIri)} SELECT (SUM(?age) AS ?total) WHERE { ?c :age ?age }`);
+    assert.equal(ages[0].total.value, '88');
+  });
+
+  it('negotiates every result format', async () => {
+    const get = (query: string, accept: string) => request('GET', `${t.base}/sparql?query=${encodeURIComponent(PREFIXES(baseIri) + query)}`, { key: t.key, headers: { Accept: accept } });
+    const json = await get(select, 'application/sparql-results+json');
+    assert.equal(json.status, 200);
+    assert.match(json.headers.get('content-type')!, /application\/sparql-results\+json/);
+    assert.deepEqual(json.body.head.vars, ['name']);
+    const xml = await get(select, 'application/sparql-results+xml');
+    assert.match(xml.headers.get('content-type')!, /application\/sparql-results\+xml/);
+    assert.match(String(xml.body), /<literal>Ada<\/literal>/);
+    const csv = await get(select, 'text/csv');
+    assert.equal(String(csv.body).replace(/\r\n/g, '\n'), 'name\nAda\n"Bob, ""the builder"""\n');
+    const tsv = await get(select, 'text/tab-separated-values');
+    assert.match(String(tsv.body), /^\?name\r?\n"Ada"\r?\n/);
+    const construct = 'CONSTRUCT { ?c :name ?n } WHERE { ?c :name ?n }';
+    assert.match(String((await get(construct, 'text/turtle')).body), /"Ada"/);
+    assert.match(String((await get(construct, 'application/n-triples')).body), /<https:\/\/example.com\/customers\/1> <[^>]+name> "Ada" \./);
+    const jsonld = await get(construct, 'application/ld+json');
+    assert.match(jsonld.headers.get('content-type')!, /application\/ld\+json/);
+    assert.ok(JSON.stringify(jsonld.body).includes('Ada'));
+    const refused = await get(construct, 'application/sparql-results+json');
+    assert.equal(refused.status, 406);
+  });
+
+  it('applies named grants inside the results: two keys, two answers', async () => {
+    const without = await newKey(t.ws, { scopes: ['sparql:query'] });
+    const sparql = await client(without);
+    assert.deepEqual(await sparql.query.select(PREFIXES(baseIri) + select), [], 'the customer binding needs customers.read');
+    const orders = await sparql.query.select(`${PREFIXES(baseIri)} SELECT ?o WHERE { ?o a :Order }`);
+    assert.equal(orders.length, 1, 'bindings without a grant stay visible');
+  });
+
+  it('refuses bad requests with their documented status', async () => {
+    const key = t.key;
+    const post = (body: string, type: string) => request('POST', `${t.base}/sparql`, { key, rawBody: body, headers: { 'Content-Type': type } });
+    let res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('SELEKT ?x WHERE {')}`, { key });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'malformed_query');
+    res = await request('GET', `${t.base}/sparql?update=${encodeURIComponent('INSERT DATA { <a:b> <a:c> <a:d> }')}`, { key });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'update_over_get');
+    res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('ASK {}')}&default-graph-uri=${encodeURIComponent('https://example.com/g')}`, { key });
+    assert.equal(res.status, 400);
+    assert.equal(res.body.code, 'graph_parameters_refused');
+    res = await post(`ASK {} #${'x'.repeat(1024 * 1024)}`, 'application/sparql-query');
+    assert.equal(res.status, 413);
+    res = await post(JSON.stringify({ input: {} }), 'application/json');
+    assert.equal(res.status, 415);
+    assert.equal(res.body.code, 'published_query_body_refused');
+    res = await post('INSERT DATA { <https://example.com/customers/9> <https://example.com/p> "x" }', 'application/sparql-update');
+    assert.equal(res.status, 403);
+    assert.equal(res.body.code, 'semantic_mode_read_only');
+    res = await post(`query=${encodeURIComponent('ASK { ?s ?p ?o }')}`, 'application/x-www-form-urlencoded');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.boolean, true);
+    const noScope = await newKey(t.ws, { scopes: ['sparql:query'] });
+    res = await request('POST', `${t.base}/sparql`, { key: noScope, rawBody: 'CLEAR ALL', headers: { 'Content-Type': 'application/sparql-update' } });
+    assert.equal(res.status, 403);
+  });
+
+  it('applies INSERT DATA and DELETE DATA on bound records as governed writes, never around them', async () => {
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'write' })).status, 200);
+    const writer = await newKey(t.ws, { scopes: ['sparql:query', 'sparql:update', 'data:write', 'data:delete', 'policy:manage'], readPermissions: ['customers.read'] });
+    const update = (text: string) => request('POST', `${t.base}/sparql`, { key: writer, rawBody: PREFIXES(baseIri) + text, headers: { 'Content-Type': 'application/sparql-update' } });
+    const insert = 'INSERT DATA { <https://example.com/customers/3> :name "Cy" ; :age 30 }';
+    let res = await update(insert);
+    assert.equal(res.status, 403, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'write_policy_missing', 'no policy, no write');
+    assert.equal((await as(writer).put(`/api/v1/data-endpoints/${customers}/write-policy`, { allowedOperations: ['upsert', 'delete'] })).status, 201);
+    res = await update(insert);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.writeActions[0].status, 'applied');
+    assert.deepEqual(res.body.writeActions[0].input.rows, [{ id: 3, full_name: 'Cy', years: 30 }]);
+    const sparql = await client(writer);
+    const names = async () => (await sparql.query.select(PREFIXES(baseIri) + select)).map((row: Record<string, { value: string }>) => row.name.value);
+    assert.deepEqual(await names(), ['Ada', 'Bob, "the builder"', 'Cy']);
+    const again = await update(insert);
+    assert.equal(again.status, 200);
+    assert.equal(again.body.writeActions[0].snapshotAfter.version !== res.body.writeActions[0].snapshotAfter.version, true, 'the same text against the new snapshot is a new action');
+
+    res = await update('DELETE DATA { <https://example.com/customers/3> a :Customer }');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.writeActions[0].input.operation, 'delete');
+    assert.deepEqual(await names(), ['Ada', 'Bob, "the builder"']);
+    res = await update('DELETE { ?c :age ?a } WHERE { ?c :age ?a }');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'update_form_not_supported');
+    res = await update('INSERT DATA { :Customer :name "x" }');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'update_outside_bound_data', 'the compiled ontology cannot be changed by SPARQL');
+  });
+});
