@@ -32,10 +32,10 @@ function usesService(node: unknown): boolean {
 }
 
 /** Parses query or update text; malformed text is a 422 naming the parser's complaint. */
-export function parseSparql(text: string, options: { allowDatasetClauses?: boolean } = {}): ParsedSparql {
+export function parseSparql(text: string, options: { allowDatasetClauses?: boolean; baseIri?: string } = {}): ParsedSparql {
   let parsed: SparqlQuery;
   try {
-    parsed = new SparqlParser({ sparqlStar: false }).parse(text);
+    parsed = new SparqlParser({ sparqlStar: false, ...(options.baseIri ? { baseIRI: options.baseIri } : {}) }).parse(text);
   } catch (error) {
     const message = (error as Error).message.split('\n').slice(0, 2).join(' ').trim();
     throw new InputError('malformed_query', `The SPARQL text does not parse: ${message}`);
