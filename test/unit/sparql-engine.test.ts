@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { DataFactory, Store } from 'n3';
+import { evaluateQuery, parseSparql } from '../../ontology/sparql-engine';
+import { negotiate, serializeResult } from '../../ontology/sparql-results';
+
+const { namedNode, literal, quad } = DataFactory;
+const EX = 'http://example.org/';
+const codeOf = async (work: () => Promise<unknown>) => {
+  try {
+    await work();
+    return undefined;
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+};
+
+describe('SPARQL engine wiring and result formats', () => {
+  const store = new Store([
+    quad(namedNode(`${EX}a`), namedNode(`${EX}name`), literal('Ada')),
+    quad(namedNode(`${EX}b`), namedNode(`${EX}name`), literal('Bob, "the builder"\nJr')),
+    quad(namedNode(`${EX}b`), namedNode(`${EX}age`), literal('52', namedNode('http://www.w3.org/2001/XMLSchema#integer'))),
+  ]);
+  for (let i = 0; i < 300; i += 1) store.addQuad(quad(namedNode(`${EX}n${i}`), namedNode(`${EX}next`), namedNode(`${EX}n${i + 1}`)));
+  const limits = { timeoutMs: 5000, maxResults: 100 };
+
+  it('tells queries from updates, and refuses malformed text, FROM and SERVICE', async () => {
+    assert.equal(parseSparql('SELECT * WHERE { ?s ?p ?o }').kind, 'query');
+    assert.equal(parseSparql('INSERT DATA { <a:b> <a:c> <a:d> }').kind, 'update');
+    assert.equal(await codeOf(async () => parseSparql('SELECT ?x WHERE {')), 'malformed_query');
+    assert.equal(await codeOf(async () => parseSparql('SELECT * FROM <http://x/g> WHERE { ?s ?p ?o }')), 'external_graph_refused');
+    assert.equal(await codeOf(async () => parseSparql('SELECT * WHERE { SERVICE <http://x/sparql> { ?s ?p ?o } }')), 'service_refused');
+    assert.equal(await codeOf(() => evaluateQuery(store, 'CLEAR ALL', limits)), 'update_not_allowed');
+  });
+
+  it('stops a query past its result limit or its time limit', async () => {
+    assert.equal(await codeOf(() => evaluateQuery(store, 'SELECT * WHERE { ?s ?p ?o }', { timeoutMs: 5000, maxResults: 10 })), 'result_too_large');
+    const heavy = `SELECT (COUNT(*) AS ?n) WHERE { ?a <${EX}next>* ?b . ?b <${EX}next>* ?c . ?c <${EX}next>* ?d }`;
+    const started = Date.now();
+    assert.equal(await codeOf(() => evaluateQuery(store, heavy, { timeoutMs: 300, maxResults: 10 })), 'query_timeout');
+    assert.ok(Date.now() - started < 3000, 'the timeout answers promptly');
+  });
+
+  it('negotiates by q-values and wildcards, and says when nothing fits', () => {
+    assert.equal(negotiate(undefined, 'bindings'), 'application/sparql-results+json');
+    assert.equal(negotiate('text/csv;q=0.5, application/sparql-results+xml', 'bindings'), 'application/sparql-results+xml');
+    assert.equal(negotiate('text/*', 'bindings'), 'text/csv');
+    assert.equal(negotiate('*/*', 'quads'), 'text/turtle');
+    assert.equal(negotiate('application/n-triples, text/turtle;q=0.9', 'quads'), 'application/n-triples');
+    assert.equal(negotiate('text/csv', 'boolean'), null);
+    assert.equal(negotiate('application/sparql-results+json', 'quads'), null);
+    assert.equal(negotiate('text/csv;q=0', 'bindings'), null);
+  });
+
+  it('writes the W3C formats exactly, escaping CSV, TSV and XML', async () => {
+    const result = await evaluateQuery(store, `SELECT ?s ?name ?age WHERE { ?s <${EX}name> ?name OPTIONAL { ?s <${EX}age> ?age } } ORDER BY ?name`, limits);
+    assert.equal(await serializeResult(result, 'text/csv'), `s,name,age\r\n${EX}a,Ada,\r\n${EX}b,"Bob, ""the builder""\nJr",52\r\n`);
+    assert.equal(await serializeResult(result, 'text/tab-separated-values'), `?s\t?name\t?age\n<${EX}a>\t"Ada"\t\n<${EX}b>\t"Bob, \\"the builder\\"\\nJr"\t52\n`);
+    const json = JSON.parse(await serializeResult(result, 'application/sparql-results+json'));
+    assert.deepEqual(json.head.vars, ['s', 'name', 'age']);
+    assert.deepEqual(json.results.bindings[1].age, { type: 'literal', value: '52', datatype: 'http://www.w3.org/2001/XMLSchema#integer' });
+    assert.equal(json.results.bindings[0].age, undefined, 'unbound variables are left out');
+    const xml = await serializeResult(result, 'application/sparql-results+xml');
+    assert.match(xml, /<literal>Bob, &quot;the builder&quot;\nJr<\/literal>/);
+    const ask = await evaluateQuery(store, `ASK { <${EX}a> <${EX}name> "Ada" }`, limits);
+    assert.equal(await serializeResult(ask, 'application/sparql-results+json'), '{"head":{},"boolean":true}');
+    const graph = await evaluateQuery(store, `CONSTRUCT { ?s <${EX}label> ?n } WHERE { ?s <${EX}name> ?n }`, limits);
+    assert.match(await serializeResult(graph, 'application/n-triples'), new RegExp(`<${EX}a> <${EX}label> "Ada" \\.`));
+    const jsonld = JSON.parse(await serializeResult(graph, 'application/ld+json'));
+    assert.equal(jsonld.length, 2);
+  });
+});
