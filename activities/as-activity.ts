@@ -14,7 +14,7 @@ export async function asActivity<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (error instanceof DomainError) {
-      throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !RETRYABLE.has(error.kind), details: [errorEvidence(error)] });
+      throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: !RETRYABLE.has(error.kind), details: [{ ...errorEvidence(error), details: error.details ?? null }] });
     }
     throw error;
   }

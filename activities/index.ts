@@ -1,5 +1,6 @@
 import type { ExecutionDependencies } from '../services/run-execution';
 import { createPipelineRunActivities } from './pipeline-runs';
+import { createPublishedQueryActivities } from './published-queries';
 import { createSourceWriteActivities } from './source-writes';
 import { createSystemActivities } from './system-check';
 
@@ -11,5 +12,6 @@ export function createActivities(deps: ActivityDependencies) {
     ...createSystemActivities(deps),
     ...createPipelineRunActivities(deps),
     ...createSourceWriteActivities(deps),
+    ...createPublishedQueryActivities(deps),
   };
 }

@@ -1,6 +1,6 @@
 import type * as RDF from '@rdfjs/types';
 import { QueryEngine } from '@comunica/query-sparql-rdfjs';
-import type { Store } from 'n3';
+import { Store } from 'n3';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import { InputError } from '../core/errors';
 
@@ -21,9 +21,68 @@ export interface SparqlLimits {
 
 export type ParsedSparql = { kind: 'query'; queryType: 'SELECT' | 'ASK' | 'CONSTRUCT' | 'DESCRIBE'; parsed: SparqlQuery } | { kind: 'update'; parsed: SparqlQuery };
 
-const engine = new QueryEngine();
+type Destroyable = { destroy(): void };
 
-/** Walks the parsed algebra for SERVICE patterns (in groups, unions, optionals, subqueries). */
+/**
+ * The operator streams of one evaluation. Comunica cannot cancel a query: destroying the result
+ * stream leaves blocking operators (aggregates, hash joins) draining their inputs, so a timed-out
+ * query would keep a core busy until it finished. Every operator's output is recorded here (see
+ * `observeOperations`) and all of them are destroyed when the evaluation stops.
+ */
+class Evaluation {
+  private readonly streams = new Set<Destroyable>();
+  private stopped = false;
+
+  record(stream: Destroyable): void {
+    if (this.stopped) stream.destroy();
+    else this.streams.add(stream);
+  }
+
+  /** Idempotent; destroy() without a cause, so streams nobody listens to any more emit no error. */
+  stop(): void {
+    this.stopped = true;
+    for (const stream of this.streams) stream.destroy();
+    this.streams.clear();
+  }
+}
+
+/** Context entry that carries the Evaluation through Comunica (its contexts pass unknown keys on). */
+const EVALUATION_KEY = '@weft/evaluation';
+
+interface ObservableBus {
+  subscribeObserver(observer: { onRun(actor: unknown, action: { context?: { get(key: { name: string }): unknown } }, output: Promise<unknown>): void }): void;
+}
+
+/**
+ * Subscribes to Comunica's query-operation bus (Bus.subscribeObserver, the hook Comunica's own
+ * statistics use), which sees every operator run. Reaching that bus goes through the engine's
+ * actor wiring, which is not typed API: fail loudly at start-up if a Comunica upgrade moves it.
+ */
+function observeOperations(engine: QueryEngine): void {
+  type Wiring = { actorInitQuery?: { mediatorQueryProcess?: { bus?: { actors?: Array<{ mediatorQueryOperation?: { bus?: ObservableBus } }> } } } };
+  const actors = (engine as unknown as Wiring).actorInitQuery?.mediatorQueryProcess?.bus?.actors ?? [];
+  const bus = actors.find((actor) => actor.mediatorQueryOperation?.bus)?.mediatorQueryOperation?.bus;
+  if (!bus) throw new Error('Comunica’s query-operation bus was not found: ontology/sparql-engine.ts needs updating for this Comunica version');
+  bus.subscribeObserver({
+    onRun(_actor, action, output) {
+      const evaluation = action.context?.get({ name: EVALUATION_KEY });
+      if (!(evaluation instanceof Evaluation)) return;
+      output.then(
+        (result) => {
+          const { bindingsStream, quadStream } = (result ?? {}) as { bindingsStream?: Destroyable; quadStream?: Destroyable };
+          const stream = bindingsStream ?? quadStream;
+          if (stream) evaluation.record(stream);
+        },
+        () => undefined, // the failure reaches the query through its own chain
+      );
+    },
+  });
+}
+
+const engine = new QueryEngine();
+observeOperations(engine);
+
+/** Walks the parsed query for SERVICE patterns (in groups, unions, optionals, subqueries, EXISTS). */
 function usesService(node: unknown): boolean {
   if (Array.isArray(node)) return node.some(usesService);
   if (!node || typeof node !== 'object') return false;
@@ -31,20 +90,37 @@ function usesService(node: unknown): boolean {
   return Object.values(node).some(usesService);
 }
 
-/** Parses query or update text; malformed text is a 422 naming the parser's complaint. */
+/**
+ * sparqljs (jison) errors carry the offending token and its line; their columns are not reliable
+ * (the lexer counts from the end of the previous token), so the message shows the text near it.
+ */
+function syntaxError(error: unknown): InputError {
+  const { message, hash } = error as Error & { hash?: { token?: string | null; text?: string; loc?: { first_line: number } } };
+  if (!hash?.loc) return new InputError('malformed_query', `The SPARQL text does not parse: ${message.split('\n')[0]}`);
+  const line = hash.loc.first_line;
+  const found = hash.token === 'EOF' ? 'end of text' : `'${hash.text ?? ''}'`;
+  const near = message.split('\n')[1]?.trim();
+  return new InputError('malformed_query', `The SPARQL text does not parse at line ${line}: unexpected ${found}${near ? ` near “${near}”` : ''}`, [], { line });
+}
+
+/** Parses query or update text; malformed text is a 422 naming where the parser stopped. */
 export function parseSparql(text: string, options: { allowDatasetClauses?: boolean; baseIri?: string } = {}): ParsedSparql {
   let parsed: SparqlQuery;
   try {
     parsed = new SparqlParser({ sparqlStar: false, ...(options.baseIri ? { baseIRI: options.baseIri } : {}) }).parse(text);
   } catch (error) {
-    const message = (error as Error).message.split('\n').slice(0, 2).join(' ').trim();
-    throw new InputError('malformed_query', `The SPARQL text does not parse: ${message}`);
+    throw syntaxError(error);
   }
+  // sparqljs reads empty text (or a bare prologue) as an object with neither a query nor updates.
+  if (parsed.type !== 'query' && !(parsed.type === 'update' && parsed.updates.length)) {
+    throw new InputError('malformed_query', 'The SPARQL text holds no query and no update.');
+  }
+  // SERVICE would have the engine call out to another endpoint, from an update as much as a query.
+  if (usesService(parsed)) throw new InputError('service_refused', 'SERVICE is not accepted: queries run over this project’s dataset only.');
   if (parsed.type === 'update') return { kind: 'update', parsed };
   if (!options.allowDatasetClauses && parsed.from && (parsed.from.default.length || parsed.from.named.length)) {
     throw new InputError('external_graph_refused', 'FROM and FROM NAMED are not accepted: the dataset is the project’s active package and the bound records your key may read.');
   }
-  if (usesService(parsed.where)) throw new InputError('service_refused', 'SERVICE is not accepted: queries run over this project’s dataset only.');
   return { kind: 'query', queryType: parsed.queryType, parsed };
 }
 
@@ -55,14 +131,11 @@ function projected(query: SparqlQuery): string[] | undefined {
   return variables.map((v) => v.variable?.value ?? v.value!);
 }
 
-/** Rejects after `ms`, calling `onTimeout` first (to stop the result stream). */
-function deadline<T>(work: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
+/** Rejects with query_timeout after `ms`; the caller stops the evaluation either way. */
+function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(new InputError('query_timeout', `The query ran longer than ${ms / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
-    }, ms);
+    timer = setTimeout(() => reject(new InputError('query_timeout', `The query ran longer than ${ms / 1000} seconds and was stopped; narrow it or add a LIMIT.`)), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
@@ -71,12 +144,9 @@ function deadline<T>(work: Promise<T>, ms: number, onTimeout: () => void): Promi
  * Collects a result stream, refusing more than `max` items. toArray, not 'end' events: a stream
  * that ended while the engine was still being awaited (an empty sorted result) emits no more events.
  */
-async function collect<T>(stream: { toArray(options: { limit: number }): Promise<T[]>; destroy(): void }, max: number, what: string): Promise<T[]> {
+async function collect<T>(stream: { toArray(options: { limit: number }): Promise<T[]> }, max: number, what: string): Promise<T[]> {
   const items = await stream.toArray({ limit: max + 1 });
-  if (items.length > max) {
-    stream.destroy();
-    throw new InputError('result_too_large', `The query returns more than ${max} ${what}; add a LIMIT or narrow it.`);
-  }
+  if (items.length > max) throw new InputError('result_too_large', `The query returns more than ${max} ${what}; add a LIMIT or narrow it.`);
   return items;
 }
 
@@ -86,46 +156,71 @@ function evaluationError(error: unknown): unknown {
   return new InputError('query_failed', `The query could not be evaluated: ${(error as Error).message}`);
 }
 
-/** Evaluates a query over the store within the limits. Updates are refused here (see evaluateUpdate). */
-export async function evaluateQuery(store: Store, text: string, limits: SparqlLimits, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): Promise<SparqlResult> {
-  const parsed = parseSparql(text, options);
-  if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
-  const context = { sources: [store], ...(options.baseIri ? { baseIRI: options.baseIri } : {}) } as never;
-  let stop = () => undefined as void;
+/** Runs `work` under the time limit with operator tracking, stopping every operator when it ends (in time or not). */
+async function evaluate<T>(timeoutMs: number, work: (context: Record<string, unknown>) => Promise<T>, context: Record<string, unknown>): Promise<T> {
+  const evaluation = new Evaluation();
   try {
-    if (parsed.queryType === 'ASK') return { kind: 'boolean', value: await deadline(engine.queryBoolean(text, context), limits.timeoutMs, stop) };
-    if (parsed.queryType === 'SELECT') {
-      const work = (async () => {
-        const stream = await engine.queryBindings(text, context);
-        stop = () => stream.destroy();
-        // Not awaited first: an empty result may never announce its metadata.
-        let announced: string[] = [];
-        stream.getProperty<{ variables: Array<{ variable: RDF.Variable }> }>('metadata', (metadata) => (announced = metadata.variables.map((v) => v.variable.value)));
-        const bindings = await collect<{ [Symbol.iterator](): Iterator<[RDF.Variable, RDF.Term]> }>(stream as never, limits.maxResults, 'rows');
-        const rows = bindings.map((binding) => Object.fromEntries([...binding].map(([variable, term]) => [variable.value, term])));
-        const variables = projected(parsed.parsed) ?? announced;
-        return { kind: 'bindings' as const, variables: variables.length ? variables : [...new Set(rows.flatMap((row) => Object.keys(row)))], rows };
-      })();
-      return await deadline(work, limits.timeoutMs, () => stop());
-    }
-    const work = (async () => {
-      const stream = await engine.queryQuads(text, context);
-      stop = () => stream.destroy();
-      return { kind: 'quads' as const, quads: await collect<RDF.Quad>(stream as never, limits.maxResults, 'triples') };
-    })();
-    return await deadline(work, limits.timeoutMs, () => stop());
+    return await deadline(work({ ...context, [EVALUATION_KEY]: evaluation }), timeoutMs);
   } catch (error) {
     throw evaluationError(error);
+  } finally {
+    evaluation.stop();
   }
 }
 
-/** Applies a SPARQL update to a store (tests, and stores Weft owns outright). */
-export async function evaluateUpdate(store: Store, text: string, limits: Pick<SparqlLimits, 'timeoutMs'>): Promise<void> {
-  const parsed = parseSparql(text);
-  if (parsed.kind !== 'update') throw new InputError('query_not_update', 'This is a query, not an update.');
-  try {
-    await deadline(engine.queryVoid(text, { sources: [store], destination: store } as never), limits.timeoutMs, () => undefined);
-  } catch (error) {
-    throw evaluationError(error);
+/**
+ * Evaluates a query over the store within the limits. Updates are refused here (see evaluateUpdate).
+ *
+ * Known limit: Comunica runs some operators synchronously (a hash join feeding an aggregate, e.g. a
+ * GROUP BY over a cross product); such a query holds the event loop until it finishes, and no timer
+ * in this process can interrupt it. Only evaluation in a worker thread (terminated on timeout) would.
+ */
+export async function evaluateQuery(store: Store, text: string, limits: SparqlLimits, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): Promise<SparqlResult> {
+  const parsed = parseSparql(text, options);
+  if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
+  const base = { sources: [store], ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
+  if (parsed.queryType === 'ASK') {
+    return evaluate(limits.timeoutMs, async (context) => ({ kind: 'boolean', value: await engine.queryBoolean(text, context as never) }), base);
   }
+  if (parsed.queryType === 'SELECT') {
+    return evaluate(
+      limits.timeoutMs,
+      async (context) => {
+        const stream = await engine.queryBindings(text, context as never);
+        // Not awaited first: an empty result may never announce its metadata.
+        let announced: string[] = [];
+        stream.getProperty<{ variables: Array<{ variable: RDF.Variable }> }>('metadata', (metadata) => (announced = metadata.variables.map((v) => v.variable.value)));
+        const bindings = await collect<Iterable<[RDF.Variable, RDF.Term]>>(stream as never, limits.maxResults, 'rows');
+        const rows = bindings.map((binding) => Object.fromEntries([...binding].map(([variable, term]) => [variable.value, term])));
+        const variables = projected(parsed.parsed) ?? announced;
+        return { kind: 'bindings', variables: variables.length ? variables : [...new Set(rows.flatMap((row) => Object.keys(row)))], rows };
+      },
+      base,
+    );
+  }
+  return evaluate(
+    limits.timeoutMs,
+    async (context) => ({ kind: 'quads', quads: await collect<RDF.Quad>((await engine.queryQuads(text, context as never)) as never, limits.maxResults, 'triples') }),
+    base,
+  );
+}
+
+/**
+ * Applies a SPARQL update to a store (tests, and stores Weft owns outright). The update runs on a
+ * copy and its changes are applied only once it has finished, so a request that fails or times out
+ * leaves the store as it was (SPARQL 1.1 Update: a request is applied atomically).
+ */
+export async function evaluateUpdate(store: Store, text: string, limits: Pick<SparqlLimits, 'timeoutMs'>, options: { baseIri?: string } = {}): Promise<void> {
+  const parsed = parseSparql(text, options);
+  if (parsed.kind !== 'update') throw new InputError('query_not_update', 'This is a query, not an update.');
+  if (parsed.parsed.type === 'update' && parsed.parsed.updates.some((operation) => 'type' in operation && operation.type === 'load')) {
+    throw new InputError('load_refused', 'LOAD is not accepted: updates change this dataset only and fetch nothing.');
+  }
+  const scratch = new Store(store.getQuads(null, null, null, null));
+  const context = { sources: [scratch], destination: scratch, ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
+  await evaluate(limits.timeoutMs, (withEvaluation) => engine.queryVoid(text, withEvaluation as never), context);
+  const removed = store.getQuads(null, null, null, null).filter((quad) => !scratch.has(quad));
+  const added = scratch.getQuads(null, null, null, null).filter((quad) => !store.has(quad));
+  store.removeQuads(removed);
+  store.addQuads(added);
 }

@@ -1,5 +1,6 @@
 import type * as RDF from '@rdfjs/types';
 import { Writer } from 'n3';
+import { InputError } from '../core/errors';
 import type { SparqlResult } from './sparql-engine';
 
 // Result formats of the SPARQL 1.1 Protocol, chosen by Accept: the W3C Query Results JSON, XML,
@@ -37,7 +38,22 @@ export function negotiate(accept: string | undefined, kind: SparqlResult['kind']
   return ranked[0]?.type ?? null;
 }
 
-const xmlEscape = (text: string) => text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+/** Characters XML 1.0 cannot carry at all, not even as character references. */
+// eslint-disable-next-line no-control-regex
+const NOT_XML = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const XML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;', '\r': '&#13;', '\t': '&#9;', '\n': '&#10;' };
+
+/**
+ * Escapes element text, and with `attribute` an attribute value. CR becomes a character reference,
+ * or XML parsers would read it back as LF; in attributes tab and LF too, which attribute-value
+ * normalisation would otherwise turn into spaces.
+ */
+function xmlEscape(text: string, attribute = false): string {
+  if (NOT_XML.test(text)) {
+    throw new InputError('unrepresentable_result', 'The result holds a control character that XML 1.0 cannot carry; ask for application/sparql-results+json.');
+  }
+  return text.replace(attribute ? /[&<>"'\r\t\n]/g : /[&<>"'\r]/g, (c) => XML_ENTITIES[c]!);
+}
 
 function jsonTerm(term: RDF.Term): Record<string, string> {
   if (term.termType === 'NamedNode') return { type: 'uri', value: term.value };
@@ -52,8 +68,8 @@ function xmlTerm(term: RDF.Term): string {
   if (term.termType === 'NamedNode') return `<uri>${xmlEscape(term.value)}</uri>`;
   if (term.termType === 'BlankNode') return `<bnode>${xmlEscape(term.value)}</bnode>`;
   const literal = term as RDF.Literal;
-  if (literal.language) return `<literal xml:lang="${xmlEscape(literal.language)}">${xmlEscape(literal.value)}</literal>`;
-  if (literal.datatype && literal.datatype.value !== 'http://www.w3.org/2001/XMLSchema#string') return `<literal datatype="${xmlEscape(literal.datatype.value)}">${xmlEscape(literal.value)}</literal>`;
+  if (literal.language) return `<literal xml:lang="${xmlEscape(literal.language, true)}">${xmlEscape(literal.value)}</literal>`;
+  if (literal.datatype && literal.datatype.value !== 'http://www.w3.org/2001/XMLSchema#string') return `<literal datatype="${xmlEscape(literal.datatype.value, true)}">${xmlEscape(literal.value)}</literal>`;
   return `<literal>${xmlEscape(literal.value)}</literal>`;
 }
 
@@ -64,18 +80,34 @@ function csvValue(term: RDF.Term | undefined): string {
   return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
+const XSD = 'http://www.w3.org/2001/XMLSchema#';
+/**
+ * Literals TSV may write bare, as Turtle does: only lexical forms Turtle reads back as the same
+ * literal ("1."^^xsd:decimal or "1"^^xsd:boolean must keep quotes and datatype).
+ */
+const TURTLE_SHORT_FORMS: Record<string, RegExp> = {
+  [`${XSD}integer`]: /^[+-]?\d+$/,
+  [`${XSD}decimal`]: /^[+-]?\d*\.\d+$/,
+  [`${XSD}double`]: /^[+-]?(\d+\.\d*[eE][+-]?\d+|\.\d+[eE][+-]?\d+|\d+[eE][+-]?\d+)$/,
+  [`${XSD}boolean`]: /^(true|false)$/,
+};
+
+/** An IRI as Turtle writes it: characters IRIREF cannot hold (controls, space, <>"{}|^` and backslash) as \u escapes. */
+// eslint-disable-next-line no-control-regex
+const turtleIri = (iri: string) => `<${iri.replace(/[\u0000-\u0020<>"{}|^`\\]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`)}>`;
+
 /** TSV (W3C): terms in SPARQL/Turtle syntax; tabs and line breaks escaped. */
 function tsvValue(term: RDF.Term | undefined): string {
   if (!term) return '';
-  if (term.termType === 'NamedNode') return `<${term.value}>`;
+  if (term.termType === 'NamedNode') return turtleIri(term.value);
   if (term.termType === 'BlankNode') return `_:${term.value}`;
   const literal = term as RDF.Literal;
   const escaped = literal.value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
   if (literal.language) return `"${escaped}"@${literal.language}`;
   const datatype = literal.datatype?.value;
   if (!datatype || datatype === 'http://www.w3.org/2001/XMLSchema#string') return `"${escaped}"`;
-  if (/#(integer|decimal|double|boolean)$/.test(datatype) && /^[-+0-9.eEtruefals]+$/.test(literal.value)) return literal.value;
-  return `"${escaped}"^^<${datatype}>`;
+  if (TURTLE_SHORT_FORMS[datatype]?.test(literal.value)) return literal.value;
+  return `"${escaped}"^^${turtleIri(datatype)}`;
 }
 
 function writeQuads(quads: RDF.Quad[], format: string): Promise<string> {
@@ -100,9 +132,9 @@ export async function serializeResult(result: SparqlResult, mediaType: string): 
   const { variables, rows } = result;
   switch (mediaType) {
     case 'application/sparql-results+xml': {
-      const head = variables.map((v) => `<variable name="${xmlEscape(v)}"/>`).join('');
+      const head = variables.map((v) => `<variable name="${xmlEscape(v, true)}"/>`).join('');
       const body = rows
-        .map((row) => `<result>${variables.filter((v) => row[v]).map((v) => `<binding name="${xmlEscape(v)}">${xmlTerm(row[v])}</binding>`).join('')}</result>`)
+        .map((row) => `<result>${variables.filter((v) => row[v]).map((v) => `<binding name="${xmlEscape(v, true)}">${xmlTerm(row[v])}</binding>`).join('')}</result>`)
         .join('\n');
       return `<?xml version="1.0"?>\n<sparql xmlns="http://www.w3.org/2005/sparql-results#"><head>${head}</head><results>\n${body}\n</results></sparql>\n`;
     }

@@ -68,3 +68,15 @@ export interface WriteDecision {
 
 /** A member's approval or rejection, carried by a workflow update; answers once the action is settled or still waits for more approvals. */
 export const decideWriteUpdate = defineUpdate<{ status: string; approvals: number }, [WriteDecision]>('decide');
+
+/** An asynchronous query result job: the workflow runs the query once and stores its rows in PostgreSQL. */
+export const queryJobWorkflowId = (jobId: string): string => `weft-query-job-${jobId}`;
+/** Publishing a release (validate, diff, activate); one workflow per publish request. */
+export const releaseWorkflowId = (queryId: string, queryVersionId: string, requestId: string): string => `weft-release-${queryId}-${queryVersionId}-${requestId}`;
+
+export interface PublishReleaseInput {
+  queryId: string;
+  queryVersionId: string;
+  memberId: string;
+  acknowledge: boolean;
+}

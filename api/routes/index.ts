@@ -10,6 +10,7 @@ import { organizationRoutes } from './organization';
 import { pluginRoutes } from './plugins';
 import { pipelineRoutes } from './pipelines';
 import { projectRoutes } from './projects';
+import { publishedQueryRoutes } from './published-queries';
 import { runRoutes } from './runs';
 import { sourceWriteRoutes } from './source-writes';
 
@@ -28,4 +29,5 @@ export const apiRoutes: RouteSpec[] = [
   ...ontologyRoutes,
   ...readBindingRoutes,
   ...sparqlRoutes,
+  ...publishedQueryRoutes,
 ] as RouteSpec[];

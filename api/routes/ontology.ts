@@ -69,7 +69,8 @@ const SINGULAR: Record<Collection, string> = { terms: 'term', links: 'link', sha
 /** The routes of one collection; `replace` adds PUT on an element. */
 function collectionRoutes(collection: Collection, title: string, options: { replace: boolean }): RouteSpec[] {
   const one = SINGULAR[collection];
-  const param = `${one}_id`;
+  // Element ids are local names, not UUIDs: the parameter is named after the element.
+  const param = one;
   const itemSchema = collectionSchemas[collection];
   const itemResponse = (description: string) => ({ description, schema: { type: 'object', required: [one], properties: { [one]: itemSchema, version: versionRef } } });
   const routes: RouteSpec[] = [

@@ -67,11 +67,11 @@ const bindingSchema: JsonSchema = {
 
 const bindingResponse = { type: 'object', required: ['binding'], properties: { binding: bindingSchema } };
 const bindingParams = idParams('project_id', 'binding_id');
-const termParams: JsonSchema = { type: 'object', required: ['project_id', 'term_id'], properties: { project_id: uuid, term_id: localName } };
+const termParams: JsonSchema = { type: 'object', required: ['project_id', 'term'], properties: { project_id: uuid, term: localName } };
 
 type ProjectParams = { project_id: string };
 type BindingParams = ProjectParams & { binding_id: string };
-type TermParams = ProjectParams & { term_id: string };
+type TermParams = ProjectParams & { term: string };
 
 export const readBindingRoutes: RouteSpec[] = [
   defineRoute<ProjectParams, PageRequest & { ontologyPackageId?: string; dataEndpointId?: string; status?: string }>({
@@ -148,7 +148,7 @@ export const readBindingRoutes: RouteSpec[] = [
   }) as RouteSpec,
   defineRoute<TermParams, { limit?: number; cursor?: string }>({
     method: 'get',
-    path: `${BASE}/terms/:term_id/records`,
+    path: `${BASE}/terms/:term/records`,
     operationId: 'readTermRecords',
     summary: 'The records of a term through its active bindings, as the term’s properties, cursor-paged.',
     description: `Needs data:read and, per binding, the named read grants it requires (no scope stands in for them): bindings the key may not read contribute nothing and are counted in metadata.withheldBindings; if none is readable the answer is 403 read_grant_required. limit defaults to ${DEFAULT_RECORDS_LIMIT} (cap ${MAX_RECORDS_LIMIT}); follow metadata.nextCursor with the same key.`,
@@ -168,12 +168,12 @@ export const readBindingRoutes: RouteSpec[] = [
       },
     },
     async handler({ db, principal, project, params, query, deps }) {
-      return { body: await readTermRecords(db, principal, deps.encryptionKey, project, params.term_id, query) };
+      return { body: await readTermRecords(db, principal, deps.encryptionKey, project, params.term, query) };
     },
   }) as RouteSpec,
   defineRoute<TermParams>({
     method: 'get',
-    path: `${BASE}/terms/:term_id/shape-check`,
+    path: `${BASE}/terms/:term/shape-check`,
     operationId: 'checkTermShapes',
     summary: 'How the term’s records conform to its SHACL shapes (and its properties’ cardinalities and datatypes).',
     description: `Reads at most ${SHAPE_CHECK_MAX_RECORDS} records through the readable bindings and validates them with rdf-validate-shacl; truncated says when there were more.`,
@@ -199,7 +199,7 @@ export const readBindingRoutes: RouteSpec[] = [
       },
     },
     async handler({ db, principal, project, params, deps }) {
-      return { body: await checkTermShapes(db, principal, deps.encryptionKey, project, params.term_id) };
+      return { body: await checkTermShapes(db, principal, deps.encryptionKey, project, params.term) };
     },
   }) as RouteSpec,
 ];

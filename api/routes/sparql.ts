@@ -47,6 +47,8 @@ export const sparqlRoutes: RouteSpec[] = [
     summary: 'A SPARQL editor (YASGUI) for a project’s endpoint: paste a project id and an API key; the page holds no data.',
     tag: TAG,
     auth: { public: true, reason: 'The page is static; its queries carry the key the user pastes.' },
+    // A page for people, like /docs: outside the versioned API and its document.
+    internal: true,
     responses: { 200: { description: 'The HTML page', contentType: 'text/html' } },
     async handler() {
       return { body: renderSparqlPage(), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS };
@@ -87,7 +89,7 @@ export const sparqlRoutes: RouteSpec[] = [
     summary: 'SPARQL query or update by POST: application/sparql-query, application/sparql-update, or a form with query= or update=.',
     description: `${DESCRIPTION} Updates need sparql:update and semanticConsumerMode write, and go through governed writes: INSERT DATA and DELETE DATA on records of bound terms become one governed write action on the bound endpoint (upsert, clearing values, or deleting records) under its write policy, grants and approvals, against its current snapshot; the answer is {pending, writeActions} (202 when approval is needed). Other update forms and changes to the compiled ontology are refused. An Idempotency-Key header makes a retry return the first outcome. The published-query JSON body is refused (415).`,
     tag: TAG,
-    auth: { scopes: ['sparql:query', 'sparql:update'], projectParam: 'project_id' },
+    auth: { scopes: ['sparql:query', 'sparql:update'], projectParam: 'project_id', accountableActor: true },
     transaction: false,
     params: idParams('project_id'),
     query: { type: 'object', properties: { 'default-graph-uri': { description: 'Refused (400).' }, 'named-graph-uri': { description: 'Refused (400).' } } },

@@ -411,3 +411,98 @@ export class ReadBinding extends BaseModel {
   createdAt!: Date;
   updatedAt!: Date;
 }
+
+export interface QueryDefinition {
+  description?: string;
+  /** A SPARQL SELECT over the ontology; $name variables are input parameters, bound as typed terms. */
+  sparql: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
+}
+
+export class PublishedQuery extends BaseModel {
+  static override tableName = 'published_queries';
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  name!: string;
+  currentVersionId!: string | null;
+  createdByMemberId!: string;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class QueryVersion extends BaseModel {
+  static override tableName = 'query_versions';
+  static override jsonAttributes = ['definition'];
+  id!: string;
+  queryId!: string;
+  number!: number;
+  definition!: QueryDefinition;
+  requiredReadPermissions!: string[];
+  createdByMemberId!: string;
+  createdAt!: Date;
+}
+
+export interface BreakingChange {
+  kind: 'output_field_removed' | 'output_type_changed' | 'input_field_required' | 'type_narrowed';
+  path: string;
+  message: string;
+}
+
+export class QueryRelease extends BaseModel {
+  static override tableName = 'query_releases';
+  static override idColumn = ['queryId', 'version'];
+  static override jsonAttributes = ['breakingChanges'];
+  queryId!: string;
+  version!: number;
+  queryVersionId!: string;
+  status!: 'published' | 'retired';
+  breakingChanges!: BreakingChange[];
+  publishedByMemberId!: string;
+  workflowId!: string | null;
+  publishedAt!: Date;
+  retiredAt!: Date | null;
+}
+
+export type QueryJobStatus = 'active' | 'completed' | 'failed' | 'canceled' | 'expired';
+
+export class QueryJob extends BaseModel {
+  static override tableName = 'query_jobs';
+  static override jsonAttributes = ['input', 'rows', 'error'];
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  queryId!: string;
+  releaseVersion!: number;
+  apiKeyId!: string;
+  memberId!: string;
+  status!: QueryJobStatus;
+  input!: Record<string, unknown>;
+  inputHash!: string;
+  rows!: Array<Record<string, unknown>> | null;
+  rowCount!: number | null;
+  error!: StoredError | null;
+  workflowId!: string;
+  createdAt!: Date;
+  finishedAt!: Date | null;
+  expiresAt!: Date;
+}
+
+export class QueryExecution extends BaseModel {
+  static override tableName = 'query_executions';
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  queryId!: string;
+  releaseVersion!: number;
+  apiKeyId!: string;
+  memberId!: string;
+  inputHash!: string;
+  mode!: 'sync' | 'async';
+  status!: string;
+  durationMs!: number | null;
+  rowCount!: number | null;
+  jobId!: string | null;
+  createdAt!: Date;
+}

@@ -17,6 +17,8 @@ const isPublic = (route: RouteSpec) => 'public' in route.auth;
  */
 const NON_MUTATING_POSTS: Record<string, string> = {
   validateDataEndpoint: 'validates a stored endpoint against its capability contract; stores nothing (SPEC 4.4: read scope as applicable)',
+  executeQuery: 'executes a published release for a consumer: reads data, changes none (SPEC 4.5)',
+  executeOntologyQuery: 'the alias of executeQuery',
 };
 
 describe('Route declarations', () => {

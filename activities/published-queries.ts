@@ -1,0 +1,13 @@
+import type { ExecutionDependencies } from '../services/run-execution';
+import { activateRelease, checkReleaseVersion, runQueryJob } from '../services/published-queries';
+import { asActivity } from './as-activity';
+
+export function createPublishedQueryActivities(deps: ExecutionDependencies) {
+  return {
+    runQueryJob: ({ jobId }: { jobId: string }) => asActivity(() => runQueryJob(deps, jobId)),
+    checkReleaseVersion: (args: { queryId: string; queryVersionId: string }) => asActivity(() => checkReleaseVersion(deps.db, args.queryId, args.queryVersionId)),
+    activateRelease: (args: { queryId: string; queryVersionId: string; memberId: string; acknowledge: boolean; workflowId: string }) => asActivity(() => activateRelease(deps.db, args)),
+  };
+}
+
+export type PublishedQueryActivities = ReturnType<typeof createPublishedQueryActivities>;

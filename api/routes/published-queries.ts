@@ -1,0 +1,293 @@
+import { defineRoute, RouteSpec } from '../route-spec';
+import type { PageRequest } from '../../services/pagination';
+import {
+  cancelJob,
+  createQuery,
+  deleteQuery,
+  EXECUTION_DEFAULTS,
+  ExecuteBody,
+  executeQuery,
+  getQuery,
+  listExecutions,
+  listQueries,
+  listReleases,
+  publishRelease,
+  PublishInput,
+  QueryInput,
+  releaseDiff,
+  replaceQuery,
+  retireRelease,
+} from '../../services/published-queries';
+import { idParams, listQuery, listResponse, timestamp, uuid } from '../schemas/common';
+import type { JsonSchema } from '../../core/schema-validator';
+
+
+// Published queries (SPEC 2.5, 3.1, 3.4, 4.5): definitions, releases, execution and jobs.
+
+const BASE = '/api/v1/projects/:project_id/ontology/queries';
+const TAG = 'Published queries';
+const PROJECT = { projectParam: 'project_id' };
+const queryParams = idParams('project_id', 'query_id');
+
+export const queryInputSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'sparql', 'inputSchema', 'outputSchema'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    description: { type: 'string', maxLength: 2000 },
+    sparql: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 100_000,
+      description: 'A SPARQL SELECT over the project’s ontology; ":" is its base IRI. Variables named in inputSchema ($minAge) are input parameters, bound as typed RDF terms in the parsed query, never spliced into text. Every selected variable is described by outputSchema.',
+    },
+    inputSchema: { type: 'object', description: 'JSON Schema of the input object: type object, properties of type string (format uri binds an IRI), integer, number or boolean, and required.' },
+    outputSchema: { type: 'object', description: 'JSON Schema of one result row: type object with a property per selected variable. Rows are checked against it.' },
+  },
+};
+
+const versionSchema: JsonSchema = {
+  type: 'object',
+  properties: { id: { ...uuid, description: 'The query version UUID: the expected value when publishing.' }, number: { type: 'integer' }, definition: { type: 'object' }, requiredReadPermissions: { type: 'array', items: { type: 'string' } }, createdAt: timestamp },
+};
+const querySchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'name', 'version', 'selectedRelease'],
+  properties: {
+    id: uuid,
+    projectId: uuid,
+    name: { type: 'string' },
+    version: versionSchema,
+    selectedRelease: { type: ['integer', 'null'], description: 'The release executed without ?version=: the newest published, not retired, release.' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+};
+const releaseSchema: JsonSchema = {
+  type: 'object',
+  required: ['version', 'queryVersionId', 'status'],
+  properties: {
+    version: { type: 'integer' },
+    queryVersionId: uuid,
+    status: { type: 'string', enum: ['published', 'retired'] },
+    breakingChanges: { type: 'array', items: { type: 'object', properties: { kind: { type: 'string' }, path: { type: 'string' }, message: { type: 'string' } } } },
+    publishedAt: timestamp,
+    retiredAt: { type: ['string', 'null'], format: 'date-time' },
+  },
+};
+const executeBodySchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    input: { type: 'object', default: {}, description: 'Checked against the release’s input contract.' },
+    options: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        limit: { type: 'integer', minimum: 1, maximum: EXECUTION_DEFAULTS.maxLimit, description: `Rows per answer (default ${EXECUTION_DEFAULTS.limit}, cap ${EXECUTION_DEFAULTS.maxLimit}).` },
+        offset: { type: 'integer', minimum: 0, maximum: 1_000_000, description: 'Rows to skip (default 0).' },
+      },
+    },
+  },
+};
+const executionResponse: JsonSchema = {
+  type: 'object',
+  required: ['status', 'data', 'metadata'],
+  properties: {
+    status: { type: 'string', enum: ['succeeded', 'pending'] },
+    data: { type: 'array', items: { type: 'object' } },
+    metadata: { type: 'object', description: 'queryId, release, rowCount; for jobs job {id, status, expiresAt} and continuation (null on the last page).' },
+  },
+};
+
+type QueryParams = { project_id: string; query_id: string };
+
+const executeRoute = (path: string, operationId: string, alias: boolean) =>
+  defineRoute<QueryParams, { version?: number; cursor?: string }, ExecuteBody>({
+    method: 'post',
+    path,
+    operationId,
+    summary: alias ? 'Alias of POST /api/v1/projects/{project_id}/queries/{query_id}/execute.' : 'Execute a published query release.',
+    description: [
+      `Needs queries:execute plus the named read grants of the bindings the query reads. ?version=n selects a release; without it the selected release (the newest published, not retired) runs; a retired release is 410.`,
+      `The answer is 200 {status: succeeded, data, metadata} when the query finishes within ${EXECUTION_DEFAULTS.syncBudgetMs} ms; otherwise 202 {status: pending, metadata: {job, continuation}} while a Temporal workflow finishes it.`,
+      `Continuation flow: POST execute again with ?cursor=<metadata.continuation> (same key): 202 while the job runs, then 200 pages of rows, each with the next continuation (null at the end). Job results expire ${EXECUTION_DEFAULTS.resultsTtlMs / 60000} minutes after the job ends; then 410. A job can be canceled with DELETE …/jobs/{job_id}; there is no GET on jobs.`,
+    ].join(' '),
+    tag: TAG,
+    auth: { scopes: ['queries:execute'], ...PROJECT },
+    transaction: false,
+    params: queryParams,
+    query: { type: 'object', additionalProperties: false, properties: { version: { type: 'integer', minimum: 1 }, cursor: { type: 'string', maxLength: 2000, description: 'A continuation from an earlier answer.' } } },
+    body: executeBodySchema,
+    errors: [{ status: 410 }],
+    responses: { 200: { description: 'Succeeded', schema: executionResponse }, 202: { description: 'Pending: follow metadata.continuation', schema: executionResponse } },
+    async handler({ principal, project, params, query, body, deps }) {
+      return executeQuery(deps, principal, project, params.query_id, body ?? {}, query);
+    },
+  }) as RouteSpec;
+
+export const publishedQueryRoutes: RouteSpec[] = [
+  defineRoute<{ project_id: string }, PageRequest>({
+    method: 'get',
+    path: BASE,
+    operationId: 'listQueries',
+    summary: 'Published queries of the project.',
+    tag: TAG,
+    auth: { scopes: ['queries:read'], ...PROJECT },
+    params: idParams('project_id'),
+    query: listQuery(),
+    responses: { 200: { description: 'A page of queries', schema: listResponse('queries', querySchema) } },
+    async handler({ db, project, query }) {
+      return { body: await listQueries(db, project, query) };
+    },
+  }) as RouteSpec,
+  defineRoute<{ project_id: string }, Record<string, never>, QueryInput>({
+    method: 'post',
+    path: BASE,
+    operationId: 'createQuery',
+    summary: 'Define a query: validated against the active ontology, its bindings and its contracts.',
+    tag: TAG,
+    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
+    idempotent: true,
+    params: idParams('project_id'),
+    body: queryInputSchema,
+    responses: { 201: { description: 'The query and its first version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
+    async handler({ db, principal, project, body }) {
+      return { status: 201, body: { query: await createQuery(db, principal, project, body) } };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams>({
+    method: 'get',
+    path: `${BASE}/:query_id`,
+    operationId: 'getQuery',
+    summary: 'One query with its current version.',
+    tag: TAG,
+    auth: { scopes: ['queries:read'], ...PROJECT },
+    params: queryParams,
+    responses: { 200: { description: 'The query', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
+    async handler({ db, project, params }) {
+      return { body: { query: await getQuery(db, project, params.query_id) } };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams, Record<string, never>, QueryInput>({
+    method: 'put',
+    path: `${BASE}/:query_id`,
+    operationId: 'replaceQuery',
+    summary: 'Edit a query: a new query version UUID. Releases keep the versions they pinned.',
+    tag: TAG,
+    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
+    params: queryParams,
+    body: queryInputSchema,
+    responses: { 200: { description: 'The query and its new version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
+    async handler({ db, principal, project, params, body }) {
+      return { body: { query: await replaceQuery(db, principal, project, params.query_id, body) } };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams>({
+    method: 'delete',
+    path: `${BASE}/:query_id`,
+    operationId: 'deleteQuery',
+    summary: 'Delete a query and its releases (consumers lose it).',
+    tag: TAG,
+    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
+    params: queryParams,
+    responses: { 204: { description: 'Deleted' } },
+    async handler({ db, project, params }) {
+      await deleteQuery(db, project, params.query_id);
+      return { status: 204 };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams>({
+    method: 'get',
+    path: `${BASE}/:query_id/releases`,
+    operationId: 'listQueryReleases',
+    summary: 'Releases of a query, newest first.',
+    tag: TAG,
+    auth: { scopes: ['queries:read'], ...PROJECT },
+    params: queryParams,
+    responses: { 200: { description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: releaseSchema } } } } },
+    async handler({ db, project, params }) {
+      return { body: await listReleases(db, project, params.query_id) };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams, { queryVersionId: string }>({
+    method: 'get',
+    path: `${BASE}/:query_id/releases/diff`,
+    operationId: 'diffQueryRelease',
+    summary: 'The breaking changes a release of a query version would make against the previous release.',
+    tag: TAG,
+    auth: { scopes: ['queries:read'], ...PROJECT },
+    params: queryParams,
+    query: { type: 'object', additionalProperties: false, required: ['queryVersionId'], properties: { queryVersionId: uuid } },
+    responses: { 200: { description: 'The diff', schema: { type: 'object', properties: { previous: { type: ['integer', 'null'] }, breakingChanges: releaseSchema.properties && (releaseSchema.properties as Record<string, JsonSchema>).breakingChanges } } } },
+    async handler({ db, project, params, query }) {
+      await getQuery(db, project, params.query_id);
+      return { body: await releaseDiff(db, params.query_id, query.queryVersionId) };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams, Record<string, never>, PublishInput>({
+    method: 'post',
+    path: `${BASE}/:query_id/releases`,
+    operationId: 'publishQueryRelease',
+    summary: 'Publish the expected query version as the next numeric release (a Temporal workflow: validate, diff, activate).',
+    description: 'expectedQueryVersionId must be the query’s current version (else 409 query_version_stale). Breaking changes against the previous release (a removed output field, a changed output type, a new required input, a narrowed input type) need acknowledgeBreakingChanges: true, else 409 breaking_changes listing them.',
+    tag: TAG,
+    auth: { scopes: ['queries:publish'], accountableActor: true, ...PROJECT },
+    transaction: false,
+    params: queryParams,
+    body: { type: 'object', additionalProperties: false, required: ['expectedQueryVersionId'], properties: { expectedQueryVersionId: uuid, acknowledgeBreakingChanges: { type: 'boolean', default: false } } },
+    errors: [{ status: 503 }],
+    responses: { 201: { description: 'The release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
+    async handler({ principal, project, params, body, deps, requestId }) {
+      return { status: 201, body: { release: await publishRelease(deps, principal, project, params.query_id, body, requestId) } };
+    },
+  }) as RouteSpec,
+  defineRoute<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>({
+    method: 'patch',
+    path: `${BASE}/:query_id/releases/:version`,
+    operationId: 'retireQueryRelease',
+    summary: 'Retire a release by its number: executing it then answers 410. A consumer-facing change.',
+    tag: TAG,
+    auth: { scopes: ['queries:publish'], accountableActor: true, ...PROJECT },
+    params: { type: 'object', required: ['project_id', 'query_id', 'version'], properties: { project_id: uuid, query_id: uuid, version: { type: 'string', pattern: '^[1-9][0-9]{0,8}$', description: 'The numeric release version.' } } },
+    body: { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'retired' } } },
+    responses: { 200: { description: 'The retired release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
+    async handler({ db, project, params }) {
+      return { body: { release: await retireRelease(db, project, params.query_id, Number(params.version)) } };
+    },
+  }) as RouteSpec,
+  executeRoute('/api/v1/projects/:project_id/queries/:query_id/execute', 'executeQuery', false),
+  executeRoute(`${BASE}/:query_id/execute`, 'executeOntologyQuery', true),
+  defineRoute<QueryParams & { job_id: string }>({
+    method: 'delete',
+    path: '/api/v1/projects/:project_id/queries/:query_id/jobs/:job_id',
+    operationId: 'cancelQueryJob',
+    summary: 'Cancel your own active result job (same key, workspace, project and query). Finished jobs are not targets (409); expired ones are 410.',
+    tag: TAG,
+    auth: { scopes: ['queries:execute'], accountableActor: true, ...PROJECT },
+    transaction: false,
+    params: idParams('project_id', 'query_id', 'job_id'),
+    errors: [{ status: 410 }],
+    responses: { 200: { description: 'Canceled', schema: { type: 'object', properties: { job: { type: 'object', properties: { id: uuid, status: { const: 'canceled' } } } } } } },
+    async handler({ db, principal, project, params, deps }) {
+      return { body: await cancelJob(db, deps.temporal, principal, project, params.query_id, params.job_id) };
+    },
+  }) as RouteSpec,
+  defineRoute<Record<string, string>, PageRequest & { queryId?: string; projectId?: string }>({
+    method: 'get',
+    path: '/api/v1/query-executions',
+    operationId: 'listQueryExecutions',
+    summary: 'Every query execution (who, release, input hash, mode, status, duration, rows), newest first: the record metering reads.',
+    tag: TAG,
+    auth: { scopes: ['org:manage'] },
+    query: listQuery({ queryId: uuid, projectId: uuid }),
+    responses: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
+    async handler({ db, principal, query }) {
+      const { limit, offset, ...filter } = query;
+      return { body: await listExecutions(db, principal, { limit, offset }, filter) };
+    },
+  }) as RouteSpec,
+];
+

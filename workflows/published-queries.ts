@@ -1,0 +1,24 @@
+import { proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { PublishedQueryActivities } from '../activities/published-queries';
+import type { PublishReleaseInput } from './names';
+
+const { runQueryJob } = proxyActivities<PublishedQueryActivities>({
+  startToCloseTimeout: '10 minutes',
+  retry: { maximumAttempts: 3 },
+});
+
+const { checkReleaseVersion, activateRelease } = proxyActivities<PublishedQueryActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 5 },
+});
+
+/** One asynchronous query: the activity evaluates and stores the rows; canceling the workflow cancels the job. */
+export async function queryJobWorkflow({ jobId }: { jobId: string }): Promise<string> {
+  return (await runQueryJob({ jobId })).status;
+}
+
+/** Publishing a release: validate the version against the active ontology, diff its contracts, activate it. */
+export async function publishReleaseWorkflow(input: PublishReleaseInput): Promise<unknown> {
+  await checkReleaseVersion({ queryId: input.queryId, queryVersionId: input.queryVersionId });
+  return activateRelease({ ...input, workflowId: workflowInfo().workflowId });
+}
