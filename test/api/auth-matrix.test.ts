@@ -136,7 +136,10 @@ function pathFor(route: RouteSpec, ids: { projectId: string; keyId: string }): s
   return route.path.replace(/:([A-Za-z_]+)/g, (_, name: string) => {
     if (name === 'project_id') return ids.projectId;
     if (name === 'key_id') return ids.keyId;
-    return randomUUID();
+    // Other parameters get a well-formed value of their declared kind: ids are UUIDs, element names and release numbers are not.
+    const schema = ((route.params?.properties ?? {}) as Record<string, { format?: string; pattern?: string }>)[name];
+    if (schema?.format === 'uuid' || !schema?.pattern) return randomUUID();
+    return /\[1-9\]/.test(schema.pattern) ? '7' : `x${randomUUID().slice(0, 8)}`;
   });
 }
 
