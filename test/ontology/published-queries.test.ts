@@ -109,6 +109,17 @@ describe('Published queries: contracts, releases, execution and jobs', function 
     assert.deepEqual(releases.body.releases.map((r: { version: number; status: string }) => `${r.version}:${r.status}`), ['2:published', '1:retired']);
   });
 
+  it('checks every row against the output contract, refusing rows that do not fit it', async () => {
+    const created = await author.post(`${base}/ontology/queries`, definition({ name: 'ages-as-text', outputSchema: { type: 'object', required: ['name', 'age'], properties: { name: { type: 'string' }, age: { type: 'string' } } } }));
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { id, version } = created.body.query;
+    assert.equal((await author.post(`${base}/ontology/queries/${id}/releases`, { expectedQueryVersionId: version.id })).status, 201);
+    const res = await author.post(`${base}/queries/${id}/execute`, { input: { minAge: 18 } });
+    assert.equal(res.status, 409, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'output_contract_violated');
+    assert.deepEqual(res.body.errors.map((e: { path: string }) => e.path), ['/age']);
+  });
+
   it('enforces the named grants of the bindings a query reads', async () => {
     const { id } = await createAndPublish('grants');
     const plain = as(await newKey(t.ws, { scopes: ['queries:execute'] }));
