@@ -5,6 +5,7 @@ import pg from 'pg';
 import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, settingsOf, vetAddress } from '../../plugins/postgres-table';
 import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
+import { externalDatabase } from '../support/external-postgres';
 
 /** This run's own external database: concurrent `npm test` runs share the cluster, never this name. */
 const database = `weft_ext_test_${process.pid}`;
@@ -16,28 +17,14 @@ const withCode = (code: string) => (error: unknown) => {
   return true;
 };
 
-/** A client for `name` on the test cluster, with the user and address of DATABASE_URL. */
-function clientFor(name: string): pg.Client {
-  const url = new URL(process.env.DATABASE_URL!);
-  url.pathname = `/${name}`;
-  return new pg.Client({ connectionString: url.toString() });
-}
-
 describe('postgres_table capability', () => {
   let ctx: CapabilityContext;
   let external: pg.Client;
 
+  let drop: () => Promise<void>;
+
   before(async () => {
-    const admin = clientFor('postgres');
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.query(`CREATE DATABASE ${database}`);
-    } finally {
-      await admin.end();
-    }
-    external = clientFor(database);
-    await external.connect();
+    ({ client: external, drop } = await externalDatabase(database));
     await external.query(`
       CREATE TABLE items (id integer PRIMARY KEY, name text NOT NULL, price numeric(10,2), tags jsonb, created_at timestamptz NOT NULL DEFAULT now());
       INSERT INTO items (id, name, price, created_at)
@@ -61,13 +48,7 @@ describe('postgres_table capability', () => {
     };
   });
 
-  after(async () => {
-    await external?.end().catch(() => undefined);
-    await closePostgresTablePools();
-    const admin = clientFor('postgres');
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end());
-  });
+  after(() => drop?.());
 
   /** The test installation with some settings or credentials changed (a new id, so a pool of its own). */
   const installationWith = (settings: Record<string, unknown>, credentials: Record<string, unknown> = ctx.installation.credentials): CapabilityContext => ({

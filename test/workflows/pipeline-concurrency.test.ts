@@ -4,9 +4,9 @@ import { authenticateApiKey } from '../../services/api-keys';
 import { installPlugin } from '../../services/plugins';
 import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipeline-schedules';
 import { cancelRun } from '../../services/runs';
-import { closePostgresTablePools } from '../../plugins/postgres-table';
 import { Project } from '../../db/models';
 import { env } from '../support/environment';
+import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import {
   createPipeline,
   EventsApi,
@@ -125,29 +125,15 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
 
   describe('into a postgres_table destination', () => {
     const database = `weft_pipeline_dest_${process.pid}`;
-    const clientFor = (name: string) => {
-      const url = new URL(process.env.DATABASE_URL!);
-      url.pathname = `/${name}`;
-      return new pg.Client({ connectionString: url.toString() });
-    };
     let external: pg.Client;
     let destination: string;
+    let drop: () => Promise<void>;
 
     before(async () => {
-      const admin = clientFor('postgres');
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.query(`CREATE DATABASE ${database}`);
-      await admin.end();
-      external = clientFor(database);
-      await external.connect();
+      ({ client: external, drop } = await externalDatabase(database));
       await external.query('CREATE TABLE events (id integer PRIMARY KEY, updated_at timestamptz, amount integer NOT NULL, status text)');
-      const url = new URL(process.env.DATABASE_URL!);
       const { t } = fixture;
-      const installation = await installPlugin(env().db, env().encryptionKey, t.ws.workspaceId, 'postgres_table', {
-        host: url.hostname, port: Number(url.port || 5432), database, user: decodeURIComponent(url.username), allowPrivateNetwork: true,
-        ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-      });
+      const installation = await installPlugin(env().db, env().encryptionKey, t.ws.workspaceId, 'postgres_table', installationSettingsFor(database));
       const res = await t.client.post('/api/v1/data-endpoints', {
         name: 'external-events', namespace: 'tests', role: 'destination', contractKind: 'sink_table', pluginCapabilityInstallationId: installation.id, target: { table: 'events' },
       });
@@ -155,13 +141,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
       destination = res.body.dataEndpoint.id;
     });
 
-    after(async () => {
-      await external?.end().catch(() => undefined);
-      await closePostgresTablePools();
-      const admin = clientFor('postgres');
-      await admin.connect();
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end());
-    });
+    after(() => drop?.());
 
     it('upserts a run\'s records in one remote transaction, and a run that fails writes nothing', async () => {
       const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, api), destination, { writeMode: 'upsert' }));

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { closePostgresTablePools } from '../../plugins/postgres-table';
+import type pg from 'pg';
 import { installPlugin } from '../../services/plugins';
 import { env } from '../support/environment';
+import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import { action, currentSnapshot, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';
 
 // Governed writes (SPEC 2.9) against a postgres_table endpoint: a table in an external PostgreSQL
@@ -19,51 +19,21 @@ const SEED: Row[] = [
   { id: 3, name: 'Cy', team: 'a', score: 30 },
 ];
 
-/** A client for `name` on the test cluster, with the user and address of DATABASE_URL. */
-function clientFor(name: string): pg.Client {
-  const url = new URL(process.env.DATABASE_URL!);
-  url.pathname = `/${name}`;
-  return new pg.Client({ connectionString: url.toString() });
-}
-
 describe('Governed source writes to a postgres_table endpoint', function () {
   this.timeout(60_000);
   let t: WriteTenant;
   let external: pg.Client;
   let installationId: string;
+  let drop: () => Promise<void>;
 
   before(async () => {
-    const admin = clientFor('postgres');
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-      await admin.query(`CREATE DATABASE ${database}`);
-    } finally {
-      await admin.end();
-    }
-    external = clientFor(database);
-    await external.connect();
+    ({ client: external, drop } = await externalDatabase(database));
     t = await writeTenant();
-    const url = new URL(process.env.DATABASE_URL!);
-    // The test cluster listens on loopback only: the installation must allow private networks.
-    const installation = await installPlugin(env().db, env().encryptionKey, t.ws.workspaceId, 'postgres_table', {
-      host: url.hostname,
-      port: Number(url.port || 5432),
-      database,
-      user: decodeURIComponent(url.username),
-      allowPrivateNetwork: true,
-      ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-    });
-    installationId = installation.id;
+    // The test cluster listens on loopback only: the installation allows private networks.
+    installationId = (await installPlugin(env().db, env().encryptionKey, t.ws.workspaceId, 'postgres_table', installationSettingsFor(database))).id;
   });
 
-  after(async () => {
-    await external?.end().catch(() => undefined);
-    await closePostgresTablePools();
-    const admin = clientFor('postgres');
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => admin.end());
-  });
+  after(() => drop?.());
 
   /** A new external table with a primary key, holding `rows` (inserted in this order), and a source endpoint with a write policy on it. */
   async function externalTable(rows: Row[] = SEED): Promise<{ table: string; endpointId: string }> {
