@@ -4,6 +4,7 @@
  * Extra arguments go to mocha: `npm test -- --grep "API keys"`.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { ensureStripeMock } from './infra/stripe-mock';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
@@ -29,6 +30,8 @@ function staticChecks(): boolean {
 
 async function main(): Promise<number> {
   if (!staticChecks()) return 1;
+  // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
+  ensureStripeMock();
   // Each run has its own database and task queue, so concurrent runs on one machine never meet.
   const runId = `${process.pid}`;
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });

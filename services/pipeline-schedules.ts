@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { assertCredit } from './usage';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { InputError, NotFoundError } from '../core/errors';
 import { logger } from '../core/logger';
@@ -113,6 +114,7 @@ export async function recordScheduledRun(db: Executor, scheduleId: string): Prom
     logger.warn({ scheduleId }, 'scheduled launch skipped: schedule, pipeline or accountable member is gone');
     return null;
   }
+  await assertCredit(db, schedule.workspaceId, 'pipeline_run');
   const run = await recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: null, scheduleId: schedule.id });
   return { runId: run.id, workspaceId: run.workspaceId, projectId: run.projectId, pipelineId: run.pipelineId };
 }

@@ -13,6 +13,7 @@ import { queryJobWorkflowId, releaseWorkflowId } from '../workflows/names';
 import { ApplicationFailure } from '@temporalio/common';
 import { missingReadPermissions, Principal } from './access';
 import { activePackage } from './ontology';
+import { assertCredit, meter } from './usage';
 import { PageRequest, pageOf } from './pagination';
 import { sparqlDataset } from './sparql';
 
@@ -292,7 +293,10 @@ async function runQuery(deps: Deps, principal: Principal, project: Project, vers
 }
 
 async function recordExecution(db: Executor, principal: Principal, project: Project, resolved: Resolved, fields: Partial<QueryExecution>) {
-  await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, apiKeyId: principal.apiKeyId, memberId: principal.memberId, mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
+  const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, apiKeyId: principal.apiKeyId, memberId: principal.memberId, mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
+  if (execution.status === 'succeeded') {
+    await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
+  }
 }
 
 const sealJobCursor = (jobId: string, offset: number) => Buffer.from(JSON.stringify({ job: jobId, offset })).toString('base64url');
@@ -316,6 +320,7 @@ export async function executeQuery(deps: Deps, principal: Principal, project: Pr
   if (params.cursor) return continueJob(deps.db, principal, project, queryId, params.cursor, body.options?.limit);
   const resolved = await resolveRelease(deps.db, project, queryId, params.version);
   checkGrants(principal, resolved.version);
+  await assertCredit(deps.db, project.workspaceId, 'query_execution');
   const input = body.input ?? {};
   const problems = schemaProblems(resolved.version.definition.inputSchema, input, { prefix: '/input' });
   if (problems.length) throw new InputError('input_invalid', `The input does not fit release ${resolved.release.version}'s input contract: ${summarizeProblems(problems)}`, problems);
@@ -413,6 +418,8 @@ export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId
     expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
   }).where({ id: jobId, status: 'active' });
   await QueryExecution.query(deps.db).patch({ status: failure ? 'failed' : 'succeeded', durationMs: Date.now() - started, rowCount: rows?.length ?? null }).where({ jobId });
+  // Keyed by the job: a retried activity meters it once.
+  if (updated && !failure) await meter(deps.db, { workspaceId: job.workspaceId, projectId: job.projectId, kind: 'query_execution', ref: job.id, actor: { memberId: job.memberId, apiKeyId: job.apiKeyId }, quantities: { execution: 1, row: rows!.length } });
   return { status: updated ? (failure ? 'failed' : 'completed') : 'canceled' };
 }
 
@@ -421,8 +428,9 @@ async function keyReadPermissions(db: Db, apiKeyId: string): Promise<string[]> {
   return (row?.readPermissions as string[] | undefined) ?? [];
 }
 
-export async function listExecutions(db: Executor, principal: Principal, page: PageRequest, filter: { queryId?: string; projectId?: string }) {
+export async function listExecutions(db: Executor, principal: Principal, page: PageRequest, filter: { queryId?: string; projectId?: string; executionId?: string }) {
   const base = QueryExecution.query(db).where({ workspaceId: principal.workspaceId });
+  if (filter.executionId) base.where('id', filter.executionId);
   if (filter.queryId) base.where('queryId', filter.queryId);
   if (filter.projectId) base.where('projectId', filter.projectId);
   if (principal.projectIds.length) base.whereIn('projectId', principal.projectIds as string[]);

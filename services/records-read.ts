@@ -1,4 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
+import { meter } from './usage';
 import { decryptSecret, encryptSecret } from '../core/secrets';
 import { InputError, UpstreamError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
@@ -164,4 +165,14 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
       pagesFetched: page.pagesFetched ?? null,
     },
   };
+}
+
+/**
+ * A caller's records read (the records route and term reads): the read plus its metering. Reads
+ * inside other metered work (a SPARQL query's dataset) use readEndpointRecords and are not metered twice.
+ */
+export async function readRecordsMetered(db: Executor, principal: Principal, encryptionKey: Buffer, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  const result = await readEndpointRecords(db, principal, encryptionKey, endpointId, params);
+  await meter(db, { workspaceId: principal.workspaceId, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: result.data.length } });
+  return result;
 }

@@ -8,6 +8,7 @@ import { DestinationNode, isDestination, isSource, PipelineDocument, SourceNode 
 import { flowPage, FlowPlan, FlowSink, planFlow } from '../pipelines/flow';
 import type { Row } from '../pipelines/transforms';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+import { meter } from './usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';
 
 /**
@@ -285,10 +286,12 @@ export async function commitRun(deps: ExecutionDependencies, runId: string): Pro
     const unfinished = nodes.filter((n) => n.nodeType === 'source' && n.status !== 'succeeded');
     if (unfinished.length) throw new ConflictError('run_incomplete', `Sources ${unfinished.map((n) => n.nodeId).join(', ')} of run ${runId} have not finished.`);
 
+    let recordsWritten = 0;
     for (const node of document.nodes.filter(isDestination)) {
       const { endpoint, runtime, ctx } = await openEndpoint(deps, trx, run.workspaceId, node.id, node.endpointId);
       if (!runtime.commitStagedWrite) throw new InputError('destination_not_writable', `Node "${node.id}": ${runtime.definition.name} endpoints cannot be written by a pipeline.`, [], { nodeId: node.id });
       const written = await withNode(node.id, () => runtime.commitStagedWrite!(ctx, endpoint.target, { mode: node.writeMode, rows: stagedRows(trx, runId, node.id), provenance: { kind: 'run', id: runId } }));
+      recordsWritten += written.affected;
       await trx('pipelineRunNodes').where({ runId, nodeId: node.id }).update({
         status: 'succeeded', recordsOut: written.affected, finishedAt: trx.fn.now(),
         window: written.snapshot ? JSON.stringify({ snapshot: written.snapshot }) : null,
@@ -308,6 +311,8 @@ export async function commitRun(deps: ExecutionDependencies, runId: string): Pro
     const warnings = nodes.flatMap((n) => n.warnings as RunWarning[]);
     await run.$query(trx).patch({ status: 'succeeded', finishedAt: trx.fn.now() as unknown as Date, warnings: warnings as never });
     await discardStaging(trx, runId);
+    // Metered with the commit, keyed by the run: a retried commit meters nothing again.
+    await meter(trx, { workspaceId: run.workspaceId, projectId: run.projectId, kind: 'pipeline_run', ref: runId, actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId }, quantities: { run: 1, record: recordsWritten } });
     return { status: 'succeeded', nextWorkflowId: await nextQueuedWorkflow(trx, run.pipelineId) };
   });
 }

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { InputError, NotFoundError } from '../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../core/temporal-config';
+import { assertCredit } from './usage';
 import type { Executor } from '../db/connection';
 import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../db/models';
 import type { PipelineDocument } from '../pipelines/document';
@@ -132,6 +133,7 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
  * the pipeline is open is queued behind it. Answered 202 by the routes: poll the run.
  */
 export async function launchRun(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string): Promise<RunView> {
+  await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
   const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId });
   // Started inside the request's transaction: if the commit fails, the workflow finds no run and ends.

@@ -15,6 +15,7 @@ import { decideWriteUpdate, WriteDecision, writeActionSearchAttributes, writeApp
 import { authorizeProject, hasScope, missingReadPermissions, Principal } from './access';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { PageRequest, pageOf } from './pagination';
+import { assertCredit, meter } from './usage';
 import { findWritePolicy, governedWriteRuntime } from './write-policies';
 
 // Governed source writes (SPEC 2.9): a policy decides who may write what; the write applies in one
@@ -186,6 +187,7 @@ const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationEr
  */
 export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest): Promise<SubmitOutcome> {
   const prepared = await prepare(deps, principal, endpointId, request);
+  await assertCredit(deps.db, principal.workspaceId, 'governed_write');
   const digest = sha256Hex(canonicalJson(request));
   const actor = { memberId: principal.memberId, apiKeyId: principal.apiKeyId };
   let failure: DomainError | undefined;
@@ -271,7 +273,10 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
       const snapshotBefore = request.input.expectedSourceSnapshot as SnapshotInfo;
       await logEvent(trx, action, 'proposed', actor, { snapshotBefore });
       if (failure) await logEvent(trx, action, 'failed', actor, { snapshotBefore, detail: storedError(failure) as unknown as Record<string, unknown> });
-      else await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
+      else {
+        await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
+        await meterWrite(trx, action, actor);
+      }
       return { pending: false, replayed: false, writeAction: await viewOf(trx, action) };
     });
   } catch (error) {
@@ -283,6 +288,11 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
   // The failure is recorded (and logged) with the action; the caller gets it as the error it is.
   if (failure) throw restoredError({ ...storedError(failure), details: { ...failure.details, actionId: request.actionId } });
   return outcome;
+}
+
+/** An applied action is metered in its own transaction, keyed by the action: once, however often it is retried. */
+function meterWrite(db: Executor, action: WriteAction, actor: { memberId: string | null; apiKeyId: string | null }) {
+  return meter(db, { workspaceId: action.workspaceId, projectId: action.projectId, kind: 'governed_write', ref: action.id, actor, quantities: { action: 1, row: action.affected ?? 0 } });
 }
 
 const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:approve') || hasScope(principal, 'policy:read');
@@ -422,6 +432,7 @@ export async function applyApprovedWrite(deps: ActivityDependencies, writeAction
     }
     await action.$query(trx).patch({ status: 'applied', snapshotAfter: result!.snapshot ?? null, affected: result!.affected, endedAt: new Date(), updatedAt: raw('now()') as unknown as Date });
     await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
+    await meterWrite(trx, { ...action, affected: result!.affected } as WriteAction, actor);
     return { status: 'applied' };
   });
 }

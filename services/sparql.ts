@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Parser, Quad, Store } from 'n3';
+import { assertCredit, meter } from './usage';
 import { BadRequestError, InputError, NotAcceptableError, NotFoundError, PayloadTooLargeError, PermissionError, UnsupportedMediaTypeError } from '../core/errors';
 import { logger } from '../core/logger';
 import type { Executor } from '../db/connection';
@@ -168,9 +170,11 @@ export async function answerSparql(deps: SourceWriteDependencies, principal: Pri
   const kind = parsed.queryType === 'CONSTRUCT' || parsed.queryType === 'DESCRIBE' ? 'quads' : parsed.queryType === 'ASK' ? 'boolean' : 'bindings';
   const mediaType = negotiate(request.accept, kind);
   if (!mediaType) throw new NotAcceptable(kind);
+  await assertCredit(db, principal.workspaceId, 'sparql_query');
   const dataset = await sparqlDataset(db, principal, encryptionKey, project);
   const started = Date.now();
   const result = await evaluateQuery(dataset.store, text, SPARQL_LIMITS);
+  await meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } });
   logger.debug({ projectId: project.id, queryType: parsed.queryType, ms: Date.now() - started, triples: dataset.store.size }, 'sparql query');
   return {
     status: 200,

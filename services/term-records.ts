@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Parser, Store } from 'n3';
+import { meter } from './usage';
 import { InputError, NotFoundError, PermissionError } from '../core/errors';
 import type { Executor } from '../db/connection';
 import type { OntologyPackage, Project, ReadBinding } from '../db/models';
@@ -80,6 +82,7 @@ export async function readTermRecords(db: Executor, principal: Principal, encryp
     }
   }
   const nextCursor = next ? encodeCursor(next) : null;
+  await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: data.length } });
   return {
     data,
     metadata: {

@@ -11,7 +11,7 @@ import {
   updateDataEndpoint,
   validateDataEndpoint,
 } from '../../services/data-endpoints';
-import { MAX_RECORDS_LIMIT, readEndpointRecords, RecordsReadParams, DEFAULT_RECORDS_LIMIT } from '../../services/records-read';
+import { MAX_RECORDS_LIMIT, readRecordsMetered, RecordsReadParams, DEFAULT_RECORDS_LIMIT } from '../../services/records-read';
 import type { PageRequest } from '../../services/pagination';
 import { idParams, listQuery, listResponse } from '../schemas/common';
 import {
@@ -171,7 +171,7 @@ export const dataEndpointRoutes = [
     errors: [{ status: 502 }],
     responses: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
     async handler({ db, principal, params, query, deps }) {
-      return { body: await readEndpointRecords(db, principal, deps.encryptionKey, params.endpoint_id, query) };
+      return { body: await readRecordsMetered(db, principal, deps.encryptionKey, params.endpoint_id, query) };
     },
   }),
 ];

@@ -13,6 +13,7 @@ import { projectRoutes } from './projects';
 import { publishedQueryRoutes } from './published-queries';
 import { runRoutes } from './runs';
 import { sourceWriteRoutes } from './source-writes';
+import { usageRoutes } from './usage';
 
 /** Every API route. The OpenAPI document and the docs page are built from this list. */
 export const apiRoutes: RouteSpec[] = [
@@ -30,4 +31,5 @@ export const apiRoutes: RouteSpec[] = [
   ...readBindingRoutes,
   ...sparqlRoutes,
   ...publishedQueryRoutes,
+  ...usageRoutes,
 ] as RouteSpec[];

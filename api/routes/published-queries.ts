@@ -275,14 +275,14 @@ export const publishedQueryRoutes: RouteSpec[] = [
       return { body: await cancelJob(db, deps.temporal, principal, project, params.query_id, params.job_id) };
     },
   }) as RouteSpec,
-  defineRoute<Record<string, string>, PageRequest & { queryId?: string; projectId?: string }>({
+  defineRoute<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }>({
     method: 'get',
     path: '/api/v1/query-executions',
     operationId: 'listQueryExecutions',
     summary: 'Every query execution (who, release, input hash, mode, status, duration, rows), newest first: the record metering reads.',
     tag: TAG,
     auth: { scopes: ['org:manage'] },
-    query: listQuery({ queryId: uuid, projectId: uuid }),
+    query: listQuery({ queryId: uuid, projectId: uuid, executionId: uuid }),
     responses: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
     async handler({ db, principal, query }) {
       const { limit, offset, ...filter } = query;

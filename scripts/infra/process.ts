@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { spawnSync, SpawnSyncOptions } from 'node:child_process';
 import net from 'node:net';
 
@@ -44,3 +45,8 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 export const say = (message: string): void => {
   process.stderr.write(`weft: ${message}\n`);
 };
+
+/** The Go toolchain that builds pinned tools (the Temporal CLI, stripe-mock): $GO, the official install, or go on PATH. */
+export function goBinary(): string {
+  return process.env.GO ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : 'go');
+}

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writ
 import path from 'node:path';
 import { dataDir, toolsDir } from '../../core/paths';
 import { temporalSettings } from '../../core/temporal-config';
-import { portIsOpen, run, say, waitFor } from './process';
+import { goBinary, portIsOpen, run, say, waitFor } from './process';
 
 export interface LocalTemporal {
   address: string;
@@ -19,7 +19,7 @@ function ensureTemporalCli(): string {
   const binary = path.join(dir, 'temporal');
   if (existsSync(binary)) return binary;
 
-  const go = process.env.GO ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : 'go');
+  const go = goBinary();
   say(`building the Temporal CLI ${cliVersion} with Go into ${dir} (first run only; this takes several minutes)…`);
   // Build into a scratch folder and rename, so an interrupted build never leaves a half binary.
   const scratch = `${dir}.partial-${process.pid}`;

@@ -1,0 +1,222 @@
+import Decimal from 'decimal.js';
+import { InputError, NotFoundError, PaymentRequiredError } from '../core/errors';
+import type { Executor } from '../db/connection';
+import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../db/models';
+import type { Principal } from './access';
+import { PageRequest, pageOf } from './pagination';
+
+// Usage metering (SPEC 2.7, 4.2): every billable operation is recorded once, priced at the
+// workspace plan's rates with exact decimals (decimal.js in code, numeric in PostgreSQL), summed
+// without floating point, and checked against the plan's included credit.
+
+/** Plans: included credit per billing month; without overage, exhausted credit pauses new paid work. */
+export const PLANS: Record<string, { title: string; monthlyPrice: string; includedCredit: string; overage: boolean; freeReads: boolean }> = {
+  free: { title: 'Free', monthlyPrice: '0.00', includedCredit: '5.00', overage: false, freeReads: true },
+  team: { title: 'Team', monthlyPrice: '49.00', includedCredit: '100.00', overage: true, freeReads: true },
+};
+
+/** Unit prices per kind and item, as decimal strings (USD). */
+export const RATES: Record<MeteredKind, Record<string, string>> = {
+  records_read: { request: '0', record: '0.00001' },
+  pipeline_run: { run: '0.01', record: '0.0001' },
+  query_execution: { execution: '0.002', row: '0.00001' },
+  sparql_query: { query: '0.002' },
+  governed_write: { action: '0.005', row: '0.0001' },
+};
+
+/** Kinds that keep working when credit is exhausted, where the plan says reads stay free. */
+const READS: MeteredKind[] = ['records_read'];
+
+export interface MeterInput {
+  workspaceId: string;
+  projectId?: string | null;
+  kind: MeteredKind;
+  /** The operation's own id (run, action, execution, request): the same reference is metered once. */
+  ref: string;
+  parentOperationId?: string | null;
+  actor?: { memberId?: string | null; apiKeyId?: string | null };
+  /** Quantities per rate item of the kind, e.g. { run: 1, record: 1200 }. */
+  quantities: Record<string, number>;
+}
+
+const monthOf = (date: Date) => date.toISOString().slice(0, 7);
+const monthStart = (date: Date) => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1));
+
+/**
+ * Records one metered operation with its charges, in the caller's transaction when it has one
+ * (so the work and its metering commit together). A reference already metered is a no-op.
+ * Returns the operation, or undefined when it was metered before.
+ */
+export async function meter(db: Executor, input: MeterInput): Promise<MeteredOperation | undefined> {
+  const rates = RATES[input.kind];
+  const charges = Object.entries(input.quantities)
+    .filter(([item]) => item in rates)
+    .map(([item, quantity]) => ({ item, quantity: new Decimal(quantity), unitPrice: new Decimal(rates[item]) }))
+    .map((c) => ({ ...c, amount: c.quantity.times(c.unitPrice) }));
+  const amount = charges.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
+  const inserted = await MeteredOperation.query(db)
+    .insert({
+      workspaceId: input.workspaceId,
+      projectId: input.projectId ?? null,
+      kind: input.kind,
+      operationRef: input.ref,
+      parentOperationId: input.parentOperationId ?? null,
+      actorMemberId: input.actor?.memberId ?? null,
+      apiKeyId: input.actor?.apiKeyId ?? null,
+      quantities: input.quantities,
+      amount: amount.toFixed(10),
+    })
+    .onConflict(['workspaceId', 'kind', 'operationRef'])
+    .ignore()
+    .returning('*');
+  const operation = (Array.isArray(inserted) ? inserted[0] : inserted) as MeteredOperation | undefined;
+  if (!operation?.id) return undefined;
+  if (charges.length) {
+    await OperationCharge.query(db).insert(charges.map((c) => ({ operationId: operation.id, item: c.item, quantity: c.quantity.toFixed(6), unitPrice: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) })));
+  }
+  await raiseAlerts(db, input.workspaceId);
+  return operation;
+}
+
+/** The exact total of a workspace's charges in [from, to), as a Decimal. */
+async function spend(db: Executor, workspaceId: string, from: Date, to: Date): Promise<Decimal> {
+  const row = (await MeteredOperation.query(db).where({ workspaceId }).where('createdAt', '>=', from).where('createdAt', '<', to).sum('amount as total').first()) as unknown as { total: string | null };
+  return new Decimal(row?.total ?? 0);
+}
+
+/** Crossing a threshold of the monthly budget records an alert event once per period; it never stops work. */
+async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
+  const settings = await UsageAlertSettings.query(db).findById(workspaceId);
+  if (!settings?.monthlyBudget) return;
+  const now = new Date();
+  const total = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000));
+  const budget = new Decimal(settings.monthlyBudget);
+  for (const threshold of settings.thresholds) {
+    if (total.gte(budget.times(threshold).dividedBy(100))) {
+      await UsageAlertEvent.query(db).insert({ workspaceId, period: monthOf(now), threshold, amount: total.toFixed(10) }).onConflict(['workspaceId', 'period', 'threshold']).ignore();
+    }
+  }
+}
+
+/** Refuses new paid work once the plan's included credit for this month is spent (402 usage_limit_reached). */
+export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind): Promise<void> {
+  const workspace = await Workspace.query(db).findById(workspaceId);
+  const plan = PLANS[workspace?.plan ?? 'free'] ?? PLANS.free;
+  if (plan.overage || (plan.freeReads && READS.includes(kind))) return;
+  const now = new Date();
+  const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000));
+  if (used.gte(plan.includedCredit)) {
+    throw new PaymentRequiredError('usage_limit_reached', `This workspace has used its ${plan.title} plan’s included credit for ${monthOf(now)} (${plan.includedCredit}); new paid work is paused until the next month or an upgrade. Raising request limits does not help; work already running finishes.`, {
+      includedCredit: plan.includedCredit,
+      used: used.toFixed(2),
+    });
+  }
+}
+
+const DAY = 86_400_000;
+export const MAX_USAGE_DAYS = 366;
+
+/** Inclusive UTC dates; default the last 30 days; at most 366 days. */
+export function usageRange(from?: string, to?: string): { from: Date; to: Date } {
+  const end = to ? new Date(`${to}T00:00:00Z`) : new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), new Date().getUTCDate()));
+  const start = from ? new Date(`${from}T00:00:00Z`) : new Date(end.getTime() - 29 * DAY);
+  if (Number.isNaN(start.getTime()) || Number.isNaN(end.getTime())) throw new InputError('invalid_date', 'from and to are ISO dates (YYYY-MM-DD).');
+  if (start > end) throw new InputError('invalid_range', 'from must not be after to.', [{ path: 'query:from', message: 'is after to' }]);
+  const days = Math.round((end.getTime() - start.getTime()) / DAY) + 1;
+  if (days > MAX_USAGE_DAYS) throw new InputError('range_too_long', `A usage range covers at most ${MAX_USAGE_DAYS} days; this one covers ${days}.`, [{ path: 'query:from', message: `range of ${days} days exceeds ${MAX_USAGE_DAYS}` }]);
+  return { from: start, to: new Date(end.getTime() + DAY) };
+}
+
+export async function usageSummary(db: Executor, principal: Principal, params: { from?: string; to?: string }) {
+  const { from, to } = usageRange(params.from, params.to);
+  const rows = (await MeteredOperation.query(db)
+    .where({ workspaceId: principal.workspaceId })
+    .where('createdAt', '>=', from)
+    .where('createdAt', '<', to)
+    .select('kind')
+    .count('* as operations')
+    .sum('amount as amount')
+    .groupBy('kind')) as unknown as Array<{ kind: string; operations: string; amount: string }>;
+  const total = rows.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));
+  return {
+    from: from.toISOString().slice(0, 10),
+    to: new Date(to.getTime() - DAY).toISOString().slice(0, 10),
+    currency: 'USD',
+    total: total.toFixed(2),
+    totalExact: total.toFixed(),
+    byKind: rows.map((r) => ({ kind: r.kind, operations: Number(r.operations), amount: new Decimal(r.amount).toFixed() })),
+  };
+}
+
+export async function billingMonth(db: Executor, principal: Principal) {
+  const workspace = (await Workspace.query(db).findById(principal.workspaceId))!;
+  const plan = PLANS[workspace.plan] ?? PLANS.free;
+  const now = new Date();
+  const used = await spend(db, principal.workspaceId, monthStart(now), new Date(now.getTime() + 1000));
+  const credit = new Decimal(plan.includedCredit);
+  return {
+    period: monthOf(now),
+    plan: workspace.plan,
+    currency: 'USD',
+    includedCredit: credit.toFixed(2),
+    used: used.toFixed(),
+    remainingCredit: Decimal.max(credit.minus(used), 0).toFixed(),
+    overage: plan.overage ? Decimal.max(used.minus(credit), 0).toFixed() : '0',
+    paidWorkPaused: !plan.overage && used.gte(credit),
+  };
+}
+
+export function workspaceRates() {
+  return { currency: 'USD', rates: Object.entries(RATES).map(([kind, items]) => ({ kind, items: Object.entries(items).map(([item, unitPrice]) => ({ item, unitPrice })) })) };
+}
+
+export function pricing() {
+  return { currency: 'USD', plans: Object.entries(PLANS).map(([id, plan]) => ({ id, ...plan })), rates: workspaceRates().rates };
+}
+
+const presentOperation = (o: MeteredOperation) => ({
+  id: o.id,
+  kind: o.kind,
+  operationRef: o.operationRef,
+  projectId: o.projectId,
+  parentOperationId: o.parentOperationId,
+  actorMemberId: o.actorMemberId,
+  apiKeyId: o.apiKeyId,
+  quantities: o.quantities,
+  amount: new Decimal(o.amount).toFixed(),
+  reportedAt: o.reportedAt?.toISOString() ?? null,
+  createdAt: o.createdAt.toISOString(),
+});
+
+export async function listOperations(db: Executor, principal: Principal, page: PageRequest, filter: { parentOperationId?: string }) {
+  const base = MeteredOperation.query(db).where({ workspaceId: principal.workspaceId });
+  if (filter.parentOperationId) base.where('parentOperationId', filter.parentOperationId);
+  const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
+  return { operations: rows.map(presentOperation), pagination };
+}
+
+export async function operationCharges(db: Executor, principal: Principal, operationId: string) {
+  const operation = await MeteredOperation.query(db).findOne({ id: operationId, workspaceId: principal.workspaceId });
+  if (!operation) throw new NotFoundError('operation', 'No metered operation with this id in this workspace.');
+  const charges = await OperationCharge.query(db).where({ operationId }).orderBy('item');
+  return {
+    operation: presentOperation(operation),
+    charges: charges.map((c) => ({ item: c.item, quantity: new Decimal(c.quantity).toFixed(), unitPrice: new Decimal(c.unitPrice).toFixed(), amount: new Decimal(c.amount).toFixed() })),
+  };
+}
+
+export async function getAlerts(db: Executor, principal: Principal) {
+  const settings = await UsageAlertSettings.query(db).findById(principal.workspaceId);
+  const events = await UsageAlertEvent.query(db).where({ workspaceId: principal.workspaceId }).orderBy('createdAt', 'desc').limit(50);
+  return {
+    monthlyBudget: settings?.monthlyBudget ? new Decimal(settings.monthlyBudget).toFixed() : null,
+    thresholds: settings?.thresholds ?? [50, 80, 100],
+    events: events.map((e) => ({ period: e.period, threshold: e.threshold, amount: new Decimal(e.amount).toFixed(), createdAt: e.createdAt.toISOString() })),
+  };
+}
+
+export async function putAlerts(db: Executor, principal: Principal, input: { monthlyBudget: string | null; thresholds: number[] }) {
+  const fields = { monthlyBudget: input.monthlyBudget, thresholds: [...new Set(input.thresholds)].sort((a, b) => a - b), updatedAt: new Date() };
+  await UsageAlertSettings.query(db).insert({ workspaceId: principal.workspaceId, ...fields }).onConflict('workspaceId').merge();
+  return getAlerts(db, principal);
+}

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { meter } from '../../services/usage';
+import { env } from '../support/environment';
+import { as, request } from '../support/fixtures';
+import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
+
+describe('Usage metering, credit and the usage routes', function () {
+  this.timeout(120_000);
+  const fixture = useEventsApi(() => EventsApi.events(60));
+  let t: PipelineTenant;
+  let admin: ReturnType<typeof as>;
+  beforeEach(() => {
+    t = fixture.t;
+    admin = as(t.ws.apiKey);
+  });
+
+  it('sums many small charges exactly, and meters one operation once', async () => {
+    const ws = t.ws.workspaceId;
+    const before = (await admin.get('/api/v1/usage')).body.usage;
+    const base = before.byKind.find((k: { kind: string }) => k.kind === 'sparql_query')?.amount ?? '0';
+    assert.equal(base, '0');
+    // 0.002 a thousand times is 2 exactly; in binary floating point it would drift.
+    for (let i = 0; i < 1000; i += 1) await meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: `q-${i}`, quantities: { query: 1 } });
+    await meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: 'q-7', quantities: { query: 1 } });
+    const usage = (await admin.get('/api/v1/usage')).body.usage;
+    const sparql = usage.byKind.find((k: { kind: string }) => k.kind === 'sparql_query');
+    assert.equal(sparql.operations, 1000, 'q-7 was metered once');
+    assert.equal(sparql.amount, '2');
+
+    const operations = await admin.get('/api/v1/usage/operations?limit=1');
+    assert.equal(operations.status, 200);
+    const charges = await admin.get(`/api/v1/usage/operations/${operations.body.operations[0].id}/charges`);
+    assert.deepEqual(charges.body.charges, [{ item: 'query', quantity: '1', unitPrice: '0.002', amount: '0.002' }]);
+  });
+
+  it('defaults to the last 30 UTC days and refuses a range over 366 days', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const usage = (await admin.get('/api/v1/usage')).body.usage;
+    assert.equal(usage.to, today);
+    assert.equal(usage.from, new Date(Date.parse(today) - 29 * 86_400_000).toISOString().slice(0, 10));
+    assert.equal((await admin.get('/api/v1/usage?from=2025-01-01&to=2026-01-01')).status, 200, '366 days inclusive');
+    const tooLong = await admin.get('/api/v1/usage?from=2025-01-01&to=2026-01-02');
+    assert.equal(tooLong.status, 422);
+    assert.equal(tooLong.body.code, 'range_too_long');
+    assert.equal((await admin.get('/api/v1/usage?from=2026-02-01&to=2026-01-01')).status, 422);
+    assert.equal((await admin.get('/api/v1/usage?from=yesterday')).status, 422);
+  });
+
+  it('records an alert when spending crosses a threshold of the monthly budget, without stopping work', async () => {
+    const saved = await admin.put('/api/v1/usage/alerts', { monthlyBudget: '10', thresholds: [100, 20] });
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    assert.deepEqual(saved.body.alerts.thresholds, [20, 100]);
+    await meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 1000 } });
+    const alerts = (await admin.get('/api/v1/usage/alerts')).body.alerts;
+    assert.deepEqual(alerts.events.map((e: { threshold: number }) => e.threshold), [20]);
+  });
+
+  it('publishes pricing without a credential', async () => {
+    const pricing = await request('GET', '/api/v1/pricing', { key: null });
+    assert.equal(pricing.status, 200);
+    assert.ok(pricing.body.plans.some((p: { id: string; includedCredit: string }) => p.id === 'free' && p.includedCredit === '5.00'));
+  });
+
+  it('answers 402 usage_limit_reached to new paid work once credit is spent, while a running run finishes and reads stay free', async () => {
+    fixture.api.delayMs = 400;
+    const destination = await tableDestination(t, `t_${Date.now()}`, ['id']);
+    const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, fixture.api), destination, { writeMode: 'upsert' }));
+    const running = await launch(t, pipeline.id);
+    // Spend the free plan's credit while the run reads its pages.
+    await meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 60_000 } });
+    const refused = await t.client.post(`/api/v1/projects/${t.projectId}/pipelines/${pipeline.id}/execute`);
+    assert.equal(refused.status, 402, JSON.stringify(refused.body));
+    assert.equal(refused.body.code, 'usage_limit_reached');
+    const finished = await waitForRun(t, running.id);
+    assert.equal(finished.status, 'succeeded', JSON.stringify((await getRun(t, running.id)).error));
+    const billing = (await admin.get('/api/v1/usage/billing')).body.billing;
+    assert.equal(billing.paidWorkPaused, true);
+    const read = await t.client.get(`/api/v1/data-endpoints/${destination}/records?limit=5`);
+    assert.equal(read.status, 200, 'reading existing data stays free');
+    const runOperation = (await admin.get('/api/v1/usage/operations?limit=200')).body.operations.find((o: { kind: string; operationRef: string }) => o.kind === 'pipeline_run' && o.operationRef === running.id);
+    assert.equal(runOperation.quantities.record, 60, 'the finished run was metered with its records');
+  });
+});
