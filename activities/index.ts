@@ -1,5 +1,6 @@
 import type { ExecutionDependencies } from '../services/run-execution';
 import { createPipelineRunActivities } from './pipeline-runs';
+import { createBillingActivities } from './billing';
 import { createPublishedQueryActivities } from './published-queries';
 import { createSourceWriteActivities } from './source-writes';
 import { createSystemActivities } from './system-check';
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDependencies) {
     ...createPipelineRunActivities(deps),
     ...createSourceWriteActivities(deps),
     ...createPublishedQueryActivities(deps),
+    ...createBillingActivities(deps),
   };
 }

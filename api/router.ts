@@ -61,6 +61,9 @@ async function readRawBody(ctx: Koa.Context, spec: NonNullable<RouteSpec['rawBod
   if (!spec.mediaTypes.includes(type)) {
     throw new UnsupportedMediaTypeError('unsupported_media_type', `Send the request body as one of: ${spec.mediaTypes.join(', ')}${type ? `, not ${type}` : ''}.`);
   }
+  // A JSON body was already read by the body parser, which keeps its exact text (webhook signatures need it).
+  const parsedRaw = (ctx.request as unknown as { rawBody?: string }).rawBody;
+  if (parsedRaw !== undefined) return { text: parsedRaw, type };
   if (ctx.request.length && ctx.request.length > spec.maxBytes) {
     throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes; this one is ${ctx.request.length}.`);
   }

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { ensureBillingSchedule } from '../services/billing';
 import type { Connection } from '@temporalio/client';
 import { createApp } from '../api/app';
 import { config } from '../core/config';
@@ -68,6 +69,9 @@ export async function startWorkerProcess(): Promise<RunningService> {
   const db = createDb(settings.databaseUrl);
   await migrate(db);
   const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue });
+  // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
+  const connection = await connectTemporal(settings.temporalAddress);
+  await ensureBillingSchedule(createTemporalClient(connection, settings.temporalNamespace), settings.taskQueue).finally(() => connection.close());
   return {
     async stop() {
       await worker.shutdown();

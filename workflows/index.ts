@@ -3,3 +3,4 @@ export { systemCheckWorkflow } from './system-check';
 export { pipelineRunWorkflow, scheduledLaunchWorkflow } from './pipeline-run';
 export { writeApprovalWorkflow } from './write-approval';
 export { publishReleaseWorkflow, queryJobWorkflow } from './published-queries';
+export { billingSyncWorkflow } from './billing-sync';

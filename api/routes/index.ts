@@ -14,6 +14,7 @@ import { publishedQueryRoutes } from './published-queries';
 import { runRoutes } from './runs';
 import { sourceWriteRoutes } from './source-writes';
 import { usageRoutes } from './usage';
+import { billingRoutes } from './billing';
 
 /** Every API route. The OpenAPI document and the docs page are built from this list. */
 export const apiRoutes: RouteSpec[] = [
@@ -32,4 +33,5 @@ export const apiRoutes: RouteSpec[] = [
   ...sparqlRoutes,
   ...publishedQueryRoutes,
   ...usageRoutes,
+  ...billingRoutes,
 ] as RouteSpec[];

@@ -6,6 +6,8 @@ export class Workspace extends BaseModel {
   name!: string;
   plan!: string;
   semanticConsumerMode!: 'off' | 'read' | 'write';
+  stripeCustomerId!: string | null;
+  stripeSubscriptionId!: string | null;
   createdAt!: Date;
 }
 
@@ -554,4 +556,18 @@ export class UsageAlertEvent extends BaseModel {
   threshold!: number;
   amount!: string;
   createdAt!: Date;
+}
+
+export class Invoice extends BaseModel {
+  static override tableName = 'invoices';
+  id!: string;
+  workspaceId!: string;
+  status!: string;
+  amountDue!: string;
+  amountPaid!: string;
+  currency!: string;
+  hostedInvoiceUrl!: string | null;
+  periodStart!: Date | null;
+  periodEnd!: Date | null;
+  updatedAt!: Date;
 }

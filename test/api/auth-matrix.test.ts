@@ -318,7 +318,9 @@ describe('The authorization matrix', () => {
     const reads = keyedRoutes.filter((r) => !r.auth.accountableActor && r.method === 'get');
     for (const route of reads) {
       const res = await send(route, t, { key: keys.get(route) });
-      assert.ok(res.status !== 401 && res.status !== 403 && res.status < 500, `${label(route)}: ${res.status} ${JSON.stringify(res.body)}`);
+      // Billing routes answer their documented 503 while no Stripe key is configured.
+      const documented = res.status === 503 && (res.body as { code?: string }).code === 'billing_unavailable';
+      assert.ok(res.status !== 401 && res.status !== 403 && (res.status < 500 || documented), `${label(route)}: ${res.status} ${JSON.stringify(res.body)}`);
     }
   });
 

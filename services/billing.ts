@@ -1,0 +1,228 @@
+import Decimal from 'decimal.js';
+import Stripe from 'stripe';
+import { BadRequestError, InputError, UnavailableError } from '../core/errors';
+import { logger } from '../core/logger';
+import type { Db, Executor } from '../db/connection';
+import { Invoice, MeteredOperation, Workspace } from '../db/models';
+import type { Principal } from './access';
+
+// Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
+// signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
+// its id). Without STRIPE_SECRET_KEY every billing route answers 503 billing_unavailable.
+
+export interface BillingConfig {
+  secretKey: string;
+  webhookSecret: string | undefined;
+  /** stripe-mock or a proxy: http(s)://host:port. */
+  apiUrl: string | undefined;
+  teamPriceId: string;
+  meterEventName: string;
+  publicUrl: string;
+}
+
+export function billingConfig(): BillingConfig | undefined {
+  const secretKey = process.env.STRIPE_SECRET_KEY;
+  if (!secretKey) return undefined;
+  return {
+    secretKey,
+    webhookSecret: process.env.STRIPE_WEBHOOK_SECRET,
+    apiUrl: process.env.STRIPE_API_URL,
+    teamPriceId: process.env.STRIPE_TEAM_PRICE_ID ?? 'price_team',
+    meterEventName: process.env.STRIPE_METER_EVENT_NAME ?? 'weft_usage',
+    publicUrl: process.env.WEFT_PUBLIC_URL ?? 'http://127.0.0.1:8080',
+  };
+}
+
+const clients = new Map<string, Stripe>();
+
+function stripeFor(config: BillingConfig): Stripe {
+  const key = `${config.secretKey}@${config.apiUrl ?? ''}`;
+  let client = clients.get(key);
+  if (!client) {
+    const url = config.apiUrl ? new URL(config.apiUrl) : undefined;
+    client = new Stripe(config.secretKey, {
+      ...(url ? { host: url.hostname, port: Number(url.port), protocol: url.protocol === 'http:' ? 'http' : 'https' } : {}),
+      maxNetworkRetries: 2,
+      telemetry: false,
+    });
+    clients.set(key, client);
+  }
+  return client;
+}
+
+function requireBilling(): { config: BillingConfig; stripe: Stripe } {
+  const config = billingConfig();
+  if (!config) throw new UnavailableError('billing_unavailable', 'Billing is not configured on this Weft (no STRIPE_SECRET_KEY).');
+  return { config, stripe: stripeFor(config) };
+}
+
+/** A returnPath must be a path on Weft's own origin: /settings/billing, never //evil.com or https://… */
+export function returnUrl(config: BillingConfig, returnPath: string | undefined): string {
+  const base = new URL(config.publicUrl);
+  if (returnPath === undefined) return new URL('/', base).toString();
+  const resolved = (() => {
+    try {
+      return new URL(returnPath, base);
+    } catch {
+      return undefined;
+    }
+  })();
+  if (!returnPath.startsWith('/') || returnPath.startsWith('//') || !resolved || resolved.origin !== base.origin) {
+    throw new InputError('return_path_not_same_origin', `returnPath must be a path on ${base.origin}, starting with a single "/".`, [{ path: '/returnPath', message: 'is not a same-origin path' }]);
+  }
+  return resolved.toString();
+}
+
+async function customerOf(db: Executor, stripe: Stripe, workspaceId: string): Promise<string> {
+  const workspace = (await Workspace.query(db).findById(workspaceId).forUpdate())!;
+  if (workspace.stripeCustomerId) return workspace.stripeCustomerId;
+  const customer = await stripe.customers.create({ name: workspace.name, metadata: { workspaceId } }, { idempotencyKey: `weft-customer-${workspaceId}` });
+  await workspace.$query(db).patch({ stripeCustomerId: customer.id });
+  return customer.id;
+}
+
+export async function startCheckout(db: Executor, principal: Principal, returnPath?: string) {
+  const { config, stripe } = requireBilling();
+  const back = returnUrl(config, returnPath);
+  const customer = await customerOf(db, stripe, principal.workspaceId);
+  const session = await stripe.checkout.sessions.create({
+    mode: 'subscription',
+    customer,
+    client_reference_id: principal.workspaceId,
+    line_items: [{ price: config.teamPriceId, quantity: 1 }],
+    success_url: back,
+    cancel_url: back,
+  });
+  return { url: session.url };
+}
+
+export async function openPortal(db: Executor, principal: Principal, returnPath?: string) {
+  const { config, stripe } = requireBilling();
+  const back = returnUrl(config, returnPath);
+  const session = await stripe.billingPortal.sessions.create({ customer: await customerOf(db, stripe, principal.workspaceId), return_url: back });
+  return { url: session.url };
+}
+
+export async function listInvoices(db: Executor, principal: Principal) {
+  requireBilling();
+  const rows = await Invoice.query(db).where({ workspaceId: principal.workspaceId }).orderBy('periodStart', 'desc');
+  return {
+    invoices: rows.map((i) => ({ id: i.id, status: i.status, amountDue: new Decimal(i.amountDue).toFixed(2), amountPaid: new Decimal(i.amountPaid).toFixed(2), currency: i.currency, hostedInvoiceUrl: i.hostedInvoiceUrl, periodStart: i.periodStart?.toISOString() ?? null, periodEnd: i.periodEnd?.toISOString() ?? null })),
+  };
+}
+
+/** An intentional administration action: cancels the subscription at Stripe and moves to the free plan now. */
+export async function downgrade(db: Executor, principal: Principal) {
+  const { stripe } = requireBilling();
+  const workspace = (await Workspace.query(db).findById(principal.workspaceId).forUpdate())!;
+  if (workspace.stripeSubscriptionId) await stripe.subscriptions.cancel(workspace.stripeSubscriptionId);
+  await workspace.$query(db).patch({ plan: 'free', stripeSubscriptionId: null });
+  return { plan: 'free' };
+}
+
+/** Verifies a webhook against the raw body and Stripe-Signature (tolerance 300 s); a bad one is a 400 and nothing changes. */
+export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<{ received: true; duplicate: boolean }> {
+  const { config, stripe } = requireBilling();
+  if (!config.webhookSecret) throw new UnavailableError('billing_unavailable', 'No STRIPE_WEBHOOK_SECRET is configured, so webhooks cannot be verified.');
+  let event: Stripe.Event;
+  try {
+    event = stripe.webhooks.constructEvent(rawBody, signature ?? '', config.webhookSecret, 300);
+  } catch (error) {
+    throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${(error as Error).message.split('\n')[0]}`);
+  }
+  return db.transaction(async (trx) => {
+    const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
+    if (!inserted.length) return { received: true as const, duplicate: true };
+    const object = event.data.object as unknown as Record<string, unknown>;
+    const customer = typeof object.customer === 'string' ? object.customer : undefined;
+    const workspace = customer ? await Workspace.query(trx).findOne({ stripeCustomerId: customer }).forUpdate() : undefined;
+    if (!workspace) {
+      logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
+      return { received: true as const, duplicate: false };
+    }
+    await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace.id });
+    if (event.type.startsWith('customer.subscription.')) {
+      const active = event.type !== 'customer.subscription.deleted' && ['active', 'trialing', 'past_due'].includes(String(object.status));
+      await workspace.$query(trx).patch({ plan: active ? 'team' : 'free', stripeSubscriptionId: active ? String(object.id) : null });
+    } else if (event.type.startsWith('invoice.')) {
+      await saveInvoice(trx, workspace.id, object);
+    }
+    return { received: true as const, duplicate: false };
+  });
+}
+
+/** Stores an invoice as Stripe describes it (amounts in cents become decimal strings). */
+async function saveInvoice(db: Executor, workspaceId: string, object: Record<string, unknown>): Promise<void> {
+  await Invoice.query(db)
+    .insert({
+      id: String(object.id),
+      workspaceId,
+      status: String(object.status ?? 'draft'),
+      amountDue: new Decimal(Number(object.amount_due ?? 0)).dividedBy(100).toFixed(2),
+      amountPaid: new Decimal(Number(object.amount_paid ?? 0)).dividedBy(100).toFixed(2),
+      currency: String(object.currency ?? 'usd'),
+      hostedInvoiceUrl: (object.hosted_invoice_url as string | null) ?? null,
+      periodStart: object.period_start ? new Date(Number(object.period_start) * 1000) : null,
+      periodEnd: object.period_end ? new Date(Number(object.period_end) * 1000) : null,
+      updatedAt: new Date(),
+    })
+    .onConflict('id')
+    .merge();
+}
+
+/** Reconciles invoices with Stripe for every billed workspace, in case a webhook was missed. */
+export async function reconcileInvoices(db: Db): Promise<{ invoices: number }> {
+  const config = billingConfig();
+  if (!config) return { invoices: 0 };
+  const stripe = stripeFor(config);
+  let count = 0;
+  for (const workspace of await Workspace.query(db).whereNotNull('stripeCustomerId')) {
+    const page = await stripe.invoices.list({ customer: workspace.stripeCustomerId!, limit: 100 });
+    for (const invoice of page.data) {
+      await saveInvoice(db, workspace.id, invoice as unknown as Record<string, unknown>);
+      count += 1;
+    }
+  }
+  return { invoices: count };
+}
+
+/**
+ * Reports metered operations not yet reported, as Billing Meter events whose identifier is the
+ * operation id (Stripe drops a repeated identifier), then marks them reported. Safe to repeat.
+ */
+export async function reportUsage(db: Db, batch = 500): Promise<{ reported: number }> {
+  const config = billingConfig();
+  if (!config) return { reported: 0 };
+  const stripe = stripeFor(config);
+  const pending = await MeteredOperation.query(db)
+    .join('workspaces', 'workspaces.id', 'metered_operations.workspace_id')
+    .whereNull('metered_operations.reported_at')
+    .whereNotNull('workspaces.stripe_customer_id')
+    .select('metered_operations.*', 'workspaces.stripe_customer_id as stripeCustomerId')
+    .orderBy('metered_operations.created_at')
+    .limit(batch);
+  for (const operation of pending as Array<MeteredOperation & { stripeCustomerId: string }>) {
+    // Meter values are integers: the charge in hundred-thousandths of a dollar, exact for every rate.
+    const value = new Decimal(operation.amount).times(100_000).toFixed(0);
+    await stripe.billing.meterEvents.create({ event_name: config.meterEventName, identifier: operation.id, timestamp: Math.floor(operation.createdAt.getTime() / 1000), payload: { stripe_customer_id: operation.stripeCustomerId, value } });
+    await MeteredOperation.query(db).patch({ reportedAt: new Date() }).where({ id: operation.id });
+  }
+  return { reported: pending.length };
+}
+
+export const BILLING_SCHEDULE_ID = 'weft-billing-sync';
+
+/** The hourly billing sync schedule (visible in the Web UI); created once when billing is configured. */
+export async function ensureBillingSchedule(temporal: import('@temporalio/client').Client, taskQueue: string): Promise<boolean> {
+  if (!billingConfig()) return false;
+  try {
+    await temporal.schedule.create({
+      scheduleId: BILLING_SCHEDULE_ID,
+      spec: { intervals: [{ every: '1 hour' }] },
+      action: { type: 'startWorkflow', workflowType: 'billingSyncWorkflow', taskQueue, args: [] },
+    });
+  } catch (error) {
+    if ((error as Error).name !== 'ScheduleAlreadyRunning') throw error;
+  }
+  return true;
+}
