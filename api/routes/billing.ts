@@ -13,37 +13,28 @@ const returnBody: JsonSchema = {
 };
 const urlResponse = { description: 'The URL to send the user to', schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } };
 
+/** Checkout and portal: a Stripe session URL to send the user to, returning to a same-origin path. */
+function sessionRoute(path: string, operationId: string, summary: string, open: typeof startCheckout): RouteSpec {
+  return defineRoute<Record<string, string>, Record<string, never>, { returnPath?: string }>({
+    method: 'post',
+    path,
+    operationId,
+    summary,
+    tag: TAG,
+    auth: ADMIN,
+    transaction: false,
+    body: returnBody,
+    errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
+    responses: { 200: urlResponse },
+    async handler({ db, principal, body }) {
+      return { body: await open(db, principal, body.returnPath) };
+    },
+  }) as RouteSpec;
+}
+
 export const billingRoutes: RouteSpec[] = [
-  defineRoute<Record<string, string>, Record<string, never>, { returnPath?: string }>({
-    method: 'post',
-    path: '/api/v1/billing/checkout',
-    operationId: 'startBillingCheckout',
-    summary: 'A Stripe Checkout URL to subscribe to the team plan.',
-    tag: TAG,
-    auth: ADMIN,
-    transaction: false,
-    body: returnBody,
-    errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
-    responses: { 200: urlResponse },
-    async handler({ db, principal, body }) {
-      return { body: await startCheckout(db, principal, body.returnPath) };
-    },
-  }) as RouteSpec,
-  defineRoute<Record<string, string>, Record<string, never>, { returnPath?: string }>({
-    method: 'post',
-    path: '/api/v1/billing/portal',
-    operationId: 'openBillingPortal',
-    summary: 'A Stripe customer portal URL (payment methods, invoices, cancellation).',
-    tag: TAG,
-    auth: ADMIN,
-    transaction: false,
-    body: returnBody,
-    errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
-    responses: { 200: urlResponse },
-    async handler({ db, principal, body }) {
-      return { body: await openPortal(db, principal, body.returnPath) };
-    },
-  }) as RouteSpec,
+  sessionRoute('/api/v1/billing/checkout', 'startBillingCheckout', 'A Stripe Checkout URL to subscribe to the team plan.', startCheckout),
+  sessionRoute('/api/v1/billing/portal', 'openBillingPortal', 'A Stripe customer portal URL (payment methods, invoices, cancellation).', openPortal),
   defineRoute({
     method: 'get',
     path: '/api/v1/billing/invoices',
