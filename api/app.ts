@@ -1,4 +1,5 @@
 import { pipelineDocumentSchema } from '../pipelines/document';
+import { mcpMiddleware } from '../mcp/server';
 import Koa from 'koa';
 import { bodyParser } from '@koa/bodyparser';
 import { readFileSync } from 'node:fs';
@@ -84,6 +85,7 @@ export function createApp(deps: AppDependencies): Koa {
     }),
   );
   app.use(bodyShape());
+  app.use(mcpMiddleware(deps));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return app;

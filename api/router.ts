@@ -10,7 +10,7 @@ import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './midd
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Authentication> {
+export async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Authentication> {
   const header = ctx.get('Authorization');
   if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   const match = BEARER.exec(header);
@@ -21,7 +21,7 @@ async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Au
   return authentication;
 }
 
-async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, { principal, limits }: Authentication): Promise<void> {
+export async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, { principal, limits }: Authentication): Promise<void> {
   try {
     const headers = await deps.limiter.consume(principal.workspaceId, principal.apiKeyId, limits);
     setLimitHeaders(ctx, headers.limit, headers.remaining, headers.resetSeconds);

@@ -214,10 +214,27 @@ export async function getDraft(db: Executor, principal: Principal, project: Proj
 
 /** Replaces the caller's draft. Drafts may be incomplete: they are checked on validate and on commit, and the active version is unchanged. */
 export async function saveDraft(db: Executor, principal: Principal, project: Project, pipelineId: string, input: { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) {
-  const pipeline = await requirePipeline(db, project, pipelineId);
+  // The lock orders this check against commits and activations of the same pipeline.
+  const pipeline = await requirePipeline(db, project, pipelineId, Boolean(input.basedOnVersionId));
   let basedOn = pipeline.activeVersionId;
-  if (input.basedOnVersionId) basedOn = (await requireVersion(db, pipeline, input.basedOnVersionId)).id;
+  if (input.basedOnVersionId) basedOn = await assertCurrentBase(db, pipeline, input.basedOnVersionId);
   return presentDraft(await saveDraftRow(db, principal, pipeline, { document: input.document, workspaceState: input.workspaceState, basedOnVersionId: basedOn }));
+}
+
+/**
+ * A draft says which version its edits started from (MCP pipeline_draft_save's basedOnVersionId).
+ * That base is current while it is the active version or the head of a branch; once a newer
+ * version replaced it, saving would silently drop that version's changes, so it is a conflict.
+ */
+async function assertCurrentBase(db: Executor, pipeline: Pipeline, basedOnVersionId: string): Promise<string> {
+  const version = await requireVersion(db, pipeline, basedOnVersionId);
+  const heads = await PipelineBranch.query(db).where({ pipelineId: pipeline.id });
+  if (version.id === pipeline.activeVersionId || heads.some((b) => b.headVersionId === version.id)) return version.id;
+  throw new ConflictError('stale_draft_base', 'The draft is based on a version that a newer version has replaced. Read the pipeline again and reapply your edits to its current version.', {
+    basedOnVersionId: version.id,
+    activeVersionId: pipeline.activeVersionId,
+    branchHeads: Object.fromEntries(heads.map((b) => [b.name, b.headVersionId])),
+  });
 }
 
 export async function validateDraft(db: Executor, principal: Principal, project: Project, pipelineId: string): Promise<{ valid: boolean; problems: PipelineProblem[] }> {

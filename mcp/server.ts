@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { DomainError, InputError, NotFoundError } from '../core/errors';
+import { logger } from '../core/logger';
+import { schemaProblems, summarizeProblems } from '../core/schema-validator';
+import type { Executor } from '../db/connection';
+import type { Project } from '../db/models';
+import { applyRequestLimits, authenticate } from '../api/router';
+import type { AppDependencies } from '../api/route-spec';
+import { problemFromDatabaseError } from '../api/middleware/errors';
+import { requestFingerprint, runIdempotently } from '../api/middleware/idempotency';
+import { Problem, problem, problemFromDomainError } from '../api/problem';
+import { authorize, Principal } from '../services/access';
+import { requireProject } from '../services/projects';
+import { toolInputSchema, tools, ToolSpec } from './tools';
+
+// The MCP endpoint (Streamable HTTP, the official SDK). Every HTTP request of a session is
+// authenticated with the same Bearer key and request limits as the REST API; a session belongs
+// to the key that initialized it. /mcp is a workspace connection (project tools take projectId);
+// /mcp/projects/{project_id} is bound to one project (tools take no projectId).
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  apiKeyId: string;
+  projectId: string | null;
+  lastSeenAt: number;
+}
+
+/** The HTTP request carrying a JSON-RPC message: tool calls authorize against its principal and log its id. */
+interface Caller {
+  principal: Principal;
+  requestId: string;
+}
+
+const sessions = new Map<string, Session>();
+/** Sessions live in the API process's memory; a client idle this long initializes again (HTTP 404 on its old id, as the protocol says). */
+export const SESSION_IDLE_MS = 30 * 60_000;
+
+function closeIdleSessions(now: number): void {
+  for (const [id, session] of sessions) {
+    if (now - session.lastSeenAt <= SESSION_IDLE_MS) continue;
+    sessions.delete(id);
+    void session.transport.close().catch(() => undefined);
+  }
+}
+const PATH = /^\/mcp(?:\/projects\/([0-9a-f-]{36}))?\/?$/;
+
+const asResult = (value: unknown): CallToolResult => ({ content: [{ type: 'text', text: JSON.stringify(value) }], structuredContent: value as Record<string, unknown> });
+
+/**
+ * A refusal as a tool result: isError, with the HTTP problem body (same code, message and
+ * details). Unexpected failures are logged and reveal nothing but the request id.
+ */
+function errorResult(error: unknown, requestId: string, tool: string): CallToolResult {
+  let body: Problem | undefined;
+  if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
+  else body = problemFromDatabaseError(((error as { nativeError?: unknown }).nativeError ?? error) as never, requestId);
+  if (!body) {
+    logger.error({ requestId, tool, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled MCP tool error');
+    body = problem(500, 'internal_error', 'Something went wrong on our side. The request id identifies it in our logs.', requestId);
+  }
+  return { ...asResult(body), isError: true };
+}
+
+async function callTool(deps: AppDependencies, tool: ToolSpec, args: Record<string, unknown>, principal: Principal, boundProjectId: string | null) {
+  authorize(principal, tool.auth);
+  // confirm was checked by the schema (const true); the handler gets only its own arguments.
+  const own = { ...args };
+  const { projectId, idempotencyKey } = args;
+  for (const name of ['projectId', 'idempotencyKey', 'confirm']) delete own[name];
+  let project: Project | undefined;
+  if (tool.project) project = await requireProject(deps.db, principal, boundProjectId ?? String(projectId));
+  const run = (db: Executor) => tool.handler({ db, deps, principal, project: project!, args: own });
+  if (tool.annotations.readOnlyHint) return { value: await run(deps.db), replayed: false };
+
+  // Like a mutating HTTP route: one transaction, and once per idempotencyKey (the same store as the
+  // Idempotency-Key header; the tool name keeps MCP and HTTP keys apart).
+  return deps.db.transaction(async (trx) => {
+    if (typeof idempotencyKey !== 'string') return { value: await run(trx), replayed: false };
+    const fingerprint = requestFingerprint(`mcp ${tool.name}`, { projectId: project?.id ?? null }, own);
+    const outcome = await runIdempotently(trx, principal, idempotencyKey, `mcp.${tool.name}`, fingerprint, async () => ({ body: await run(trx) }));
+    return { value: outcome.body, replayed: Boolean(outcome.replayed) };
+  });
+}
+
+function buildServer(deps: AppDependencies, boundProjectId: string | null): Server {
+  const bound = boundProjectId !== null;
+  const server = new Server({ name: 'weft', version: '1.0.0' }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool, bound) as never, annotations: tool.annotations })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const tool = tools.find((t) => t.name === request.params.name);
+    if (!tool) throw new McpError(ErrorCode.MethodNotFound, `Unknown tool "${request.params.name}".`);
+    // The validator fills defaults into the arguments, so validate a copy.
+    const args = structuredClone(request.params.arguments ?? {}) as Record<string, unknown>;
+    const problems = schemaProblems(toolInputSchema(tool, bound), args);
+    if (problems.length) throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for ${tool.name}: ${summarizeProblems(problems)}`, { errors: problems });
+    const { principal, requestId } = extra.authInfo!.extra as unknown as Caller;
+    try {
+      const { value, replayed } = await callTool(deps, tool, args, principal, boundProjectId);
+      return replayed ? { ...asResult(value), _meta: { idempotentReplayed: true } } : asResult(value);
+    } catch (error) {
+      return errorResult(error, requestId, tool.name);
+    }
+  });
+  return server;
+}
+
+/** Koa middleware for /mcp and /mcp/projects/{project_id}; other paths pass through. */
+export function mcpMiddleware(deps: AppDependencies): Koa.Middleware {
+  return async (ctx, next) => {
+    const match = PATH.exec(ctx.path);
+    if (!match) return next();
+    const boundProjectId = match[1] ?? null;
+    const { principal, limits } = await authenticate(ctx, deps);
+    await applyRequestLimits(ctx, deps, { principal, limits });
+    if (boundProjectId) await requireProject(deps.db, principal, boundProjectId);
+    const sessionId = ctx.get('mcp-session-id');
+    let session = sessionId ? sessions.get(sessionId) : undefined;
+    if (sessionId && (!session || session.apiKeyId !== principal.apiKeyId || session.projectId !== boundProjectId)) {
+      throw new NotFoundError('mcp_session', 'No MCP session with this id for this API key and connection; initialize a new one.');
+    }
+    if (!session) {
+      if (ctx.method !== 'POST') throw new InputError('mcp_session_required', 'Initialize an MCP session with POST first.');
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (id) => {
+          sessions.set(id, created);
+        },
+      });
+      closeIdleSessions(Date.now());
+      const created: Session = { transport, apiKeyId: principal.apiKeyId, projectId: boundProjectId, lastSeenAt: Date.now() };
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await buildServer(deps, boundProjectId).connect(transport);
+      session = created;
+    }
+    // Tool calls authorize against the request that carries them (the SDK hands req.auth to the
+    // handler): a key revoked or a member gone since initialize is noticed. Never the secret itself.
+    session.lastSeenAt = Date.now();
+    const caller: Caller = { principal, requestId: String(ctx.state.requestId ?? '') };
+    (ctx.req as typeof ctx.req & { auth: AuthInfo }).auth = { token: '', clientId: principal.apiKeyId, scopes: [...principal.scopes], extra: caller as unknown as Record<string, unknown> };
+    ctx.respond = false;
+    await session.transport.handleRequest(ctx.req, ctx.res, (ctx.request as unknown as { body?: unknown }).body);
+  };
+}
