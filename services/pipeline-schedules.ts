@@ -6,7 +6,7 @@ import { logger } from '../core/logger';
 import { temporalSettings } from '../core/temporal-config';
 import type { Executor } from '../db/connection';
 import { Member, Pipeline, PipelineSchedule, Project } from '../db/models';
-import { scheduleWorkflowIdPrefix } from '../workflows/names';
+import { runSearchAttributes, scheduleWorkflowIdPrefix } from '../workflows/names';
 import type { scheduledLaunchWorkflow } from '../workflows/pipeline-run';
 import type { Principal } from './access';
 import { requirePipeline } from './pipelines';
@@ -59,8 +59,11 @@ export async function createPipelineSchedule(db: Executor, temporal: Client, pri
     createdByMemberId: principal.memberId,
   });
   const temporalScheduleId = scheduleWorkflowIdPrefix(schedule.id);
+  // The schedule and the launches it starts carry the run search attributes, so the Web UI finds them by workspace, project and pipeline.
+  const typedSearchAttributes = runSearchAttributes({ workspaceId: pipeline.workspaceId, projectId: pipeline.projectId, pipelineId: pipeline.id });
   await temporal.schedule.create({
     scheduleId: temporalScheduleId,
+    typedSearchAttributes,
     spec: input.cron !== undefined ? { cronExpressions: [input.cron] } : { intervals: [{ every: `${input.intervalSeconds}s` }] },
     action: {
       type: 'startWorkflow',
@@ -68,6 +71,7 @@ export async function createPipelineSchedule(db: Executor, temporal: Client, pri
       workflowId: temporalScheduleId,
       taskQueue: temporalSettings().taskQueues.main,
       args: [{ scheduleId: schedule.id }],
+      typedSearchAttributes,
     },
     // Launches only record runs; the runs themselves queue per pipeline.
     policies: { overlap: ScheduleOverlapPolicy.ALLOW_ALL },

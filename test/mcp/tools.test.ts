@@ -172,6 +172,8 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     const described = await handle.describe();
     assert.equal(described.state.paused, false);
     assert.deepEqual(described.spec.intervals?.map((i) => i.every), [3_600_000]);
+    const attributes = described.typedSearchAttributes;
+    assert.equal(attributes?.getAll().find((pair) => pair.key.name === 'PipelineId')?.value, pipeline.id, 'the schedule is found by PipelineId in the Web UI');
 
     // Temporal launches it now instead of in an hour.
     await handle.trigger();
