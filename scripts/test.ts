@@ -1,7 +1,8 @@
 /**
  * `npm test`: the same set-up as `npm start` (local PostgreSQL and Temporal dev server unless
  * DATABASE_URL / TEMPORAL_ADDRESS are set), a fresh `weft_test` database, then mocha.
- * Extra arguments go to mocha: `npm test -- --grep "API keys"`.
+ * Extra arguments go to mocha: `npm test -- --grep "API keys"`. `--suite reliability` runs
+ * test/reliability/*.reliability.ts instead (npm run test:reliability).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
@@ -37,8 +38,12 @@ async function main(): Promise<number> {
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
   try {
     const args = process.argv.slice(2);
+    // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability).
+    const suiteFlag = args.indexOf('--suite');
+    const suite = suiteFlag >= 0 ? args.splice(suiteFlag, 2)[1] : 'unit';
+    const pattern = suite === 'reliability' ? 'test/reliability/**/*.reliability.ts' : 'test/**/*.test.ts';
     // Named test files replace the default set (mocha would otherwise add them to it).
-    const specs = args.some((arg) => arg.endsWith('.test.ts')) ? [] : ['test/**/*.test.ts'];
+    const specs = args.some((arg) => /\.(test|reliability)\.ts$/.test(arg)) ? [] : [pattern];
     const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...specs, ...args], {
       cwd: projectRoot,
       stdio: 'inherit',

@@ -1,0 +1,147 @@
+/**
+ * Weft for a benchmark: the project's own PostgreSQL and Temporal (or the external ones in
+ * DATABASE_URL / TEMPORAL_ADDRESS), a fresh database, and the API and worker as separate child
+ * processes started the way `npm run api` / `npm run worker` start them, so their CPU and memory
+ * are their own. A tenant with every scope and no request limits is ready to call.
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { createDb, Db } from '../../db/connection';
+import { prepareInfrastructure } from '../../scripts/infra/environment';
+import { migrate } from '../../scripts/runtime';
+import { bootstrapWorkspace } from '../../services/workspaces';
+import { createApiKey } from '../../services/api-keys';
+import { installPlugin } from '../../services/plugins';
+import { loadEncryptionKey } from '../../core/config';
+import { SCOPES } from '../../core/scopes';
+import { projectRoot } from '../../core/paths';
+
+export interface BenchTenant {
+  workspaceId: string;
+  projectId: string;
+  memberId: string;
+  key: string;
+  managedInstallationId: string;
+}
+
+export interface BenchWeft {
+  baseUrl: string;
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueue: string;
+  db: Db;
+  encryptionKey: Buffer;
+  api: ChildProcess;
+  worker?: ChildProcess;
+  tenant: BenchTenant;
+  /** A new tenant (workspace, owner key with every scope, no request limits, managed_table installed). */
+  newTenant(installations?: { httpBaseUrl?: string }): Promise<BenchTenant & { httpInstallationId?: string }>;
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitReady(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`the API process exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`the API at ${url} was not ready within ${timeoutMs} ms`);
+}
+
+/** Starts `scripts/start.ts <role>` as a child process with the bench's environment. */
+export function startRole(role: 'api' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = []): ChildProcess {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'scripts/start.ts'), role], {
+    cwd: projectRoot,
+    env,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return child;
+}
+
+export async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function startBenchWeft(options: { name: string; worker?: boolean; temporal?: boolean; apiEnv?: NodeJS.ProcessEnv }): Promise<BenchWeft> {
+  const temporal = options.temporal ?? Boolean(options.worker);
+  const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal });
+  const db = createDb(infra.databaseUrl, { max: 10 });
+  await migrate(db);
+  const encryptionKey = loadEncryptionKey();
+  const port = await freePort();
+  const taskQueue = `weft-bench-${options.name}-${process.pid}`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: infra.databaseUrl,
+    // A bench without Temporal still gives the API an address; nothing it measures uses it.
+    TEMPORAL_ADDRESS: infra.temporalAddress || process.env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
+    WEFT_TASK_QUEUE: taskQueue,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  };
+  let worker: ChildProcess | undefined;
+  let api: ChildProcess | undefined;
+  const stop = async () => {
+    await stopChild(api);
+    await stopChild(worker);
+    await db.destroy().catch(() => undefined);
+    await infra.stop().catch(() => undefined);
+  };
+  try {
+    if (options.worker) worker = startRole('worker', env);
+    api = startRole('api', { ...env, ...options.apiEnv });
+    const baseUrl = `http://127.0.0.1:${port}`;
+    await waitReady(baseUrl, api);
+
+    const newTenant = async (installations: { httpBaseUrl?: string } = {}) => {
+      const ws = await db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: `bench-${randomUUID().slice(0, 8)}` }));
+      await db('api_limit_settings').insert({ workspaceId: ws.workspaceId, workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 }).onConflict('workspaceId').merge();
+      const { secret } = await createApiKey(db, { workspaceId: ws.workspaceId, memberId: ws.memberId }, { name: 'bench', scopes: [...SCOPES] });
+      const managed = await installPlugin(db, encryptionKey, ws.workspaceId, 'managed_table', {});
+      const http = installations.httpBaseUrl
+        ? await installPlugin(db, encryptionKey, ws.workspaceId, 'http_dataset', { baseUrl: installations.httpBaseUrl, allowPrivateNetwork: true })
+        : undefined;
+      return { workspaceId: ws.workspaceId, projectId: ws.projectId, memberId: ws.memberId, key: secret, managedInstallationId: managed.id, httpInstallationId: http?.id };
+    };
+    const tenant = await newTenant();
+    return { baseUrl, databaseUrl: infra.databaseUrl, temporalAddress: env.TEMPORAL_ADDRESS!, taskQueue, db, encryptionKey, api, worker, tenant, newTenant, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** A JSON request to the bench's API with the tenant's key. */
+export async function call<T = any>(weft: { baseUrl: string }, key: string, method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${weft.baseUrl}${pathname}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(method === 'POST' && /execute$/.test(pathname) ? { 'Idempotency-Key': randomUUID() } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
