@@ -5,7 +5,6 @@ import type { Db, Executor } from '../db/connection';
 import type { AccessRequirement, Principal } from '../services/access';
 import type { Project } from '../db/models';
 import type { KeyUsageRecorder } from '../services/key-usage';
-import type { RequestLimiter } from '../services/api-limits';
 
 /** What every route handler can reach. Built once per process. */
 export interface AppDependencies {
@@ -13,7 +12,6 @@ export interface AppDependencies {
   temporal: Client;
   encryptionKey: Buffer;
   keyUsage: KeyUsageRecorder;
-  limiter: RequestLimiter;
 }
 
 /**

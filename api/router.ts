@@ -3,28 +3,28 @@ import type Koa from 'koa';
 import { AuthenticationError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authorize, Principal } from '../services/access';
-import { authenticateApiKey, Authentication } from '../services/api-keys';
+import { authenticateRequest, Authentication } from '../services/api-keys';
 import { requireProject } from '../services/projects';
 import type { AppDependencies, HandlerContext, HandlerResult, RouteSpec } from './route-spec';
 import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './middleware/idempotency';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/**
+ * Authenticates the Bearer key and counts the request against its request limits, in one database
+ * round trip; sets the limit headers on every answer, a 429 included.
+ */
 export async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Authentication> {
   const header = ctx.get('Authorization');
   if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   const match = BEARER.exec(header);
   if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
-  const authentication = await authenticateApiKey(deps.db, match[1]);
-  ctx.state.principal = authentication.principal;
-  deps.keyUsage.record(authentication.principal.apiKeyId);
-  return authentication;
-}
-
-export async function applyRequestLimits(ctx: Koa.Context, deps: AppDependencies, { principal, limits }: Authentication): Promise<void> {
   try {
-    const headers = await deps.limiter.consume(principal.workspaceId, principal.apiKeyId, limits);
-    setLimitHeaders(ctx, headers.limit, headers.remaining, headers.resetSeconds);
+    const authentication = await authenticateRequest(deps.db, match[1]);
+    ctx.state.principal = authentication.principal;
+    deps.keyUsage.record(authentication.principal.apiKeyId);
+    setLimitHeaders(ctx, authentication.limit.limit, authentication.limit.remaining, authentication.limit.resetSeconds);
+    return authentication;
   } catch (error) {
     const limit = (error as { limit?: { limit: number; remaining: number; resetSeconds: number } }).limit;
     if (limit) setLimitHeaders(ctx, limit.limit, limit.remaining, limit.resetSeconds);
@@ -92,9 +92,7 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
   router[route.method](route.path, async (ctx) => {
     let principal: Principal | undefined;
     if (!('public' in route.auth)) {
-      const authentication = await authenticate(ctx, deps);
-      principal = authentication.principal;
-      await applyRequestLimits(ctx, deps, authentication);
+      principal = (await authenticate(ctx, deps)).principal;
       authorize(principal, route.auth);
     }
     const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : ctx.params;

@@ -30,5 +30,7 @@ export const logger = pino(
   timestamp: pino.stdTimeFunctions.isoTime,
   },
   // Commands that print machine-readable output on stdout (admin --json) log to stderr.
-  pino.destination(process.env.WEFT_LOG_TO_STDERR === '1' ? 2 : 1),
+  // Asynchronous writes: a request never waits on the log's write(2), and lines that pile up
+  // while one write is in flight go out together (pino flushes what is left at exit).
+  pino.destination({ dest: process.env.WEFT_LOG_TO_STDERR === '1' ? 2 : 1, sync: false }),
 );

@@ -9,7 +9,7 @@ import { logger } from '../core/logger';
 import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import type { Executor } from '../db/connection';
 import type { Project } from '../db/models';
-import { applyRequestLimits, authenticate } from '../api/router';
+import { authenticate } from '../api/router';
 import type { AppDependencies } from '../api/route-spec';
 import { problemFromDatabaseError } from '../api/middleware/errors';
 import { requestFingerprint, runIdempotently } from '../api/middleware/idempotency';
@@ -117,8 +117,7 @@ export function mcpMiddleware(deps: AppDependencies): Koa.Middleware {
     const match = PATH.exec(ctx.path);
     if (!match) return next();
     const boundProjectId = match[1] ?? null;
-    const { principal, limits } = await authenticate(ctx, deps);
-    await applyRequestLimits(ctx, deps, { principal, limits });
+    const { principal } = await authenticate(ctx, deps);
     if (boundProjectId) await requireProject(deps.db, principal, boundProjectId);
     const sessionId = ctx.get('mcp-session-id');
     let session = sessionId ? sessions.get(sessionId) : undefined;

@@ -6,7 +6,6 @@ import { config } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { createDb, migrateToLatest, Db } from '../db/connection';
-import { RequestLimiter } from '../services/api-limits';
 import { KeyUsageRecorder } from '../services/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/housekeeping';
@@ -34,7 +33,6 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
     temporal: createTemporalClient(connection, settings.temporalNamespace),
     encryptionKey: settings.encryptionKey,
     keyUsage,
-    limiter: new RequestLimiter(db),
   });
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();

@@ -6,7 +6,7 @@ import { constantTimeEqualHex, sha256Hex } from '../core/secrets';
 import type { Executor } from '../db/connection';
 import { ApiKey } from '../db/models';
 import { assertProjectsInWorkspace } from './projects';
-import { ApiLimits, limitsFrom } from './api-limits';
+import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
 import type { Principal } from './access';
 import { PageRequest, pageOf } from './pagination';
 
@@ -201,5 +201,52 @@ export async function authenticateApiKey(db: Executor, rawKey: string): Promise<
       writePermissions: row.writePermissions ?? [],
     },
     limits: limitsFrom(row.limitWorkspaceRequests, row.limitApiKeyRequests),
+  };
+}
+
+export interface AuthenticatedRequest extends Authentication {
+  /** The tighter of the key's and the workspace's buckets after counting this request. */
+  limit: LimitHeaders;
+}
+
+/**
+ * The request path's one database round trip: resolves the Bearer secret to its principal and
+ * counts the request against both request-limit buckets (weft_authenticate_request, see its
+ * migration). Throws AuthenticationError for a bad, revoked or expired key (never counted) and
+ * RateLimitError when a bucket is spent. Nothing is cached, so a revoked key fails at once in every
+ * process, and only the secret's digest leaves this function.
+ */
+export async function authenticateRequest(db: Executor, rawKey: string): Promise<AuthenticatedRequest> {
+  const match = KEY_PATTERN.exec(rawKey);
+  if (!match) throw invalidCredential();
+  const { rows } = await db.raw('SELECT * FROM weft_authenticate_request(?, ?, ?, ?, ?)', [
+    match[1], sha256Hex(rawKey), WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS,
+  ]);
+  const row = rows[0];
+  if (!row || row.outcome === 'invalid') throw invalidCredential();
+  if (row.outcome === 'expired') throw new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
+  const limit = admitRequest({
+    outcome: row.outcome,
+    limitKey: row.limit_key,
+    limitWorkspace: row.limit_workspace,
+    usedKey: row.used_key,
+    usedWorkspace: row.used_workspace,
+    resetMs: Number(row.reset_ms),
+  });
+  return {
+    principal: {
+      workspaceId: row.workspace_id,
+      apiKeyId: row.key_id,
+      memberId: row.member_id,
+      memberActive: row.member_active === true,
+      memberRole: row.member_role ?? undefined,
+      scopes: new Set((row.scopes as string[]).filter(isScope)),
+      projectIds: row.project_ids,
+      workspaceResources: row.workspace_resources,
+      readPermissions: row.read_permissions,
+      writePermissions: row.write_permissions ?? [],
+    },
+    limits: limitsFrom(row.limit_workspace, row.limit_key),
+    limit,
   };
 }

@@ -1,6 +1,5 @@
-import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
 import { InputError, RateLimitError } from '../core/errors';
-import type { Db, Executor } from '../db/connection';
+import type { Executor } from '../db/connection';
 import { ApiLimitSettings } from '../db/models';
 
 export const WINDOW_SECONDS = 60;
@@ -54,72 +53,39 @@ export interface LimitHeaders {
   dimension: 'workspace' | 'api_key';
 }
 
+/** The counting half of authenticateRequest's one query, as the limit headers and the refusal. */
+export interface CountedRequest {
+  outcome: 'ok' | 'key_limited' | 'workspace_limited';
+  limitKey: number;
+  limitWorkspace: number;
+  usedKey: number;
+  usedWorkspace: number | null;
+  resetMs: number;
+}
+
 /**
- * Fixed 60-second windows counted in PostgreSQL (rate-limiter-flexible), so every API process
- * shares one budget. A request must fit both the workspace bucket and the key's bucket.
+ * The headers of the tighter bucket for an admitted request; throws RateLimitError (with the
+ * refusing bucket's headers) for a refused one. Counting itself happens in the database, in the
+ * same statement as authentication (weft_authenticate_request): fixed 60-second windows shared by
+ * every API process, a request must fit both the key's and the workspace's bucket, and a refused
+ * request spends neither.
  */
-export class RequestLimiter {
-  private limiters = new Map<number, RateLimiterPostgres>();
-
-  constructor(private readonly db: Db) {}
-
-  /** One limiter per ceiling: counters live in the table, so a new ceiling keeps the window's usage. */
-  private limiterFor(points: number): RateLimiterPostgres {
-    let limiter = this.limiters.get(points);
-    if (!limiter) {
-      // Ceilings are per workspace, so distinct values are few; bound the cache all the same.
-      if (this.limiters.size >= 1000) this.limiters.clear();
-      limiter = new RateLimiterPostgres({
-        storeClient: this.db,
-        storeType: 'knex',
-        tableName: 'request_limit_counters',
-        tableCreated: true,
-        // Only the first limiter sweeps expired rows; the rest would repeat its work.
-        clearExpiredByTimeout: this.limiters.size === 0,
-        keyPrefix: 'req',
-        points,
-        duration: WINDOW_SECONDS,
-      });
-      this.limiters.set(points, limiter);
-    }
-    return limiter;
+export function admitRequest(counted: CountedRequest): LimitHeaders {
+  const resetSeconds = Math.max(1, Math.ceil(counted.resetMs / 1000));
+  if (counted.outcome !== 'ok') {
+    const dimension = counted.outcome === 'key_limited' ? 'api_key' : 'workspace';
+    const limit = dimension === 'api_key' ? counted.limitKey : counted.limitWorkspace;
+    const scope = dimension === 'workspace' ? 'The workspace' : 'This API key';
+    throw new RateLimitError(`${scope} has used its ${limit} requests for this ${WINDOW_SECONDS}-second window. Retry after ${resetSeconds} seconds.`, {
+      limit,
+      remaining: 0,
+      resetSeconds,
+      dimension,
+    });
   }
-
-  /** Counts one request against both buckets; returns the headers of the tighter one, or throws RateLimitError. */
-  async consume(workspaceId: string, apiKeyId: string, limits: ApiLimits): Promise<LimitHeaders> {
-    const keyBucket = this.limiterFor(limits.apiKeyRequests);
-    const workspaceBucket = this.limiterFor(limits.workspaceRequests);
-    const keyId = `key:${apiKeyId}`;
-    const workspaceKey = `ws:${workspaceId}`;
-
-    const keyResult = await this.take(keyBucket, keyId, limits.apiKeyRequests, 'api_key');
-    let workspaceResult: LimitHeaders;
-    try {
-      workspaceResult = await this.take(workspaceBucket, workspaceKey, limits.workspaceRequests, 'workspace');
-    } catch (error) {
-      // Refused by the workspace: the request did not run, so it does not spend the key's budget.
-      await keyBucket.reward(keyId, 1).catch(() => undefined);
-      throw error;
-    }
-    return keyResult.remaining <= workspaceResult.remaining ? keyResult : workspaceResult;
-  }
-
-  private async take(limiter: RateLimiterPostgres, key: string, limit: number, dimension: LimitHeaders['dimension']): Promise<LimitHeaders> {
-    try {
-      const res = await limiter.consume(key, 1);
-      return { limit, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000), dimension };
-    } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) {
-        const resetSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-        const scope = dimension === 'workspace' ? 'The workspace' : 'This API key';
-        throw new RateLimitError(`${scope} has used its ${limit} requests for this ${WINDOW_SECONDS}-second window. Retry after ${resetSeconds} seconds.`, {
-          limit,
-          remaining: 0,
-          resetSeconds,
-          dimension,
-        });
-      }
-      throw rejection;
-    }
-  }
+  const keyRemaining = counted.limitKey - counted.usedKey;
+  const workspaceRemaining = counted.limitWorkspace - (counted.usedWorkspace ?? 0);
+  return keyRemaining <= workspaceRemaining
+    ? { limit: counted.limitKey, remaining: keyRemaining, resetSeconds, dimension: 'api_key' }
+    : { limit: counted.limitWorkspace, remaining: workspaceRemaining, resetSeconds, dimension: 'workspace' };
 }

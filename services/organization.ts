@@ -19,17 +19,25 @@ export interface WorkspaceSettings {
 }
 
 /** The workspace an API key belongs to, as GET /organization shows it. A restricted key counts only its projects. */
+/** One query: the workspace with its visible project count and active member count (every authenticated GET pays for it). */
 export async function getOrganization(db: Executor, principal: Principal): Promise<OrganizationView> {
   const { workspaceId } = principal;
-  const workspace = await Workspace.query(db).findById(workspaceId);
+  const visibleProjects = Project.query(db).where('projects.workspaceId', workspaceId).count('*');
+  if (!isUnrestricted(principal)) visibleProjects.whereIn('projects.id', principal.projectIds as string[]);
+  const activeMembers = Member.query(db).where('members.workspaceId', workspaceId).whereNull('members.removedAt').count('*');
+  const workspace = (await Workspace.query(db)
+    .findById(workspaceId)
+    .select('workspaces.*', visibleProjects.as('projectCount'), activeMembers.as('memberCount'))) as (Workspace & { projectCount: string; memberCount: string }) | undefined;
   if (!workspace) throw new NotFoundError('organization');
-  const visibleProjects = Project.query(db).where({ workspaceId });
-  if (!isUnrestricted(principal)) visibleProjects.whereIn('id', principal.projectIds as string[]);
-  const [projectCount, memberCount] = await Promise.all([
-    visibleProjects.resultSize(),
-    Member.query(db).where({ workspaceId }).whereNull('removedAt').resultSize(),
-  ]);
-  return { id: workspace.id, name: workspace.name, plan: workspace.plan, createdAt: workspace.createdAt.toISOString(), projectCount, memberCount, settings: settingsOf(workspace) };
+  return {
+    id: workspace.id,
+    name: workspace.name,
+    plan: workspace.plan,
+    createdAt: workspace.createdAt.toISOString(),
+    projectCount: Number(workspace.projectCount),
+    memberCount: Number(workspace.memberCount),
+    settings: settingsOf(workspace),
+  };
 }
 
 const settingsOf = (workspace: Workspace): WorkspaceSettings => ({ semanticConsumerMode: workspace.semanticConsumerMode });

@@ -6,6 +6,7 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createDb, Db } from '../../db/connection';
@@ -16,7 +17,7 @@ import { createApiKey } from '../../services/api-keys';
 import { installPlugin } from '../../services/plugins';
 import { loadEncryptionKey } from '../../core/config';
 import { SCOPES } from '../../core/scopes';
-import { projectRoot } from '../../core/paths';
+import { dataDir, projectRoot } from '../../core/paths';
 
 export interface BenchTenant {
   workspaceId: string;
@@ -68,10 +69,13 @@ async function waitReady(url: string, child: ChildProcess, timeoutMs = 120_000):
 
 /** Starts `scripts/start.ts <role>` as a child process with the bench's environment. */
 export function startRole(role: 'api' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = []): ChildProcess {
+  // Structured logs (stdout) go to a file, as a deployment would ship them; start-up messages (stderr) show.
+  const logFile = path.join(dataDir(), 'bench', `${role}-${process.pid}.log`);
+  mkdirSync(path.dirname(logFile), { recursive: true });
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'scripts/start.ts'), role], {
     cwd: projectRoot,
     env,
-    stdio: ['ignore', 'inherit', 'inherit'],
+    stdio: ['ignore', openSync(logFile, 'w'), 'inherit'],
   });
   return child;
 }
@@ -85,7 +89,7 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
   clearTimeout(timer);
 }
 
-export async function startBenchWeft(options: { name: string; worker?: boolean; temporal?: boolean; apiEnv?: NodeJS.ProcessEnv }): Promise<BenchWeft> {
+export async function startBenchWeft(options: { name: string; worker?: boolean; temporal?: boolean; apiEnv?: NodeJS.ProcessEnv; apiNodeArgs?: string[]; workerNodeArgs?: string[] }): Promise<BenchWeft> {
   const temporal = options.temporal ?? Boolean(options.worker);
   const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal });
   const db = createDb(infra.databaseUrl, { max: 10 });
@@ -112,8 +116,8 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
     await infra.stop().catch(() => undefined);
   };
   try {
-    if (options.worker) worker = startRole('worker', env);
-    api = startRole('api', { ...env, ...options.apiEnv });
+    if (options.worker) worker = startRole('worker', env, options.workerNodeArgs);
+    api = startRole('api', { ...env, ...options.apiEnv }, options.apiNodeArgs);
     const baseUrl = `http://127.0.0.1:${port}`;
     await waitReady(baseUrl, api);
 
@@ -144,4 +148,19 @@ export async function call<T = any>(weft: { baseUrl: string }, key: string, meth
   });
   const text = await response.text();
   return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+/** CPU time (user + system, ms) a process has used so far, from /proc: load-independent cost. */
+export function cpuTimeMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after the command name.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100;
+
+/** Peak resident memory (VmHWM) and current (VmRSS) of a process, in MB. */
+export function memoryMb(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }

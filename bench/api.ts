@@ -1,0 +1,138 @@
+/**
+ * api (P3, P7): the request path. Weft's authenticated GET /api/v1/organization and a 100-row
+ * records read under autocannon (50 connections, 10 s each), against a bare Koa + @koa/router
+ * server in its own process serving the same bodies with no authentication, limits or database.
+ * Weft runs as `npm start` runs it: info-level request logs (written to a file), limits on (raised
+ * out of the way, so every request is still counted in both buckets).
+ *
+ * The limiter's own added p50: one client, the request-path statement (authentication and both
+ * buckets, weft_authenticate_request) against the same key lookup without counting.
+ *
+ *   npx tsx bench/api.ts                 # 10 s per measurement
+ *   npx tsx bench/api.ts --seconds 3     # quicker
+ */
+import { fork, ChildProcess } from 'node:child_process';
+import { performance } from 'node:perf_hooks';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import autocannon from 'autocannon';
+import { call, freePort, startBenchWeft } from './support/weft';
+import { emit, figure, median, row, BenchRow } from './support/report';
+import type { Db } from '../db/connection';
+import { sha256Hex } from '../core/secrets';
+import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/api-limits';
+import { capabilityContext, requireDataEndpoint } from '../services/data-endpoints';
+import { managedTableCapability } from '../plugins/managed-table';
+
+const seconds = Number(process.argv.includes('--seconds') ? process.argv[process.argv.indexOf('--seconds') + 1] : 10);
+const CONNECTIONS = 50;
+
+interface Measured { rps: number; p50: number; p99: number }
+
+async function measure(url: string, key: string | null, duration = seconds, connections = CONNECTIONS): Promise<Measured> {
+  const result = await autocannon({ url, connections, duration, headers: key ? { Authorization: `Bearer ${key}` } : {} });
+  const non2xx = result.non2xx + result.errors;
+  if (non2xx > 0) throw new Error(`${url}: ${non2xx} failed or non-2xx responses of ${result.requests.total}`);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+}
+
+const LIMITER_SAMPLES = 2000;
+
+/** p50 of the request-path statement against the same lookup without counting, one client. */
+async function limiterLatency(db: Db, key: string): Promise<{ counted: number; lookup: number; added: number }> {
+  const prefix = /^weft_sk_[A-Za-z0-9]{12}/.exec(key)![0];
+  const hash = sha256Hex(key);
+  const counted = () => db.raw('SELECT * FROM weft_authenticate_request(?, ?, ?, ?, ?)', [prefix, hash, WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS]);
+  const lookup = () => db.raw(
+    `SELECT a.*, (m.id IS NOT NULL AND m.removed_at IS NULL) AS member_active, m.role, l.workspace_requests, l.api_key_requests
+       FROM api_keys a LEFT JOIN members m ON m.workspace_id = a.workspace_id AND m.id = a.created_by_member_id
+       LEFT JOIN api_limit_settings l ON l.workspace_id = a.workspace_id WHERE a.prefix = ? AND a.secret_hash = ?`, [prefix, hash]);
+  const time = async (work: () => Promise<unknown>) => {
+    const samples: number[] = [];
+    for (let i = 0; i < 200; i++) await work();
+    for (let i = 0; i < LIMITER_SAMPLES; i++) {
+      const started = performance.now();
+      await work();
+      samples.push(performance.now() - started);
+    }
+    return median(samples);
+  };
+  // Interleave the two so drift in machine load touches both alike.
+  const a1 = await time(counted);
+  const b1 = await time(lookup);
+  const a2 = await time(counted);
+  const b2 = await time(lookup);
+  const countedP50 = (a1 + a2) / 2;
+  const lookupP50 = (b1 + b2) / 2;
+  return { counted: countedP50, lookup: lookupP50, added: countedP50 - lookupP50 };
+}
+
+async function startPeer(bodies: Record<string, unknown>): Promise<{ url: string; child: ChildProcess }> {
+  const port = await freePort();
+  const child = fork(path.join(__dirname, 'support', 'api-bare-koa.ts'), [String(port)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the bare Koa server exited with ${code}`)));
+    child.send(bodies);
+  });
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function main(): Promise<void> {
+  const weft = await startBenchWeft({ name: 'api', temporal: true, apiEnv: { LOG_LEVEL: 'info' } });
+  const rows: BenchRow[] = [];
+  try {
+    const { tenant } = weft;
+    // A managed table with 100 rows, written through the capability as a governed write would.
+    const created = await call(weft, tenant.key, 'POST', '/api/v1/data-endpoints', {
+      name: 'bench-orders', namespace: 'bench', role: 'source', contractKind: 'source_stream',
+      pluginCapabilityInstallationId: tenant.managedInstallationId, target: { table: 'bench_orders', primaryKey: ['id'] },
+    });
+    if (created.status !== 201) throw new Error(`endpoint: ${JSON.stringify(created.body)}`);
+    const endpointId = created.body.dataEndpoint.id as string;
+    const { installation } = await requireDataEndpoint(weft.db, tenant.workspaceId, endpointId);
+    await managedTableCapability.writeRecords!(capabilityContext(weft.db, installation, weft.encryptionKey), { table: 'bench_orders', primaryKey: ['id'] }, {
+      operation: 'append',
+      rows: Array.from({ length: 100 }, (_, i) => ({ id: i + 1, customer: `customer-${i % 17}`, amount: (i * 7.31).toFixed(2), status: i % 3 ? 'open' : 'closed', note: 'x'.repeat(40) })),
+      provenance: { kind: 'write', id: randomUUID() },
+    });
+    const recordsPath = `/api/v1/data-endpoints/${endpointId}/records?limit=100`;
+    const organization = await call(weft, tenant.key, 'GET', '/api/v1/organization');
+    const records = await call(weft, tenant.key, 'GET', recordsPath);
+    if (organization.status !== 200 || records.status !== 200 || records.body.data.length !== 100) throw new Error('the bench requests do not answer 200 with their bodies');
+
+    const peer = await startPeer({ '/api/v1/organization': organization.body, '/records': records.body });
+    try {
+      // Warm both up (JIT, pools), then measure each alone.
+      await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, 2);
+      await measure(`${peer.url}/api/v1/organization`, null, 2);
+      const weftOrg = await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key);
+      const peerOrg = await measure(`${peer.url}/api/v1/organization`, null);
+      const weftRecords = await measure(`${weft.baseUrl}${recordsPath}`, tenant.key);
+      const peerRecords = await measure(`${peer.url}/records`, null);
+      const health = await measure(`${weft.baseUrl}/healthz`, null);
+      const limiter = await limiterLatency(weft.db, tenant.key);
+
+      rows.push(
+        row({ benchmark: 'api', measure: 'GET /organization throughput', weft: weftOrg.rps, peer: peerOrg.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.35' }),
+        row({ benchmark: 'api', measure: 'GET /organization p50', weft: weftOrg.p50, peer: peerOrg.p50, peerName: 'bare Koa', unit: 'ms' }),
+        row({ benchmark: 'api', measure: 'GET /organization p99', weft: weftOrg.p99, peer: peerOrg.p99, peerName: 'bare Koa', unit: 'ms' }),
+        row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecords.rps, peerName: 'bare Koa', unit: 'req/s' }),
+        row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecords.p50, peerName: 'bare Koa', unit: 'ms' }),
+        row({ benchmark: 'api', measure: '100-row records read p99', weft: weftRecords.p99, peer: peerRecords.p99, peerName: 'bare Koa', unit: 'ms' }),
+        figure({ benchmark: 'api', measure: '/healthz throughput (no key)', weft: health.rps, unit: 'req/s' }),
+        figure({ benchmark: 'api', measure: 'limiter added p50 (1 client, in SQL)', weft: limiter.added, unit: 'ms', note: `authentication + both buckets ${limiter.counted.toFixed(3)} ms p50, the same key lookup alone ${limiter.lookup.toFixed(3)} ms p50, ${LIMITER_SAMPLES} calls each` }),
+      );
+    } finally {
+      peer.child.kill('SIGTERM');
+    }
+  } finally {
+    await weft.stop();
+  }
+  emit(rows);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
