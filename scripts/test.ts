@@ -33,6 +33,7 @@ async function main(): Promise<number> {
   if (!staticChecks()) return 1;
   // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
   ensureStripeMock();
+  const localPostgres = !process.env.DATABASE_URL;
   // Each run has its own database and task queue, so concurrent runs on one machine never meet.
   const runId = `${process.pid}`;
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
@@ -54,6 +55,8 @@ async function main(): Promise<number> {
         TEMPORAL_ADDRESS: infra.temporalAddress,
         WEFT_TEMPORAL_UI_URL: process.env.WEFT_TEMPORAL_UI_URL ?? infra.temporalUiUrl ?? '',
         WEFT_TASK_QUEUE: `weft-test-${runId}`,
+        // The reliability suite restarts PostgreSQL only when it is the project's own cluster.
+        WEFT_LOCAL_POSTGRES: localPostgres ? '1' : '',
         WEFT_ENCRYPTION_KEY: process.env.WEFT_ENCRYPTION_KEY ?? randomBytes(32).toString('base64'),
       },
     });

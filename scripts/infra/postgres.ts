@@ -88,6 +88,29 @@ function isRunning(bin: string, dir: string): boolean {
   }
 }
 
+function startCluster(bin: string, dir: string, port: number): void {
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
+  runAsPostgres(path.join(bin, 'pg_ctl'), ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', options]);
+}
+
+/**
+ * Stops the project-local cluster (fast: open connections are cut, as in a crash or failover),
+ * runs `whileDown`, and starts it again on the same port. For the reliability suite; it refuses
+ * to touch anything but this clone's own cluster.
+ */
+export async function restartLocalPostgres(whileDown: () => Promise<void>): Promise<void> {
+  const bin = findPostgresBin();
+  const { dir } = clusterDirectory();
+  if (!isRunning(bin, dir)) throw new Error('The project-local PostgreSQL is not running (is DATABASE_URL an external server?).');
+  const port = runningPort(dir);
+  runAsPostgres(path.join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w']);
+  try {
+    await whileDown();
+  } finally {
+    startCluster(bin, dir, port);
+  }
+}
+
 /** Initializes (once) and starts the project-local PostgreSQL cluster, or reuses it when running. */
 export async function startLocalPostgres(): Promise<LocalPostgres> {
   const bin = findPostgresBin();
@@ -106,8 +129,7 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
   } else {
     port = await choosePort();
     say(`starting PostgreSQL on 127.0.0.1:${port}`);
-    const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
-    runAsPostgres(path.join(bin, 'pg_ctl'), ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', options]);
+    startCluster(bin, dir, port);
     startedHere = true;
   }
 

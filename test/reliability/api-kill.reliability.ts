@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict';
+import { newKey, requestAt } from '../support/fixtures';
+import { bind, customerOntology, ontologyTenant, seededTable } from '../support/ontology';
+import { freePort, killHard, RunningScript, startScript } from '../support/processes';
+import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../support/source-writes';
+
+/**
+ * The API process holds no state a user needs: a job or an approval wait lives in Temporal and
+ * PostgreSQL. These tests SIGKILL a separate API process (as `npm run api` runs it) while such work
+ * is open, start another, and finish the work through it.
+ */
+describe('API process killed during open work', function () {
+  this.timeout(8 * 60_000);
+  let api: RunningScript | undefined;
+  let baseUrl = '';
+
+  // A 100 ms synchronous budget: the slow query below becomes a job on the worker.
+  const startApi = async () => {
+    const port = await freePort();
+    api = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', WEFT_QUERY_SYNC_BUDGET_MS: '100' }, /API:\s+http/, 180_000);
+    baseUrl = `http://127.0.0.1:${port}`;
+  };
+  const call = (key: string, method: string, path: string, body?: unknown) => requestAt(baseUrl, method, path, { key, body });
+
+  afterEach(async () => {
+    if (api && api.child.exitCode === null) await api.stop('SIGTERM');
+    api = undefined;
+  });
+
+  it('an asynchronous query job finishes while the API is down, and its rows are read through the restarted API', async () => {
+    const t = await ontologyTenant();
+    const packageId = await customerOntology(t);
+    const customers = await seededTable(t, [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob', years: 17 },
+      { id: 3, full_name: 'Cy', years: 40 },
+    ]);
+    await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/c/{id}', properties: { name: 'full_name', age: 'years' } }, requiredReadPermissions: ['customers.read'] });
+    // A genuinely slow query (paths along an imported chain of 100 nodes, as in the published-query
+    // tests), so the execution is still running when the API process dies.
+    const baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
+    assert.equal((await t.client.post(`${t.base}/terms`, { id: 'Node', kind: 'class' })).status, 201);
+    assert.equal((await t.client.post(`${t.base}/links`, { id: 'next', from: 'Node', to: 'Node' })).status, 201);
+    const chain = Array.from({ length: 100 }, (_, i) => `<${baseIri}n${i}> a <${baseIri}Node> ; <${baseIri}next> <${baseIri}n${i + 1}> .`).join('\n');
+    assert.equal((await t.client.post(`${t.base}/imports/documents?id=chain`, undefined, { rawBody: chain, headers: { 'Content-Type': 'text/turtle' } })).status, 201);
+    const compiled = await t.client.post(`${t.base}/compile`, {});
+    assert.equal((await t.client.post(`${t.base}/activate`, { packageId: compiled.body.package.id })).status, 200);
+    const key = await newKey(t.ws, { scopes: ['queries:read', 'queries:write', 'queries:publish', 'queries:execute'], readPermissions: ['customers.read'] });
+    const base = `/api/v1/projects/${t.ws.projectId}`;
+
+    await startApi();
+    const created = await call(key, 'POST', `${base}/ontology/queries`, {
+      name: 'adults',
+      sparql: 'SELECT ?name ?age WHERE { ?c a :Customer ; :name ?name ; :age ?age FILTER(?age >= ?minAge) { SELECT (COUNT(*) AS ?pairs) WHERE { ?a :next* ?b . ?b :next* ?d } } } ORDER BY ?name',
+      inputSchema: { type: 'object', additionalProperties: false, required: ['minAge'], properties: { minAge: { type: 'integer', minimum: 0 } } },
+      outputSchema: { type: 'object', required: ['name', 'age'], properties: { name: { type: 'string' }, age: { type: 'integer' } } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const { id, version } = created.body.query;
+    assert.equal((await call(key, 'POST', `${base}/ontology/queries/${id}/releases`, { expectedQueryVersionId: version.id })).status, 201);
+
+    const pending = await call(key, 'POST', `${base}/queries/${id}/execute`, { input: { minAge: 18 } });
+    assert.equal(pending.status, 202, JSON.stringify(pending.body));
+    await killHard(api!);
+
+    await startApi();
+    let answer = await call(key, 'POST', `${base}/queries/${id}/execute?cursor=${pending.body.metadata.continuation}`, {});
+    for (let i = 0; i < 120 && answer.status === 202; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      answer = await call(key, 'POST', `${base}/queries/${id}/execute?cursor=${pending.body.metadata.continuation}`, {});
+    }
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual(answer.body.data, [{ name: 'Ada', age: 36 }, { name: 'Cy', age: 40 }]);
+  });
+
+  it('a governed write waiting for approval survives the kill, is approved through the restarted API, and applies once', async () => {
+    const t = await writeTenant();
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const approver = await memberKey(t);
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'upsert', rows: [{ id: 1, name: 'Ada' }] });
+
+    await startApi();
+    const proposed = await call(t.writerKey, 'POST', `/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
+    await killHard(api!);
+
+    await startApi();
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+    assert.equal((await call(t.writerKey, 'GET', url)).body.writeAction.status, 'pending_approval');
+    // The proposer's retry of the same request, through the new process, changes nothing.
+    const retried = await call(t.writerKey, 'POST', `/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(retried.body.writeAction.status, 'pending_approval', JSON.stringify(retried.body));
+
+    const approved = await call(approver.key, 'POST', `${url}/approve`, {});
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.writeAction.status, 'applied');
+    const replay = await call(t.writerKey, 'POST', `/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(replay.body.writeAction.status, 'applied');
+    const snapshot = await call(t.writerKey, 'GET', `/api/v1/data-endpoints/${endpointId}/snapshot`);
+    assert.equal(snapshot.body.snapshot.version, '1', 'applied exactly once');
+    const rows = await call(t.writerKey, 'GET', `/api/v1/data-endpoints/${endpointId}/records?limit=10`);
+    assert.deepEqual(rows.body.data.map((r: { name: string }) => r.name), ['Ada']);
+  });
+});
