@@ -12,7 +12,7 @@ import { errorMiddleware } from './middleware/errors';
 import { bodyShape } from './middleware/body-shape';
 import { refuseCredentialsInUrl, requestContext } from './middleware/request-context';
 import { defineRoute, AppDependencies, RouteSpec } from './route-spec';
-import { buildRouter } from './router';
+import { buildRouter, methodNotAllowed } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
 
@@ -86,7 +86,7 @@ export function createApp(deps: AppDependencies): Koa {
   );
   app.use(bodyShape());
   app.use(mcpMiddleware(deps));
+  app.use(methodNotAllowed());
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
   return app;
 }

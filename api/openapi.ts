@@ -1,6 +1,7 @@
 import type { JsonSchema } from '../core/schema-validator';
+import { IDEMPOTENCY_KEY_SCHEMA } from './middleware/idempotency';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from './problem';
-import type { RouteSpec } from './route-spec';
+import type { ResponseSpec, RouteSpec } from './route-spec';
 
 const errorDescriptions: Record<number, string> = {
   400: 'Malformed request (unparseable JSON, credential in the URL).',
@@ -8,12 +9,12 @@ const errorDescriptions: Record<number, string> = {
   403: 'Insufficient scope, project outside the key’s allowlist, no workspace-resource access, or no accountable actor.',
   404: 'Not found, or it belongs to another workspace.',
   409: 'Conflicts with the current state (duplicate, references, concurrent change).',
-  413: 'The request body is too large.',
+  413: 'The request body is too large (JSON bodies: 1 MB).',
   415: 'The body is not of a media type this operation reads.',
   422: 'Validation failed; `errors` lists each problem.',
   429: 'Request window exceeded. Wait for Retry-After seconds.',
   502: 'The remote system behind the endpoint failed or answered something unusable.',
-  503: 'A dependency is unavailable.',
+  503: 'A dependency is unavailable (e.g. `database_unavailable` while PostgreSQL restarts); retry after Retry-After seconds.',
 };
 
 const rateLimitHeaders = {
@@ -28,10 +29,14 @@ function errorStatuses(route: RouteSpec): number[] {
   // A credential in the URL is refused on every route.
   const statuses = new Set<number>([400]);
   const authenticated = !('public' in route.auth);
-  if (authenticated) [401, 403, 429].forEach((s) => statuses.add(s));
-  if (route.body || route.query || route.params) statuses.add(422);
+  // Authentication reads the database: while it is away, every authenticated request is a 503.
+  if (authenticated) [401, 403, 429, 503].forEach((s) => statuses.add(s));
+  // The body parser reads every POST, PUT and PATCH body, a route without a body schema too: over
+  // 1 MB is a 413, and a body with a NUL character is a 422 (bodyShape) before the route runs.
+  const parsesBody = route.method === 'post' || route.method === 'put' || route.method === 'patch';
+  if (route.body || route.query || route.params || parsesBody) statuses.add(422);
   if (route.body || route.rawBody) statuses.add(415);
-  if (route.rawBody) statuses.add(413);
+  if (route.rawBody || parsesBody) statuses.add(413);
   if (route.params) statuses.add(404);
   if (route.idempotent || route.method !== 'get') statuses.add(409);
   for (const extra of route.errors ?? []) statuses.add(extra.status);
@@ -54,11 +59,25 @@ function parameters(route: RouteSpec): unknown[] {
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
-      description: 'Retry-safe request identity (8 to 200 characters): the same key and payload replay the first answer for 24 hours; the same key with another payload is a 422.',
-      schema: { type: 'string', minLength: 8, maxLength: 200 },
+      description: 'Retry-safe request identity (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): the same key and payload replay the first answer for 24 hours; the same key with another payload is a 422.',
+      // The schema the router checks the header with (api/middleware/idempotency.ts).
+      schema: { ...IDEMPOTENCY_KEY_SCHEMA },
     });
   }
+  for (const header of route.headers ?? []) {
+    out.push({ name: header.name, in: 'header', required: header.required ?? false, description: header.description, schema: header.schema });
+  }
   return out;
+}
+
+/** The content of a success response: each media type the Accept header can choose gets an entry. */
+function responseContent(spec: ResponseSpec): Record<string, unknown> | undefined {
+  if (!spec.schema) return undefined;
+  const types = (spec.contentType ?? 'application/json').split(',').map((type) => type.trim()).filter(Boolean);
+  return {
+    ...Object.fromEntries(types.map((type) => [type, { schema: spec.schema }])),
+    ...Object.fromEntries((spec.alternatives ?? []).map((type) => [type, { schema: { type: 'string' } }])),
+  };
 }
 
 /** OpenAPI 3.1, generated from the same route declarations and JSON Schemas that validate requests. */
@@ -80,7 +99,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = {
         description: spec.description,
-        ...(spec.schema ? { content: { [spec.contentType ?? 'application/json']: { schema: spec.schema } } } : {}),
+        ...(spec.schema ? { content: responseContent(spec) } : {}),
         ...('public' in auth ? {} : { headers: rateLimitHeaders }),
       };
     }

@@ -53,7 +53,18 @@ export interface HandlerResult {
 export interface ResponseSpec {
   description: string;
   schema?: JsonSchema;
+  /** The media type of `schema`; several, comma-separated, when the Accept header chooses among them. */
   contentType?: string;
+  /** Other media types of the same answer, chosen by the Accept header; documented as text. */
+  alternatives?: readonly string[];
+}
+
+/** A request header the handler reads and enforces, documented as a header parameter. */
+export interface HeaderSpec {
+  name: string;
+  required?: boolean;
+  description: string;
+  schema: JsonSchema;
 }
 
 export interface RouteSpec<P = any, Q = any, B = any> {
@@ -81,6 +92,8 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   transaction?: boolean;
   /** Accepts an Idempotency-Key header: same key and payload replays the first answer. */
   idempotent?: boolean;
+  /** Other request headers the handler reads and enforces (the router validates none of them). */
+  headers?: readonly HeaderSpec[];
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
   errors?: Array<{ status: number; description?: string }>;

@@ -150,3 +150,21 @@ export function buildRouter(routes: RouteSpec[], deps: AppDependencies): Router 
   for (const route of routes) mount(router, route, deps);
   return router;
 }
+
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * Any method a path does not serve — OPTIONS, TRACE and methods no route uses (PROPFIND…)
+ * included — is a 405 whose Allow header lists the methods the path does serve (HEAD wherever GET
+ * is). @koa/router's allowedMethods() answered OPTIONS with an empty 200 and unknown methods with
+ * 501, and its thrown 405 carried no Allow header. A path no route matches stays a 404.
+ */
+export function methodNotAllowed(): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body !== undefined) return;
+    const matched = (ctx as unknown as { matched?: Array<{ methods: string[] }> }).matched ?? [];
+    const allow = [...new Set(matched.flatMap((layer) => layer.methods))].sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
+    if (allow.length) throw Object.assign(new Error(`${ctx.method} is not allowed`), { status: 405, allow });
+  };
+}

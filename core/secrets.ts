@@ -26,3 +26,49 @@ export function constantTimeEqualHex(a: string, b: string): boolean {
   const right = Buffer.from(b, 'hex');
   return left.length === right.length && timingSafeEqual(left, right);
 }
+
+/**
+ * The forms a secret may take when a remote system echoes it back: as is, percent-encoded (in a
+ * URL path or query), and, for a header value with a scheme ("Bearer abc…"), the token alone.
+ */
+export function secretForms(secret: string | undefined): string[] {
+  // Shorter values cannot be cut out without mangling every message (a header "X-Version: 2"), and are no credential.
+  if (!secret || secret.length < 4) return [];
+  const token = /^[A-Za-z][\w-]*\s+(\S{6,})$/.exec(secret)?.[1];
+  const forms = new Set<string>();
+  for (const value of token ? [secret, token] : [secret]) {
+    forms.add(value);
+    forms.add(encodeURIComponent(value));
+    forms.add(encodeURI(value));
+  }
+  return [...forms];
+}
+
+/**
+ * Cuts secrets out of an error (or any value) before it is logged, returned or handed to Temporal,
+ * where messages end up in logs, run records and workflow histories. Remote systems (an upstream
+ * API, a PostgreSQL server or proxy, Stripe) can echo the credentials they were sent in their
+ * messages, redirect targets or links, so their text is not trusted to be clean. Every string
+ * property is rewritten in place, also the non-enumerable message and stack, and those of the
+ * objects the error carries (a driver's detail and hint, an SDK's raw answer, a cause), a few
+ * levels deep. Changed in place and returned, so the error keeps its class, code and identity.
+ */
+export function scrubSecrets<T>(value: T, secrets: Iterable<string | undefined>, replacement = '***'): T {
+  const forms = [...new Set([...secrets].flatMap(secretForms))].sort((a, b) => b.length - a.length);
+  if (!forms.length) return value;
+  const clean = (text: string) => forms.reduce((out, form) => (out.includes(form) ? out.split(form).join(replacement) : out), text);
+  const seen = new WeakSet<object>();
+  const visit = (target: unknown, depth: number): unknown => {
+    if (typeof target === 'string') return clean(target);
+    if (!target || typeof target !== 'object' || depth > 4 || seen.has(target) || ArrayBuffer.isView(target)) return target;
+    seen.add(target);
+    for (const key of Object.getOwnPropertyNames(target)) {
+      const descriptor = Object.getOwnPropertyDescriptor(target, key);
+      if (!descriptor || !('value' in descriptor) || !descriptor.writable) continue;
+      const next = visit(descriptor.value, depth + 1);
+      if (next !== descriptor.value) (target as Record<string, unknown>)[key] = next;
+    }
+    return target;
+  };
+  return visit(value, 0) as T;
+}

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { ensureBillingSchedule } from '../services/billing';
 import type { Connection } from '@temporalio/client';
 import { createApp } from '../api/app';
+import { answerClientError } from '../api/middleware/errors';
 import { config } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
@@ -37,6 +38,8 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
+  // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.
+  server.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;

@@ -65,10 +65,14 @@ export function authorize(principal: Principal, requirement: AccessRequirement):
   }
 }
 
-/** Project allowlist layer. The caller has already confirmed the project exists in the principal's workspace. */
-export function authorizeProject(principal: Principal, projectId: string): void {
+/**
+ * Project allowlist layer. The caller has already confirmed the project exists in the principal's workspace.
+ * `named: false` when the project was not named by the request but found through a resource (a run,
+ * a write action, a pipeline): the refusal then does not tell the key which project that is.
+ */
+export function authorizeProject(principal: Principal, projectId: string, { named = true }: { named?: boolean } = {}): void {
   if (!isUnrestricted(principal) && !principal.projectIds.includes(projectId)) {
-    throw new PermissionError('project_denied', 'This API key is not allowed to access this project.', { projectId });
+    throw new PermissionError('project_denied', named ? 'This API key is not allowed to access this project.' : 'This API key is not allowed to access the project this belongs to.', named ? { projectId } : {});
   }
 }
 

@@ -2,6 +2,7 @@ import Decimal from 'decimal.js';
 import Stripe from 'stripe';
 import { BadRequestError, InputError, UnavailableError } from '../core/errors';
 import { logger } from '../core/logger';
+import { scrubSecrets } from '../core/secrets';
 import type { Db, Executor } from '../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../db/models';
 import type { Principal } from './access';
@@ -50,6 +51,20 @@ function stripeFor(config: BillingConfig): Stripe {
   return client;
 }
 
+/**
+ * Runs one Stripe API call, cutting the secret key and webhook secret out of whatever it throws.
+ * An SDK error carries the remote message, and a proxy or a misconfigured STRIPE_API_URL can put
+ * the key it was sent there (Stripe itself masks it); these errors reach the logs as unhandled
+ * errors and, in the billing sync, Temporal's activity failures.
+ */
+async function stripeCall<T>(config: BillingConfig, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw scrubSecrets(error, [config.secretKey, config.webhookSecret]);
+  }
+}
+
 function requireBilling(): { config: BillingConfig; stripe: Stripe } {
   const config = billingConfig();
   if (!config) throw new UnavailableError('billing_unavailable', 'Billing is not configured on this Weft (no STRIPE_SECRET_KEY).');
@@ -73,10 +88,10 @@ export function returnUrl(config: BillingConfig, returnPath: string | undefined)
   return resolved.toString();
 }
 
-async function customerOf(db: Executor, stripe: Stripe, workspaceId: string): Promise<string> {
+async function customerOf(db: Executor, config: BillingConfig, stripe: Stripe, workspaceId: string): Promise<string> {
   const workspace = (await Workspace.query(db).findById(workspaceId).forUpdate())!;
   if (workspace.stripeCustomerId) return workspace.stripeCustomerId;
-  const customer = await stripe.customers.create({ name: workspace.name, metadata: { workspaceId } }, { idempotencyKey: `weft-customer-${workspaceId}` });
+  const customer = await stripeCall(config, () => stripe.customers.create({ name: workspace.name, metadata: { workspaceId } }, { idempotencyKey: `weft-customer-${workspaceId}` }));
   await workspace.$query(db).patch({ stripeCustomerId: customer.id });
   return customer.id;
 }
@@ -84,22 +99,23 @@ async function customerOf(db: Executor, stripe: Stripe, workspaceId: string): Pr
 export async function startCheckout(db: Executor, principal: Principal, returnPath?: string) {
   const { config, stripe } = requireBilling();
   const back = returnUrl(config, returnPath);
-  const customer = await customerOf(db, stripe, principal.workspaceId);
-  const session = await stripe.checkout.sessions.create({
+  const customer = await customerOf(db, config, stripe, principal.workspaceId);
+  const session = await stripeCall(config, () => stripe.checkout.sessions.create({
     mode: 'subscription',
     customer,
     client_reference_id: principal.workspaceId,
     line_items: [{ price: config.teamPriceId, quantity: 1 }],
     success_url: back,
     cancel_url: back,
-  });
+  }));
   return { url: session.url };
 }
 
 export async function openPortal(db: Executor, principal: Principal, returnPath?: string) {
   const { config, stripe } = requireBilling();
   const back = returnUrl(config, returnPath);
-  const session = await stripe.billingPortal.sessions.create({ customer: await customerOf(db, stripe, principal.workspaceId), return_url: back });
+  const customer = await customerOf(db, config, stripe, principal.workspaceId);
+  const session = await stripeCall(config, () => stripe.billingPortal.sessions.create({ customer, return_url: back }));
   return { url: session.url };
 }
 
@@ -113,9 +129,10 @@ export async function listInvoices(db: Executor, principal: Principal) {
 
 /** An intentional administration action: cancels the subscription at Stripe and moves to the free plan now. */
 export async function downgrade(db: Executor, principal: Principal) {
-  const { stripe } = requireBilling();
+  const { config, stripe } = requireBilling();
   const workspace = (await Workspace.query(db).findById(principal.workspaceId).forUpdate())!;
-  if (workspace.stripeSubscriptionId) await stripe.subscriptions.cancel(workspace.stripeSubscriptionId);
+  const subscriptionId = workspace.stripeSubscriptionId;
+  if (subscriptionId) await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
   await workspace.$query(db).patch({ plan: 'free', stripeSubscriptionId: null });
   return { plan: 'free' };
 }
@@ -128,7 +145,9 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
   try {
     event = stripe.webhooks.constructEvent(rawBody, signature ?? '', config.webhookSecret, 300);
   } catch (error) {
-    throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${(error as Error).message.split('\n')[0]}`);
+    // The SDK's reason, without the webhook secret should a version ever quote it.
+    const reason = scrubSecrets((error as Error).message.split('\n')[0], [config.webhookSecret, config.secretKey]);
+    throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${reason}`);
   }
   return db.transaction(async (trx) => {
     const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
@@ -152,18 +171,36 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
 }
 
 /** Stores an invoice as Stripe describes it (amounts in cents become decimal strings). */
+/**
+ * Stripe sends amounts in cents and times in Unix seconds. Anything else in an event is refused
+ * (422, the whole event rolls back) instead of storing a NaN amount, or handing pg an Invalid Date,
+ * which it turns into a database error today and will throw on (a 500) in its next major version.
+ */
+function invoiceAmount(value: unknown): string {
+  const cents = Number(value ?? 0);
+  if (!Number.isFinite(cents)) throw new InputError('invalid_value', 'The invoice event carries an amount that is not a number.');
+  return new Decimal(cents).dividedBy(100).toFixed(2);
+}
+
+function invoiceTime(value: unknown): Date | null {
+  if (!value) return null;
+  const time = new Date(Number(value) * 1000);
+  if (Number.isNaN(time.getTime())) throw new InputError('invalid_value', 'The invoice event carries a period time out of range.');
+  return time;
+}
+
 async function saveInvoice(db: Executor, workspaceId: string, object: Record<string, unknown>): Promise<void> {
   await Invoice.query(db)
     .insert({
       id: String(object.id),
       workspaceId,
       status: String(object.status ?? 'draft'),
-      amountDue: new Decimal(Number(object.amount_due ?? 0)).dividedBy(100).toFixed(2),
-      amountPaid: new Decimal(Number(object.amount_paid ?? 0)).dividedBy(100).toFixed(2),
+      amountDue: invoiceAmount(object.amount_due),
+      amountPaid: invoiceAmount(object.amount_paid),
       currency: String(object.currency ?? 'usd'),
       hostedInvoiceUrl: (object.hosted_invoice_url as string | null) ?? null,
-      periodStart: object.period_start ? new Date(Number(object.period_start) * 1000) : null,
-      periodEnd: object.period_end ? new Date(Number(object.period_end) * 1000) : null,
+      periodStart: invoiceTime(object.period_start),
+      periodEnd: invoiceTime(object.period_end),
       updatedAt: new Date(),
     })
     .onConflict('id')
@@ -177,7 +214,7 @@ export async function reconcileInvoices(db: Db): Promise<{ invoices: number }> {
   const stripe = stripeFor(config);
   let count = 0;
   for (const workspace of await Workspace.query(db).whereNotNull('stripeCustomerId')) {
-    const page = await stripe.invoices.list({ customer: workspace.stripeCustomerId!, limit: 100 });
+    const page = await stripeCall(config, () => stripe.invoices.list({ customer: workspace.stripeCustomerId!, limit: 100 }));
     for (const invoice of page.data) {
       await saveInvoice(db, workspace.id, invoice as unknown as Record<string, unknown>);
       count += 1;
@@ -204,7 +241,7 @@ export async function reportUsage(db: Db, batch = 500): Promise<{ reported: numb
   for (const operation of pending as Array<MeteredOperation & { stripeCustomerId: string }>) {
     // Meter values are integers: the charge in hundred-thousandths of a dollar, exact for every rate.
     const value = new Decimal(operation.amount).times(100_000).toFixed(0);
-    await stripe.billing.meterEvents.create({ event_name: config.meterEventName, identifier: operation.id, timestamp: Math.floor(operation.createdAt.getTime() / 1000), payload: { stripe_customer_id: operation.stripeCustomerId, value } });
+    await stripeCall(config, () => stripe.billing.meterEvents.create({ event_name: config.meterEventName, identifier: operation.id, timestamp: Math.floor(operation.createdAt.getTime() / 1000), payload: { stripe_customer_id: operation.stripeCustomerId, value } }));
     await MeteredOperation.query(db).patch({ reportedAt: new Date() }).where({ id: operation.id });
   }
   return { reported: pending.length };

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { raw } from 'objection';
 import { Parser } from 'n3';
-import { ConflictError, InputError, NotFoundError, PayloadTooLargeError } from '../core/errors';
+import { ConflictError, InputError, NotFoundError, PayloadTooLargeError, PermissionError } from '../core/errors';
 import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import type { Executor } from '../db/connection';
 import { Ontology, OntologyBranch, OntologyDocument, OntologyPackage, OntologyVersion, PackageTerms, Project } from '../db/models';
 import { compilePackage, CompileProblem, defaultBaseIri, definitionProblems, serialize } from '../ontology/compile';
 import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDefinition } from '../ontology/definition';
-import type { Principal } from './access';
+import { isUnrestricted, type Principal } from './access';
 import { PageRequest, paginate, pageOf } from './pagination';
 import { refreshBindingStatuses } from './read-bindings';
 
@@ -108,8 +108,25 @@ function checkItem(collection: Collection, item: unknown): void {
   if (problems.length) throw new InputError('validation_failed', `The ${collection.slice(0, -1)} is invalid: ${summarizeProblems(problems)}`, problems);
 }
 
+/**
+ * A package import copies the package's triples into this project's next compiled package, which
+ * anyone who may read this project can read. So the caller must be allowed in the project the
+ * package belongs to, or a key restricted to this project could read another project's ontology
+ * through it. (Unknown ids, and other workspaces' packages, stay a compile problem of the import.)
+ */
+async function assertImportablePackage(db: Executor, principal: Principal, project: Project, item: Item): Promise<void> {
+  if (!('ontologyPackageId' in item) || isUnrestricted(principal)) return;
+  const source = await OntologyPackage.query(db).join('ontologies', 'ontologies.id', 'ontology_packages.ontology_id')
+    .where('ontology_packages.workspace_id', project.workspaceId).where('ontology_packages.id', item.ontologyPackageId)
+    .select('ontologies.project_id as projectId').first() as unknown as { projectId: string } | undefined;
+  if (source && !principal.projectIds.includes(source.projectId)) {
+    throw new PermissionError('project_denied', 'This API key is not allowed to access the project this package belongs to, so it cannot import it.', { ontologyPackageId: item.ontologyPackageId });
+  }
+}
+
 export async function addItem(db: Executor, principal: Principal, project: Project, collection: Collection, branch: string, item: Item) {
   checkItem(collection, item);
+  if (collection === 'imports') await assertImportablePackage(db, principal, project, item);
   const version = await commitEdit(db, principal, project, branch, (definition) => {
     const items = definition[collection] as Item[];
     if (items.some((existing) => existing.id === item.id)) throw new ConflictError('element_exists', `This branch already has a ${collection.slice(0, -1)} "${item.id}"; change it with PUT or pick another id.`);
@@ -142,16 +159,38 @@ export async function removeItem(db: Executor, principal: Principal, project: Pr
   });
 }
 
+/** The origin and path of a URL named in a document, for a message (no credentials, no query string). */
+function shownUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return 'a URL';
+  }
+}
+
 /** Parses an uploaded RDF document (Turtle, N-Triples, N-Quads or JSON-LD) into N-Quads; syntax errors name the line. */
 async function parseDocument(text: string, mediaType: string): Promise<string> {
+  // jsonld's default Node document loader fetches every remote @context (and @import) from this
+  // process: an upload naming http://169.254.169.254/… or an internal host would make Weft
+  // request it (SSRF), and pull content past the upload size limit. Uploads must carry their
+  // contexts inline, so the loader refuses every URL and the upload is a 422 that says so.
+  let remoteContext: string | undefined;
+  const refuseRemoteDocuments = async (url: string): Promise<never> => {
+    remoteContext ??= url;
+    throw new Error('remote documents are not loaded');
+  };
   try {
     if (mediaType === 'application/ld+json') {
       const jsonld = await import('jsonld');
-      return (await jsonld.default.toRDF(JSON.parse(text), { format: 'application/n-quads' })) as unknown as string;
+      return (await jsonld.default.toRDF(JSON.parse(text), { format: 'application/n-quads', documentLoader: refuseRemoteDocuments })) as unknown as string;
     }
     const quads = new Parser({ format: mediaType }).parse(text);
     return serialize(quads, { format: 'N-Quads' });
   } catch (error) {
+    if (remoteContext !== undefined) {
+      throw new InputError('remote_context_refused', `The JSON-LD document refers to a remote context (${shownUrl(remoteContext)}); Weft does not fetch remote documents. Put the @context inline.`);
+    }
     throw new InputError('invalid_rdf', `The ${mediaType} document does not parse: ${(error as Error).message}`);
   }
 }

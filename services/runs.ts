@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { InputError, NotFoundError } from '../core/errors';
@@ -97,9 +98,12 @@ function presentRunSummary(run: PipelineRun) {
   };
 }
 
-async function presentRun(db: Executor, run: PipelineRun) {
-  const rows = (await db('pipelineRunNodes').where({ runId: run.id })) as NodeRow[];
+function presentRunWithNodes(run: PipelineRun, rows: NodeRow[]) {
   return { ...presentRunSummary(run), document: run.document, nodes: presentNodes(run.document as unknown as PipelineDocument, rows) };
+}
+
+async function presentRun(db: Executor, run: PipelineRun) {
+  return presentRunWithNodes(run, (await db('pipelineRunNodes').where({ runId: run.id })) as NodeRow[]);
 }
 
 export type RunView = Awaited<ReturnType<typeof presentRun>>;
@@ -109,7 +113,10 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
   const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
   if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
   await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
-  const run = await PipelineRun.query(db).insertAndFetch({
+  // The id is chosen here, so the workflow id is written with the row (one statement).
+  const id = randomUUID();
+  return PipelineRun.query(db).insertAndFetch({
+    id,
     workspaceId: pipeline.workspaceId,
     projectId: pipeline.projectId,
     pipelineId: pipeline.id,
@@ -122,9 +129,8 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
     actorMemberId: input.actorMemberId,
     apiKeyId: input.apiKeyId,
     status: 'queued',
-    workflowId: 'pending',
+    workflowId: runWorkflowId(id),
   });
-  return run.$query(db).patchAndFetch({ workflowId: runWorkflowId(run.id) });
 }
 
 /**
@@ -136,6 +142,9 @@ export async function launchRun(db: Executor, temporal: Client, principal: Princ
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
   const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId });
+  // A run just recorded has no node rows yet (its claim creates them, after this transaction
+  // commits): the answer is ready before the workflow starts, so the commit follows the start at once.
+  const view = presentRunWithNodes(run, []);
   // Started inside the request's transaction: if the commit fails, the workflow finds no run and ends.
   await temporal.workflow.start<typeof pipelineRunWorkflow>('pipelineRunWorkflow', {
     workflowId: run.workflowId,
@@ -143,14 +152,15 @@ export async function launchRun(db: Executor, temporal: Client, principal: Princ
     args: [{ runId: run.id }],
     typedSearchAttributes: runSearchAttributes(run),
   });
-  return presentRun(db, run);
+  return view;
 }
 
 /** A run of this workspace; with a project, one whose pipeline belongs to it. Runs of projects outside a key's allowlist are refused. */
 export async function getRun(db: Executor, principal: Principal, runId: string, project?: Project): Promise<RunView> {
   const run = await PipelineRun.query(db).findOne({ id: runId, workspaceId: principal.workspaceId, ...(project ? { projectId: project.id } : {}) });
   if (!run) throw new NotFoundError('run', project ? 'No run with this id in this project.' : 'No run with this id in this workspace.');
-  authorizeProject(principal, run.projectId);
+  // Found through the run: refuse without naming its project to a key that may not know it.
+  authorizeProject(principal, run.projectId, { named: false });
   return presentRun(db, run);
 }
 
@@ -169,7 +179,8 @@ export async function projectOfPipeline(db: Executor, principal: Principal, pipe
   const pipeline = await Pipeline.query(db).findOne({ id: pipelineId, workspaceId: principal.workspaceId });
   const project = pipeline && (await Project.query(db).findOne({ id: pipeline.projectId, workspaceId: principal.workspaceId }));
   if (!project) throw new InputError('unknown_pipeline', 'pipelineId is not a pipeline of this workspace.', [{ path: '/pipelineId', message: 'is not a pipeline of this workspace' }]);
-  authorizeProject(principal, project.id);
+  // Found through the pipeline: refuse without naming its project to a key that may not know it.
+  authorizeProject(principal, project.id, { named: false });
   return project;
 }
 

@@ -185,10 +185,13 @@ const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationEr
  * action record and log; with approval it is checked by a dry run, recorded as pending and
  * handed to a Temporal workflow that waits for decisions or expiry.
  */
-export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest): Promise<SubmitOutcome> {
+export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, options: { requestDigest?: string } = {}): Promise<SubmitOutcome> {
   const prepared = await prepare(deps, principal, endpointId, request);
   await assertCredit(deps.db, principal.workspaceId, 'governed_write');
-  const digest = sha256Hex(canonicalJson(request));
+  // What a retry with the same idempotencyKey must repeat to get the first outcome: the body, or
+  // for an action derived from another request (a SPARQL update) that request, since each attempt
+  // derives a new actionId and, once the first applied, a new expected snapshot.
+  const digest = options.requestDigest ?? sha256Hex(canonicalJson(request));
   const actor = { memberId: principal.memberId, apiKeyId: principal.apiKeyId };
   let failure: DomainError | undefined;
   let outcome: SubmitOutcome;
@@ -304,7 +307,8 @@ async function requireVisibleAction(db: Executor, principal: Principal, endpoint
   if (!action || (!canSeeEveryAction(principal) && action.proposedByMemberId !== principal.memberId)) {
     throw new NotFoundError('write_action', 'No write action with this id on this endpoint that this API key can see.');
   }
-  authorizeProject(principal, action.projectId);
+  // Found through the action: refuse without naming its project to a key that may not know it.
+  authorizeProject(principal, action.projectId, { named: false });
   return action;
 }
 

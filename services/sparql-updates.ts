@@ -108,12 +108,12 @@ function dataTriples(text: string): Array<{ inserting: boolean; triples: Triple[
  * against the endpoint's current snapshot, under its policy. The idempotency key derives from
  * the caller, the update text and that snapshot, so a retried request writes once.
  */
-export async function applySparqlUpdate(deps: SourceWriteDependencies, principal: Principal, project: Project, text: string, idempotencyKey: string | undefined): Promise<{ pending: boolean; writeActions: WriteActionView[] }> {
+export async function applySparqlUpdate(deps: SourceWriteDependencies, principal: Principal, project: Project, text: string, idempotencyKey: string | undefined): Promise<{ pending: boolean; writeActions: WriteActionView[]; replayed: boolean }> {
   const pkg = await activePackage(deps.db, project);
   if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet.');
   const { readable } = await readableBindings(deps.db, principal, project);
   const changes = dataTriples(text).flatMap(({ inserting, triples }) => changesOf(triples, inserting, readable, pkg).map((change) => ({ ...change, inserting })));
-  if (!changes.length) return { pending: false, writeActions: [] };
+  if (!changes.length) return { pending: false, writeActions: [], replayed: false };
   if (new Set(changes.map((c) => c.binding.dataEndpointId)).size > 1 || new Set(changes.map((c) => `${c.inserting}/${c.remove}`)).size > 1) {
     throw new InputError('update_spans_actions', 'An update may change records of one bound endpoint in one way (insert, clear values, or delete records): send separate updates.');
   }
@@ -136,8 +136,13 @@ export async function applySparqlUpdate(deps: SourceWriteDependencies, principal
     projectId: project.id,
     idempotencyKey: key,
     input: { contractVersion: 1, expectedSourceSnapshot: { id: snapshot.id, version: snapshot.version }, ...input },
+  }, {
+    // A retry derives a new actionId (and, after the first applied, a new snapshot): matching the
+    // key's first action on those refused every retry with idempotency_key_reused. The update text
+    // in this project is what a retry repeats.
+    requestDigest: createHash('sha256').update(JSON.stringify({ sparqlUpdate: text, projectId: project.id })).digest('hex'),
   });
-  return { pending: outcome.pending, writeActions: [outcome.writeAction] };
+  return { pending: outcome.pending, writeActions: [outcome.writeAction], replayed: outcome.replayed };
 }
 
 /** Conditions selecting the changed records by key: eq for one, in for several (single-field keys). */

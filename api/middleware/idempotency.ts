@@ -6,7 +6,9 @@ import type { Principal } from '../../services/access';
 import type { HandlerResult } from '../route-spec';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
-const KEY_PATTERN = /^[\x21-\x7e]{8,200}$/;
+/** 8 to 200 visible ASCII characters: the check below and the OpenAPI header parameter share it. */
+export const IDEMPOTENCY_KEY_SCHEMA = { type: 'string', minLength: 8, maxLength: 200, pattern: '^[\\x21-\\x7e]{8,200}$' } as const;
+const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_SCHEMA.pattern);
 
 export function checkIdempotencyKey(value: string): string {
   if (!KEY_PATTERN.test(value)) {
@@ -52,13 +54,17 @@ export async function runIdempotently(
     if (stored.responseStatus === null) {
       throw new ConflictError('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed. Retry shortly.');
     }
-    return { status: stored.responseStatus, body: stored.responseBody ?? undefined, replayed: true };
+    // The exact text of the first answer (see below); records stored as JSON objects before that replay as they are.
+    const body = typeof stored.responseBody === 'string' ? JSON.parse(stored.responseBody) : stored.responseBody;
+    return { status: stored.responseStatus, body: body ?? undefined, replayed: true };
   }
 
   const result = await execute();
   await trx('idempotency_records').where(identity).update({
     responseStatus: result.status ?? 200,
-    responseBody: result.body === undefined ? null : JSON.stringify(result.body),
+    // Stored as a JSON string holding the answer's text: a jsonb object reorders keys, so replays
+    // answered the same JSON in other bytes (and MCP replays another text) than the first answer.
+    responseBody: result.body === undefined ? null : JSON.stringify(JSON.stringify(result.body)),
   });
   return result;
 }

@@ -71,7 +71,9 @@ export const billingRoutes: RouteSpec[] = [
     auth: { public: true, reason: 'Stripe authenticates by signature, not by key (SPEC 6).' },
     transaction: false,
     rawBody: { mediaTypes: ['application/json'], maxBytes: 1024 * 1024, description: 'The event exactly as Stripe sent it.' },
-    errors: [{ status: 503 }],
+    headers: [{ name: 'Stripe-Signature', required: true, description: 'Stripe’s signature of the raw body (t=…,v1=…); a missing, bad or older than 300 seconds one is a 400 invalid_signature.', schema: { type: 'string', minLength: 1 } }],
+    // A signed event whose invoice values the database refuses (a date or amount out of range) is a 422 from the error middleware.
+    errors: [{ status: 422, description: 'A signed event with a value Weft cannot store (an amount or a date out of range); nothing changes.' }, { status: 503 }],
     responses: { 200: { description: 'Received', schema: { type: 'object', properties: { received: { type: 'boolean' }, duplicate: { type: 'boolean' } } } } },
     async handler({ deps, body, koa }) {
       return { body: await receiveWebhook(deps.db, body, koa.get('Stripe-Signature') || undefined) };

@@ -25,7 +25,7 @@ import { Collection, collectionSchemas, definitionSchema, LOCAL_NAME_PATTERN } f
 import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from '../schemas/common';
 import { paginationSchema } from '../../services/pagination';
 import type { JsonSchema } from '../../core/schema-validator';
-import { NotFoundError } from '../../core/errors';
+import { NotAcceptableError } from '../../core/errors';
 
 // The ontology of a project (SPEC 2.6, 4.5): collections edited on branches (each edit a version),
 // compile into content-addressed packages, activate one. Methods differ by collection: terms and
@@ -351,14 +351,16 @@ export const ontologyRoutes: RouteSpec[] = [
     auth: READ,
     params: idParams('project_id', 'package_id'),
     responses: {
-      200: { description: 'The package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } } },
+      200: { description: 'The package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } }, alternatives: ['text/turtle', 'application/n-quads'] },
     },
+    errors: [{ status: 406, description: 'The Accept header names none of application/json, text/turtle, application/n-quads.' }],
     async handler({ db, project, params, koa }) {
       const pkg = await requirePackage(db, project, params.package_id);
       const wanted = koa.accepts('application/json', 'text/turtle', 'application/n-quads');
       if (wanted === 'text/turtle') return { body: pkg.turtle, contentType: 'text/turtle; charset=utf-8' };
       if (wanted === 'application/n-quads') return { body: pkg.nquads, contentType: 'application/n-quads; charset=utf-8' };
-      if (!wanted) throw new NotFoundError('representation', 'Ask for application/json, text/turtle or application/n-quads.');
+      // No representation the caller accepts is a 406 (it was a 404 that named no missing resource).
+      if (!wanted) throw new NotAcceptableError('not_acceptable', 'Ask for application/json, text/turtle or application/n-quads.');
       return { body: { package: presentPackage(pkg) } };
     },
   }) as RouteSpec,

@@ -85,6 +85,8 @@ export const runRoutes = [
     tag,
     auth: listAuth,
     query: listQuery({ status: runStatusFilter, pipelineId: uuid, projectId: uuid }),
+    // The projectId filter must name a project of the workspace (requireProject below).
+    errors: [{ status: 404, description: 'projectId names no project of this workspace.' }],
     responses: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
     async handler({ db, principal, query }) {
       const { limit, offset, projectId, ...filter } = query;

@@ -3,12 +3,13 @@ import { answerSparql, MAX_SPARQL_BYTES, sparqlRequestFrom } from '../../service
 import { idParams } from '../schemas/common';
 import { renderSparqlPage, SPARQL_PAGE_SCRIPT, yasguiAsset } from '../sparql-page';
 import type { JsonSchema } from '../../core/schema-validator';
+import { checkIdempotencyKey, IDEMPOTENCY_KEY_SCHEMA } from '../middleware/idempotency';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5).
 
 const PATH = '/api/v1/projects/:project_id/ontology/sparql';
 const TAG = 'SPARQL';
-const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
+export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
 const DESCRIPTION = [
   'The dataset is the project’s active ontology package plus the records of bound terms your key may read (bindings whose named read grants it lacks are left out, so two keys can see different answers).',
   'The workspace’s semantic consumer mode must be on (PATCH /api/v1/organization/settings), else 403 semantic_mode_off.',
@@ -102,9 +103,13 @@ export const sparqlRoutes: RouteSpec[] = [
       },
     },
     errors: [{ status: 406 }],
+    // Not `idempotent` (that needs the request transaction): updates hand the key to their governed write actions.
+    headers: [{ name: 'Idempotency-Key', description: 'For updates (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): a retry with the same key returns the first outcome.', schema: { ...IDEMPOTENCY_KEY_SCHEMA } }],
     responses: results,
     async handler({ principal, project, koa, body, bodyType, deps }) {
-      const request = { ...sparqlRequestFrom('POST', koa.query as Record<string, unknown>, bodyType, body, koa.get('Accept') || undefined), idempotencyKey: koa.get('Idempotency-Key') || undefined };
+      // The same rule as on every idempotent route: the key was passed on unchecked before.
+      const idempotencyKey = koa.get('Idempotency-Key') ? checkIdempotencyKey(koa.get('Idempotency-Key')) : undefined;
+      const request = { ...sparqlRequestFrom('POST', koa.query as Record<string, unknown>, bodyType, body, koa.get('Accept') || undefined), idempotencyKey };
       const answer = await answerSparql(deps, principal, project, request);
       return { status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers };
     },

@@ -1,4 +1,5 @@
 import { ConflictError, DomainError, InputError, NotFoundError, PermissionError, UpstreamError } from '../../core/errors';
+import { scrubSecrets } from '../../core/secrets';
 
 /** What an error message may name about the remote server. Never the password: it is only used to scrub. */
 export interface RemoteInfo {
@@ -22,7 +23,8 @@ const tlsCodes = /^(ERR_TLS_|ERR_SSL_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CE
 /** Removes the password wherever it might have been echoed (remote messages quote values and settings). */
 export function scrub(text: string, info: Pick<RemoteInfo, 'password'>): string {
   const { password } = info;
-  return password ? text.split(password).join('***') : text;
+  // Percent-encoded too: a server may quote it from a connection URL.
+  return scrubSecrets(password ? text.split(password).join('***') : text, [password]);
 }
 
 /**
@@ -32,7 +34,8 @@ export function scrub(text: string, info: Pick<RemoteInfo, 'password'>): string 
  *  - missing privilege (42501): PermissionError('upstream_permission_denied');
  *  - bad values, incomparable types, constraint violations, serialization failures: input and conflict errors.
  * Messages are built here from the code and the installation's host, port, database and role;
- * remote text that is passed on is scrubbed of the password. Other errors are returned unchanged.
+ * remote text that is passed on is scrubbed of the password. Other errors are returned as they are,
+ * with the password cut out of every field.
  */
 export function remoteError(error: unknown, info: RemoteInfo): unknown {
   if (error instanceof DomainError) return error;
@@ -58,7 +61,10 @@ export function remoteError(error: unknown, info: RemoteInfo): unknown {
   if (code === '42883') return new InputError('unsupported_comparison', `PostgreSQL cannot compare or order these values: ${message}`);
   if (code?.startsWith('23')) return new ConflictError('constraint_violation', `The write breaks a table constraint: ${message}`);
   if (code === '40001' || code === '40P01') return new ConflictError('write_conflict', `The write collided with another transaction; retry it (${code}).`);
-  return error;
+  // Any other error goes on as it is (a 500 in the API, a retried activity in a run), and its text
+  // reaches the logs, Temporal's failure and the run's error. A server or proxy may have echoed the
+  // password in its message, detail or hint: cut it out of every field first.
+  return scrubSecrets(error, [info.password]);
 }
 
 /** Whether an error (mapped or not) means the connection itself is unusable, so a pooled client must be discarded. */

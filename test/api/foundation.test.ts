@@ -101,13 +101,13 @@ describe('The foundation', () => {
     });
   });
 
-  it('answers a wrong method with 405 and an unknown one with 501, both in the problem format', async () => {
-    const wrong = await request('DELETE', '/api/v1/organization');
-    assert.equal(wrong.status, 405);
-    assert.equal(wrong.body.code, 'method_not_allowed');
-    const unknown = await request('PROPFIND', '/api/v1/organization');
-    assert.equal(unknown.status, 501);
-    assert.equal(unknown.body.code, 'method_not_implemented');
+  it('answers a wrong method, OPTIONS and an unknown method with 405 and an Allow header, in the problem format', async () => {
+    for (const method of ['DELETE', 'OPTIONS', 'PROPFIND']) {
+      const res = await request(method, '/api/v1/organization');
+      assert.equal(res.status, 405, method);
+      assert.equal(res.body.code, 'method_not_allowed', method);
+      assert.equal(res.headers.get('allow'), 'GET, HEAD', method);
+    }
   });
 
   it('answers a body that is not JSON with 415', async () => {
