@@ -3,6 +3,7 @@ import { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { Store } from 'n3';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import { InputError } from '../core/errors';
+import { WeightedLru } from './dataset-cache';
 
 // SPARQL 1.1 evaluation for Weft: sparqljs parses (so the HTTP layer knows a query from an update
 // before it authorizes), Comunica's RDF/JS engine evaluates over an N3 store. The dataset is
@@ -169,24 +170,48 @@ async function evaluate<T>(timeoutMs: number, work: (context: Record<string, unk
 }
 
 /**
+ * Comunica's parse of a query text (its algebra), kept per text and base IRI: parsing is about a
+ * fifth of evaluating a selective query, and an endpoint sees the same texts again. Comunica
+ * evaluates a given algebra without changing it (its optimizers build new operations), so one
+ * parse serves every later evaluation. Texts that declare BASE are parsed every time, because the
+ * engine takes a BASE from the parse into the evaluation's context.
+ */
+const parsedByComunica = new WeightedLru<Promise<unknown>>(256, 4 * 1024 * 1024);
+const MAX_KEPT_QUERY_CHARS = 16 * 1024;
+const DECLARES_BASE = /(^|[\s}>])BASE\s*</i;
+
+function comunicaQuery(text: string, context: Record<string, unknown>): Promise<unknown> | string {
+  if (text.length > MAX_KEPT_QUERY_CHARS || DECLARES_BASE.test(text)) return text;
+  const key = `${String(context.baseIRI ?? '')}\n${text}`;
+  const kept = parsedByComunica.get(key);
+  if (kept) return kept;
+  const parsed = engine.explain(text, { sources: context.sources, ...(context.baseIRI ? { baseIRI: context.baseIRI } : {}) } as never, 'parsed').then((explained) => explained.data);
+  // A text that fails to parse is not kept: the evaluation reports the failure.
+  parsed.catch(() => parsedByComunica.delete(key));
+  return parsedByComunica.set(key, parsed, key.length);
+}
+
+/**
  * Evaluates a query over the store within the limits. Updates are refused here (see evaluateUpdate).
+ * `parsed` is the caller's parseSparql of the same text and options, when it has one.
  *
  * Known limit: Comunica runs some operators synchronously (a hash join feeding an aggregate, e.g. a
  * GROUP BY over a cross product); such a query holds the event loop until it finishes, and no timer
  * in this process can interrupt it. Only evaluation in a worker thread (terminated on timeout) would.
  */
-export async function evaluateQuery(store: Store, text: string, limits: SparqlLimits, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): Promise<SparqlResult> {
-  const parsed = parseSparql(text, options);
+export async function evaluateQuery(store: Store, text: string, limits: SparqlLimits, options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql } = {}): Promise<SparqlResult> {
+  const parsed = options.parsed ?? parseSparql(text, options);
   if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
   const base = { sources: [store], ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
+  const query = async () => comunicaQuery(text, base) as never;
   if (parsed.queryType === 'ASK') {
-    return evaluate(limits.timeoutMs, async (context) => ({ kind: 'boolean', value: await engine.queryBoolean(text, context as never) }), base);
+    return evaluate(limits.timeoutMs, async (context) => ({ kind: 'boolean', value: await engine.queryBoolean(await query(), context as never) }), base);
   }
   if (parsed.queryType === 'SELECT') {
     return evaluate(
       limits.timeoutMs,
       async (context) => {
-        const stream = await engine.queryBindings(text, context as never);
+        const stream = await engine.queryBindings(await query(), context as never);
         // Not awaited first: an empty result may never announce its metadata.
         let announced: string[] = [];
         stream.getProperty<{ variables: Array<{ variable: RDF.Variable }> }>('metadata', (metadata) => (announced = metadata.variables.map((v) => v.variable.value)));
@@ -200,7 +225,7 @@ export async function evaluateQuery(store: Store, text: string, limits: SparqlLi
   }
   return evaluate(
     limits.timeoutMs,
-    async (context) => ({ kind: 'quads', quads: await collect<RDF.Quad>((await engine.queryQuads(text, context as never)) as never, limits.maxResults, 'triples') }),
+    async (context) => ({ kind: 'quads', quads: await collect<RDF.Quad>((await engine.queryQuads(await query(), context as never)) as never, limits.maxResults, 'triples') }),
     base,
   );
 }

@@ -24,9 +24,11 @@ export interface ExecutionDependencies {
 /**
  * Records asked of a source per read call: one staged page, one heartbeat, one progress update.
  * Small enough that progress moves every few seconds on a slow API, large enough that staging
- * a million records takes thousands (not millions) of transactions.
+ * a million records takes a thousand transactions. It matches the records API's cap and the
+ * common remote page sizes (100, 250, 500, 1,000): a remote page is fetched once, not again for
+ * the records a smaller call left on it (bench/ingest.ts measures this path).
  */
-export const RECORDS_PER_PAGE = 200;
+export const RECORDS_PER_PAGE = 1000;
 
 export type TurnClaim =
   | { state: 'granted'; sourceNodeIds: string[] }
@@ -151,8 +153,8 @@ function stagingSink(trx: Executor, runId: string, sourceId: string, page: numbe
     passDedupe: (nodeId, records) => passDedupe(trx, runId, nodeId, sourceId, records.map((r) => ({ ...r, page }))),
     async deliver(destinationId, records) {
       const key = keys.get(destinationId) ?? null;
-      const staged = records.map((data, ordinal): StagedRecord => ({ page, ordinal, data, key: key ? stagingKey(destinationId, data, key) : null }));
-      await stageRecords(trx, runId, destinationId, sourceId, staged);
+      const staged = records.map((data): StagedRecord => ({ data, key: key ? stagingKey(destinationId, data, key) : null }));
+      await stageRecords(trx, runId, destinationId, sourceId, page, staged);
     },
   };
 }
@@ -178,7 +180,8 @@ async function holdNode(trx: Executor, runId: string, nodeId: string, attempt: n
  * Reads one source page by page: each page goes through the downstream transforms and is staged
  * for its destinations in one transaction with the node's progress, then heartbeated. A retry
  * resumes after the last heartbeated page and stages the pages after it again (replacing what a
- * dead attempt left), so nothing is staged twice and memory holds one page at a time.
+ * dead attempt left), so nothing is staged twice. The next page is read while one is staged, so
+ * memory holds at most two pages.
  */
 export async function extractSource(deps: ExecutionDependencies, runId: string, nodeId: string, hooks: ExtractHooks): Promise<{ recordsRead: number; pages: number; stopReason: StopReason | null }> {
   const { db } = deps;
@@ -197,8 +200,19 @@ export async function extractSource(deps: ExecutionDependencies, runId: string, 
   await unstageFrom(db, runId, nodeId, progress.page + 1);
   if (progress.page > 0 && progress.continuation === null) return finishExtraction(deps, context, node, progress, hooks.attempt);
 
+  const read = (after: unknown) => {
+    const reading = readPage(source.runtime, source.ctx, source.endpoint.target, sourceQuery(node, context.run, position, after), nodeId);
+    // Read ahead: left unawaited when staging fails or the run is canceled, and then dropped.
+    reading.catch(() => undefined);
+    return reading;
+  };
+  let reading = read(progress.continuation);
   for (;;) {
-    const page = await readPage(source.runtime, source.ctx, source.endpoint.target, sourceQuery(node, context.run, position, progress.continuation), nodeId);
+    const page = await reading;
+    // The next page is read while this one is staged (its continuation is known now): the remote
+    // API and PostgreSQL work at the same time, and memory holds at most these two pages. Progress
+    // still moves only after this page is staged, so a retry resumes exactly as before.
+    if (page.continuation !== null && page.continuation !== undefined) reading = read(page.continuation);
     const next: ExtractProgress = structuredClone(progress);
     next.page += 1;
     next.continuation = page.continuation ?? null;

@@ -1,27 +1,39 @@
+import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/connection';
 import type { StagedRows } from '../plugins/capability';
-import type { SqlParams } from '../plugins/sql/builder';
+import { SqlParams, toKnexBindings } from '../plugins/sql/builder';
 
 /**
  * A run's records between the source reads and the commit, in pipeline_run_rows. A record's place
  * is (source node, page, ordinal): re-staging a page after a retry replaces it, never doubles it.
+ *
+ * A page's records for one destination are staged as one row (ordinal PAGE_ROW, data
+ * {"keys": [...], "records": [...]}, a record's ordinal being its index in the page), not as a row
+ * per record: one tuple, one primary-key entry and one foreign-key check per page instead of per
+ * record, and the page's JSON is compressed as one value. The commit reads them back record by
+ * record (stagedRows), in staging order. Rows with ordinal >= 0 are a record each, as earlier
+ * versions staged them (a run in flight across an upgrade has both), and are read the same way.
  */
 export interface StagedRecord {
-  page: number;
-  ordinal: number;
   key: string | null;
   data: Record<string, unknown>;
 }
 
-/** Stages one page's records for one destination (inside the page's transaction). */
-export async function stageRecords(db: Executor, runId: string, destinationId: string, sourceId: string, records: StagedRecord[]): Promise<void> {
+/** The ordinal of a row that holds a whole page. */
+const PAGE_ROW = -1;
+
+/**
+ * Stages one page's records for one destination, as one row (inside the page's transaction, which
+ * holds the node: see holdNode). A page is never staged twice: a retry unstages from its resume
+ * page first and a superseded attempt is fenced out, so a plain INSERT suffices, and a page staged
+ * twice would fail loudly rather than keep either copy silently.
+ */
+export async function stageRecords(db: Executor, runId: string, destinationId: string, sourceId: string, page: number, records: StagedRecord[]): Promise<void> {
   if (!records.length) return;
-  const rows = JSON.stringify(records.map((r) => ({ page: r.page, ordinal: r.ordinal, row_key: r.key, data: r.data })));
+  const data = JSON.stringify({ keys: records.map((r) => r.key), records: records.map((r) => r.data) });
   await db.raw(
-    `INSERT INTO pipeline_run_rows (run_id, node_id, source_node_id, page, ordinal, row_key, data)
-     SELECT ?, ?, ?, r.page, r.ordinal, r.row_key, r.data FROM jsonb_to_recordset(?::jsonb) AS r(page int, ordinal int, row_key text, data jsonb)
-     ON CONFLICT DO NOTHING`,
-    [runId, destinationId, sourceId, rows],
+    'INSERT INTO pipeline_run_rows (run_id, node_id, source_node_id, page, ordinal, row_key, data) VALUES (?, ?, ?, ?, ?, NULL, ?::jsonb)',
+    [runId, destinationId, sourceId, page, PAGE_ROW, data],
   );
 }
 
@@ -65,44 +77,53 @@ export async function passDedupe(db: Executor, runId: string, nodeId: string, so
   return new Set(rows.filter((row) => row.first).map((row) => row.ordinal));
 }
 
-/** Staged rows of one destination as the capabilities read them at commit. */
+/**
+ * Every record staged for one destination, with its place, in staging order (source node, page,
+ * ordinal): the staged rows in primary-key order, each page row unnested (its function arguments
+ * are evaluated once per row, so a page is decompressed once) and each record row as a page of one.
+ * The nested loop over the ordered rows keeps their order, so no sort of the records is needed.
+ * Columns source_node_id, page, ordinal, row_key, data.
+ */
+function placedRecords(params: SqlParams, runId: string, destinationId: string): string {
+  const paged = `r.ordinal = ${PAGE_ROW}`;
+  return `SELECT r.source_node_id, r.page, CASE WHEN ${paged} THEN (e.position - 1)::int ELSE r.ordinal END AS ordinal, e.row_key, e.data
+      FROM (SELECT * FROM pipeline_run_rows WHERE run_id = ${params.add(runId)}::uuid AND node_id = ${params.add(destinationId)} ORDER BY source_node_id, page, ordinal) r
+      CROSS JOIN LATERAL ROWS FROM (
+        jsonb_array_elements(CASE WHEN ${paged} THEN r.data -> 'records' ELSE jsonb_build_array(r.data) END),
+        jsonb_array_elements_text(CASE WHEN ${paged} THEN r.data -> 'keys' ELSE jsonb_build_array(r.row_key) END)
+      ) WITH ORDINALITY AS e(data, row_key, position)`;
+}
+
+/**
+ * Staged rows of one destination as the capabilities read them at commit. `batches` streams them
+ * (in staging order, or by key with latestPerKey) through a cursor of the commit's transaction
+ * (`db` must be one): one query, fetched `size` records at a time, so a batch never holds more
+ * than `size` records.
+ */
 export function stagedRows(db: Executor, runId: string, destinationId: string): StagedRows {
   const relation = (params: SqlParams, { latestPerKey }: { latestPerKey: boolean }) => {
-    const where = `run_id = ${params.add(runId)}::uuid AND node_id = ${params.add(destinationId)}`;
+    const placed = placedRecords(params, runId, destinationId);
     return latestPerKey
-      ? `SELECT DISTINCT ON (row_key) row_key, data FROM pipeline_run_rows WHERE ${where} ORDER BY row_key, source_node_id DESC, page DESC, ordinal DESC`
-      : `SELECT row_key, data FROM pipeline_run_rows WHERE ${where}`;
+      ? `SELECT DISTINCT ON (row_key) row_key, data FROM (${placed}) s ORDER BY row_key, source_node_id DESC, page DESC, ordinal DESC`
+      : `SELECT row_key, data FROM (${placed}) s`;
   };
   return {
     relation,
     async *batches(size, { latestPerKey }) {
-      // Keyset paging (by key, or by place), so a batch never holds more than `size` records.
-      let after: [string, string, number, number] | undefined;
-      for (;;) {
-        const { rows } = latestPerKey
-          ? await db.raw<{ rows: StagedRow[] }>(
-            `SELECT DISTINCT ON (row_key) source_node_id, page, ordinal, row_key, data FROM pipeline_run_rows
-              WHERE run_id = ? AND node_id = ? AND row_key > ? ORDER BY row_key, source_node_id DESC, page DESC, ordinal DESC LIMIT ?`,
-            [runId, destinationId, after?.[0] ?? '', size],
-          )
-          : await db.raw<{ rows: StagedRow[] }>(
-            `SELECT source_node_id, page, ordinal, row_key, data FROM pipeline_run_rows
-              WHERE run_id = ? AND node_id = ? AND (source_node_id, page, ordinal) > (?, ?, ?) ORDER BY source_node_id, page, ordinal LIMIT ?`,
-            [runId, destinationId, after?.[1] ?? '', after?.[2] ?? -1, after?.[3] ?? -1, size],
-          );
-        if (rows.length) yield rows.map((row) => ({ key: row.row_key, data: row.data }));
-        if (rows.length < size) return;
-        const last = rows[rows.length - 1];
-        after = [last.row_key ?? '', last.source_node_id, last.page, last.ordinal];
+      if (!('isTransaction' in db && db.isTransaction)) throw new Error('stagedRows(...).batches reads through a cursor: call it inside the commit\'s transaction.');
+      const params = new SqlParams();
+      const { sql, bindings } = toKnexBindings(relation(params, { latestPerKey }), params.values);
+      const cursor = `weft_staged_${randomUUID().replace(/-/g, '')}`;
+      await db.raw(`DECLARE ${cursor} NO SCROLL CURSOR FOR ${sql}`, bindings as never[]);
+      try {
+        for (;;) {
+          const { rows } = await db.raw<{ rows: Array<{ row_key: string | null; data: Record<string, unknown> }> }>(`FETCH FORWARD ${Math.max(1, Math.floor(size))} FROM ${cursor}`);
+          if (rows.length) yield rows.map((row) => ({ key: row.row_key, data: row.data }));
+          if (rows.length < size) return;
+        }
+      } finally {
+        await db.raw(`CLOSE ${cursor}`).catch(() => undefined);
       }
     },
   };
-}
-
-interface StagedRow {
-  source_node_id: string;
-  page: number;
-  ordinal: number;
-  row_key: string | null;
-  data: Record<string, unknown>;
 }

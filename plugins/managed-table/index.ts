@@ -75,6 +75,35 @@ const jsonbConditions: ConditionDialect = {
   exists: (field, params) => `${fieldSql(field, params)} <> 'null'::jsonb`,
 };
 
+/**
+ * `data ->> field` renders a field as text without building a jsonb value per record: a string as
+ * itself, a number as numeric text (a digit or "-" first), true/false, an object or array as JSON
+ * text ("{" or "[" first), JSON null and a missing field as SQL NULL. So for a string that cannot be
+ * the rendering of anything else, `data ->> field = string` holds exactly when the field is that
+ * string: the same records as the jsonb comparison.
+ */
+const unambiguousText = (value: unknown): value is string => typeof value === 'string' && !/^[-0-9{[]/.test(value) && value !== 'true' && value !== 'false';
+
+/**
+ * Reads compile conditions as writes do, but compare strings as text where that means the same
+ * (see unambiguousText), and put a text comparison in front of the exact jsonb one where it may not:
+ * a full scan of a large table evaluates its conditions on every record version, and building a jsonb
+ * value per record and per condition is most of their cost.
+ */
+const readConditions: ConditionDialect = {
+  ...jsonbConditions,
+  compare(field, op, value, params) {
+    if (op !== 'eq' || typeof value !== 'string') return jsonbConditions.compare(field, op, value, params);
+    const text = `(data ->> ${params.add(field)}::text) = ${params.add(value)}::text`;
+    return unambiguousText(value) ? text : `${text} AND ${jsonbConditions.compare(field, op, value, params)}`;
+  },
+  isIn(field, values, params) {
+    if (!values.every((value) => typeof value === 'string')) return jsonbConditions.isIn(field, values, params);
+    const text = `(data ->> ${params.add(field)}::text) = ANY (ARRAY(SELECT jsonb_array_elements_text(${jsonParam(values, params)})))`;
+    return values.every(unambiguousText) ? text : `${text} AND ${jsonbConditions.isIn(field, values, params)}`;
+  },
+};
+
 function toSnapshotInfo(row: SnapshotRow): SnapshotInfo {
   return { id: row.id, version: String(row.version), committedAt: row.committed.toISOString() };
 }
@@ -134,7 +163,7 @@ async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unk
 
   const params = new SqlParams();
   const version = params.add(snapshot.version);
-  const where = compileWhere(query.where, jsonbConditions, params);
+  const where = compileWhere(query.where, readConditions, params);
   const keyset: KeysetColumn[] = [
     ...query.orderBy.map((term): KeysetColumn => ({ sql: fieldSql(term.field, params), direction: term.direction, cast: '::jsonb', nullable: false })),
     // row_key is unique within a snapshot: the tie-breaker that makes every position distinct.
@@ -142,11 +171,16 @@ async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unk
   ];
   const after = cursor?.key ? keysetAfter(keyset, cursor.key, params) : 'TRUE';
   const limit = params.add(query.limit + 1);
+  // The page is chosen inside; its positions are written as text outside, for the page's rows
+  // only (not for every row the sort meets, as a position in the sorted select list would be).
+  const picked: KeysetColumn[] = keyset.map((column, i) => ({ ...column, sql: `k${i}` }));
   const { rows } = await run<{ data: Record<string, unknown>; position: Array<string | null> }>(
     ctx.db,
-    `SELECT data, ${cursorSelect(keyset)} AS position FROM ${qualified(schema, table)}
-      WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
-      ORDER BY ${orderByClause(keyset)} LIMIT ${limit}`,
+    `SELECT data, ${cursorSelect(picked)} AS position FROM (
+      SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
+        WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
+        ORDER BY ${orderByClause(picked)} LIMIT ${limit}) page
+      ORDER BY ${orderByClause(picked)}`,
     params,
   );
   const page = rows.slice(0, query.limit);

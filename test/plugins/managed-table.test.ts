@@ -65,6 +65,18 @@ describe('managed_table capability', () => {
     assert.deepEqual(bobby.rows.map((r: Record<string, unknown>) => [r.kind, r.by, (r.at as Date).toISOString(), r.from, r.to]), [['write', 'action-7', second.snapshot!.committedAt, 2, 5]]);
   });
 
+  it('matches eq and in on strings by JSON type and value, also strings that read like other JSON', async () => {
+    const target = { table: 'lookalikes', primaryKey: ['k'] };
+    const values: unknown[] = [5, '5', -1.5, '-1.5', true, 'true', false, 'false', { a: 1 }, '{"a": 1}', [1], '[1]', null, '', 'x', 'null'];
+    await capability.writeRecords!(ctx, target, { operation: 'append', provenance: run(), rows: [...values.map((v, k) => ({ k, v })), { k: values.length }] });
+    const keys = async (where: Condition[]) => (await capability.readRecords(ctx, target, query({ where, orderBy: [{ field: 'k', direction: 'asc' }], limit: 1000 }))).records.map((r) => r.k);
+    const strings = values.filter((v): v is string => typeof v === 'string');
+    for (const value of strings) assert.deepEqual(await keys([{ field: 'v', op: 'eq', value }]), [values.indexOf(value)], `eq ${JSON.stringify(value)}`);
+    assert.deepEqual(await keys([{ field: 'v', op: 'in', values: ['5', 'x'] }]), [values.indexOf('5'), values.indexOf('x')]);
+    assert.deepEqual(await keys([{ field: 'v', op: 'in', values: ['x', ''] }]), [values.indexOf(''), values.indexOf('x')]);
+    assert.deepEqual(await keys([{ field: 'v', op: 'in', values: ['true', '[1]', 'absent'] }]), [values.indexOf('true'), values.indexOf('[1]')]);
+  });
+
   it('pages with a keyset continuation pinned to the first page’s snapshot', async () => {
     const target = { table: 'scores', primaryKey: ['id'] };
     const rows = Array.from({ length: 23 }, (_, i) => ({ id: i + 1, ...(i % 5 === 0 ? {} : { score: i % 4 }) }));
