@@ -22,7 +22,17 @@ export function createPipelineRunActivities(deps: ExecutionDependencies) {
       }));
     },
 
-    commitRun: ({ runId }: { runId: string }) => asActivity(() => commitRun(deps, runId)),
+    /**
+     * One transaction, which may take minutes on a large run: it heartbeats while it works, so a
+     * dead worker is noticed within the heartbeat timeout instead of the start-to-close timeout.
+     * A killed attempt's transaction rolls back, and the retry commits (or finds it committed).
+     */
+    commitRun({ runId }: { runId: string }) {
+      const context = Context.current();
+      context.heartbeat();
+      const beat = setInterval(() => context.heartbeat(), 5_000);
+      return asActivity(() => commitRun(deps, runId)).finally(() => clearInterval(beat));
+    },
 
     endRun: ({ runId, status, error }: { runId: string; status: 'failed' | 'canceled'; error: RunErrorEvidence | null }) => asActivity(() => endRun(deps.db, runId, status, error)),
 

@@ -17,10 +17,13 @@ import type { PipelineRunActivities } from '../activities/pipeline-runs';
 import type { RunErrorEvidence } from '../db/models';
 import { PipelineRunInput, runSearchAttributes, runTurnSignal, runWorkflowId, ScheduledLaunchInput } from './names';
 
-const { claimRunTurn, commitRun, endRun } = proxyActivities<PipelineRunActivities>({
-  startToCloseTimeout: '10 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 } as const;
+
+const { claimRunTurn, endRun } = proxyActivities<PipelineRunActivities>({ startToCloseTimeout: '10 minutes', retry: RETRY });
+
+// The commit heartbeats while its transaction runs: a worker killed mid-commit is retried within
+// the heartbeat timeout. (Activity options are not part of replay, so running workflows take this too.)
+const { commitRun } = proxyActivities<PipelineRunActivities>({ startToCloseTimeout: '1 hour', heartbeatTimeout: '30 seconds', retry: RETRY });
 
 /**
  * The turn claim is one short transaction: run as a local activity (in the worker that runs the
