@@ -162,19 +162,24 @@ async function quadsOfBinding(db: Executor, principal: Principal, encryptionKey:
   const quads: Quad[] = [];
   let records = 0;
   let cursor: string | undefined;
+  let leftOver: boolean;
   // The snapshot the cache key names, on every page (a cursor is bound to its read's parameters); an
-  // endpoint never written has none to pin.
+  // endpoint never written has none to pin. The page size is fixed for the same reason: the last
+  // page is cut to the budget here, not by asking for fewer records.
   const pinned = snapshotId && snapshotId !== EMPTY_SNAPSHOT.id ? { snapshotId } : {};
+  const limit = Math.min(PAGE, budget);
   do {
-    const page = await readEndpointRecords(db, principal, encryptionKey, binding.dataEndpointId, { limit: Math.min(PAGE, budget - records), select: bindingFields(binding.mapping).join(','), cursor, ...pinned });
-    for (const record of page.data) {
+    const page = await readEndpointRecords(db, principal, encryptionKey, binding.dataEndpointId, { limit, select: bindingFields(binding.mapping).join(','), cursor, ...pinned });
+    const taken = page.data.length > budget - records ? page.data.slice(0, budget - records) : page.data;
+    for (const record of taken) {
       const mapped = mapRecord(record, binding.termId, binding.mapping, pkg.terms, pkg.baseIri);
       if (mapped) for (const quad of mapped.quads) quads.push(quad);
     }
-    records += page.data.length;
+    records += taken.length;
+    leftOver = taken.length < page.data.length;
     cursor = page.metadata.nextCursor ?? undefined;
   } while (cursor && records < budget);
-  const part = { quads, records, truncated: Boolean(cursor) };
+  const part = { quads, records, truncated: leftOver || Boolean(cursor) };
   return cacheKey ? boundQuads.set(cacheKey, part, quads.length) : part;
 }
 

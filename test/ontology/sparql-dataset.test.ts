@@ -5,7 +5,8 @@ import { findCapability } from '../../plugins';
 import { capabilityContext } from '../../services/data-endpoints';
 import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
-import { bind, customerOntology, OntologyTenant, ontologyTenant } from '../support/ontology';
+import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { MAX_BOUND_RECORDS } from '../../services/sparql';
 
 // The endpoint keeps a built dataset while the package, the bindings a key may read and their
 // tables' snapshots are unchanged. These checks change each of those between queries and expect
@@ -84,5 +85,51 @@ describe('The SPARQL dataset kept between queries', function () {
     const rows = answer.body.results.bindings as Array<{ c: { value: string }; age?: unknown }>;
     assert.deepEqual(rows.map((row) => row.c.value), ['https://example.com/people/1', 'https://example.com/people/2', 'https://example.com/people/3']);
     assert.ok(rows.every((row) => row.age === undefined), 'the unmapped property is gone');
+  });
+});
+
+describe('The SPARQL dataset’s record bound', function () {
+  this.timeout(240_000);
+  let t: OntologyTenant;
+  let baseIri: string;
+  const orders = MAX_BOUND_RECORDS + 500;
+
+  before(async () => {
+    t = await ontologyTenant();
+    const packageId = await customerOntology(t);
+    baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
+    const customers = await seededTable(t, [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob', years: 52 },
+      { id: 3, full_name: 'Cy', years: 30 },
+    ]);
+    // Read first (bindings are read in creation order), so the orders get a budget that is not a multiple of a page.
+    await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name' } }, requiredReadPermissions: ['customers.read'] });
+    const rows = Array.from({ length: orders }, (_, i) => ({ id: i + 1, amount: i % 1000 }));
+    const table = await seededTable(t, rows.slice(0, 10_000));
+    const endpoint = (await t.client.get(`/api/v1/data-endpoints/${table}`)).body.dataEndpoint;
+    const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+    for (let i = 10_000; i < orders; i += 10_000) {
+      await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows: rows.slice(i, i + 10_000), provenance: { kind: 'write', id: randomUUID() } });
+    }
+    await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: table, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' } } });
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+  });
+
+  const countOrders = async (key: string) => {
+    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) WHERE { ?o a :Order }`;
+    const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return { orders: Number(res.body.results.bindings[0].n.value), truncated: res.headers.get('weft-dataset-truncated') };
+  };
+
+  it('maps at most the bound, says so, and keeps to it when the dataset is kept', async () => {
+    // 3 customers first, then orders up to the bound: the last page is cut, not asked for with another size.
+    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' });
+    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' }, 'the same from what was kept');
+    // A key without the customers’ grant: the orders have the whole budget.
+    const other = await newKey(t.ws, { scopes: ['sparql:query'] });
+    assert.deepEqual(await countOrders(other), { orders: MAX_BOUND_RECORDS, truncated: 'true' });
+    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' });
   });
 });
