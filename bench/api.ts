@@ -18,13 +18,15 @@ import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { call, freePort, startBenchWeft } from './support/weft';
 import { emit, figure, median, row, BenchRow } from './support/report';
+import { benchFlags, count } from './support/options';
 import type { Db } from '../db/connection';
 import { sha256Hex } from '../core/secrets';
 import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/api-limits';
 import { capabilityContext, requireDataEndpoint } from '../services/data-endpoints';
 import { managedTableCapability } from '../plugins/managed-table';
 
-const seconds = Number(process.argv.includes('--seconds') ? process.argv[process.argv.indexOf('--seconds') + 1] : 10);
+const flags = benchFlags('npm run bench -- api', { seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' } });
+const seconds = count(flags.seconds, 'seconds', 10);
 const CONNECTIONS = 50;
 
 interface Measured { rps: number; p50: number; p99: number }

@@ -40,10 +40,12 @@ import { BenchRow, emit, figure, row } from './support/report';
 import { DLT_VERSION, ensureDlt, runDltIngest } from './support/dlt';
 import { ingestRecord } from './support/ingest-records';
 import { rssMb, Usage, watchUsage } from './support/ingest-proc';
+import { benchFlags, counts, names } from './support/options';
 
 const BENCHMARK = 'ingest';
 const PAGE_SIZE = 1000;
-type Peer = 'weft' | 'dlt' | 'copy';
+const PEERS = ['weft', 'dlt', 'copy'] as const;
+type Peer = (typeof PEERS)[number];
 
 interface Options {
   scales: number[];
@@ -54,32 +56,19 @@ interface Options {
   dltFormat?: string;
 }
 
-function options(argv: string[]): Options {
-  const opts: Options = { scales: [100_000, 1_000_000], only: ['weft', 'dlt', 'copy'], profile: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const next = (): string => {
-      const value = argv[++i];
-      if (value === undefined) throw new Error(`${arg} needs a value`);
-      return value;
-    };
-    if (arg === '--records') opts.scales = next().split(',').map((s) => positive(s, '--records'));
-    else if (arg === '--only') opts.only = next().split(',').map((s) => s.trim() as Peer);
-    else if (arg === '--profile') opts.profile = true;
-    else if (arg === '--dlt-format') opts.dltFormat = next();
-    else if (arg === '--help' || arg === '-h') {
-      console.log('usage: tsx bench/ingest.ts [--records N[,M...]] [--only weft,dlt,copy] [--profile] [--dlt-format csv]');
-      process.exit(0);
-    } else throw new Error(`unknown argument ${arg}`);
-  }
-  if (opts.only.some((peer) => !['weft', 'dlt', 'copy'].includes(peer))) throw new Error('--only takes weft, dlt and copy');
-  return opts;
-}
-
-function positive(text: string, flag: string): number {
-  const value = Math.floor(Number(text.replace(/_/g, '').replace(/k$/i, '000').replace(/m$/i, '000000')));
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} wants a positive number, got ${text}`);
-  return value;
+function options(): Options {
+  const flags = benchFlags('npm run bench -- ingest', {
+    records: { type: 'string', help: 'scales, e.g. 100k,1M (default 100k,1M)' },
+    only: { type: 'string', help: 'peers to run: weft,dlt,copy (default all)' },
+    profile: { type: 'boolean', help: 'write a V8 CPU profile of the worker and print where its time went' },
+    'dlt-format': { type: 'string', help: "dlt's loader file format (csv loads with COPY)" },
+  });
+  return {
+    scales: counts(flags.records, 'records', [100_000, 1_000_000]),
+    only: names(flags.only, 'only', PEERS, [...PEERS]),
+    profile: flags.profile ?? false,
+    dltFormat: flags['dlt-format'],
+  };
 }
 
 const label = (n: number): string => (n >= 1_000_000 && n % 1_000_000 === 0 ? `${n / 1_000_000}M` : n >= 1000 && n % 1000 === 0 ? `${n / 1000}k` : String(n));
@@ -338,7 +327,7 @@ function summarizeProfile(file: string, window: { fromUs: number; toUs: number }
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const opts = options(process.argv.slice(2));
+  const opts = options();
   const python = opts.only.includes('dlt') ? ensureDlt() : '';
   const api = await startApi();
   const weft = await startBenchWeft({ name: BENCHMARK, worker: !opts.profile, temporal: true });

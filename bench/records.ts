@@ -10,13 +10,9 @@
  * in alternating rounds of a few pages so load from other work on the machine falls on all alike.
  * Every side must return the same pages.
  *
- *   npx tsx bench/records.ts                       # 1,000,000 rows, 500 timed pages per side
- *   npx tsx bench/records.ts --rows 100000 --iterations 100 --warmup 10
+ *   npm run bench -- records                       # 1,000,000 rows, 500 timed pages per side
+ *   npm run bench -- records --rows 100k --iterations 100 --warmup 10   (--help lists the flags)
  *
- * Flags: --rows N (table size), --iterations N (timed pages per side), --warmup N (untimed pages
- * per side first), --concurrency N (cursor chains read at once, each side), --depth F (where the
- * chains start, as a fraction of the matching rows), --round N (pages per side before switching),
- * --diagnose (also time the managed_table read called in this process, without the API around it).
  * RECORDS_API_NODE_ARGS passes node flags to the API process (e.g. --cpu-prof).
  */
 import { randomUUID } from 'node:crypto';
@@ -27,25 +23,27 @@ import type { RecordsQuery } from '../plugins/capability';
 import { qualified, workspaceSchema } from '../plugins/managed-table/storage';
 import { call, startBenchWeft, BenchWeft } from './support/weft';
 import { BenchRow, emit, figure, percentile, row } from './support/report';
+import { amount, benchFlags, count } from './support/options';
 import { mintRecordsCursor } from './support/records-cursor';
 
 const BENCH = 'records';
 
-function flag(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`);
-  if (index < 0) return fallback;
-  const value = Number(process.argv[index + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} takes a positive number`);
-  return value;
-}
-
-const ROWS = Math.round(flag('rows', 1_000_000));
-const ITERATIONS = Math.round(flag('iterations', 500));
-const WARMUP = Math.round(flag('warmup', 50));
-const CONCURRENCY = Math.round(flag('concurrency', 1));
-const DEPTH = flag('depth', 0.5);
-const ROUND = Math.round(flag('round', 5));
-const DIAGNOSE = process.argv.includes('--diagnose');
+const flags = benchFlags('npm run bench -- records', {
+  rows: { type: 'string', help: 'rows in the table (default 1M)' },
+  iterations: { type: 'string', help: 'timed pages per side (default 500)' },
+  warmup: { type: 'string', help: 'untimed pages per side first (default 50)' },
+  concurrency: { type: 'string', help: 'cursor chains read at once, each side (default 1)' },
+  depth: { type: 'string', help: 'where the chains start, as a fraction of the matching rows (default 0.5)' },
+  round: { type: 'string', help: 'pages per side before switching (default 5)' },
+  diagnose: { type: 'boolean', help: 'also time the managed_table read called in this process, without the API around it' },
+});
+const ROWS = count(flags.rows, 'rows', 1_000_000);
+const ITERATIONS = count(flags.iterations, 'iterations', 500);
+const WARMUP = Math.round(amount(flags.warmup, 'warmup', 50));
+const CONCURRENCY = count(flags.concurrency, 'concurrency', 1);
+const DEPTH = amount(flags.depth, 'depth', 0.5);
+const ROUND = count(flags.round, 'round', 5);
+const DIAGNOSE = flags.diagnose ?? false;
 
 const TABLE = 'events';
 const LIMIT = 100;

@@ -1,6 +1,7 @@
 /**
  * `npm run bench` runs every benchmark, each in its own process, and prints one table of ratios
- * against the peers measured in the same run; `npm run bench -- NAME [NAME…]` runs some. The last
+ * against the peers measured in the same run; `npm run bench -- NAME [NAME…] [--flag …]` runs some,
+ * passing the flags from the first one on to each (`npm run bench -- NAME --help` lists them). The last
  * table, with the machine it ran on, is kept in bench/README.md (between the last-run markers)
  * when every benchmark ran.
  */
@@ -12,10 +13,10 @@ import { BenchRow, parseRows, table } from './support/report';
 
 export const BENCHMARKS = ['api', 'ingest', 'records', 'sparql', 'runs'] as const;
 
-function runOne(name: string): Promise<{ rows: BenchRow[]; code: number | null; seconds: number }> {
+function runOne(name: string, flags: string[]): Promise<{ rows: BenchRow[]; code: number | null; seconds: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, `${name}.ts`)], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, `${name}.ts`), ...flags], {
       cwd: path.join(__dirname, '..'),
       env: { ...process.env, WEFT_BENCH_RUNNER: '1' },
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -36,7 +37,14 @@ function machine(): string {
 }
 
 async function main(): Promise<void> {
-  const asked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+  const args = process.argv.slice(2);
+  const firstFlag = args.findIndex((a) => a.startsWith('-'));
+  const asked = firstFlag < 0 ? args : args.slice(0, firstFlag);
+  const flags = firstFlag < 0 ? [] : args.slice(firstFlag);
+  if (flags.length && !asked.length) {
+    console.error('Flags belong to a benchmark: name it first, e.g. npm run bench -- ingest --records 100k.');
+    process.exit(2);
+  }
   const unknown = asked.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));
   if (unknown.length) {
     console.error(`Unknown benchmark ${unknown.join(', ')}: choose from ${BENCHMARKS.join(', ')}.`);
@@ -47,7 +55,7 @@ async function main(): Promise<void> {
   const failures: string[] = [];
   for (const name of names) {
     console.log(`\n== bench ${name}`);
-    const result = await runOne(name);
+    const result = await runOne(name, flags);
     rows.push(...result.rows);
     if (result.code !== 0) failures.push(`${name} (exit ${result.code})`);
     console.log(`== bench ${name}: ${result.seconds.toFixed(0)} s`);

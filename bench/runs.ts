@@ -4,15 +4,8 @@
  * over HTTP, transform, upsert into a PostgreSQL table) on the same Temporal dev server; then runs
  * per minute with many concurrent launches of different pipelines against as many bare workflows.
  *
- *   npx tsx bench/runs.ts                          # 20 timed runs per side, 50 concurrent
- *   npx tsx bench/runs.ts --runs 5 --concurrency 10 --history
- *
- * Flags: --runs N (timed sequential runs per side), --warmup N (untimed first), --concurrency N
- * (pipelines launched at once, and bare workflows started at once), --bursts N (rounds of those,
- * alternating sides; the median round counts), --records N (records on the
- * page), --poll (end Weft's latency at the first GET of the run that says succeeded, polled every
- * 20 ms, instead of at the run workflow's result), --history (print where a median run's time goes,
- * from its Temporal history).
+ *   npm run bench -- runs                          # 20 timed runs per side, 50 concurrent
+ *   npm run bench -- runs --runs 5 --concurrency 10 --history   (--help lists the flags)
  *
  * How the latency is measured. Weft: from sending POST …/execute to the run workflow's result,
  * awaited through the Temporal client (a long poll, so measuring adds no load). The run's status is
@@ -31,27 +24,29 @@ import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/wo
 import { temporalSettings } from '../core/temporal-config';
 import { call, startBenchWeft } from './support/weft';
 import { BenchRow, emit, figure, percentile, row } from './support/report';
+import { amount, benchFlags, count } from './support/options';
 import { createBareActivities, EventRecord } from './support/runs-bare-activities';
 import type { bareRunWorkflow } from './support/runs-bare-workflow';
 import { describeHistory, historySpan, historyTotals } from './support/runs-history';
 
 const BENCH = 'runs';
 
-function flag(name: string, fallback: number): number {
-  const index = process.argv.indexOf(`--${name}`);
-  if (index < 0) return fallback;
-  const value = Number(process.argv[index + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} takes a positive number`);
-  return Math.round(value);
-}
-
-const RUNS = flag('runs', 20);
-const WARMUP = flag('warmup', 3);
-const CONCURRENCY = flag('concurrency', 50);
-const RECORDS = flag('records', 50);
-const BURSTS = flag('bursts', 3);
-const POLL = process.argv.includes('--poll');
-const HISTORY = process.argv.includes('--history');
+const flags = benchFlags('npm run bench -- runs', {
+  runs: { type: 'string', help: 'timed sequential runs per side (default 20)' },
+  warmup: { type: 'string', help: 'untimed runs per side first (default 3)' },
+  concurrency: { type: 'string', help: 'pipelines launched at once, and bare workflows started at once (default 50)' },
+  records: { type: 'string', help: 'records on the page (default 50)' },
+  bursts: { type: 'string', help: 'rounds of concurrent launches, alternating sides; the median round counts (default 3)' },
+  poll: { type: 'boolean', help: "end Weft's latency at the first GET of the run that says succeeded (polled every 20 ms), not at the workflow's result" },
+  history: { type: 'boolean', help: "print where a median run's time goes, from its Temporal history" },
+});
+const RUNS = count(flags.runs, 'runs', 20);
+const WARMUP = Math.round(amount(flags.warmup, 'warmup', 3));
+const CONCURRENCY = count(flags.concurrency, 'concurrency', 50);
+const RECORDS = count(flags.records, 'records', 50);
+const BURSTS = count(flags.bursts, 'bursts', 3);
+const POLL = flags.poll ?? false;
+const HISTORY = flags.history ?? false;
 
 /** One page of events: GET /events answers {data: [...]} with every record; no pagination. */
 async function startEventsApi(records: EventRecord[]): Promise<{ baseUrl: string; requests: () => number; close(): Promise<void> }> {

@@ -23,6 +23,7 @@ import { runInNewContext } from 'node:vm';
 import { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { DataFactory, Quad, Store, Writer } from 'n3';
 import * as oxigraph from 'oxigraph';
+import { amount, benchFlags, count, counts, names } from './support/options';
 
 const { namedNode, literal, quad } = DataFactory;
 
@@ -45,39 +46,35 @@ interface Options {
 
 type Engine = 'n3' | 'oxigraph';
 
-function options(argv: string[]): Options {
-  const opts: Options = { scales: [10_000, 100_000], only: [], runs: 5, warmup: 2 };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const next = (): string => {
-      const value = argv[++i];
-      if (value === undefined) throw new Error(`${arg} needs a value`);
-      return value;
-    };
-    if (arg === '--scale') opts.scales = next().split(',').map((s) => positive(s, '--scale'));
-    else if (arg === '--query') opts.only = next().split(',');
-    else if (arg === '--runs') opts.runs = positive(next(), '--runs');
-    else if (arg === '--warmup') opts.warmup = Math.max(0, Math.floor(Number(next())));
-    else if (arg === '--child') opts.child = true;
-    else if (arg === '--quad-load-child') {
-      const [triples, runs] = next().split(':');
-      opts.quadLoadChild = { triples: positive(triples, '--quad-load-child'), runs: positive(runs, '--quad-load-child') };
-    } else if (arg === '--memory-child') {
-      const [engine, triples] = next().split(':');
-      opts.memoryChild = { engine: engine as Engine, triples: positive(triples, '--memory-child') };
-    } else if (arg === '--help' || arg === '-h') {
-      console.log(`usage: tsx bench/sparql-engines.ts [--scale N[,N...]] [--query ID[,ID...]] [--runs N] [--warmup N]\nqueries: ${QUERIES.map((q) => q.id).join(', ')}`);
-      process.exit(0);
-    } else throw new Error(`unknown argument ${arg}`);
-  }
-  return opts;
+function options(): Options {
+  const flags = benchFlags('npm run bench:sparql --', {
+    scale: { type: 'string', help: 'approximate triples per scale, e.g. 10000,100000 (default 10k,100k)' },
+    query: { type: 'string', help: `query ids (default all): ${QUERIES.map((q) => q.id).join(', ')}` },
+    runs: { type: 'string', help: 'timed runs per query (default 5)' },
+    warmup: { type: 'string', help: 'warm-up runs per query (default 2)' },
+    child: { type: 'boolean', help: 'internal: run one scale in this process' },
+    'quad-load-child': { type: 'string', help: 'internal: TRIPLES:RUNS, time loading Oxigraph quad by quad' },
+    'memory-child': { type: 'string', help: "internal: ENGINE:TRIPLES, measure one engine's memory" },
+  });
+  const pair = (text: string | undefined, flag: string): [string, string] | undefined => {
+    if (text === undefined) return undefined;
+    const [first, second] = text.split(':');
+    if (!first || !second) throw new Error(`--${flag} wants A:B, got ${text}`);
+    return [first, second];
+  };
+  const quadLoad = pair(flags['quad-load-child'], 'quad-load-child');
+  const memory = pair(flags['memory-child'], 'memory-child');
+  return {
+    scales: counts(flags.scale, 'scale', [10_000, 100_000]),
+    only: names(flags.query, 'query', QUERIES.map((q) => q.id), []),
+    runs: count(flags.runs, 'runs', 5),
+    warmup: Math.floor(amount(flags.warmup, 'warmup', 2)),
+    child: flags.child,
+    quadLoadChild: quadLoad && { triples: count(quadLoad[0], 'quad-load-child', 0), runs: count(quadLoad[1], 'quad-load-child', 0) },
+    memoryChild: memory && { engine: names(memory[0], 'memory-child', ['n3', 'oxigraph'] as const, [])[0], triples: count(memory[1], 'memory-child', 0) },
+  };
 }
 
-function positive(text: string, flag: string): number {
-  const value = Math.floor(Number(text.replace(/_/g, '')));
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} wants a positive number, got ${text}`);
-  return value;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Data: an ontology package plus bound records, as triples
@@ -577,11 +574,9 @@ async function scale(target: number, opts: Options): Promise<{ mismatches: numbe
 }
 
 async function main(): Promise<void> {
-  const opts = options(process.argv.slice(2));
+  const opts = options();
   if (opts.memoryChild) return memoryChild(opts.memoryChild.engine, opts.memoryChild.triples);
   if (opts.quadLoadChild) return quadLoadChild(opts.quadLoadChild.triples, opts.quadLoadChild.runs);
-  const unknown = opts.only.filter((id) => !QUERIES.some((q) => q.id === id));
-  if (unknown.length) throw new Error(`unknown query id(s) ${unknown.join(', ')}; there are ${QUERIES.map((q) => q.id).join(', ')}`);
   if (opts.child) {
     const { mismatches } = await scale(opts.scales[0], opts);
     if (mismatches) console.log(`\n!!! ${mismatches} result mismatch(es) between the engines at this scale: see above.`);

@@ -46,6 +46,7 @@ import { readEndpointRecords } from '../services/records-read';
 import { bindingFields, mapRecord } from '../ontology/term-records';
 import { evaluateQuery } from '../ontology/sparql-engine';
 import { serializeResult } from '../ontology/sparql-results';
+import { amount, benchFlags, count as positiveCount, counts, names } from './support/options';
 
 const BENCHMARK = 'sparql';
 
@@ -62,36 +63,25 @@ interface Options {
   child: boolean;
 }
 
-function positive(text: string, flag: string): number {
-  const value = Math.floor(Number(text.replace(/_/g, '').replace(/k$/i, '000').replace(/m$/i, '000000')));
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} wants a positive number, got ${text}`);
-  return value;
-}
-
-function options(argv: string[]): Options {
-  const opts: Options = { scales: [100_000, 1_000_000], only: [], runs: 5, warmup: 2, profile: true, child: false };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const next = (): string => {
-      const value = argv[++i];
-      if (value === undefined) throw new Error(`${arg} needs a value`);
-      return value;
-    };
-    if (arg === '--triples' || arg === '--scale') opts.scales = next().split(',').map((s) => positive(s, arg));
-    else if (arg === '--query') opts.only = next().split(',');
-    else if (arg === '--runs') opts.runs = positive(next(), '--runs');
-    else if (arg === '--warmup') opts.warmup = Math.max(0, Math.floor(Number(next())));
-    else if (arg === '--cpu-prof') opts.cpuProf = next();
-    else if (arg === '--no-profile') opts.profile = false;
-    else if (arg === '--child') opts.child = true;
-    else if (arg === '--help' || arg === '-h') {
-      console.log(`usage: tsx bench/sparql.ts [--triples N[,M]] [--query ID[,ID]] [--runs N] [--warmup N] [--cpu-prof DIR] [--no-profile]\nqueries: ${MIX.map((q) => q.id).join(', ')}`);
-      process.exit(0);
-    } else throw new Error(`unknown argument ${arg}`);
-  }
-  const unknown = opts.only.filter((id) => !MIX.some((q) => q.id === id));
-  if (unknown.length) throw new Error(`unknown query id(s) ${unknown.join(', ')}; there are ${MIX.map((q) => q.id).join(', ')}`);
-  return opts;
+function options(): Options {
+  const flags = benchFlags('npm run bench -- sparql', {
+    triples: { type: 'string', help: 'scales, e.g. 100k,1M (default 100k,1M)' },
+    query: { type: 'string', help: `query ids (default all): ${MIX.map((q) => q.id).join(', ')}` },
+    runs: { type: 'string', help: 'timed runs per query (default 5)' },
+    warmup: { type: 'string', help: 'warm-up runs per query (default 2)' },
+    'cpu-prof': { type: 'string', help: "write the API process's CPU profiles into this folder" },
+    'no-profile': { type: 'boolean', help: 'skip the breakdown of the fixed cost' },
+    child: { type: 'boolean', help: 'internal: run one scale in this process' },
+  });
+  return {
+    scales: counts(flags.triples, 'triples', [100_000, 1_000_000]),
+    only: names(flags.query, 'query', MIX.map((q) => q.id), []),
+    runs: positiveCount(flags.runs, 'runs', 5),
+    warmup: Math.floor(amount(flags.warmup, 'warmup', 2)),
+    cpuProf: flags['cpu-prof'],
+    profile: !flags['no-profile'],
+    child: flags.child ?? false,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -653,7 +643,7 @@ function markdown(head: string[], body: string[][]): string {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const opts = options(process.argv.slice(2));
+  const opts = options();
   if (opts.child) {
     const rows = await scale(opts.scales[0], opts);
     for (const r of rows) process.stdout.write(`BENCH_RESULT ${JSON.stringify(r)}\n`);

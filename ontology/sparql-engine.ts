@@ -1,5 +1,5 @@
 import type * as RDF from '@rdfjs/types';
-import { QueryEngine } from '@comunica/query-sparql-rdfjs';
+import type { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { Store } from 'n3';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import { InputError } from '../core/errors';
@@ -57,7 +57,7 @@ interface ObservableBus {
 /**
  * Subscribes to Comunica's query-operation bus (Bus.subscribeObserver, the hook Comunica's own
  * statistics use), which sees every operator run. Reaching that bus goes through the engine's
- * actor wiring, which is not typed API: fail loudly at start-up if a Comunica upgrade moves it.
+ * actor wiring, which is not typed API: fail loudly on first use if a Comunica upgrade moves it.
  */
 function observeOperations(engine: QueryEngine): void {
   type Wiring = { actorInitQuery?: { mediatorQueryProcess?: { bus?: { actors?: Array<{ mediatorQueryOperation?: { bus?: ObservableBus } }> } } } };
@@ -80,8 +80,20 @@ function observeOperations(engine: QueryEngine): void {
   });
 }
 
-const engine = new QueryEngine();
-observeOperations(engine);
+let engineLoading: Promise<QueryEngine> | undefined;
+
+/**
+ * The engine, loaded on first use: Comunica's modules take about 45 MB, which a worker that never
+ * evaluates SPARQL should not carry. The API process preloads it once it listens.
+ */
+export function sparqlEngine(): Promise<QueryEngine> {
+  engineLoading ??= import('@comunica/query-sparql-rdfjs').then(({ QueryEngine: Engine }) => {
+    const engine = new Engine();
+    observeOperations(engine);
+    return engine;
+  });
+  return engineLoading;
+}
 
 /** Walks the parsed query for SERVICE patterns (in groups, unions, optionals, subqueries, EXISTS). */
 function usesService(node: unknown): boolean {
@@ -185,7 +197,7 @@ function comunicaQuery(text: string, context: Record<string, unknown>): Promise<
   const key = `${String(context.baseIRI ?? '')}\n${text}`;
   const kept = parsedByComunica.get(key);
   if (kept) return kept;
-  const parsed = engine.explain(text, { sources: context.sources, ...(context.baseIRI ? { baseIRI: context.baseIRI } : {}) } as never, 'parsed').then((explained) => explained.data);
+  const parsed = sparqlEngine().then((engine) => engine.explain(text, { sources: context.sources, ...(context.baseIRI ? { baseIRI: context.baseIRI } : {}) } as never, 'parsed')).then((explained) => explained.data);
   // A text that fails to parse is not kept: the evaluation reports the failure.
   parsed.catch(() => parsedByComunica.delete(key));
   return parsedByComunica.set(key, parsed, key.length);
@@ -204,6 +216,7 @@ export async function evaluateQuery(store: Store, text: string, limits: SparqlLi
   if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
   const base = { sources: [store], ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
   const query = async () => comunicaQuery(text, base) as never;
+  const engine = await sparqlEngine();
   if (parsed.queryType === 'ASK') {
     return evaluate(limits.timeoutMs, async (context) => ({ kind: 'boolean', value: await engine.queryBoolean(await query(), context as never) }), base);
   }
@@ -241,6 +254,7 @@ export async function evaluateUpdate(store: Store, text: string, limits: Pick<Sp
   if (parsed.parsed.type === 'update' && parsed.parsed.updates.some((operation) => 'type' in operation && operation.type === 'load')) {
     throw new InputError('load_refused', 'LOAD is not accepted: updates change this dataset only and fetch nothing.');
   }
+  const engine = await sparqlEngine();
   const scratch = new Store(store.getQuads(null, null, null, null));
   const context = { sources: [scratch], destination: scratch, ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
   await evaluate(limits.timeoutMs, (withEvaluation) => engine.queryVoid(text, withEvaluation as never), context);

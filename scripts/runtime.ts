@@ -11,6 +11,7 @@ import { KeyUsageRecorder } from '../services/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
+import { sparqlEngine } from '../ontology/sparql-engine';
 
 export interface RunningService {
   /** Graceful: stop accepting, finish in-flight work, release connections. */
@@ -44,6 +45,8 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${options.host ?? settings.host}:${port}`;
+  // The SPARQL engine loads on first use; the API loads it now, so no query waits for it.
+  void sparqlEngine().catch((error: Error) => logger.error({ err: error }, 'the SPARQL engine did not load'));
   return {
     url,
     server,

@@ -1,9 +1,9 @@
-import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker, bundleWorkflowCode, WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import path from 'node:path';
+import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities, ActivityDependencies } from '../activities';
 import { logger } from '../core/logger';
+import { workflowBundlePath } from './workflow-bundle';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let bundle: Promise<{ codePath: string }> | undefined;
 let runtimeInstalled = false;
 
 /** The SDK logs every worker state change at INFO; Weft's own logs say what matters. */
@@ -14,12 +14,13 @@ function installRuntime(): void {
   Runtime.install({ logger: new DefaultLogger(level) });
 }
 
-/** Bundles workflow code once per process: every worker started in it reuses the bundle. */
-function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({
-    workflowsPath: path.join(__dirname, '..', 'workflows', 'index.ts'),
-    logger: { trace() {}, debug() {}, info() {}, warn: (m) => logger.warn(m), error: (m) => logger.error(m), log() {} },
+/** Finds (or builds) the workflow bundle once per process: every worker started in it reuses it. */
+function workflowBundle(): Promise<{ codePath: string }> {
+  bundle ??= workflowBundlePath().then(({ codePath, built }) => {
+    logger.info({ codePath, built }, built ? 'workflow bundle built' : 'workflow bundle reused');
+    return { codePath };
   });
+  bundle.catch(() => (bundle = undefined));
   return bundle;
 }
 
