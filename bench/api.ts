@@ -25,7 +25,10 @@ import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } 
 import { capabilityContext, requireDataEndpoint } from '../services/data-endpoints';
 import { managedTableCapability } from '../plugins/managed-table';
 
-const flags = benchFlags('npm run bench -- api', { seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' } });
+const flags = benchFlags('npm run bench -- api', {
+  seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' },
+  'cpu-prof': { type: 'string', help: "write the API process's V8 CPU profile into this folder" },
+});
 const seconds = count(flags.seconds, 'seconds', 10);
 const CONNECTIONS = 50;
 
@@ -81,7 +84,12 @@ async function startPeer(bodies: Record<string, unknown>): Promise<{ url: string
 }
 
 async function main(): Promise<void> {
-  const weft = await startBenchWeft({ name: 'api', temporal: true, apiEnv: { LOG_LEVEL: 'info' } });
+  const weft = await startBenchWeft({
+    name: 'api',
+    temporal: true,
+    apiEnv: { LOG_LEVEL: 'info' },
+    apiNodeArgs: flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [],
+  });
   const rows: BenchRow[] = [];
   try {
     const { tenant } = weft;

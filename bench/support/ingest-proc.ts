@@ -25,7 +25,7 @@ export function cpuSeconds(pid: number): number | undefined {
 }
 
 /** PostgreSQL backends serving `database` on this machine: their titles read "postgres: USER DATABASE …". */
-function backendsOf(database: string): number[] {
+export function backendsOf(database: string): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

@@ -58,6 +58,9 @@ describe('The foundation', () => {
       assert.equal(res.body.organization.id, ws.workspaceId);
       assert.equal(res.body.organization.name, 'Acme Analytics');
       assert.equal(res.body.organization.projectCount, 1);
+      assert.equal(res.body.organization.memberCount, 1);
+      assert.deepEqual(res.body.organization.settings, { semanticConsumerMode: 'off' });
+      assert.ok(Math.abs(Date.parse(res.body.organization.createdAt) - Date.now()) < 60_000, 'createdAt is an ISO time of the bootstrap');
     });
 
     it('counts only the allowlisted projects for a project-restricted key', async () => {
