@@ -8,6 +8,7 @@ import type { AccessRequirement } from '../../services/access';
 import { createProject } from '../../services/projects';
 import { addMember, BootstrapResult, removeMember } from '../../services/workspaces';
 import { env } from '../support/environment';
+import { sampleValue } from '../support/schema-samples';
 import {
   expireKey,
   HttpResponse,
@@ -32,77 +33,6 @@ const pathParams = (route: RouteSpec) => (route.path.match(/:([A-Za-z_]+)/g) ?? 
 
 /** Bodies for routes whose schema the generic sample builder cannot satisfy, by operationId. */
 const SAMPLE_BODIES: Record<string, () => unknown> = {};
-
-let counter = 0;
-function sampleString(schema: JsonSchema): string {
-  counter += 1;
-  switch (schema.format) {
-    case 'uuid': return randomUUID();
-    case 'date-time': return new Date(Date.now() + 86_400_000).toISOString();
-    case 'date': return '2030-01-01';
-    case 'uri': case 'url': return 'https://example.com/sample';
-    case 'email': return 'someone@example.com';
-    case 'duration': return 'P1D';
-    default: break;
-  }
-  const min = Number(schema.minLength ?? 0);
-  const max = Number(schema.maxLength ?? 200);
-  const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : undefined;
-  const candidates = [`sample${counter}`, `sample_${counter}`, `sample-${counter}`, `s${counter}`, `S${counter}`, String(counter), 'a', 'sample.name'];
-  const fitted = candidates.map((c) => c.padEnd(min, 'x').slice(0, max));
-  return fitted.find((c) => !pattern || pattern.test(c)) ?? fitted[0];
-}
-
-/** A minimal value that satisfies a JSON Schema: required properties, minimum items and lengths. */
-function sampleValue(schema: JsonSchema): unknown {
-  if (schema.const !== undefined) return schema.const;
-  if (Array.isArray(schema.enum)) return schema.enum[0];
-  for (const keyword of ['oneOf', 'anyOf', 'allOf'] as const) {
-    const alternatives = schema[keyword] as JsonSchema[] | undefined;
-    if (!Array.isArray(alternatives) || alternatives.length === 0) continue;
-    const rest = { ...schema };
-    delete rest[keyword];
-    const parts = keyword === 'allOf' ? alternatives : [alternatives[0]];
-    const merged = parts.reduce<JsonSchema>((acc, part) => ({
-      ...acc,
-      ...part,
-      properties: { ...(acc.properties as object), ...(part.properties as object) },
-      required: [...((acc.required as string[]) ?? []), ...((part.required as string[]) ?? [])],
-    }), rest);
-    return sampleValue(merged);
-  }
-  const types = Array.isArray(schema.type) ? schema.type : [schema.type ?? (schema.properties ? 'object' : undefined)];
-  const type = types.find((t) => t !== 'null') ?? types[0];
-  switch (type) {
-    case 'object': {
-      const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
-      const out: Record<string, unknown> = {};
-      for (const name of (schema.required as string[] | undefined) ?? []) out[name] = properties[name] ? sampleValue(properties[name]) : 'sample';
-      for (const name of Object.keys(properties)) {
-        if (Object.keys(out).length >= Number(schema.minProperties ?? 0)) break;
-        if (!(name in out)) out[name] = sampleValue(properties[name]);
-      }
-      const extra = schema.additionalProperties;
-      while (extra !== false && Object.keys(out).length < Number(schema.minProperties ?? 0)) {
-        out[`sample${Object.keys(out).length}`] = typeof extra === 'object' && extra ? sampleValue(extra as JsonSchema) : 'sample';
-      }
-      return out;
-    }
-    case 'array':
-      return Array.from({ length: Number(schema.minItems ?? 0) }, () => sampleValue((schema.items ?? {}) as JsonSchema));
-    case 'string':
-      return sampleString(schema);
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1);
-    case 'boolean':
-      return false;
-    case 'null':
-      return null;
-    default:
-      return {};
-  }
-}
 
 function sampleBody(route: RouteSpec): unknown {
   if (!route.body) return undefined;

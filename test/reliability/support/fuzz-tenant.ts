@@ -1,10 +1,10 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { SCOPES } from '../../../core/scopes';
 import { installPlugin } from '../../../services/plugins';
 import type { BootstrapResult } from '../../../services/workspaces';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from '../../support/fixtures';
+import { expectStatus, managedEndpointPair, snapshotOf } from './tenant-fixtures';
 
 /**
  * The request fuzzer's tenant: a workspace with raised request limits, a key holding every scope,
@@ -25,11 +25,6 @@ export interface FuzzTenant {
   snapshot: { id: string; version: string };
 }
 
-function expectStatus(res: { status: number; body: unknown }, status: number | number[], what: string): void {
-  const wanted = Array.isArray(status) ? status : [status];
-  assert.ok(wanted.includes(res.status), `fuzz tenant, ${what}: expected ${wanted.join('/')}, got ${res.status} ${JSON.stringify(res.body)}`);
-}
-
 export async function fuzzTenant(): Promise<FuzzTenant> {
   const ws = await newWorkspace(`fuzz-${randomUUID().slice(0, 8)}`);
   await raiseRequestLimits(ws.workspaceId);
@@ -45,25 +40,9 @@ export async function fuzzTenant(): Promise<FuzzTenant> {
   expectStatus(second, 201, 'second project');
 
   const table = `fuzz_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
-  const source = await client.post('/api/v1/data-endpoints', {
-    name: table, namespace: 'fuzz', role: 'source', contractKind: 'source_stream',
-    pluginCapabilityInstallationId: installation.id, target: { table, primaryKey: ['id'] },
-    schemaHints: { primaryKey: ['id'], columns: [{ name: 'id' }, { name: 'total' }] },
-  });
-  expectStatus(source, 201, 'source endpoint');
-  const sourceId = source.body.dataEndpoint.id as string;
-  const destination = await client.post('/api/v1/data-endpoints', {
-    name: `${table}_copy`, namespace: 'fuzz', role: 'destination', contractKind: 'sink_table',
-    pluginCapabilityInstallationId: installation.id, target: { table: `${table}_copy`, primaryKey: ['id'] },
-  });
-  expectStatus(destination, 201, 'destination endpoint');
-  const destinationId = destination.body.dataEndpoint.id as string;
+  const { sourceId, destinationId } = await managedEndpointPair(client, installation.id, table, 'fuzz');
 
-  const snapshot = async () => {
-    const res = await client.get(`/api/v1/data-endpoints/${sourceId}/snapshot`);
-    expectStatus(res, 200, 'snapshot');
-    return { id: res.body.snapshot.id as string, version: String(res.body.snapshot.version) };
-  };
+  const snapshot = () => snapshotOf(client, sourceId);
   expectStatus(await client.put(`/api/v1/data-endpoints/${sourceId}/write-policy`, { allowedOperations: ['append', 'upsert', 'update', 'delete'] }), [200, 201], 'write policy');
   const applied = await client.post(`/api/v1/data-endpoints/${sourceId}/writes`, {
     actionId: randomUUID(), projectId: ws.projectId, idempotencyKey: `seed-${randomUUID()}`,

@@ -78,7 +78,8 @@ export async function connectMcp(key: string, path = '/mcp', baseUrl = env().bas
   return client;
 }
 
-function expectStatus(res: { status: number; body: unknown }, status: number | number[], what: string): void {
+/** Throws, naming the step and the answer, unless the status is one of `status`. */
+export function expectStatus(res: { status: number; body: unknown }, status: number | number[], what: string): void {
   const wanted = Array.isArray(status) ? status : [status];
   if (!wanted.includes(res.status)) throw new Error(`${what} answered ${res.status} (expected ${wanted.join('/')}) ${JSON.stringify(res.body)}`);
 }
@@ -121,19 +122,7 @@ export async function populateTenant(label: string, options: { releases?: number
 
   // Endpoints: a managed-table source (seeded by a governed write) and a managed-table sink.
   const table = `src_${label.toLowerCase()}_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
-  const source = await client.post('/api/v1/data-endpoints', {
-    name: table, namespace: 'tenant', role: 'source', contractKind: 'source_stream',
-    pluginCapabilityInstallationId: installation.id, target: { table, primaryKey: ['id'] },
-    schemaHints: { primaryKey: ['id'], columns: [{ name: 'id' }, { name: 'total' }] },
-  });
-  expectStatus(source, 201, 'source endpoint');
-  const sourceId = source.body.dataEndpoint.id as string;
-  const destination = await client.post('/api/v1/data-endpoints', {
-    name: `${table}_copy`, namespace: 'tenant', role: 'destination', contractKind: 'sink_table',
-    pluginCapabilityInstallationId: installation.id, target: { table: `${table}_copy`, primaryKey: ['id'] },
-  });
-  expectStatus(destination, 201, 'destination endpoint');
-  const destinationId = destination.body.dataEndpoint.id as string;
+  const { sourceId, destinationId } = await managedEndpointPair(client, installation.id, table, 'tenant');
 
   // Write policy and an applied write action that seeds the source; then approval becomes
   // required (a day to decide), so each project's pending action stays unchanged for the test.
@@ -182,7 +171,23 @@ export async function populateTenant(label: string, options: { releases?: number
   };
 }
 
-async function snapshotOf(client: ReturnType<typeof as>, endpointId: string): Promise<{ id: string; version: string }> {
+/** A managed-table source (id, total) and a managed-table sink `<table>_copy`, through the API. */
+export async function managedEndpointPair(client: ReturnType<typeof as>, installationId: string, table: string, namespace: string): Promise<{ sourceId: string; destinationId: string }> {
+  const source = await client.post('/api/v1/data-endpoints', {
+    name: table, namespace, role: 'source', contractKind: 'source_stream',
+    pluginCapabilityInstallationId: installationId, target: { table, primaryKey: ['id'] },
+    schemaHints: { primaryKey: ['id'], columns: [{ name: 'id' }, { name: 'total' }] },
+  });
+  expectStatus(source, 201, 'source endpoint');
+  const destination = await client.post('/api/v1/data-endpoints', {
+    name: `${table}_copy`, namespace, role: 'destination', contractKind: 'sink_table',
+    pluginCapabilityInstallationId: installationId, target: { table: `${table}_copy`, primaryKey: ['id'] },
+  });
+  expectStatus(destination, 201, 'destination endpoint');
+  return { sourceId: source.body.dataEndpoint.id as string, destinationId: destination.body.dataEndpoint.id as string };
+}
+
+export async function snapshotOf(client: ReturnType<typeof as>, endpointId: string): Promise<{ id: string; version: string }> {
   const res = await client.get(`/api/v1/data-endpoints/${endpointId}/snapshot`);
   expectStatus(res, 200, 'snapshot');
   return { id: res.body.snapshot.id as string, version: String(res.body.snapshot.version) };

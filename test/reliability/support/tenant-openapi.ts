@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { request } from '../../support/fixtures';
+import { sampleValue } from '../../support/schema-samples';
 
 /**
  * The operations of the running service's OpenAPI document (GET /api/v1/openapi.json), so sweeps
@@ -62,76 +62,7 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
 
 export const label = (op: Pick<Operation, 'method' | 'path'>) => `${op.method} ${op.path}`;
 
-let counter = 0;
-function sampleString(schema: Schema): string {
-  counter += 1;
-  switch (schema.format) {
-    case 'uuid': return randomUUID();
-    case 'date-time': return new Date(Date.now() + 86_400_000).toISOString();
-    case 'date': return '2030-01-01';
-    case 'uri': case 'url': return 'https://example.com/sample';
-    case 'email': return 'someone@example.com';
-    default: break;
-  }
-  const min = Number(schema.minLength ?? 0);
-  const max = Number(schema.maxLength ?? 200);
-  const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : undefined;
-  const candidates = [`sample${counter}`, `sample_${counter}`, `sample-${counter}`, `s${counter}`, `S${counter}`, String(counter), 'a', 'sample.name'];
-  const fitted = candidates.map((c) => c.padEnd(min, 'x').slice(0, max));
-  return fitted.find((c) => !pattern || pattern.test(c)) ?? fitted[0];
-}
-
-/** A minimal value that satisfies a JSON Schema: required properties, minimum items and lengths. */
-export function sampleValue(schema: Schema, doc?: OpenApiDocument): unknown {
-  if (typeof schema.$ref === 'string') {
-    const name = schema.$ref.replace('#/components/schemas/', '');
-    return sampleValue(doc?.components?.schemas?.[name] ?? {}, doc);
-  }
-  if (schema.const !== undefined) return schema.const;
-  if (schema.default !== undefined && schema.type !== 'object') return schema.default;
-  if (Array.isArray(schema.enum)) return schema.enum[0];
-  for (const keyword of ['oneOf', 'anyOf', 'allOf'] as const) {
-    const alternatives = schema[keyword] as Schema[] | undefined;
-    if (!Array.isArray(alternatives) || alternatives.length === 0) continue;
-    const rest = { ...schema };
-    delete rest[keyword];
-    const parts = keyword === 'allOf' ? alternatives.filter((p) => !p.if) : [alternatives[0]];
-    const merged = parts.reduce<Schema>((acc, part) => ({
-      ...acc,
-      ...part,
-      properties: { ...acc.properties, ...part.properties },
-      required: [...(acc.required ?? []), ...(part.required ?? [])],
-    }), rest);
-    return sampleValue(merged, doc);
-  }
-  const types = Array.isArray(schema.type) ? schema.type : [schema.type ?? (schema.properties ? 'object' : undefined)];
-  const type = types.find((t: string) => t !== 'null') ?? types[0];
-  switch (type) {
-    case 'object': {
-      const properties = (schema.properties ?? {}) as Record<string, Schema>;
-      const out: Record<string, unknown> = {};
-      for (const name of (schema.required as string[] | undefined) ?? []) out[name] = properties[name] ? sampleValue(properties[name], doc) : 'sample';
-      for (const name of Object.keys(properties)) {
-        if (Object.keys(out).length >= Number(schema.minProperties ?? 0)) break;
-        if (!(name in out)) out[name] = sampleValue(properties[name], doc);
-      }
-      return out;
-    }
-    case 'array':
-      return Array.from({ length: Number(schema.minItems ?? 0) }, () => sampleValue(schema.items ?? {}, doc));
-    case 'string':
-      return sampleString(schema);
-    case 'integer':
-    case 'number':
-      return schema.minimum ?? (typeof schema.exclusiveMinimum === 'number' ? schema.exclusiveMinimum + 1 : 1);
-    case 'boolean':
-      return false;
-    case 'null':
-      return null;
-    default:
-      return {};
-  }
-}
+export { sampleValue };
 
 /** Every way to hand a subset of `names` to the other tenant: each non-empty subset once. */
 export function nonEmptySubsets<T>(items: T[]): T[][] {
