@@ -204,6 +204,80 @@ export async function authenticateApiKey(db: Executor, rawKey: string): Promise<
   };
 }
 
+/** One row of weft_authenticate_request(s): see the request_counters migrations. */
+interface RequestPathRow {
+  outcome: 'ok' | 'invalid' | 'expired' | 'key_limited' | 'workspace_limited';
+  key_id: string;
+  workspace_id: string;
+  member_id: string;
+  scopes: string[];
+  read_permissions: string[];
+  write_permissions: string[] | null;
+  project_ids: string[];
+  workspace_resources: boolean;
+  member_active: boolean | null;
+  member_role: Principal['memberRole'] | null;
+  limit_workspace: number;
+  limit_key: number;
+  used_key: number;
+  used_workspace: number | null;
+  reset_ms: string;
+}
+
+/** How many batches one process keeps in flight, and how many requests one batch carries at most. */
+const BATCHES_IN_FLIGHT = 2;
+const MAX_BATCH = 128;
+
+interface WaitingRequest {
+  prefix: string;
+  secretHash: string;
+  resolve(row: RequestPathRow | undefined): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Sends the requests that arrive while batches are in flight together, in one statement
+ * (weft_authenticate_requests, which counts each in turn): a lone request goes at once, and under
+ * load one round trip and one commit serve many requests. Each is still checked and counted in the
+ * database, so limits stay exact across processes and a revoked key fails at once.
+ */
+class RequestAuthenticator {
+  private readonly waiting: WaitingRequest[] = [];
+  private inFlight = 0;
+
+  constructor(private readonly db: Executor) {}
+
+  authenticate(prefix: string, secretHash: string): Promise<RequestPathRow | undefined> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ prefix, secretHash, resolve, reject });
+      this.send();
+    });
+  }
+
+  private send(): void {
+    if (this.inFlight >= BATCHES_IN_FLIGHT || this.waiting.length === 0) return;
+    const batch = this.waiting.splice(0, MAX_BATCH);
+    this.inFlight += 1;
+    this.db
+      .raw('SELECT * FROM weft_authenticate_requests(?::text[], ?::text[], ?, ?, ?)', [
+        batch.map((request) => request.prefix), batch.map((request) => request.secretHash), WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS,
+      ])
+      .then(
+        ({ rows }: { rows: Array<RequestPathRow & { request: number }> }) => {
+          const byRequest = new Map(rows.map((row) => [row.request, row]));
+          batch.forEach((request, i) => request.resolve(byRequest.get(i + 1)));
+        },
+        (error: unknown) => batch.forEach((request) => request.reject(error)),
+      )
+      .finally(() => {
+        this.inFlight -= 1;
+        this.send();
+      });
+  }
+}
+
+const authenticators = new WeakMap<Executor, RequestAuthenticator>();
+
 export interface AuthenticatedRequest extends Authentication {
   /** The tighter of the key's and the workspace's buckets after counting this request. */
   limit: LimitHeaders;
@@ -219,10 +293,9 @@ export interface AuthenticatedRequest extends Authentication {
 export async function authenticateRequest(db: Executor, rawKey: string): Promise<AuthenticatedRequest> {
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
-  const { rows } = await db.raw('SELECT * FROM weft_authenticate_request(?, ?, ?, ?, ?)', [
-    match[1], sha256Hex(rawKey), WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS,
-  ]);
-  const row = rows[0];
+  let authenticator = authenticators.get(db);
+  if (!authenticator) authenticators.set(db, (authenticator = new RequestAuthenticator(db)));
+  const row = await authenticator.authenticate(match[1], sha256Hex(rawKey));
   if (!row || row.outcome === 'invalid') throw invalidCredential();
   if (row.outcome === 'expired') throw new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
   const limit = admitRequest({

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { createDb } from '../../db/connection';
+import { authenticateRequest } from '../../services/api-keys';
 import { getApiLimits, putApiLimits } from '../../services/api-limits';
 import { env } from '../support/environment';
-import { as, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { as, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { freePort, RunningScript, startScript } from '../support/processes';
 
 const rateHeaders = (res: HttpResponse) => ({
@@ -201,5 +203,62 @@ describe('Request limits', () => {
       // Both processes now refuse the workspace.
       for (const url of [env().baseUrl, secondUrl]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
     });
+  });
+});
+
+describe('Request authentication in batches', () => {
+  // authenticateRequest sends the requests that arrive while a batch is in flight together, in one
+  // statement. A second pool stands in for a second API process: batches of both lock counter rows
+  // in one global order, so they never wait on each other in a cycle.
+  it('counts a concurrent burst over several keys and workspaces exactly, two pools at once, bad keys uncounted', async function () {
+    this.timeout(60_000);
+    const tight = await newWorkspace();
+    const roomy = await newWorkspace();
+    await putApiLimits(env().db, tight.workspaceId, { workspaceRequests: 25, apiKeyRequests: 10 });
+    await putApiLimits(env().db, roomy.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 7 });
+    const keys = [
+      ...(await Promise.all([1, 2, 3].map(() => newKey(tight, { scopes: ['org:read'] })))),
+      ...(await Promise.all([1, 2].map(() => newKey(roomy, { scopes: ['org:read'] })))),
+    ];
+    const wrongSecret = (key: string) => key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
+    const second = createDb(process.env.DATABASE_URL!, { max: 10 });
+    let batchStatements = 0;
+    second.on('query', (query: { sql: string }) => void (query.sql.includes('weft_authenticate_requests') && batchStatements++));
+    try {
+      // Stay inside one 60-second window.
+      const intoWindow = Date.now() % 60_000;
+      if (intoWindow > 45_000) await new Promise((resolve) => setTimeout(resolve, 60_500 - intoWindow));
+      const calls: Array<{ db: typeof second; key: string; real: boolean }> = [];
+      for (let round = 0; round < 15; round++) {
+        for (const [i, key] of keys.entries()) calls.push({ db: (round + i) % 2 ? env().db : second, key, real: true });
+        if (round % 3 === 0) calls.push({ db: second, key: wrongSecret(keys[round % keys.length]), real: false });
+      }
+      const outcomes = await Promise.all(
+        calls.map(({ db, key }) => authenticateRequest(db, key).then(
+          (authenticated) => ({ key, workspaceId: authenticated.principal.workspaceId, code: 'ok' }),
+          (error: { code?: string; details?: { dimension?: string } }) => ({ key, workspaceId: undefined, code: `${error.code}${error.details?.dimension ? `:${error.details.dimension}` : ''}` }),
+        )),
+      );
+      const admitted = (key: string) => outcomes.filter((o) => o.key === key && o.code === 'ok').length;
+      const inTight = keys.slice(0, 3).map(admitted);
+      assert.equal(inTight.reduce((a, b) => a + b, 0), 25, `the tight workspace admits exactly its 25 (per key ${inTight.join(', ')})`);
+      assert.ok(inTight.every((n) => n <= 10), 'no key passes its 10');
+      assert.deepEqual(keys.slice(3).map(admitted), [7, 7], 'each roomy key admits exactly its 7');
+      assert.ok(outcomes.filter((o) => !calls.find((c) => c.key === o.key)!.real).every((o) => o.code === 'invalid_credential'), 'wrong secrets are refused');
+      assert.equal(outcomes.filter((o) => o.code.startsWith('rate_limited')).length, 45 - 25 + 30 - 14, 'every other real request is refused as rate limited');
+      assert.ok(batchStatements > 0 && batchStatements < calls.filter((c) => c.db === second).length, `the second pool batched: ${batchStatements} statements`);
+
+      // The counters hold what was admitted, with refused requests given back, not a request more.
+      const window = Math.floor(Date.now() / 60_000);
+      const { rows } = await env().db.raw('SELECT bucket, used FROM request_counters WHERE window_start = ? AND bucket = ANY(?::text[])', [
+        window, [`w:${tight.workspaceId}`, `w:${roomy.workspaceId}`, ...(await Promise.all(keys.map(async (key) => `k:${await keyIdOf(key)}`)))],
+      ]);
+      const used = Object.fromEntries(rows.map((row: { bucket: string; used: number }) => [row.bucket, row.used]));
+      assert.equal(used[`w:${tight.workspaceId}`], 25);
+      assert.equal(used[`w:${roomy.workspaceId}`], 14);
+      for (const [i, key] of keys.entries()) assert.equal(used[`k:${await keyIdOf(key)}`], i < 3 ? inTight[i] : 7, `key ${i}`);
+    } finally {
+      await second.destroy();
+    }
   });
 });
