@@ -13,13 +13,16 @@ const COLUMNS = `outcome text, key_id uuid, workspace_id uuid, member_id uuid, s
       project_ids uuid[], workspace_resources boolean, member_active boolean, member_role text,
       limit_workspace integer, limit_key integer, used_key integer, used_workspace integer, reset_ms bigint`;
 
-function singleRequest(workspaceFirst: boolean): string {
-  const keyBucket = `
-      INSERT INTO request_counters AS c (bucket, window_start, used) VALUES (key_bucket, win, 1)
+/** Counts the request in one bucket unless it is spent; FOUND tells whether it was counted. */
+const countIn = (bucket: string, limit: string, into: string) => `
+      INSERT INTO request_counters AS c (bucket, window_start, used) VALUES (${bucket}, win, 1)
       ON CONFLICT (bucket) DO UPDATE
          SET used = CASE WHEN c.window_start = excluded.window_start THEN c.used + 1 ELSE 1 END, window_start = excluded.window_start
-       WHERE c.window_start <> excluded.window_start OR c.used < k.key_limit
-      RETURNING c.used INTO used_key;
+       WHERE c.window_start <> excluded.window_start OR c.used < ${limit}
+      RETURNING c.used INTO ${into};`;
+
+function singleRequest(workspaceFirst: boolean): string {
+  const keyBucket = `${countIn('key_bucket', 'k.key_limit', 'used_key')}
       IF NOT FOUND THEN
         ${workspaceFirst ? `-- Refused by the key: the request does not run, so it gives the workspace's count back.
         UPDATE request_counters SET used = used - 1 WHERE bucket = ws_bucket AND window_start = win;
@@ -29,12 +32,7 @@ function singleRequest(workspaceFirst: boolean): string {
         RETURN NEXT;
         RETURN;
       END IF;`;
-  const workspaceBucket = `
-      INSERT INTO request_counters AS c (bucket, window_start, used) VALUES (ws_bucket, win, 1)
-      ON CONFLICT (bucket) DO UPDATE
-         SET used = CASE WHEN c.window_start = excluded.window_start THEN c.used + 1 ELSE 1 END, window_start = excluded.window_start
-       WHERE c.window_start <> excluded.window_start OR c.used < k.ws_limit
-      RETURNING c.used INTO used_workspace;
+  const workspaceBucket = `${countIn('ws_bucket', 'k.ws_limit', 'used_workspace')}
       IF NOT FOUND THEN
         ${workspaceFirst ? `-- When the key's bucket is spent too, the key is named: it is the narrower limit (a read, no lock).
         IF EXISTS (SELECT 1 FROM request_counters WHERE bucket = key_bucket AND window_start = win AND used >= k.key_limit) THEN
