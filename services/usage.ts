@@ -1,9 +1,13 @@
 import Decimal from 'decimal.js';
 import { InputError, NotFoundError, PaymentRequiredError } from '../core/errors';
 import type { Executor } from '../db/connection';
+import { snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../db/models';
 import type { Principal } from './access';
 import { PageRequest, pageOf } from './pagination';
+
+/** Raw rows come back with column names; models use properties. */
+const columnsToProperties = snakeCaseMappers();
 
 // Usage metering (SPEC 2.7, 4.2): every billable operation is recorded once, priced at the
 // workspace plan's rates with exact decimals (decimal.js in code, numeric in PostgreSQL), summed
@@ -54,26 +58,28 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
     .map(([item, quantity]) => ({ item, quantity: new Decimal(quantity), unitPrice: new Decimal(rates[item]) }))
     .map((c) => ({ ...c, amount: c.quantity.times(c.unitPrice) }));
   const amount = charges.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
-  const inserted = await MeteredOperation.query(db)
-    .insert({
-      workspaceId: input.workspaceId,
-      projectId: input.projectId ?? null,
-      kind: input.kind,
-      operationRef: input.ref,
-      parentOperationId: input.parentOperationId ?? null,
-      actorMemberId: input.actor?.memberId ?? null,
-      apiKeyId: input.actor?.apiKeyId ?? null,
-      quantities: input.quantities,
-      amount: amount.toFixed(10),
-    })
-    .onConflict(['workspaceId', 'kind', 'operationRef'])
-    .ignore()
-    .returning('*');
-  const operation = (Array.isArray(inserted) ? inserted[0] : inserted) as MeteredOperation | undefined;
-  if (!operation?.id) return undefined;
-  if (charges.length) {
-    await OperationCharge.query(db).insert(charges.map((c) => ({ operationId: operation.id, item: c.item, quantity: c.quantity.toFixed(6), unitPrice: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) })));
-  }
+  // The operation and its charges in one statement: atomic without a transaction of the caller's,
+  // and one round trip on every metered request. A repeated ref inserts neither.
+  const { rows } = await db.raw(
+    `WITH operation AS (
+       INSERT INTO metered_operations (workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::numeric)
+       ON CONFLICT (workspace_id, kind, operation_ref) DO NOTHING
+       RETURNING *
+     ), charges AS (
+       INSERT INTO operation_charges (operation_id, item, quantity, unit_price, amount)
+       SELECT operation.id, c.item, c.quantity::numeric, c.unit_price::numeric, c.amount::numeric
+         FROM operation, jsonb_to_recordset(?::jsonb) AS c(item text, quantity text, unit_price text, amount text)
+     )
+     SELECT * FROM operation`,
+    [
+      input.workspaceId, input.projectId ?? null, input.kind, input.ref, input.parentOperationId ?? null, input.actor?.memberId ?? null, input.actor?.apiKeyId ?? null,
+      JSON.stringify(input.quantities), amount.toFixed(10),
+      JSON.stringify(charges.map((c) => ({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) }))),
+    ],
+  );
+  if (!rows[0]) return undefined;
+  const operation = MeteredOperation.fromDatabaseJson(columnsToProperties.parse(rows[0]));
   await raiseAlerts(db, input.workspaceId);
   return operation;
 }

@@ -32,6 +32,17 @@ describe('Usage metering, credit and the usage routes', function () {
     assert.equal(operations.status, 200);
     const charges = await admin.get(`/api/v1/usage/operations/${operations.body.operations[0].id}/charges`);
     assert.deepEqual(charges.body.charges, [{ item: 'query', quantity: '1', unitPrice: '0.002', amount: '0.002' }]);
+    // The repeated ref added no charges either: operation and charges are written together or not at all.
+    const repeated = await env().db('metered_operations').where({ workspaceId: ws, kind: 'sparql_query', operationRef: 'q-7' });
+    assert.equal(repeated.length, 1);
+    assert.equal((await env().db('operation_charges').where({ operationId: repeated[0].id })).length, 1);
+
+    // Several items: one charge each, and the operation's amount is their exact sum.
+    const write = await meter(env().db, { workspaceId: ws, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 3 } });
+    const items = await env().db('operation_charges').where({ operationId: write!.id }).orderBy('item');
+    assert.deepEqual(items.map((c: { item: string }) => c.item), ['action', 'row']);
+    const sum = items.reduce((total: number, c: { amount: string }) => total + Number(c.amount), 0);
+    assert.equal(Number((await env().db('metered_operations').where({ id: write!.id }).first()).amount).toFixed(10), sum.toFixed(10));
   });
 
   it('defaults to the last 30 UTC days and refuses a range over 366 days', async () => {
