@@ -13,19 +13,24 @@ const COLUMNS = `outcome text, key_id uuid, workspace_id uuid, member_id uuid, s
       project_ids uuid[], workspace_resources boolean, member_active boolean, member_role text,
       limit_workspace integer, limit_key integer, used_key integer, used_workspace integer, reset_ms bigint`;
 
-/** Counts the request in one bucket unless it is spent; FOUND tells whether it was counted. */
+/**
+ * Counts the request in one bucket unless it is spent; FOUND tells whether it was counted. A
+ * request that read the clock before a window turned but got the row after a newer request had
+ * moved it on counts in the newer window: a bucket never goes back to an older one.
+ */
 const countIn = (bucket: string, limit: string, into: string) => `
       INSERT INTO request_counters AS c (bucket, window_start, used) VALUES (${bucket}, win, 1)
       ON CONFLICT (bucket) DO UPDATE
-         SET used = CASE WHEN c.window_start = excluded.window_start THEN c.used + 1 ELSE 1 END, window_start = excluded.window_start
-       WHERE c.window_start <> excluded.window_start OR c.used < ${limit}
+         SET used = CASE WHEN c.window_start >= excluded.window_start THEN c.used + 1 ELSE 1 END,
+             window_start = greatest(c.window_start, excluded.window_start)
+       WHERE c.window_start < excluded.window_start OR c.used < ${limit}
       RETURNING c.used INTO ${into};`;
 
 function singleRequest(workspaceFirst: boolean): string {
   const keyBucket = `${countIn('key_bucket', 'k.key_limit', 'used_key')}
       IF NOT FOUND THEN
         ${workspaceFirst ? `-- Refused by the key: the request does not run, so it gives the workspace's count back.
-        UPDATE request_counters SET used = used - 1 WHERE bucket = ws_bucket AND window_start = win;
+        UPDATE request_counters SET used = used - 1 WHERE bucket = ws_bucket AND window_start >= win;
         used_workspace := used_workspace - 1;
         ` : ''}outcome := 'key_limited';
         used_key := k.key_limit;
@@ -35,14 +40,14 @@ function singleRequest(workspaceFirst: boolean): string {
   const workspaceBucket = `${countIn('ws_bucket', 'k.ws_limit', 'used_workspace')}
       IF NOT FOUND THEN
         ${workspaceFirst ? `-- When the key's bucket is spent too, the key is named: it is the narrower limit (a read, no lock).
-        IF EXISTS (SELECT 1 FROM request_counters WHERE bucket = key_bucket AND window_start = win AND used >= k.key_limit) THEN
+        IF EXISTS (SELECT 1 FROM request_counters WHERE bucket = key_bucket AND window_start >= win AND used >= k.key_limit) THEN
           outcome := 'key_limited';
           used_key := k.key_limit;
           RETURN NEXT;
           RETURN;
         END IF;
         ` : `-- Refused by the workspace: the request does not run, so it gives the key's count back.
-        UPDATE request_counters SET used = used - 1 WHERE bucket = key_bucket AND window_start = win;
+        UPDATE request_counters SET used = used - 1 WHERE bucket = key_bucket AND window_start >= win;
         used_key := used_key - 1;
         `}outcome := 'workspace_limited';
         used_workspace := k.ws_limit;

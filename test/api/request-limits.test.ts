@@ -262,3 +262,17 @@ describe('Request authentication in batches', () => {
     }
   });
 });
+
+describe('Request counters across a window turn', () => {
+  it('never move a bucket back to an older window: a late request counts in the newer one', async () => {
+    const ws = await newWorkspace();
+    const key = await newKey(ws, { scopes: ['org:read'] });
+    const bucket = `k:${await keyIdOf(key)}`;
+    // As if a request that read the clock later had already moved the key's bucket to the next window.
+    const next = Math.floor(Date.now() / 60_000) + 1;
+    await env().db('request_counters').insert({ bucket, windowStart: next, used: 5 });
+    await authenticateRequest(env().db, key);
+    const row = await env().db('request_counters').where({ bucket }).first();
+    assert.deepEqual({ windowStart: Number(row.windowStart), used: row.used }, { windowStart: next, used: 6 });
+  });
+});
