@@ -29,7 +29,7 @@ export default tseslint.config(
           { name: 'objection', message: 'Database access belongs in activities.' },
         ],
         patterns: [
-          { group: ['../activities/*', '../db/*', '../services/*', '../api/*', '../plugins/*'], allowTypeImports: true, message: 'Workflows may import only types from I/O modules (use proxyActivities).' },
+          { group: ['../activities/*', '../db/*', '../services/**', '../api/*', '../plugins/*'], allowTypeImports: true, message: 'Workflows may import only types from I/O modules (use proxyActivities).' },
         ],
       }],
       'no-restricted-globals': ['error', { name: 'fetch', message: 'Do I/O in activities.' }, { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' }],

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { DomainError } from '../core/errors';
-import { errorEvidence } from '../services/run-execution';
+import { errorEvidence } from '../services/pipelines/run-execution';
 
 /** Business errors that a retry can cure: a remote system or Weft's own database being briefly away. */
 const RETRYABLE = new Set(['upstream_failed', 'unavailable']);

@@ -1,5 +1,5 @@
-import type { ExecutionDependencies } from '../services/run-execution';
-import { reconcileInvoices, reportUsage } from '../services/billing';
+import type { ExecutionDependencies } from '../services/pipelines/run-execution';
+import { reconcileInvoices, reportUsage } from '../services/usage/billing';
 import { asActivity } from './as-activity';
 
 export function createBillingActivities(deps: ExecutionDependencies) {

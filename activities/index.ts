@@ -1,4 +1,4 @@
-import type { ExecutionDependencies } from '../services/run-execution';
+import type { ExecutionDependencies } from '../services/pipelines/run-execution';
 import { createPipelineRunActivities } from './pipeline-runs';
 import { createBillingActivities } from './billing';
 import { createPublishedQueryActivities } from './published-queries';

@@ -2,8 +2,8 @@ import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { asActivity } from './as-activity';
 import type { RunErrorEvidence } from '../db/models';
-import { claimRunTurn, commitRun, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/run-execution';
-import { recordScheduledRun } from '../services/pipeline-schedules';
+import { claimRunTurn, commitRun, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/pipelines/run-execution';
+import { recordScheduledRun } from '../services/pipelines/pipeline-schedules';
 
 export function createPipelineRunActivities(deps: ExecutionDependencies) {
   return {

@@ -1,5 +1,5 @@
-import type { ExecutionDependencies } from '../services/run-execution';
-import { activateRelease, checkReleaseVersion, runQueryJob } from '../services/published-queries';
+import type { ExecutionDependencies } from '../services/pipelines/run-execution';
+import { activateRelease, checkReleaseVersion, runQueryJob } from '../services/ontology/published-queries';
 import { asActivity } from './as-activity';
 
 export function createPublishedQueryActivities(deps: ExecutionDependencies) {

@@ -1,6 +1,6 @@
-import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/source-writes';
+import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/endpoints/source-writes';
 import type { WriteDecision } from '../workflows/names';
-import type { ExecutionDependencies } from '../services/run-execution';
+import type { ExecutionDependencies } from '../services/pipelines/run-execution';
 import { asActivity } from './as-activity';
 
 export function createSourceWriteActivities(deps: ExecutionDependencies) {

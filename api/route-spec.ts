@@ -2,9 +2,9 @@ import type Koa from 'koa';
 import type { Client } from '@temporalio/client';
 import type { JsonSchema } from '../core/schema-validator';
 import type { Db, Executor } from '../db/connection';
-import type { AccessRequirement, Principal } from '../services/access';
+import type { AccessRequirement, Principal } from '../services/tenancy/access';
 import type { Project } from '../db/models';
-import type { KeyUsageRecorder } from '../services/key-usage';
+import type { KeyUsageRecorder } from '../services/tenancy/key-usage';
 
 /** What every route handler can reach. Built once per process. */
 export interface AppDependencies {

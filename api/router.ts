@@ -2,9 +2,9 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import { AuthenticationError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
-import { authorize, Principal } from '../services/access';
-import { authenticateRequest, Authentication } from '../services/api-keys';
-import { requireProject } from '../services/projects';
+import { authorize, Principal } from '../services/tenancy/access';
+import { authenticateRequest, Authentication } from '../services/tenancy/api-keys';
+import { requireProject } from '../services/tenancy/projects';
 import type { AppDependencies, HandlerContext, HandlerResult, RouteSpec } from './route-spec';
 import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './middleware/idempotency';
 

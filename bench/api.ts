@@ -21,8 +21,8 @@ import { emit, figure, median, row, BenchRow } from './support/report';
 import { benchFlags, count } from './support/options';
 import type { Db } from '../db/connection';
 import { sha256Hex } from '../core/secrets';
-import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/api-limits';
-import { capabilityContext, requireDataEndpoint } from '../services/data-endpoints';
+import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/tenancy/api-limits';
+import { capabilityContext, requireDataEndpoint } from '../services/endpoints/data-endpoints';
 import { managedTableCapability } from '../plugins/managed-table';
 
 const flags = benchFlags('npm run bench -- api', {

@@ -37,12 +37,12 @@ import { BenchRow, emit, figure, median, parseRows, row } from './support/report
 import { BenchWeft, call, startBenchWeft } from './support/weft';
 import { generate, LINKS, MIX, MixQuery, TERMS, BsbmData } from './support/sparql-bsbm';
 import { OntologyPackage, PluginInstallation, Project, ReadBinding, Workspace } from '../db/models';
-import { assertCredit, meter } from '../services/usage';
+import { assertCredit, meter } from '../services/usage/usage';
 import { findCapability } from '../plugins';
-import { capabilityContext } from '../services/data-endpoints';
-import { authenticateApiKey } from '../services/api-keys';
-import { MAX_BOUND_RECORDS, sparqlDataset } from '../services/sparql';
-import { readEndpointRecords } from '../services/records-read';
+import { capabilityContext } from '../services/endpoints/data-endpoints';
+import { authenticateApiKey } from '../services/tenancy/api-keys';
+import { MAX_BOUND_RECORDS, sparqlDataset } from '../services/ontology/sparql';
+import { readEndpointRecords } from '../services/endpoints/records-read';
 import { bindingFields, mapRecord } from '../ontology/term-records';
 import { evaluateQuery } from '../ontology/sparql-engine';
 import { serializeResult } from '../ontology/sparql-results';

@@ -14,8 +14,8 @@ import type { AppDependencies } from '../api/route-spec';
 import { problemFromDatabaseError } from '../api/middleware/errors';
 import { requestFingerprint, runIdempotently } from '../api/middleware/idempotency';
 import { Problem, problem, problemFromDomainError } from '../api/problem';
-import { authorize, Principal } from '../services/access';
-import { requireProject } from '../services/projects';
+import { authorize, Principal } from '../services/tenancy/access';
+import { requireProject } from '../services/tenancy/projects';
 import { toolInputSchema, tools, ToolSpec } from './tools';
 
 // The MCP endpoint (Streamable HTTP, the official SDK). Every HTTP request of a session is

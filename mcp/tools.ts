@@ -4,12 +4,12 @@ import type { Project } from '../db/models';
 import type { AppDependencies } from '../api/route-spec';
 import { createDataEndpointBody } from '../api/schemas/data-endpoints';
 import { createPipelineBody, saveDraftBody } from '../api/schemas/pipelines';
-import type { AccessRequirement, Principal } from '../services/access';
-import { getApiLimits } from '../services/api-limits';
-import { createDataEndpoint, DataEndpointInput } from '../services/data-endpoints';
-import { createPipelineSchedule, deletePipelineSchedule, listPipelineSchedules, ScheduleSpecInput } from '../services/pipeline-schedules';
-import { createPipeline, deletePipeline, getPipeline, listPipelines, PipelineInput, saveDraft, validateDraft } from '../services/pipelines';
-import { cancelRun, getRun, launchRun } from '../services/runs';
+import type { AccessRequirement, Principal } from '../services/tenancy/access';
+import { getApiLimits } from '../services/tenancy/api-limits';
+import { createDataEndpoint, DataEndpointInput } from '../services/endpoints/data-endpoints';
+import { createPipelineSchedule, deletePipelineSchedule, listPipelineSchedules, ScheduleSpecInput } from '../services/pipelines/pipeline-schedules';
+import { createPipeline, deletePipeline, getPipeline, listPipelines, PipelineInput, saveDraft, validateDraft } from '../services/pipelines/pipelines';
+import { cancelRun, getRun, launchRun } from '../services/pipelines/runs';
 import type { PipelineDocument } from '../pipelines/document';
 
 // MCP tools, declared like routes: a name, an argument schema (JSON Schema, validated by the one

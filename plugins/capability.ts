@@ -162,7 +162,7 @@ export interface WriteResult {
   changes?: ChangeSet;
 }
 
-/** A run's staged records for one destination, in staging order (services/run-staging.ts). */
+/** A run's staged records for one destination, in staging order (services/pipelines/run-staging.ts). */
 export interface StagedRows {
   /**
    * For stores in Weft's own PostgreSQL: a SQL relation with columns row_key (text, null without a

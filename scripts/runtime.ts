@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { ensureBillingSchedule } from '../services/billing';
+import { ensureBillingSchedule } from '../services/usage/billing';
 import type { Connection } from '@temporalio/client';
 import { createApp } from '../api/app';
 import { answerClientError } from '../api/middleware/errors';
@@ -7,9 +7,9 @@ import { config } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { createDb, migrateToLatest, Db } from '../db/connection';
-import { KeyUsageRecorder } from '../services/key-usage';
+import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
-import { cleanExpiredIdempotencyRecords } from '../services/housekeeping';
+import { cleanExpiredIdempotencyRecords } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { sparqlEngine } from '../ontology/sparql-engine';
 

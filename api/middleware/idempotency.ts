@@ -2,7 +2,7 @@ import { sha256Hex } from '../../core/secrets';
 import type { Knex } from 'knex';
 import { canonicalJson } from '../../core/json-shape';
 import { ConflictError, InputError } from '../../core/errors';
-import type { Principal } from '../../services/access';
+import type { Principal } from '../../services/tenancy/access';
 import type { HandlerResult } from '../route-spec';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;

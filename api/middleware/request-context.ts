@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { BadRequestError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import { looksLikeApiKey } from '../../services/api-keys';
+import { looksLikeApiKey } from '../../services/tenancy/api-keys';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'api-key', 'token', 'access_token', 'authorization', 'bearer']);

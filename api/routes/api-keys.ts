@@ -1,6 +1,6 @@
 import { defineRoute } from '../route-spec';
-import { createApiKey, CreateApiKeyInput, listApiKeys, revokeApiKey, updateApiKey, UpdateApiKeyInput } from '../../services/api-keys';
-import type { PageRequest } from '../../services/pagination';
+import { createApiKey, CreateApiKeyInput, listApiKeys, revokeApiKey, updateApiKey, UpdateApiKeyInput } from '../../services/tenancy/api-keys';
+import type { PageRequest } from '../../services/shared/pagination';
 import { idParams, listQuery, listResponse } from '../schemas/common';
 import { apiKeySchema, createApiKeyBody, updateApiKeyBody } from '../schemas/workspace';
 

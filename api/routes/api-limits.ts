@@ -1,5 +1,5 @@
 import { defineRoute } from '../route-spec';
-import { getApiLimits, putApiLimits } from '../../services/api-limits';
+import { getApiLimits, putApiLimits } from '../../services/tenancy/api-limits';
 import { apiLimitsSchema, putApiLimitsBody } from '../schemas/workspace';
 
 export const apiLimitRoutes = [

@@ -1,5 +1,5 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import { downgrade, listInvoices, openPortal, receiveWebhook, startCheckout } from '../../services/billing';
+import { downgrade, listInvoices, openPortal, receiveWebhook, startCheckout } from '../../services/usage/billing';
 import type { JsonSchema } from '../../core/schema-validator';
 
 // Stripe billing (SPEC 4.2, 6). Every route answers 503 billing_unavailable while no Stripe key is configured.

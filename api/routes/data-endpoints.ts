@@ -10,9 +10,9 @@ import {
   listDataEndpoints,
   updateDataEndpoint,
   validateDataEndpoint,
-} from '../../services/data-endpoints';
-import { MAX_RECORDS_LIMIT, readRecordsMetered, RecordsReadParams, DEFAULT_RECORDS_LIMIT } from '../../services/records-read';
-import type { PageRequest } from '../../services/pagination';
+} from '../../services/endpoints/data-endpoints';
+import { MAX_RECORDS_LIMIT, readRecordsMetered, RecordsReadParams, DEFAULT_RECORDS_LIMIT } from '../../services/endpoints/records-read';
+import type { PageRequest } from '../../services/shared/pagination';
 import { idParams, listQuery, listResponse } from '../schemas/common';
 import {
   checkResultSchema,

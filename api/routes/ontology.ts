@@ -1,5 +1,5 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/pagination';
+import type { PageRequest } from '../../services/shared/pagination';
 import {
   activatePackage,
   addItem,
@@ -20,10 +20,10 @@ import {
   removeItem,
   replaceItem,
   requirePackage,
-} from '../../services/ontology';
+} from '../../services/ontology/ontology';
 import { Collection, collectionSchemas, definitionSchema, LOCAL_NAME_PATTERN } from '../../ontology/definition';
 import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from '../schemas/common';
-import { paginationSchema } from '../../services/pagination';
+import { paginationSchema } from '../../services/shared/pagination';
 import type { JsonSchema } from '../../core/schema-validator';
 import { NotAcceptableError } from '../../core/errors';
 

@@ -1,5 +1,5 @@
 import { defineRoute } from '../route-spec';
-import { getOrganization, getWorkspaceSettings, updateWorkspaceSettings, WorkspaceSettings } from '../../services/organization';
+import { getOrganization, getWorkspaceSettings, updateWorkspaceSettings, WorkspaceSettings } from '../../services/tenancy/organization';
 import { organizationSchema, workspaceSettingsSchema } from '../schemas/workspace';
 
 export const organizationRoutes = [

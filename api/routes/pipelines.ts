@@ -1,8 +1,8 @@
 import { PermissionError } from '../../core/errors';
 import type { PipelineDocument } from '../../pipelines/document';
-import { hasScope } from '../../services/access';
-import type { PageRequest } from '../../services/pagination';
-import { previewPipeline } from '../../services/pipeline-preview';
+import { hasScope } from '../../services/tenancy/access';
+import type { PageRequest } from '../../services/shared/pagination';
+import { previewPipeline } from '../../services/pipelines/pipeline-preview';
 import {
   activateVersion,
   CommitInput,
@@ -19,8 +19,8 @@ import {
   saveDraft,
   updatePipelineSettings,
   validateDraft,
-} from '../../services/pipelines';
-import { launchRun } from '../../services/runs';
+} from '../../services/pipelines/pipelines';
+import { launchRun } from '../../services/pipelines/runs';
 import { defineRoute } from '../route-spec';
 import { idParams, listQuery, listResponse, uuid } from '../schemas/common';
 import {

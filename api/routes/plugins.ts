@@ -1,6 +1,6 @@
 import { defineRoute } from '../route-spec';
-import { listInstalledPlugins } from '../../services/plugins';
-import type { PageRequest } from '../../services/pagination';
+import { listInstalledPlugins } from '../../services/endpoints/plugins';
+import type { PageRequest } from '../../services/shared/pagination';
 import { listQuery, listResponse } from '../schemas/common';
 import { pluginSchema } from '../schemas/data-endpoints';
 

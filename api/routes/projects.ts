@@ -1,6 +1,6 @@
 import { defineRoute } from '../route-spec';
-import { createProject, listProjects, presentProject, updateProject } from '../../services/projects';
-import type { PageRequest } from '../../services/pagination';
+import { createProject, listProjects, presentProject, updateProject } from '../../services/tenancy/projects';
+import type { PageRequest } from '../../services/shared/pagination';
 import { idParams, listQuery, listResponse } from '../schemas/common';
 import { createProjectBody, projectSchema, updateProjectBody } from '../schemas/workspace';
 

@@ -1,5 +1,5 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/pagination';
+import type { PageRequest } from '../../services/shared/pagination';
 import {
   cancelJob,
   createQuery,
@@ -17,7 +17,7 @@ import {
   releaseDiff,
   replaceQuery,
   retireRelease,
-} from '../../services/published-queries';
+} from '../../services/ontology/published-queries';
 import { idParams, listQuery, listResponse, timestamp, uuid } from '../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
 

@@ -1,8 +1,8 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/pagination';
-import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from '../../services/read-bindings';
-import { checkTermShapes, readTermRecords, SHAPE_CHECK_MAX_RECORDS } from '../../services/term-records';
-import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/records-read';
+import type { PageRequest } from '../../services/shared/pagination';
+import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from '../../services/ontology/read-bindings';
+import { checkTermShapes, readTermRecords, SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
+import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/endpoints/records-read';
 import { LOCAL_NAME_PATTERN } from '../../ontology/definition';
 import { idParams, listQuery, listResponse, timestamp, uuid } from '../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';

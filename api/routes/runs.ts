@@ -1,7 +1,7 @@
 import type { RunStatus } from '../../db/models';
-import type { PageRequest } from '../../services/pagination';
-import { getRun, launchRun, listRuns, projectOfPipeline } from '../../services/runs';
-import { requireProject } from '../../services/projects';
+import type { PageRequest } from '../../services/shared/pagination';
+import { getRun, launchRun, listRuns, projectOfPipeline } from '../../services/pipelines/runs';
+import { requireProject } from '../../services/tenancy/projects';
 import { defineRoute } from '../route-spec';
 import { idParams, listQuery, listResponse, uuid } from '../schemas/common';
 import { launchBody, runSchema, runStatusFilter, runSummarySchema } from '../schemas/pipelines';

@@ -1,7 +1,7 @@
 import { defineRoute } from '../route-spec';
-import type { PageRequest } from '../../services/pagination';
-import { currentSourceSnapshot, decideSourceWrite, dryRunSourceWrite, getSourceWrite, listSourceWrites, listWriteLog, submitSourceWrite } from '../../services/source-writes';
-import { deleteWritePolicy, getWritePolicy, putWritePolicy } from '../../services/write-policies';
+import type { PageRequest } from '../../services/shared/pagination';
+import { currentSourceSnapshot, decideSourceWrite, dryRunSourceWrite, getSourceWrite, listSourceWrites, listWriteLog, submitSourceWrite } from '../../services/endpoints/source-writes';
+import { deleteWritePolicy, getWritePolicy, putWritePolicy } from '../../services/endpoints/write-policies';
 import { idParams, listQuery, listResponse, nullableTimestamp, uuid } from '../schemas/common';
 import {
   decisionBodySchema,

@@ -1,5 +1,5 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import { answerSparql, MAX_SPARQL_BYTES, sparqlRequestFrom } from '../../services/sparql';
+import { answerSparql, MAX_SPARQL_BYTES, sparqlRequestFrom } from '../../services/ontology/sparql';
 import { idParams } from '../schemas/common';
 import { renderSparqlPage, SPARQL_PAGE_SCRIPT, yasguiAsset } from '../sparql-page';
 import type { JsonSchema } from '../../core/schema-validator';

@@ -1,6 +1,6 @@
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/pagination';
-import { billingMonth, getAlerts, listOperations, MAX_USAGE_DAYS, operationCharges, pricing, putAlerts, usageSummary, workspaceRates } from '../../services/usage';
+import type { PageRequest } from '../../services/shared/pagination';
+import { billingMonth, getAlerts, listOperations, MAX_USAGE_DAYS, operationCharges, pricing, putAlerts, usageSummary, workspaceRates } from '../../services/usage/usage';
 import { idParams, listQuery, listResponse, uuid } from '../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
 

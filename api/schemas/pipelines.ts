@@ -1,7 +1,7 @@
 import type { JsonSchema } from '../../core/schema-validator';
 import { MAX_NODES, pipelineDocumentSchema } from '../../pipelines/document';
-import { MAX_SAMPLE_SIZE } from '../../services/pipeline-preview';
-import { RUN_STATUSES } from '../../services/runs';
+import { MAX_SAMPLE_SIZE } from '../../services/pipelines/pipeline-preview';
+import { RUN_STATUSES } from '../../services/pipelines/runs';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 const documentRef: JsonSchema = { $ref: '#/components/schemas/PipelineDocument' };

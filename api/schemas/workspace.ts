@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
-import { MAX_LIMIT_VALUE } from '../../services/api-limits';
+import { MAX_LIMIT_VALUE } from '../../services/tenancy/api-limits';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 export const organizationSchema: JsonSchema = {

@@ -1,5 +1,5 @@
 /**
- * A records cursor for the records bench, sealed the way services/records-read.ts seals the ones it
+ * A records cursor for the records bench, sealed the way services/endpoints/records-read.ts seals the ones it
  * issues (AES-GCM under a key derived from WEFT_ENCRYPTION_KEY, bound to the API key, the endpoint
  * and a fingerprint of the read parameters and the endpoint's target). It lets the bench start
  * reading deep in a large table without paging there first; every later cursor is Weft's own. If
@@ -7,7 +7,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { encryptSecret } from '../../core/secrets';
-import { requireDataEndpoint } from '../../services/data-endpoints';
+import { requireDataEndpoint } from '../../services/endpoints/data-endpoints';
 import type { BenchWeft } from './weft';
 
 export interface MintCursorInput {

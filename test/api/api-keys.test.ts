@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { startApi } from '../../scripts/runtime';
-import { createProject } from '../../services/projects';
-import { addMember, removeMember } from '../../services/workspaces';
+import { createProject } from '../../services/tenancy/projects';
+import { addMember, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
 

@@ -4,9 +4,9 @@ import type { RouteSpec } from '../../api/route-spec';
 import { apiRoutes } from '../../api/routes';
 import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
-import type { AccessRequirement } from '../../services/access';
-import { createProject } from '../../services/projects';
-import { addMember, BootstrapResult, removeMember } from '../../services/workspaces';
+import type { AccessRequirement } from '../../services/tenancy/access';
+import { createProject } from '../../services/tenancy/projects';
+import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { sampleValue } from '../support/schema-samples';
 import {

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { loadEncryptionKey } from '../../core/config';
-import { installPlugin, openInstallation } from '../../services/plugins';
+import { installPlugin, openInstallation } from '../../services/endpoints/plugins';
 import { findCapability } from '../../plugins';
-import { EndpointReferenceFinder, endpointReferenceFinders } from '../../services/data-endpoints';
-import { addMember, BootstrapResult, removeMember } from '../../services/workspaces';
+import { EndpointReferenceFinder, endpointReferenceFinders } from '../../services/endpoints/data-endpoints';
+import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, newKey, newWorkspace } from '../support/fixtures';
 import { startOrdersServer, OrdersServer } from '../../scripts/demo-orders-api';

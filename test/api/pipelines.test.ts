@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createProject } from '../../services/projects';
-import { addMember } from '../../services/workspaces';
+import { createProject } from '../../services/tenancy/projects';
+import { addMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, HttpResponse, newKey } from '../support/fixtures';
 import {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadEncryptionKey } from '../../core/config';
-import { installPlugin } from '../../services/plugins';
+import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { newKey, newWorkspace } from '../support/fixtures';
 import { freePort, startScript, RunningScript } from '../support/processes';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createDb } from '../../db/connection';
-import { authenticateRequest } from '../../services/api-keys';
-import { getApiLimits, putApiLimits } from '../../services/api-limits';
+import { authenticateRequest } from '../../services/tenancy/api-keys';
+import { getApiLimits, putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { as, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { freePort, RunningScript, startScript } from '../support/processes';

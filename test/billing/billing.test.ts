@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import Stripe from 'stripe';
-import { BILLING_SCHEDULE_ID, ensureBillingSchedule, reportUsage } from '../../services/billing';
-import { meter } from '../../services/usage';
+import { BILLING_SCHEDULE_ID, ensureBillingSchedule, reportUsage } from '../../services/usage/billing';
+import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newWorkspace, raiseRequestLimits, request } from '../support/fixtures';
 import { useStripeMock } from '../support/stripe-mock';

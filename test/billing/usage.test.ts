@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { meter } from '../../services/usage';
+import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { putApiLimits } from '../../services/api-limits';
+import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { as, newKey, newWorkspace } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, tableRecords, useEventsApi } from '../support/pipelines';

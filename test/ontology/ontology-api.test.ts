@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { as, newKey, newWorkspace, raiseRequestLimits } from '../support/fixtures';
-import type { BootstrapResult } from '../../services/workspaces';
+import type { BootstrapResult } from '../../services/tenancy/workspaces';
 
 describe('Ontology definitions: collections, versions, branches, compile and activate', function () {
   this.timeout(60_000);

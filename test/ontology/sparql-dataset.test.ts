@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PluginInstallation } from '../../db/models';
 import { findCapability } from '../../plugins';
-import { capabilityContext } from '../../services/data-endpoints';
+import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
-import { MAX_BOUND_RECORDS } from '../../services/sparql';
+import { MAX_BOUND_RECORDS } from '../../services/ontology/sparql';
 
 // The endpoint keeps a built dataset while the package, the bindings a key may read and their
 // tables' snapshots are unchanged. These checks change each of those between queries and expect

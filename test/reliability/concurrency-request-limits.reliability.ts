@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { putApiLimits } from '../../services/api-limits';
+import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { burst, startOfWindow, useApiProcesses } from './support/concurrency-processes';

@@ -503,7 +503,7 @@ function caseArbitrary(op: Operation): fc.Arbitrary<FuzzCase> {
 /**
  * Refusals that store a record by design: a governed write that fails after validation (a stale
  * snapshot, a duplicate key) is kept as one failed write action with its 'failed' log event, so a
- * retry with the same idempotency key gets the same outcome (services/source-writes.ts, SPEC 2.9).
+ * retry with the same idempotency key gets the same outcome (services/endpoints/source-writes.ts, SPEC 2.9).
  * Nothing else may change: not the table (its catalog snapshots), not any other row.
  */
 const AUDITED_REFUSALS: Record<string, readonly string[]> = {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type http from 'node:http';
 import Stripe from 'stripe';
 import { logger } from '../../core/logger';
-import { installPlugin } from '../../services/plugins';
+import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import { as, request, workspaceRows } from '../support/fixtures';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type pg from 'pg';
-import { installPlugin } from '../../services/plugins';
+import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import { as, HttpResponse, newKey } from '../support/fixtures';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { bootstrapWorkspace, BootstrapResult } from '../../services/workspaces';
-import { createApiKey, CreateApiKeyInput } from '../../services/api-keys';
+import { bootstrapWorkspace, BootstrapResult } from '../../services/tenancy/workspaces';
+import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys';
 import { env } from './environment';
 
 export interface HttpResponse<T = any> {

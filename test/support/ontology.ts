@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PluginInstallation } from '../../db/models';
 import { findCapability } from '../../plugins';
-import { capabilityContext } from '../../services/data-endpoints';
-import { installPlugin } from '../../services/plugins';
-import type { BootstrapResult } from '../../services/workspaces';
+import { capabilityContext } from '../../services/endpoints/data-endpoints';
+import { installPlugin } from '../../services/endpoints/plugins';
+import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
 import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { installPlugin } from '../../services/plugins';
-import type { BootstrapResult } from '../../services/workspaces';
+import { installPlugin } from '../../services/endpoints/plugins';
+import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
 import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { installPlugin } from '../../services/plugins';
-import { addMember } from '../../services/workspaces';
-import type { BootstrapResult } from '../../services/workspaces';
+import { installPlugin } from '../../services/endpoints/plugins';
+import { addMember } from '../../services/tenancy/workspaces';
+import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
 import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Scope } from '../../core/scopes';
-import { authorize, authorizeProject, hasScope, missingReadPermissions, Principal } from '../../services/access';
+import { authorize, authorizeProject, hasScope, missingReadPermissions, Principal } from '../../services/tenancy/access';
 
 const principal = (overrides: Omit<Partial<Principal>, 'scopes'> & { scopes?: Scope[] } = {}): Principal => ({
   workspaceId: 'w',

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { authenticateApiKey } from '../../services/api-keys';
-import { installPlugin } from '../../services/plugins';
-import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipeline-schedules';
-import { cancelRun } from '../../services/runs';
+import { authenticateApiKey } from '../../services/tenancy/api-keys';
+import { installPlugin } from '../../services/endpoints/plugins';
+import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipelines/pipeline-schedules';
+import { cancelRun } from '../../services/pipelines/runs';
 import { Project } from '../../db/models';
 import { env } from '../support/environment';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';

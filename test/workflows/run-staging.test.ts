@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { SqlParams, toKnexBindings } from '../../plugins/sql/builder';
-import { stageRecords, stagedRows, unstageFrom } from '../../services/run-staging';
+import { stageRecords, stagedRows, unstageFrom } from '../../services/pipelines/run-staging';
 import { env } from '../support/environment';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
 
 /**
- * The staging format: a page per row (services/run-staging.ts), read back record by record in
+ * The staging format: a page per row (services/pipelines/run-staging.ts), read back record by record in
  * staging order, next to the row-per-record rows earlier versions staged (a run in flight across an
  * upgrade has both). The rows hang off a real (finished) run, for the foreign key.
  */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { installPlugin } from '../../services/plugins';
+import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import { action, currentSnapshot, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';

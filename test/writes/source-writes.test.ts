@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { installPlugin } from '../../services/plugins';
+import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { as } from '../support/fixtures';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SCOPES } from '../../../core/scopes';
-import { installPlugin } from '../../../services/plugins';
-import type { BootstrapResult } from '../../../services/workspaces';
+import { installPlugin } from '../../../services/endpoints/plugins';
+import type { BootstrapResult } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from '../../support/fixtures';
 import { expectStatus, managedEndpointPair, snapshotOf } from './tenant-fixtures';

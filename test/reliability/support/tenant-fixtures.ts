@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { defaultBaseIri } from '../../../ontology/compile';
-import { EXECUTION_DEFAULTS } from '../../../services/published-queries';
-import { installPlugin } from '../../../services/plugins';
-import type { BootstrapResult } from '../../../services/workspaces';
+import { EXECUTION_DEFAULTS } from '../../../services/ontology/published-queries';
+import { installPlugin } from '../../../services/endpoints/plugins';
+import type { BootstrapResult } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newWorkspace, raiseRequestLimits } from '../../support/fixtures';
 

@@ -1,9 +1,9 @@
 import { raw } from 'objection';
-import { InputError, NotFoundError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { Project } from '../db/models';
+import { InputError, NotFoundError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { Project } from '../../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
-import { PageRequest, pageOf } from './pagination';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 export interface ProjectView {
   id: string;

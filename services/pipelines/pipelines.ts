@@ -1,15 +1,15 @@
 import { raw } from 'objection';
 import type { Client } from '@temporalio/client';
-import { ConflictError, FieldProblem, InputError, NotFoundError } from '../core/errors';
-import { schemaProblems, summarizeProblems } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import { DataEndpoint, Pipeline, PipelineBranch, PipelineDraft, PipelineSchedule, PipelineVersion, Project } from '../db/models';
-import { findCapability } from '../plugins';
-import { documentEndpointIds, PipelineDocument, pipelineDocumentSchema } from '../pipelines/document';
-import { documentProblems, EndpointFacts, PipelineProblem } from '../pipelines/validation';
-import type { Principal } from './access';
-import { endpointReferenceFinders } from './data-endpoints';
-import { PageRequest, pageOf } from './pagination';
+import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
+import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
+import type { Executor } from '../../db/connection';
+import { DataEndpoint, Pipeline, PipelineBranch, PipelineDraft, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { documentEndpointIds, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
+import { documentProblems, EndpointFacts, PipelineProblem } from '../../pipelines/validation';
+import type { Principal } from '../tenancy/access';
+import { endpointReferenceFinders } from '../endpoints/data-endpoints';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 export const MAIN_BRANCH = 'main';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

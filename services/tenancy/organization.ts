@@ -1,6 +1,6 @@
-import { NotFoundError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { Workspace } from '../db/models';
+import { NotFoundError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { Workspace } from '../../db/models';
 import { isUnrestricted, Principal } from './access';
 
 export interface OrganizationView {

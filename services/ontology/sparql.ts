@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { Parser, Quad, Store } from 'n3';
-import { assertCredit, meter } from './usage';
-import { BadRequestError, InputError, NotAcceptableError, NotFoundError, PayloadTooLargeError, PermissionError, UnsupportedMediaTypeError } from '../core/errors';
-import { logger } from '../core/logger';
-import type { Executor } from '../db/connection';
-import { DataEndpoint, OntologyPackage, Project, ReadBinding, Workspace } from '../db/models';
-import { findCapability } from '../plugins';
-import { EMPTY_SNAPSHOT } from '../plugins/capability';
-import { evaluateQuery, parseSparql } from '../ontology/sparql-engine';
-import { negotiate, serializeResult } from '../ontology/sparql-results';
-import { mapRecord } from '../ontology/term-records';
-import { WeightedLru } from '../ontology/dataset-cache';
-import { hasScope, Principal } from './access';
-import { capabilityContext } from './data-endpoints';
+import { assertCredit, meter } from '../usage/usage';
+import { BadRequestError, InputError, NotAcceptableError, NotFoundError, PayloadTooLargeError, PermissionError, UnsupportedMediaTypeError } from '../../core/errors';
+import { logger } from '../../core/logger';
+import type { Executor } from '../../db/connection';
+import { DataEndpoint, OntologyPackage, Project, ReadBinding, Workspace } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { EMPTY_SNAPSHOT } from '../../plugins/capability';
+import { evaluateQuery, parseSparql } from '../../ontology/sparql-engine';
+import { negotiate, serializeResult } from '../../ontology/sparql-results';
+import { mapRecord } from '../../ontology/term-records';
+import { WeightedLru } from '../../ontology/dataset-cache';
+import { hasScope, Principal } from '../tenancy/access';
+import { capabilityContext } from '../endpoints/data-endpoints';
 import { bindingFields, readableBindings } from './read-bindings';
-import type { SourceWriteDependencies } from './source-writes';
+import type { SourceWriteDependencies } from '../endpoints/source-writes';
 import { applySparqlUpdate } from './sparql-updates';
-import { readEndpointRecords } from './records-read';
+import { readEndpointRecords } from '../endpoints/records-read';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the records of the bound terms this caller may read: named grants are applied inside the

@@ -1,17 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import type { Quad_Object, Quad_Subject, Term } from '@rdfjs/types';
-import { InputError } from '../core/errors';
-import type { OntologyPackage, Project, ReadBinding } from '../db/models';
-import { NS } from '../ontology/compile';
-import { templateFields } from '../ontology/term-records';
-import type { Principal } from './access';
+import { InputError } from '../../core/errors';
+import type { OntologyPackage, Project, ReadBinding } from '../../db/models';
+import { NS } from '../../ontology/compile';
+import { templateFields } from '../../ontology/term-records';
+import type { Principal } from '../tenancy/access';
 import { activePackage } from './ontology';
 import { readableBindings } from './read-bindings';
-import { currentSourceSnapshot, SourceWriteDependencies, submitSourceWrite, WriteActionView } from './source-writes';
-import { NotFoundError } from '../core/errors';
-import { findCapability } from '../plugins';
-import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+import { currentSourceSnapshot, SourceWriteDependencies, submitSourceWrite, WriteActionView } from '../endpoints/source-writes';
+import { NotFoundError } from '../../core/errors';
+import { findCapability } from '../../plugins';
+import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
 
 // SPARQL updates never go around governance (SPEC 4.5): INSERT DATA and DELETE DATA on the
 // records of bound terms become governed write actions on the bound endpoints, under their write

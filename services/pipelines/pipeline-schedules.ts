@@ -1,14 +1,14 @@
 import type { Client } from '@temporalio/client';
-import { assertCredit } from './usage';
+import { assertCredit } from '../usage/usage';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
-import { InputError, NotFoundError } from '../core/errors';
-import { logger } from '../core/logger';
-import { temporalSettings } from '../core/temporal-config';
-import type { Executor } from '../db/connection';
-import { Member, Pipeline, PipelineSchedule, Project } from '../db/models';
-import { runSearchAttributes, scheduleWorkflowIdPrefix } from '../workflows/names';
-import type { scheduledLaunchWorkflow } from '../workflows/pipeline-run';
-import type { Principal } from './access';
+import { InputError, NotFoundError } from '../../core/errors';
+import { logger } from '../../core/logger';
+import { temporalSettings } from '../../core/temporal-config';
+import type { Executor } from '../../db/connection';
+import { Member, Pipeline, PipelineSchedule, Project } from '../../db/models';
+import { runSearchAttributes, scheduleWorkflowIdPrefix } from '../../workflows/names';
+import type { scheduledLaunchWorkflow } from '../../workflows/pipeline-run';
+import type { Principal } from '../tenancy/access';
 import { requirePipeline } from './pipelines';
 import { recordRun } from './runs';
 

@@ -1,10 +1,10 @@
 import Decimal from 'decimal.js';
-import { InputError, NotFoundError, PaymentRequiredError } from '../core/errors';
-import type { Executor } from '../db/connection';
+import { InputError, NotFoundError, PaymentRequiredError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
 import { snakeCaseMappers } from 'objection';
-import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../db/models';
-import type { Principal } from './access';
-import { PageRequest, pageOf } from './pagination';
+import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
+import type { Principal } from '../tenancy/access';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 /** Raw rows come back with column names; models use properties. */
 const columnsToProperties = snakeCaseMappers();

@@ -1,5 +1,5 @@
-import { PermissionError } from '../core/errors';
-import type { Scope } from '../core/scopes';
+import { PermissionError } from '../../core/errors';
+import type { Scope } from '../../core/scopes';
 
 /** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers). */
 export interface Principal {

@@ -1,11 +1,11 @@
 import Decimal from 'decimal.js';
 import Stripe from 'stripe';
-import { BadRequestError, InputError, UnavailableError } from '../core/errors';
-import { logger } from '../core/logger';
-import { scrubSecrets } from '../core/secrets';
-import type { Db, Executor } from '../db/connection';
-import { Invoice, MeteredOperation, Workspace } from '../db/models';
-import type { Principal } from './access';
+import { BadRequestError, InputError, UnavailableError } from '../../core/errors';
+import { logger } from '../../core/logger';
+import { scrubSecrets } from '../../core/secrets';
+import type { Db, Executor } from '../../db/connection';
+import { Invoice, MeteredOperation, Workspace } from '../../db/models';
+import type { Principal } from '../tenancy/access';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by

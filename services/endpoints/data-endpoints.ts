@@ -1,12 +1,12 @@
 import { raw } from 'objection';
-import { ConflictError, FieldProblem, InputError, NotFoundError } from '../core/errors';
-import { schemaProblems, summarizeProblems } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import { DataEndpoint, PluginInstallation, SchemaHints } from '../db/models';
-import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../plugins/capability';
-import { findCapability } from '../plugins';
+import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
+import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
+import type { Executor } from '../../db/connection';
+import { DataEndpoint, PluginInstallation, SchemaHints } from '../../db/models';
+import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../../plugins/capability';
+import { findCapability } from '../../plugins';
 import { openInstallation } from './plugins';
-import { PageRequest, pageOf } from './pagination';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 export interface DataEndpointInput {
   name: string;

@@ -1,13 +1,13 @@
 import { raw } from 'objection';
-import { InputError, NotFoundError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { DataEndpoint, PluginInstallation, WritePolicy } from '../db/models';
-import { findCapability } from '../plugins';
-import type { CapabilityRuntime } from '../plugins/capability';
-import type { WritePolicyInput } from '../api/schemas/source-writes';
-import type { Principal } from './access';
+import { InputError, NotFoundError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { DataEndpoint, PluginInstallation, WritePolicy } from '../../db/models';
+import { findCapability } from '../../plugins';
+import type { CapabilityRuntime } from '../../plugins/capability';
+import type { WritePolicyInput } from '../../api/schemas/source-writes';
+import type { Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
-import { assertProjectsInWorkspace } from './projects';
+import { assertProjectsInWorkspace } from '../tenancy/projects';
 
 export function presentWritePolicy(policy: WritePolicy) {
   return {

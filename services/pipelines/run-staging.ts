@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Executor } from '../db/connection';
-import type { StagedRows } from '../plugins/capability';
-import { SqlParams, toKnexBindings } from '../plugins/sql/builder';
+import type { Executor } from '../../db/connection';
+import type { StagedRows } from '../../plugins/capability';
+import { SqlParams, toKnexBindings } from '../../plugins/sql/builder';
 
 /**
  * A run's records between the source reads and the commit, in pipeline_run_rows. A record's place

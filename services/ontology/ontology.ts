@@ -1,14 +1,14 @@
 import { createHash } from 'node:crypto';
 import { raw } from 'objection';
 import { Parser } from 'n3';
-import { ConflictError, InputError, NotFoundError, PayloadTooLargeError, PermissionError } from '../core/errors';
-import { schemaProblems, summarizeProblems } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import { Ontology, OntologyBranch, OntologyDocument, OntologyPackage, OntologyVersion, PackageTerms, Project } from '../db/models';
-import { compilePackage, CompileProblem, defaultBaseIri, definitionProblems, serialize } from '../ontology/compile';
-import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDefinition } from '../ontology/definition';
-import { isUnrestricted, type Principal } from './access';
-import { PageRequest, paginate, pageOf } from './pagination';
+import { ConflictError, InputError, NotFoundError, PayloadTooLargeError, PermissionError } from '../../core/errors';
+import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
+import type { Executor } from '../../db/connection';
+import { Ontology, OntologyBranch, OntologyDocument, OntologyPackage, OntologyVersion, PackageTerms, Project } from '../../db/models';
+import { compilePackage, CompileProblem, defaultBaseIri, definitionProblems, serialize } from '../../ontology/compile';
+import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDefinition } from '../../ontology/definition';
+import { isUnrestricted, type Principal } from '../tenancy/access';
+import { PageRequest, paginate, pageOf } from '../shared/pagination';
 import { refreshBindingStatuses } from './read-bindings';
 
 export const MAIN_BRANCH = 'main';

@@ -1,13 +1,13 @@
 import { raw } from 'objection';
-import { FieldProblem, InputError, NotFoundError, PermissionError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, ReadBinding } from '../db/models';
-import { findCapability } from '../plugins';
-import { bindingFields, templateFields } from '../ontology/term-records';
-import { hasScope, missingReadPermissions, Principal } from './access';
-import { capabilityContext, endpointReferenceFinders } from './data-endpoints';
+import { FieldProblem, InputError, NotFoundError, PermissionError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, ReadBinding } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { bindingFields, templateFields } from '../../ontology/term-records';
+import { hasScope, missingReadPermissions, Principal } from '../tenancy/access';
+import { capabilityContext, endpointReferenceFinders } from '../endpoints/data-endpoints';
 import { activePackage, requirePackage } from './ontology';
-import { PageRequest, pageOf } from './pagination';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 // Read bindings (SPEC 2.6): a term of a compiled package read from a workspace endpoint through a
 // field mapping. Saving one copies no records; reads and SPARQL go through it at query time.

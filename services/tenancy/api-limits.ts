@@ -1,6 +1,6 @@
-import { InputError, RateLimitError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { ApiLimitSettings } from '../db/models';
+import { InputError, RateLimitError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { ApiLimitSettings } from '../../db/models';
 
 export const WINDOW_SECONDS = 60;
 export const DEFAULT_WORKSPACE_REQUESTS = 600;

@@ -1,14 +1,14 @@
-import { ConflictError, DomainError, InputError, UnavailableError } from '../core/errors';
-import type { Db, Executor } from '../db/connection';
-import { PipelineRun, RunErrorEvidence, RunWarning } from '../db/models';
-import type { CapabilityRuntime, RecordsQuery, StopReason } from '../plugins/capability';
-import { findCapability } from '../plugins';
-import { rowKey } from '../plugins/sql/write-request';
-import { DestinationNode, isDestination, isSource, PipelineDocument, SourceNode } from '../pipelines/document';
-import { flowPage, FlowPlan, FlowSink, planFlow } from '../pipelines/flow';
-import type { Row } from '../pipelines/transforms';
-import { capabilityContext, requireDataEndpoint } from './data-endpoints';
-import { meter } from './usage';
+import { ConflictError, DomainError, InputError, UnavailableError } from '../../core/errors';
+import type { Db, Executor } from '../../db/connection';
+import { PipelineRun, RunErrorEvidence, RunWarning } from '../../db/models';
+import type { CapabilityRuntime, RecordsQuery, StopReason } from '../../plugins/capability';
+import { findCapability } from '../../plugins';
+import { rowKey } from '../../plugins/sql/write-request';
+import { DestinationNode, isDestination, isSource, PipelineDocument, SourceNode } from '../../pipelines/document';
+import { flowPage, FlowPlan, FlowSink, planFlow } from '../../pipelines/flow';
+import type { Row } from '../../pipelines/transforms';
+import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
+import { meter } from '../usage/usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';
 
 /**

@@ -1,7 +1,7 @@
 import { raw } from 'objection';
-import { InputError, NotFoundError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import { Member, Project, Workspace } from '../db/models';
+import { InputError, NotFoundError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { Member, Project, Workspace } from '../../db/models';
 import { createApiKey } from './api-keys';
 
 export interface BootstrapResult {

@@ -1,14 +1,14 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { meter } from './usage';
-import { decryptSecret, encryptSecret } from '../core/secrets';
-import { InputError, UpstreamError } from '../core/errors';
-import { validateWithSchema } from '../core/schema-validator';
-import { checkJsonShape } from '../core/json-shape';
-import type { Executor } from '../db/connection';
-import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../plugins/capability';
-import { findCapability } from '../plugins';
-import { orderBySchema, whereSchema } from '../plugins/condition-schemas';
-import type { Principal } from './access';
+import { meter } from '../usage/usage';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
+import { InputError, UpstreamError } from '../../core/errors';
+import { validateWithSchema } from '../../core/schema-validator';
+import { checkJsonShape } from '../../core/json-shape';
+import type { Executor } from '../../db/connection';
+import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
+import { findCapability } from '../../plugins';
+import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
+import type { Principal } from '../tenancy/access';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 
 export const DEFAULT_RECORDS_LIMIT = 100;

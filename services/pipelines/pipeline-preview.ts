@@ -1,13 +1,13 @@
-import { DomainError, InputError } from '../core/errors';
-import { schemaProblems } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import { PipelineVersion, Project } from '../db/models';
-import { findCapability } from '../plugins';
-import { isSource, PipelineDocument, pipelineDocumentSchema } from '../pipelines/document';
-import { FlowCounts, flowPage, FlowSink, planFlow } from '../pipelines/flow';
-import type { Row } from '../pipelines/transforms';
-import type { Principal } from './access';
-import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+import { DomainError, InputError } from '../../core/errors';
+import { schemaProblems } from '../../core/schema-validator';
+import type { Executor } from '../../db/connection';
+import { PipelineVersion, Project } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
+import { FlowCounts, flowPage, FlowSink, planFlow } from '../../pipelines/flow';
+import type { Row } from '../../pipelines/transforms';
+import type { Principal } from '../tenancy/access';
+import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
 import { assertRunnableDocument, getDraft, requirePipeline } from './pipelines';
 
 export const DEFAULT_SAMPLE_SIZE = 20;

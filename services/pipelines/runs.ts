@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { InputError, NotFoundError } from '../core/errors';
-import { temporalSettings, temporalWebUiUrl } from '../core/temporal-config';
-import { assertCredit } from './usage';
-import type { Executor } from '../db/connection';
-import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../db/models';
-import type { PipelineDocument } from '../pipelines/document';
-import { runSearchAttributes, runWorkflowId } from '../workflows/names';
-import type { pipelineRunWorkflow } from '../workflows/pipeline-run';
-import { authorizeProject, isUnrestricted, Principal } from './access';
-import { PageRequest, pageOf } from './pagination';
+import { InputError, NotFoundError } from '../../core/errors';
+import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
+import { assertCredit } from '../usage/usage';
+import type { Executor } from '../../db/connection';
+import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../../db/models';
+import type { PipelineDocument } from '../../pipelines/document';
+import { runSearchAttributes, runWorkflowId } from '../../workflows/names';
+import type { pipelineRunWorkflow } from '../../workflows/pipeline-run';
+import { authorizeProject, isUnrestricted, Principal } from '../tenancy/access';
+import { PageRequest, pageOf } from '../shared/pagination';
 import { assertRunnableDocument, requirePipeline } from './pipelines';
 import { endRun } from './run-execution';
 

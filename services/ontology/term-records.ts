@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Parser, Store } from 'n3';
-import { meter } from './usage';
-import { InputError, NotFoundError, PermissionError } from '../core/errors';
-import type { Executor } from '../db/connection';
-import type { OntologyPackage, Project, ReadBinding } from '../db/models';
-import { mapRecord } from '../ontology/term-records';
-import type { Principal } from './access';
+import { meter } from '../usage/usage';
+import { InputError, NotFoundError, PermissionError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import type { OntologyPackage, Project, ReadBinding } from '../../db/models';
+import { mapRecord } from '../../ontology/term-records';
+import type { Principal } from '../tenancy/access';
 import { activePackage } from './ontology';
 import { authorizeTermRead, bindingFields, readableBindings } from './read-bindings';
-import { DEFAULT_RECORDS_LIMIT, readEndpointRecords } from './records-read';
+import { DEFAULT_RECORDS_LIMIT, readEndpointRecords } from '../endpoints/records-read';
 
 // The records of a term through its bindings (SPEC 2.6), cursor-paged like records reads, and a
 // SHACL shape check of them. Named grants are checked per binding: a binding whose grants the

@@ -1,5 +1,5 @@
-import type { Db } from '../db/connection';
-import { logger } from '../core/logger';
+import type { Db } from '../../db/connection';
+import { logger } from '../../core/logger';
 
 /**
  * Records when keys were last used without a database write per request: uses are collected in

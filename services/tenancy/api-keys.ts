@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { raw } from 'objection';
-import { AuthenticationError, InputError, NotFoundError } from '../core/errors';
-import { SCOPES, Scope, isScope } from '../core/scopes';
-import { constantTimeEqualHex, sha256Hex } from '../core/secrets';
-import type { Executor } from '../db/connection';
-import { ApiKey } from '../db/models';
+import { AuthenticationError, InputError, NotFoundError } from '../../core/errors';
+import { SCOPES, Scope, isScope } from '../../core/scopes';
+import { constantTimeEqualHex, sha256Hex } from '../../core/secrets';
+import type { Executor } from '../../db/connection';
+import { ApiKey } from '../../db/models';
 import { assertProjectsInWorkspace } from './projects';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
 import type { Principal } from './access';
-import { PageRequest, pageOf } from './pagination';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 /**
  * Key format: weft_sk_<12-char public id>_<43-char secret>. The fixed "weft_sk_" prefix lets

@@ -1,5 +1,5 @@
 import type { Model, QueryBuilder } from 'objection';
-import type { JsonSchema } from '../core/schema-validator';
+import type { JsonSchema } from '../../core/schema-validator';
 
 /** Offset paging shared by every list: `?limit=&offset=`, answered with a `pagination` object. */
 export interface PageRequest {

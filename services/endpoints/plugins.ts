@@ -1,11 +1,11 @@
-import { InputError, NotFoundError } from '../core/errors';
-import { summarizeProblems, validateWithSchema, JsonSchema } from '../core/schema-validator';
-import { decryptSecret, encryptSecret } from '../core/secrets';
-import type { Executor } from '../db/connection';
-import { PluginInstallation, Workspace } from '../db/models';
-import type { InstallationContext } from '../plugins/capability';
-import { findCapability, listCapabilities } from '../plugins';
-import { PageRequest, pageOf } from './pagination';
+import { InputError, NotFoundError } from '../../core/errors';
+import { summarizeProblems, validateWithSchema, JsonSchema } from '../../core/schema-validator';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
+import type { Executor } from '../../db/connection';
+import { PluginInstallation, Workspace } from '../../db/models';
+import type { InstallationContext } from '../../plugins/capability';
+import { findCapability, listCapabilities } from '../../plugins';
+import { PageRequest, pageOf } from '../shared/pagination';
 
 /** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
 function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
