@@ -2,8 +2,9 @@ import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { asActivity } from './as-activity';
 import type { RunErrorEvidence } from '../db/models';
-import { claimRunTurn, commitRun, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/pipelines/run-execution';
+import { claimRunTurn, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/pipelines/run-execution';
 import { recordScheduledRun } from '../services/pipelines/pipeline-schedules';
+import { commitRunAsItsLauncher } from '../services/pipelines/run-commit';
 
 export function createPipelineRunActivities(deps: ExecutionDependencies) {
   return {
@@ -31,7 +32,7 @@ export function createPipelineRunActivities(deps: ExecutionDependencies) {
       const context = Context.current();
       context.heartbeat();
       const beat = setInterval(() => context.heartbeat(), 5_000);
-      return asActivity(() => commitRun(deps, runId)).finally(() => clearInterval(beat));
+      return asActivity(() => commitRunAsItsLauncher(deps, runId)).finally(() => clearInterval(beat));
     },
 
     endRun: ({ runId, status, error }: { runId: string; status: 'failed' | 'canceled'; error: RunErrorEvidence | null }) => asActivity(() => endRun(deps.db, runId, status, error)),

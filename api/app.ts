@@ -11,8 +11,9 @@ import { renderDocsPage } from './docs-page';
 import { errorMiddleware } from './middleware/errors';
 import { bodyShape } from './middleware/body-shape';
 import { refuseCredentialsInUrl, requestContext } from './middleware/request-context';
-import { defineRoute, AppDependencies, RouteSpec } from './route-spec';
-import { buildRouter, methodNotAllowed } from './router';
+import { asReply, defineRoute, AppDependencies, RouteSpec } from './route-spec';
+import { staticContentOperation } from '../services/shared/health-operations';
+import { buildRouter, DEFAULT_JSON_BYTES, describeBytes, methodNotAllowed } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
 
@@ -32,28 +33,22 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
     defineRoute({
       method: 'get',
       path: '/api/v1/openapi.json',
-      operationId: 'getOpenApiDocument',
-      summary: 'This API as OpenAPI 3.1',
+      operation: staticContentOperation,
       tag: 'Documentation',
-      auth: { public: true, reason: 'API description' },
       internal: true,
       responses: { 200: { description: 'OpenAPI document' } },
-      async handler() {
-        return { body: openApi() };
-      },
+      input: () => ({ render: () => ({ body: openApi() }) }),
+      respond: asReply,
     }),
     defineRoute({
       method: 'get',
       path: '/docs',
-      operationId: 'getDocsPage',
-      summary: 'Human-readable API reference',
+      operation: staticContentOperation,
       tag: 'Documentation',
-      auth: { public: true, reason: 'API description' },
       internal: true,
       responses: { 200: { description: 'HTML page' } },
-      async handler() {
-        return { body: renderDocsPage(openApi()), contentType: 'text/html; charset=utf-8' };
-      },
+      input: () => ({ render: () => ({ body: renderDocsPage(openApi()), contentType: 'text/html; charset=utf-8' }) }),
+      respond: asReply,
     }),
   ];
 }
@@ -62,28 +57,46 @@ export function allRoutes(): RouteSpec[] {
   return [...apiRoutes, ...documentationRoutes(apiRoutes)];
 }
 
+/** The JSON body parser of one size limit; 413 beyond it. */
+function jsonParser(limitBytes: number): Koa.Middleware {
+  return bodyParser({
+    enableTypes: ['json'],
+    jsonLimit: limitBytes,
+    encoding: 'utf-8',
+    onError(error) {
+      const status = (error as { status?: number }).status;
+      if (status === 413) throw new PayloadTooLargeError('payload_too_large', `The request body is larger than ${describeBytes(limitBytes)}, the most this operation reads.`, { maxBytes: limitBytes });
+      if (status === 415) throw new UnsupportedMediaTypeError('unsupported_media_type', 'The request body must be UTF-8 JSON.');
+      throw new BadRequestError('malformed_json', 'The request body is not valid JSON.');
+    },
+  }) as unknown as Koa.Middleware;
+}
+
+/**
+ * JSON bodies are read up to the limit of the route they are sent to (routes size it from their
+ * operation's bounds: a governed write of 500 rows may be far over 1 MB), 1 MB elsewhere.
+ */
+function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[]): Koa.Middleware {
+  const limitOf = new Map(routes.map((route) => [`${route.method.toUpperCase()} ${route.path}`, route.maxJsonBytes ?? DEFAULT_JSON_BYTES]));
+  const parsers = new Map<number, Koa.Middleware>();
+  const parserFor = (limit: number) => parsers.get(limit) ?? parsers.set(limit, jsonParser(limit)).get(limit)!;
+  return (ctx, next) => {
+    const limits = router.match(ctx.path, ctx.method).pathAndMethod.map((layer) => limitOf.get(`${ctx.method} ${layer.path}`) ?? DEFAULT_JSON_BYTES);
+    return parserFor(limits.length ? Math.max(...limits) : DEFAULT_JSON_BYTES)(ctx, next);
+  };
+}
+
 export function createApp(deps: AppDependencies): Koa {
   const app = new Koa();
   app.proxy = process.env.WEFT_TRUST_PROXY === 'true';
   // Errors are answered by errorMiddleware; Koa's default handler would log them again, unredacted.
   app.silent = true;
-  const router = buildRouter(allRoutes(), deps);
+  const routes = allRoutes();
+  const router = buildRouter(routes, deps);
   app.use(requestContext());
   app.use(errorMiddleware());
   app.use(refuseCredentialsInUrl());
-  app.use(
-    bodyParser({
-      enableTypes: ['json'],
-      jsonLimit: '1mb',
-      encoding: 'utf-8',
-      onError(error) {
-        const status = (error as { status?: number }).status;
-        if (status === 413) throw new PayloadTooLargeError('payload_too_large', 'The request body is larger than 1 MB.');
-        if (status === 415) throw new UnsupportedMediaTypeError('unsupported_media_type', 'The request body must be UTF-8 JSON.');
-        throw new BadRequestError('malformed_json', 'The request body is not valid JSON.');
-      },
-    }),
-  );
+  app.use(jsonBodies(router, routes));
   app.use(bodyShape());
   app.use(mcpMiddleware(deps));
   app.use(methodNotAllowed());

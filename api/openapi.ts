@@ -1,7 +1,9 @@
 import type { JsonSchema } from '../core/schema-validator';
-import { IDEMPOTENCY_KEY_SCHEMA } from './middleware/idempotency';
-import { PROBLEM_CONTENT_TYPE, problemSchema } from './problem';
+import { IDEMPOTENCY_KEY_SCHEMA } from '../services/operations/idempotency';
+import { PROBLEM_CONTENT_TYPE, problemSchema } from '../core/problem';
+import { isPublic, Operation, scopesOf } from '../services/operations/operation';
 import type { ResponseSpec, RouteSpec } from './route-spec';
+import { DEFAULT_JSON_BYTES, describeBytes } from './router';
 
 const errorDescriptions: Record<number, string> = {
   400: 'Malformed request (unparseable JSON, credential in the URL).',
@@ -9,7 +11,7 @@ const errorDescriptions: Record<number, string> = {
   403: 'Insufficient scope, project outside the key’s allowlist, no workspace-resource access, or no accountable actor.',
   404: 'Not found, or it belongs to another workspace.',
   409: 'Conflicts with the current state (duplicate, references, concurrent change).',
-  413: 'The request body is too large (JSON bodies: 1 MB).',
+  413: 'The request body is larger than this operation reads (see the request body’s size).',
   415: 'The body is not of a media type this operation reads.',
   422: 'Validation failed; `errors` lists each problem.',
   429: 'Request window exceeded. Wait for Retry-After seconds.',
@@ -28,7 +30,7 @@ const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 function errorStatuses(route: RouteSpec): number[] {
   // A credential in the URL is refused on every route.
   const statuses = new Set<number>([400]);
-  const authenticated = !('public' in route.auth);
+  const authenticated = !isPublic(route.operation.access);
   // Authentication reads the database: while it is away, every authenticated request is a 503.
   if (authenticated) [401, 403, 429, 503].forEach((s) => statuses.add(s));
   // The body parser reads every POST, PUT and PATCH body, a route without a body schema too: over
@@ -38,7 +40,7 @@ function errorStatuses(route: RouteSpec): number[] {
   if (route.body || route.rawBody) statuses.add(415);
   if (route.rawBody || parsesBody) statuses.add(413);
   if (route.params) statuses.add(404);
-  if (route.idempotent || route.method !== 'get') statuses.add(409);
+  if (route.operation.idempotent || route.method !== 'get') statuses.add(409);
   for (const extra of route.errors ?? []) statuses.add(extra.status);
   return [...statuses].sort();
 }
@@ -54,13 +56,13 @@ function parameters(route: RouteSpec): unknown[] {
   for (const [name, schema] of Object.entries(queryProps)) {
     out.push({ name, in: 'query', required: required.has(name), schema, description: schema.description });
   }
-  if (route.idempotent) {
+  if (route.operation.idempotent) {
     out.push({
       name: 'Idempotency-Key',
       in: 'header',
       required: false,
       description: 'Retry-safe request identity (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): the same key and payload replay the first answer for 24 hours; the same key with another payload is a 422.',
-      // The schema the router checks the header with (api/middleware/idempotency.ts).
+      // The schema the router checks the header with (services/operations/idempotency.ts).
       schema: { ...IDEMPOTENCY_KEY_SCHEMA },
     });
   }
@@ -80,27 +82,33 @@ function responseContent(spec: ResponseSpec): Record<string, unknown> | undefine
   };
 }
 
+/** The operation's declared access, for people: the same declaration invoke() enforces. */
+export function accessText(operation: Operation): string {
+  const access = operation.access;
+  if (isPublic(access)) return `Public: ${access.public}.`;
+  const scopes = scopesOf(access.scopes);
+  return [
+    'allOf' in access.scopes ? `Scopes: ${scopes.join(' and ')} (all of them).` : `Scope: ${scopes.join(' or ')}.`,
+    access.unrestrictedKey ? 'Needs a key without a project restriction.' : '',
+    access.workspaceResources ? 'Project-restricted keys need workspaceResources.' : '',
+    access.actor === 'accountable' ? 'The key’s creating member must still be in the workspace.' : '',
+    access.actor === 'administrator' ? 'The key’s creating member must still be in the workspace as an owner or admin.' : '',
+    access.project ? 'The project must be in the key’s allowlist.' : '',
+  ].filter(Boolean).join(' ');
+}
+
 /** OpenAPI 3.1, generated from the same route declarations and JSON Schemas that validate requests. */
 export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string; componentSchemas?: Record<string, JsonSchema> }): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes.filter((r) => !r.internal)) {
-    const auth = route.auth;
-    const scopeText = 'public' in auth
-      ? `Public: ${auth.reason}.`
-      : [
-          `Scope: ${auth.scopes.join(' or ')}.`,
-          auth.unrestrictedKey ? 'Needs a key without a project restriction.' : '',
-          auth.workspaceResources ? 'Project-restricted keys need workspaceResources.' : '',
-          auth.accountableActor ? 'The key’s creating member must still be in the workspace.' : '',
-          auth.administratorActor ? 'The key’s creating member must still be in the workspace as an owner or admin.' : '',
-          auth.projectParam ? 'The project must be in the key’s allowlist.' : '',
-        ].filter(Boolean).join(' ');
+    const auth = route.operation.access;
+    const scopeText = accessText(route.operation);
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = {
         description: spec.description,
         ...(spec.schema ? { content: responseContent(spec) } : {}),
-        ...('public' in auth ? {} : { headers: rateLimitHeaders }),
+        ...(isPublic(auth) ? {} : { headers: rateLimitHeaders }),
       };
     }
     for (const status of errorStatuses(route)) {
@@ -114,13 +122,13 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
     }
     paths[toOpenApiPath(route.path)] ??= {};
     paths[toOpenApiPath(route.path)][route.method] = {
-      operationId: route.operationId,
-      summary: route.summary,
+      operationId: route.operation.name,
+      summary: route.summary ?? route.operation.summary,
       description: [route.description, scopeText].filter(Boolean).join('\n\n'),
       tags: [route.tag],
-      ...('public' in auth ? { security: [] } : { 'x-weft-scopes': auth.scopes }),
+      ...(isPublic(auth) ? { security: [] } : { 'x-weft-scopes': scopesOf(auth.scopes), 'x-weft-access': auth }),
       parameters: parameters(route),
-      ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: route.body } } } } : {}),
+      ...(route.body ? { requestBody: { required: true, description: `JSON, at most ${describeBytes(route.maxJsonBytes ?? DEFAULT_JSON_BYTES)} (larger is a 413).`, content: { 'application/json': { schema: route.body } } }, 'x-weft-max-body-bytes': route.maxJsonBytes ?? DEFAULT_JSON_BYTES } : {}),
       ...(route.rawBody
         ? {
             requestBody: {

@@ -1,43 +1,18 @@
 import type Koa from 'koa';
-import type { Client } from '@temporalio/client';
 import type { JsonSchema } from '../core/schema-validator';
-import type { Db, Executor } from '../db/connection';
-import type { AccessRequirement, Principal } from '../services/tenancy/access';
-import type { Project } from '../db/models';
-import type { KeyUsageRecorder } from '../services/tenancy/key-usage';
+import type { ServiceDependencies } from '../services/operations/context';
+import type { Operation, Reply, RequestInput } from '../services/operations/operation';
 
-/** What every route handler can reach. Built once per process. */
-export interface AppDependencies {
-  db: Db;
-  temporal: Client;
-  encryptionKey: Buffer;
-  keyUsage: KeyUsageRecorder;
-}
+/** What every door can reach: the service layer's dependencies. */
+export type AppDependencies = ServiceDependencies;
 
-/**
- * How a route is authenticated and authorized. Every route must declare one: `auth` is a
- * required field, so a route without a declaration does not compile.
- */
-export type RouteAuth =
-  | { public: true; reason: string }
-  | (AccessRequirement & {
-      /** Name of the path parameter holding a project id: enables the project allowlist layer. */
-      projectParam?: string;
-    });
-
-export interface HandlerContext<P, Q, B> {
+/** An HTTP request as a route's input mapping sees it: validated parts, plus the Koa context for headers. */
+export interface HttpRequest<P = any, Q = any, B = any> {
   params: P;
   query: Q;
   body: B;
   /** The media type of a raw body (routes with `rawBody`), without parameters. */
   bodyType?: string;
-  /** The authenticated caller. Throws on public routes, which have none. */
-  principal: Principal;
-  /** The project named by `auth.projectParam`, already checked against the allowlist. */
-  project: Project;
-  /** A transaction for mutating routes (the whole request commits or nothing does); the pool for reads. */
-  db: Executor;
-  deps: AppDependencies;
   requestId: string;
   koa: Koa.Context;
 }
@@ -67,40 +42,63 @@ export interface HeaderSpec {
   schema: JsonSchema;
 }
 
-export interface RouteSpec<P = any, Q = any, B = any> {
+/**
+ * An HTTP route is transport only: a path, the schemas of its parameters and body, its answers,
+ * and the operation it invokes. Access is the operation’s (services/<domain>/operations.ts): a route never
+ * states a scope. The router authenticates the key, validates the request against the route's
+ * schemas, maps it to the operation's input and invokes it.
+ */
+export interface RouteSpec<I = any, O = any> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Koa-style path: /api/v1/projects/:project_id */
   path: string;
-  operationId: string;
-  summary: string;
+  operation: Operation<I, O>;
+  /** The route's own summary; the operation's by default. */
+  summary?: string;
   description?: string;
   tag: string;
-  auth: RouteAuth;
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
   /**
    * A body that is not JSON (an RDF document, a SPARQL query): read as text of one of these media
-   * types, up to maxBytes, and handed to the handler as `body` with its media type in `bodyType`.
-   * With `form`, application/x-www-form-urlencoded bodies are parsed into an object of strings.
+   * types, up to maxBytes, and handed to the input mapping as `body` with its media type in `bodyType`.
    */
   rawBody?: { mediaTypes: readonly string[]; maxBytes: number; description: string; optional?: boolean; refusals?: Record<string, { code: string; message: string }> };
-  /**
-   * Mutations run in one transaction by default. Set false for actions that only reach out to
-   * remote systems (a connection check), so no transaction is held open while they wait.
-   */
-  transaction?: boolean;
-  /** Accepts an Idempotency-Key header: same key and payload replays the first answer. */
-  idempotent?: boolean;
-  /** Other request headers the handler reads and enforces (the router validates none of them). */
+  /** Largest JSON body this route reads, sized from the operation's bounds (default 1 MB). */
+  maxJsonBytes?: number;
+  /** Other request headers the input mapping reads (the router validates none of them). */
   headers?: readonly HeaderSpec[];
+  /** The success status (200 unless given). */
+  status?: number;
+  /** The operation's input from the request; by default the path parameters in camelCase, the query and the body's fields. */
+  input?(request: HttpRequest): I;
+  /** The answer from the operation's output; by default `status` with the output as the JSON body. */
+  respond?(output: O, request: HttpRequest): HandlerResult;
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
   errors?: Array<{ status: number; description?: string }>;
   /** Left out of the OpenAPI document (health probes, the document itself). */
   internal?: boolean;
-  handler(ctx: HandlerContext<P, Q, B>): Promise<HandlerResult>;
 }
 
-/** Identity helper that keeps a route's parameter types inferred in its file. */
-export const defineRoute = <P = Record<string, string>, Q = Record<string, never>, B = undefined>(spec: RouteSpec<P, Q, B>): RouteSpec<P, Q, B> => spec;
+/** Identity helper that keeps a route's types inferred in its file. */
+export const defineRoute = <I, O>(spec: RouteSpec<I, O>): RouteSpec<I, O> => spec;
+
+/** The route's OpenAPI operationId: its operation's name. */
+export const operationIdOf = (route: RouteSpec): string => route.operation.name;
+
+/** The input of operations that take identifiers, options and payload: the validated request parts. */
+export const requestInput = (request: HttpRequest): RequestInput<any, any, any> => ({
+  ...(typeof request.params?.project_id === 'string' ? { projectId: request.params.project_id } : {}),
+  params: request.params,
+  query: request.query,
+  body: request.body,
+  bodyType: request.bodyType,
+  rawQuery: { ...request.koa.query },
+  headers: Object.fromEntries(Object.entries(request.koa.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value])),
+  accepts: (...types: string[]) => request.koa.accepts(...types),
+});
+
+/** The answer of an operation whose outcome decides its status and headers. */
+export const asReply = (output: Reply): HandlerResult => output;

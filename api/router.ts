@@ -1,42 +1,13 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { AuthenticationError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
+import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
-import { authorize, Principal } from '../services/tenancy/access';
-import { authenticateRequest, Authentication } from '../services/tenancy/api-keys';
-import { requireProject } from '../services/tenancy/projects';
-import type { AppDependencies, HandlerContext, HandlerResult, RouteSpec } from './route-spec';
-import { checkIdempotencyKey, requestFingerprint, runIdempotently } from './middleware/idempotency';
-
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
-
-/**
- * Authenticates the Bearer key and counts the request against its request limits, in one database
- * round trip; sets the limit headers on every answer, a 429 included.
- */
-export async function authenticate(ctx: Koa.Context, deps: AppDependencies): Promise<Authentication> {
-  const header = ctx.get('Authorization');
-  if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
-  const match = BEARER.exec(header);
-  if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
-  try {
-    const authentication = await authenticateRequest(deps.db, match[1]);
-    ctx.state.principal = authentication.principal;
-    deps.keyUsage.record(authentication.principal.apiKeyId);
-    setLimitHeaders(ctx, authentication.limit.limit, authentication.limit.remaining, authentication.limit.resetSeconds);
-    return authentication;
-  } catch (error) {
-    const limit = (error as { limit?: { limit: number; remaining: number; resetSeconds: number } }).limit;
-    if (limit) setLimitHeaders(ctx, limit.limit, limit.remaining, limit.resetSeconds);
-    throw error;
-  }
-}
-
-function setLimitHeaders(ctx: Koa.Context, limit: number, remaining: number, resetSeconds: number): void {
-  ctx.set('X-RateLimit-Limit', String(limit));
-  ctx.set('X-RateLimit-Remaining', String(Math.max(0, remaining)));
-  ctx.set('X-RateLimit-Reset', String(resetSeconds));
-}
+import { authenticateBearer } from '../services/tenancy/bearer';
+import type { Caller } from '../services/operations/context';
+import { checkIdempotencyKey } from '../services/operations/idempotency';
+import { admit, execute } from '../services/operations/invoke';
+import { isPublic } from '../services/operations/operation';
+import type { AppDependencies, HandlerResult, HttpRequest, RouteSpec } from './route-spec';
 
 function readBody(ctx: Koa.Context, route: RouteSpec): unknown {
   if (!route.body) return undefined;
@@ -82,63 +53,50 @@ function readQuery(ctx: Koa.Context): Record<string, unknown> {
   return { ...ctx.query };
 }
 
+/** JSON bodies up to this size unless a route declares its own limit (maxJsonBytes). */
+export const DEFAULT_JSON_BYTES = 1024 * 1024;
+export const describeBytes = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes} bytes`);
+
+const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The default input mapping: path parameters in camelCase (project_id → projectId), the query, the body's fields. */
+export function defaultInput(request: HttpRequest): Record<string, unknown> {
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(request.params ?? {})) input[camel(name)] = value;
+  Object.assign(input, request.query);
+  if (isPlainObject(request.body)) Object.assign(input, request.body);
+  else if (request.body !== undefined) Object.assign(input, { body: request.body, bodyType: request.bodyType });
+  return input;
+}
+
 /**
- * Mounts one declared route: authenticate → request limits → scope and workspace layers →
- * validate params → project allowlist → validate query and body → run (in a transaction for
- * mutations, idempotently when an Idempotency-Key is sent) → shape the response.
+ * Mounts one declared route: authenticate → the operation's access (scopes, restrictions, the
+ * project in the path) → validate params, query and body → invoke the operation (in one
+ * transaction for writes, once per Idempotency-Key) → shape the answer. The route adds transport
+ * only; every rule is the operation's.
  */
 function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
-  const inTransaction = route.method !== 'get' && route.transaction !== false;
+  const operation = route.operation;
   router[route.method](route.path, async (ctx) => {
-    let principal: Principal | undefined;
-    if (!('public' in route.auth)) {
-      principal = (await authenticate(ctx, deps)).principal;
-      authorize(principal, route.auth);
-    }
-    const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : ctx.params;
-    const project = principal && !('public' in route.auth) && route.auth.projectParam
-      ? await requireProject(deps.db, principal, String(ctx.params[route.auth.projectParam]))
-      : undefined;
+    const principal = isPublic(operation.access) ? undefined : (await authenticateBearer(deps, ctx)).principal;
+    const caller: Caller = { deps, principal, door: 'http', requestId: String(ctx.state.requestId) };
+    await admit(caller, operation);
+    const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : { ...ctx.params };
+    const admitted = typeof params.project_id === 'string' ? await admit(caller, operation, params.project_id) : undefined;
     const query = route.query ? validateWithSchema<Record<string, unknown>>(route.query, readQuery(ctx), 'query string', { query: true }) : {};
     const raw = route.rawBody ? await readRawBody(ctx, route.rawBody) : undefined;
     const body = route.body ? validateWithSchema<unknown>(route.body, readBody(ctx, route), 'request body') : raw?.text;
-    const idempotencyHeader = route.idempotent ? ctx.get('Idempotency-Key') : '';
-    const idempotencyKey = idempotencyHeader ? checkIdempotencyKey(idempotencyHeader) : undefined;
+    const idempotencyHeader = operation.idempotent ? ctx.get('Idempotency-Key') : '';
+    if (idempotencyHeader) caller.idempotencyKey = checkIdempotencyKey(idempotencyHeader);
 
-    const context = (db: HandlerContext<unknown, unknown, unknown>['db']): HandlerContext<unknown, unknown, unknown> => ({
-      params,
-      query,
-      body,
-      bodyType: raw?.type,
-      get principal(): Principal {
-        if (!principal) throw new Error(`${route.operationId} is public and has no principal`);
-        return principal;
-      },
-      get project() {
-        if (!project) throw new Error(`${route.operationId} declares no projectParam`);
-        return project;
-      },
-      db,
-      deps,
-      requestId: String(ctx.state.requestId),
-      koa: ctx,
-    });
-
-    let result: HandlerResult & { replayed?: boolean };
-    if (!inTransaction) {
-      result = await route.handler(context(deps.db));
-    } else {
-      result = await deps.db.transaction(async (trx) => {
-        if (idempotencyKey && principal) {
-          const fingerprint = requestFingerprint(`${route.method} ${route.path}`, params, body);
-          return runIdempotently(trx, principal, idempotencyKey, route.operationId, fingerprint, () => route.handler(context(trx)));
-        }
-        return route.handler(context(trx));
-      });
-    }
-    if (result.replayed) ctx.set('Idempotent-Replayed', 'true');
+    const request: HttpRequest = { params, query, body, bodyType: raw?.type, requestId: caller.requestId, koa: ctx };
+    const input = route.input ? route.input(request) : defaultInput(request);
+    const { output, replayed } = await execute(caller, operation, input, { admitted });
+    const result: HandlerResult = route.respond ? route.respond(output, request) : { status: route.status, body: output };
+    if (replayed) ctx.set('Idempotent-Replayed', 'true');
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
-    ctx.status = result.status ?? 200;
+    ctx.status = result.status ?? route.status ?? 200;
     if (result.contentType) ctx.type = result.contentType;
     if (result.body !== undefined) ctx.body = result.body;
     else if (ctx.status !== 204) ctx.body = '';

@@ -40,7 +40,7 @@ import { OntologyPackage, PluginInstallation, Project, ReadBinding, Workspace } 
 import { assertCredit, meter } from '../services/usage/usage';
 import { findCapability } from '../plugins';
 import { capabilityContext } from '../services/endpoints/data-endpoints';
-import { authenticateApiKey } from '../services/tenancy/api-keys';
+import { authenticateRequest } from '../services/tenancy/request-authentication';
 import { MAX_BOUND_RECORDS, sparqlDataset } from '../services/ontology/sparql';
 import { readEndpointRecords } from '../services/endpoints/records-read';
 import { bindingFields, mapRecord } from '../ontology/term-records';
@@ -407,7 +407,7 @@ interface Breakdown {
 }
 
 async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], texts: Map<string, string>, runs: number): Promise<Breakdown> {
-  const { principal } = await authenticateApiKey(weft.db, weft.tenant.key);
+  const { principal } = await authenticateRequest(weft.db, weft.tenant.key);
   const project = (await Project.query(weft.db).findById(weft.tenant.projectId))!;
   const pkg = (await OntologyPackage.query(weft.db).findById(loaded.packageId))!;
   const bindings = await ReadBinding.query(weft.db).whereIn('id', loaded.bindingIds).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
@@ -456,7 +456,7 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   const askEmpty = await bench(() => post(loaded.endpoint, 'ASK {}', 'application/sparql-results+json'), Math.max(runs, 9), 2);
   const piece = async (fn: () => Promise<unknown>) => (await bench(fn, Math.max(runs, 9), 2)).median;
   const fixed: Array<[string, number]> = [
-    ['API key lookup (authenticateApiKey)', await piece(() => authenticateApiKey(weft.db, weft.tenant.key))],
+    ['API key check and count (authenticateRequest)', await piece(() => authenticateRequest(weft.db, weft.tenant.key))],
     ['semantic mode (workspace row)', await piece(async () => Workspace.query(weft.db).findById(principal.workspaceId))],
     ['credit check (assertCredit)', await piece(() => assertCredit(weft.db, principal.workspaceId, 'sparql_query'))],
     ['dataset lookups, store kept (sparqlDataset)', warm.median],

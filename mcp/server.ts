@@ -7,16 +7,14 @@ import { CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchem
 import { DomainError, InputError, NotFoundError } from '../core/errors';
 import { logger } from '../core/logger';
 import { schemaProblems, summarizeProblems } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import type { Project } from '../db/models';
-import { authenticate } from '../api/router';
-import type { AppDependencies } from '../api/route-spec';
-import { problemFromDatabaseError } from '../api/middleware/errors';
-import { requestFingerprint, runIdempotently } from '../api/middleware/idempotency';
-import { Problem, problem, problemFromDomainError } from '../api/problem';
-import { authorize, Principal } from '../services/tenancy/access';
-import { requireProject } from '../services/tenancy/projects';
-import { toolInputSchema, tools, ToolSpec } from './tools';
+import { Problem, problem, problemFromDomainError } from '../core/problem';
+import type { Caller, ServiceDependencies } from '../services/operations/context';
+import { domainErrorFromDatabase } from '../services/operations/database-errors';
+import { admit, execute } from '../services/operations/invoke';
+import type { Principal } from '../services/tenancy/access';
+import { authenticateBearer } from '../services/tenancy/bearer';
+import { openProjectConnectionOperation } from '../services/tenancy/connections';
+import { toolInputSchema, toolTakesProject, tools, ToolSpec } from './tools';
 
 // The MCP endpoint (Streamable HTTP, the official SDK). Every HTTP request of a session is
 // authenticated with the same Bearer key and request limits as the REST API; a session belongs
@@ -31,7 +29,7 @@ interface Session {
 }
 
 /** The HTTP request carrying a JSON-RPC message: tool calls authorize against its principal and log its id. */
-interface Caller {
+interface CarryingRequest {
   principal: Principal;
   requestId: string;
 }
@@ -56,9 +54,8 @@ const asResult = (value: unknown): CallToolResult => ({ content: [{ type: 'text'
  * details). Unexpected failures are logged and reveal nothing but the request id.
  */
 function errorResult(error: unknown, requestId: string, tool: string): CallToolResult {
-  let body: Problem | undefined;
-  if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
-  else body = problemFromDatabaseError(((error as { nativeError?: unknown }).nativeError ?? error) as never, requestId);
+  const known = error instanceof DomainError ? error : domainErrorFromDatabase(error);
+  let body: Problem | undefined = known ? problemFromDomainError(known, requestId) : undefined;
   if (!body) {
     logger.error({ requestId, tool, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled MCP tool error');
     body = problem(500, 'internal_error', 'Something went wrong on our side. The request id identifies it in our logs.', requestId);
@@ -66,28 +63,21 @@ function errorResult(error: unknown, requestId: string, tool: string): CallToolR
   return { ...asResult(body), isError: true };
 }
 
-async function callTool(deps: AppDependencies, tool: ToolSpec, args: Record<string, unknown>, principal: Principal, boundProjectId: string | null) {
-  authorize(principal, tool.auth);
-  // confirm was checked by the schema (const true); the handler gets only its own arguments.
+/** A tool call: the operation the tool names, invoked as the calling key (the tool adds only transport). */
+async function callTool(deps: ServiceDependencies, tool: ToolSpec, args: Record<string, unknown>, caller: Caller, boundProjectId: string | null) {
+  await admit(caller, tool.operation);
+  // confirm was checked by the schema (const true); the operation gets only the tool's own arguments.
   const own = { ...args };
   const { projectId, idempotencyKey } = args;
   for (const name of ['projectId', 'idempotencyKey', 'confirm']) delete own[name];
-  let project: Project | undefined;
-  if (tool.project) project = await requireProject(deps.db, principal, boundProjectId ?? String(projectId));
-  const run = (db: Executor) => tool.handler({ db, deps, principal, project: project!, args: own });
-  if (tool.annotations.readOnlyHint) return { value: await run(deps.db), replayed: false };
-
-  // Like a mutating HTTP route: one transaction, and once per idempotencyKey (the same store as the
-  // Idempotency-Key header; the tool name keeps MCP and HTTP keys apart).
-  return deps.db.transaction(async (trx) => {
-    if (typeof idempotencyKey !== 'string') return { value: await run(trx), replayed: false };
-    const fingerprint = requestFingerprint(`mcp ${tool.name}`, { projectId: project?.id ?? null }, own);
-    const outcome = await runIdempotently(trx, principal, idempotencyKey, `mcp.${tool.name}`, fingerprint, async () => ({ body: await run(trx) }));
-    return { value: outcome.body, replayed: Boolean(outcome.replayed) };
-  });
+  const project = toolTakesProject(tool) ? { projectId: boundProjectId ?? String(projectId) } : {};
+  const input = tool.input ? tool.input(own, project.projectId) : { ...project, ...own };
+  const call: Caller = { ...caller, idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : undefined };
+  const { output, replayed } = await execute(call, tool.operation, input);
+  return { value: tool.output ? tool.output(output) : output, replayed };
 }
 
-function buildServer(deps: AppDependencies, boundProjectId: string | null): Server {
+function buildServer(deps: ServiceDependencies, boundProjectId: string | null): Server {
   const bound = boundProjectId !== null;
   const server = new Server({ name: 'weft', version: '1.0.0' }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
@@ -100,9 +90,10 @@ function buildServer(deps: AppDependencies, boundProjectId: string | null): Serv
     const args = structuredClone(request.params.arguments ?? {}) as Record<string, unknown>;
     const problems = schemaProblems(toolInputSchema(tool, bound), args);
     if (problems.length) throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for ${tool.name}: ${summarizeProblems(problems)}`, { errors: problems });
-    const { principal, requestId } = extra.authInfo!.extra as unknown as Caller;
+    const { principal, requestId } = extra.authInfo!.extra as unknown as CarryingRequest;
     try {
-      const { value, replayed } = await callTool(deps, tool, args, principal, boundProjectId);
+      const caller: Caller = { deps, principal, door: 'mcp', requestId };
+      const { value, replayed } = await callTool(deps, tool, args, caller, boundProjectId);
       return replayed ? { ...asResult(value), _meta: { idempotentReplayed: true } } : asResult(value);
     } catch (error) {
       return errorResult(error, requestId, tool.name);
@@ -112,13 +103,13 @@ function buildServer(deps: AppDependencies, boundProjectId: string | null): Serv
 }
 
 /** Koa middleware for /mcp and /mcp/projects/{project_id}; other paths pass through. */
-export function mcpMiddleware(deps: AppDependencies): Koa.Middleware {
+export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
   return async (ctx, next) => {
     const match = PATH.exec(ctx.path);
     if (!match) return next();
     const boundProjectId = match[1] ?? null;
-    const { principal } = await authenticate(ctx, deps);
-    if (boundProjectId) await requireProject(deps.db, principal, boundProjectId);
+    const { principal } = await authenticateBearer(deps, ctx);
+    if (boundProjectId) await execute({ deps, principal, door: 'mcp', requestId: String(ctx.state.requestId ?? '') }, openProjectConnectionOperation, { projectId: boundProjectId });
     const sessionId = ctx.get('mcp-session-id');
     let session = sessionId ? sessions.get(sessionId) : undefined;
     if (sessionId && (!session || session.apiKeyId !== principal.apiKeyId || session.projectId !== boundProjectId)) {
@@ -143,8 +134,8 @@ export function mcpMiddleware(deps: AppDependencies): Koa.Middleware {
     // Tool calls authorize against the request that carries them (the SDK hands req.auth to the
     // handler): a key revoked or a member gone since initialize is noticed. Never the secret itself.
     session.lastSeenAt = Date.now();
-    const caller: Caller = { principal, requestId: String(ctx.state.requestId ?? '') };
-    (ctx.req as typeof ctx.req & { auth: AuthInfo }).auth = { token: '', clientId: principal.apiKeyId, scopes: [...principal.scopes], extra: caller as unknown as Record<string, unknown> };
+    const carrying: CarryingRequest = { principal, requestId: String(ctx.state.requestId ?? '') };
+    (ctx.req as typeof ctx.req & { auth: AuthInfo }).auth = { token: '', clientId: principal.apiKeyId, scopes: [...principal.scopes], extra: carrying as unknown as Record<string, unknown> };
     ctx.respond = false;
     await session.transport.handleRequest(ctx.req, ctx.res, (ctx.request as unknown as { body?: unknown }).body);
   };

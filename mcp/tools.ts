@@ -1,31 +1,32 @@
 import type { JsonSchema } from '../core/schema-validator';
-import type { Executor } from '../db/connection';
-import type { Project } from '../db/models';
-import type { AppDependencies } from '../api/route-spec';
-import { createDataEndpointBody } from '../api/schemas/data-endpoints';
-import { createPipelineBody, saveDraftBody } from '../api/schemas/pipelines';
-import type { AccessRequirement, Principal } from '../services/tenancy/access';
-import { getApiLimits } from '../services/tenancy/api-limits';
-import { createDataEndpoint, DataEndpointInput } from '../services/endpoints/data-endpoints';
-import { createPipelineSchedule, deletePipelineSchedule, listPipelineSchedules, ScheduleSpecInput } from '../services/pipelines/pipeline-schedules';
-import { createPipeline, deletePipeline, getPipeline, listPipelines, PipelineInput, saveDraft, validateDraft } from '../services/pipelines/pipelines';
-import { cancelRun, getRun, launchRun } from '../services/pipelines/runs';
-import type { PipelineDocument } from '../pipelines/document';
+import { createDataEndpointBody } from '../schemas/data-endpoints';
+import { createPipelineBody, saveDraftBody } from '../schemas/pipelines';
+import { createDataEndpointOperation } from '../services/endpoints/operations';
+import { isPublic, Operation } from '../services/operations/operation';
+import {
+  createPipelineOperation,
+  deletePipelineOperation,
+  executePipelineOperation,
+  getPipelineOperation,
+  listPipelinesOperation,
+  savePipelineDraftOperation,
+  validatePipelineDraftOperation,
+} from '../services/pipelines/operations';
+import {
+  cancelRunOperation,
+  createPipelineScheduleOperation,
+  deletePipelineScheduleOperation,
+  getProjectRunOperation,
+  listPipelineSchedulesOperation,
+} from '../services/pipelines/run-operations';
+import { getApiLimitsOperation } from '../services/tenancy/api-limit-operations';
+import type { Reply, RequestInput } from '../services/operations/operation';
 
-// MCP tools, declared like routes: a name, an argument schema (JSON Schema, validated by the one
-// validator), annotations, an access requirement, and a handler that calls the same service
-// functions as the HTTP routes. Project tools take projectId on a workspace connection; on a
-// project-bound connection the project comes from the connection. Tools that change something
-// run in one transaction, and those that take an idempotencyKey run once per key (mcp/server.ts).
-
-export interface ToolContext<A> {
-  db: Executor;
-  deps: AppDependencies;
-  principal: Principal;
-  /** Present for tools with `project: true`. */
-  project: Project;
-  args: A;
-}
+// MCP tools are transport, like routes: a name, an argument schema (JSON Schema, validated by the
+// one validator), annotations, and the operation they invoke. Access is the operation's: a tool
+// never states a scope. Project operations take projectId on a workspace connection; on a
+// project-bound connection the project comes from the connection. Writes run in one transaction,
+// and those that take an idempotencyKey run once per key (services/operations/invoke.ts).
 
 export interface ToolAnnotations {
   readOnlyHint: boolean;
@@ -33,12 +34,10 @@ export interface ToolAnnotations {
   idempotentHint: boolean;
 }
 
-export interface ToolSpec<A = any> {
+export interface ToolSpec<I = any, O = any> {
   name: string;
   description: string;
-  auth: AccessRequirement;
-  /** Takes a project: projectId in the arguments on a workspace connection. */
-  project: boolean;
+  operation: Operation<I, O>;
   /** The tool's own arguments (without projectId, idempotencyKey and confirm, which the flags below add). */
   arguments: JsonSchema;
   annotations: ToolAnnotations;
@@ -46,8 +45,19 @@ export interface ToolSpec<A = any> {
   idempotencyKey?: 'required' | 'optional';
   /** Permanent deletions ask for confirm: true. */
   confirm?: boolean;
-  handler(ctx: ToolContext<A>): Promise<unknown>;
+  /** The operation's input from the arguments; by default the arguments with the connection's or the call's projectId. */
+  input?(args: Record<string, any>, projectId: string | undefined): I;
+  /** The tool's result from the operation's output; the output itself by default. */
+  output?(output: O): unknown;
 }
+
+/** A tool of a project operation takes projectId on a workspace connection. */
+export const toolTakesProject = (tool: ToolSpec): boolean => !isPublic(tool.operation.access) && Boolean(tool.operation.access.project);
+
+/** The input of an operation that takes identifiers, options and payload (as its HTTP route does). */
+const request = <P, B>(params: P, body?: B): RequestInput<P, Record<string, never>, B | undefined> => ({ params, query: {}, body });
+/** The body of an operation's reply: a tool result has no status or headers. */
+const replyBody = (reply: Reply): unknown => reply.body;
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true };
 const uuid: JsonSchema = { type: 'string', format: 'uuid' };
@@ -87,46 +97,39 @@ const sourceCreateArguments: JsonSchema = withoutRequired({
 export const tools: ToolSpec[] = [
   {
     name: 'organization_api_limits_get',
+    operation: getApiLimitsOperation,
+    input: () => request({}),
+    output: replyBody,
     description: 'The workspace’s request limits per 60-second window (shared by HTTP and MCP calls of the same key).',
-    auth: { scopes: ['org:manage', 'org:read'] },
-    project: false,
     arguments: object({}),
     annotations: READ_ONLY,
-    handler: ({ db, principal }) => getApiLimits(db, principal.workspaceId),
   },
   {
     name: 'pipeline_list',
+    operation: listPipelinesOperation,
     description: 'Pipelines of the project, with paging and an exact name filter.',
-    auth: { scopes: ['pipelines:read'] },
-    project: true,
     arguments: object({ limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, offset: { type: 'integer', minimum: 0, default: 0 }, name: { type: 'string', minLength: 1, maxLength: 200 } }),
     annotations: READ_ONLY,
-    handler: ({ db, project, args }: ToolContext<{ limit: number; offset: number; name?: string }>) => listPipelines(db, project, { limit: args.limit, offset: args.offset }, { name: args.name }),
   },
   {
     name: 'pipeline_get',
+    operation: getPipelineOperation,
     description: 'One pipeline with its active version and document.',
-    auth: { scopes: ['pipelines:read'] },
-    project: true,
     arguments: object({ pipelineId: uuid }, ['pipelineId']),
     annotations: READ_ONLY,
-    handler: async ({ db, project, args }: ToolContext<{ pipelineId: string }>) => ({ pipeline: await getPipeline(db, project, args.pipelineId) }),
   },
   {
     name: 'pipeline_create',
+    operation: createPipelineOperation,
     description: 'Create a pipeline from a complete document: the pipeline, its first version (active) and your draft. Launches nothing.',
-    auth: { scopes: ['pipelines:write'], accountableActor: true },
-    project: true,
     arguments: createPipelineBody,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     idempotencyKey: 'required',
-    handler: ({ db, principal, project, args }: ToolContext<PipelineInput>) => createPipeline(db, principal, project, args),
   },
   {
     name: 'pipeline_draft_save',
+    operation: savePipelineDraftOperation,
     description: 'Replace your draft of the pipeline (it may be unfinished; the active version is unchanged). With basedOnVersionId, a base that a newer version has replaced is a conflict (stale_draft_base).',
-    auth: { scopes: ['pipelines:write'], accountableActor: true },
-    project: true,
     arguments: object({
       pipelineId: uuid,
       ...(saveDraftBody.properties as Record<string, JsonSchema>),
@@ -134,110 +137,82 @@ export const tools: ToolSpec[] = [
     }, ['pipelineId', 'document']),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     idempotencyKey: 'optional',
-    handler: async ({ db, principal, project, args }: ToolContext<{ pipelineId: string; document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }>) => ({
-      draft: await saveDraft(db, principal, project, args.pipelineId, { document: args.document, workspaceState: args.workspaceState, basedOnVersionId: args.basedOnVersionId }),
-    }),
   },
   {
     name: 'pipeline_validate',
+    operation: validatePipelineDraftOperation,
     description: 'Check your draft of the pipeline: every problem with its node id.',
-    auth: { scopes: ['pipelines:read'], accountableActor: true },
-    project: true,
     arguments: object({ pipelineId: uuid }, ['pipelineId']),
     annotations: READ_ONLY,
-    handler: ({ db, principal, project, args }: ToolContext<{ pipelineId: string }>) => validateDraft(db, principal, project, args.pipelineId),
   },
   {
     name: 'pipeline_delete',
+    operation: deletePipelineOperation,
+    input: ({ id }, projectId) => ({ projectId: projectId!, pipelineId: id }),
     description: 'Permanently delete the pipeline: definition, versions, branches, drafts, positions and schedules. Its runs stay readable.',
-    auth: { scopes: ['pipelines:write'], accountableActor: true },
-    project: true,
     arguments: object({ id: { ...uuid, description: 'The pipeline to delete.' } }, ['id']),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     idempotencyKey: 'required',
     confirm: true,
-    handler: async ({ db, deps, project, args }: ToolContext<{ id: string }>) => {
-      await deletePipeline(db, deps.temporal, project, args.id);
-      return { deleted: true, pipelineId: args.id };
-    },
   },
   {
     name: 'pipeline_execute',
+    operation: executePipelineOperation,
     description: 'Launch the pipeline’s active version. Returns the queued run; follow it with job_get.',
-    auth: { scopes: ['pipelines:execute'], accountableActor: true },
-    project: true,
     arguments: object({ pipelineId: uuid }, ['pipelineId']),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     idempotencyKey: 'required',
-    handler: async ({ db, deps, principal, project, args }: ToolContext<{ pipelineId: string }>) => ({ run: await launchRun(db, deps.temporal, principal, project, args.pipelineId) }),
   },
   {
     name: 'job_get',
+    operation: getProjectRunOperation,
+    input: ({ runId }, projectId) => ({ ...request({ project_id: projectId!, run_id: runId }), projectId }),
+    output: replyBody,
     description: 'A pipeline run’s status, per-node results and Temporal Web UI link.',
-    auth: { scopes: ['runs:read'], accountableActor: true },
-    project: true,
     arguments: object({ runId: uuid }, ['runId']),
     annotations: READ_ONLY,
-    handler: async ({ db, principal, project, args }: ToolContext<{ runId: string }>) => ({ run: await getRun(db, principal, args.runId, project) }),
   },
   {
     name: 'pipeline_run_cancel',
+    operation: cancelRunOperation,
     description: 'Cancel a queued or running run: it ends canceled with nothing committed. A run that already ended is returned as it is.',
-    auth: { scopes: ['pipelines:execute', 'runs:read'], accountableActor: true },
-    project: true,
     arguments: object({ runId: uuid }, ['runId']),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     idempotencyKey: 'optional',
-    handler: async ({ db, deps, principal, project, args }: ToolContext<{ runId: string }>) => {
-      await getRun(db, principal, args.runId, project); // the run must belong to the project
-      return { run: await cancelRun(db, deps.temporal, principal, args.runId) };
-    },
   },
   {
     name: 'pipeline_schedule_create',
+    operation: createPipelineScheduleOperation,
     description: 'Launch the pipeline on a Temporal Schedule (every intervalSeconds, or on a cron in UTC). Its runs show trigger "schedule".',
-    auth: { scopes: ['pipelines:execute'], accountableActor: true },
-    project: true,
     arguments: object({ pipelineId: uuid, ...schedulePlan }, ['pipelineId']),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
     idempotencyKey: 'optional',
-    handler: async ({ db, deps, principal, project, args }: ToolContext<{ pipelineId: string } & ScheduleSpecInput>) => {
-      const { pipelineId, ...plan } = args;
-      return { schedule: await createPipelineSchedule(db, deps.temporal, principal, project, pipelineId, plan) };
-    },
   },
   {
     name: 'pipeline_schedule_list',
+    operation: listPipelineSchedulesOperation,
     description: 'The pipeline’s schedules.',
-    auth: { scopes: ['pipelines:read'] },
-    project: true,
     arguments: object({ pipelineId: uuid }, ['pipelineId']),
     annotations: READ_ONLY,
-    handler: async ({ db, project, args }: ToolContext<{ pipelineId: string }>) => ({ schedules: await listPipelineSchedules(db, project, args.pipelineId) }),
   },
   {
     name: 'pipeline_schedule_delete',
+    operation: deletePipelineScheduleOperation,
     description: 'Delete a schedule of the pipeline. Runs it launched stay.',
-    auth: { scopes: ['pipelines:execute'], accountableActor: true },
-    project: true,
     arguments: object({ pipelineId: uuid, scheduleId: uuid }, ['pipelineId', 'scheduleId']),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
     idempotencyKey: 'required',
     confirm: true,
-    handler: async ({ db, deps, project, args }: ToolContext<{ pipelineId: string; scheduleId: string }>) => {
-      await deletePipelineSchedule(db, deps.temporal, project, args.pipelineId, args.scheduleId);
-      return { deleted: true, scheduleId: args.scheduleId };
-    },
   },
   {
     name: 'source_create',
+    operation: createDataEndpointOperation,
+    input: (args) => request({}, args as never),
+    output: replyBody,
     description: 'Configure a data endpoint (role source unless given) on an installed capability. Runs no read or write and grants no permission.',
-    auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
-    project: false,
     arguments: sourceCreateArguments,
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
     idempotencyKey: 'required',
-    handler: async ({ db, deps, principal, args }: ToolContext<DataEndpointInput>) => ({ dataEndpoint: await createDataEndpoint(db, principal, deps.encryptionKey, args) }),
   },
 ];
 
@@ -250,7 +225,7 @@ function inputSchema(tool: ToolSpec, bound: boolean): JsonSchema {
   const own = tool.arguments as { properties?: Record<string, JsonSchema>; required?: string[] };
   const properties: Record<string, JsonSchema> = {};
   const required: string[] = [];
-  if (tool.project && !bound) {
+  if (toolTakesProject(tool) && !bound) {
     properties.projectId = projectId;
     required.push('projectId');
   }

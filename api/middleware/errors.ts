@@ -3,42 +3,14 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { DomainError } from '../../core/errors';
+import { domainErrorFromDatabase } from '../../services/operations/database-errors';
 import { logger } from '../../core/logger';
-import { PROBLEM_CONTENT_TYPE, Problem, problem, problemFromDomainError } from '../problem';
+import { PROBLEM_CONTENT_TYPE, Problem, problem, problemFromDomainError } from '../../core/problem';
 
-/** PostgreSQL errors that mean the request was wrong, not the server. */
-/**
- * The database is away (restarting, failing over, out of connections): not a bug of ours and not
- * the caller's mistake, so a 503 the caller can retry, like /readyz says meanwhile.
- */
-function databaseUnavailable(error: { code?: string; name?: string; message?: string }): boolean {
-  if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300'].includes(error.code ?? '')) return true;
-  if (error.code?.startsWith('08')) return true;
-  if (error.name === 'KnexTimeoutError') return true;
-  return /Connection terminated|connection (?:is )?closed|Client has encountered a connection error/i.test(error.message ?? '');
-}
-
-export function problemFromDatabaseError(error: { code?: string; constraint?: string; column?: string; name?: string; message?: string }, requestId: string): Problem | undefined {
-  if (databaseUnavailable(error)) {
-    return problem(503, 'database_unavailable', 'The database is briefly unavailable. Retry in a few seconds.', requestId, { retryAfterSeconds: 5 });
-  }
-  switch (error.code) {
-    case '23505':
-      return problem(409, 'already_exists', 'A resource with the same unique value already exists.', requestId, error.constraint ? { constraint: error.constraint } : {});
-    case '23503':
-      return problem(409, 'reference_conflict', 'The change refers to a resource that does not exist, or removes one that others still refer to.', requestId);
-    case '23502':
-      return problem(422, 'missing_field', `A required value is missing${error.column ? `: ${error.column}` : ''}.`, requestId);
-    case '23514':
-      return problem(422, 'invalid_value', 'A value breaks a rule of the stored resource.', requestId);
-    case '55P03':
-    case '40001':
-    case '40P01':
-      return problem(409, 'concurrent_change', 'Another request changed the same resource at the same time. Retry the request.', requestId);
-    default:
-      // Class 22 (data exception): a value the database cannot take — malformed, out of range, a NUL character.
-      return error.code?.startsWith('22') ? problem(422, 'invalid_value', 'A value has the wrong form or is out of range.', requestId) : undefined;
-  }
+/** A database error the service layer maps (services/operations/database-errors.ts), as a problem. */
+export function problemFromDatabaseError(error: unknown, requestId: string): Problem | undefined {
+  const known = domainErrorFromDatabase(error);
+  return known ? problemFromDomainError(known, requestId) : undefined;
 }
 
 /** Koa's and the router's own errors (405 from methodNotAllowed in router.ts, for unknown methods too). */
@@ -81,8 +53,7 @@ export function errorMiddleware(): Koa.Middleware {
       let body: Problem | undefined;
       if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
       else if ((error as { routeNotFound?: boolean }).routeNotFound) body = problem(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`, requestId);
-      // Objection wraps driver errors (UniqueViolationError…): the SQLSTATE is on the native error.
-      else body = problemFromDatabaseError(((error as { nativeError?: unknown }).nativeError ?? error) as never, requestId) ?? problemFromHttpError(error as never, requestId, ctx.method, ctx.path);
+      else body = problemFromDatabaseError(error, requestId) ?? problemFromHttpError(error as never, requestId, ctx.method, ctx.path);
 
       if (!body) {
         logger.error({ requestId, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled error');

@@ -1,31 +1,26 @@
+import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
+import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { getApiLimits, putApiLimits } from '../../services/tenancy/api-limits';
-import { apiLimitsSchema, putApiLimitsBody } from '../schemas/workspace';
+import { apiLimitsSchema, putApiLimitsBody } from '../../schemas/workspace';
 
 export const apiLimitRoutes = [
   defineRoute({
     method: 'get',
     path: '/api/v1/api-limits',
-    operationId: 'getApiLimits',
-    summary: 'Request limits per 60-second window: the saved settings, or the defaults.',
+    operation: getApiLimitsOperation,
     tag: 'Request limits',
-    auth: { scopes: ['org:manage'] },
+    input: requestInput,
+    respond: asReply,
     responses: { 200: { description: 'The limits', schema: apiLimitsSchema } },
-    async handler({ db, principal }) {
-      return { body: await getApiLimits(db, principal.workspaceId) };
-    },
   }),
-  defineRoute<Record<string, string>, Record<string, never>, { workspaceRequests: number; apiKeyRequests: number }>({
+  defineRoute({
     method: 'put',
     path: '/api/v1/api-limits',
-    operationId: 'putApiLimits',
-    summary: 'Save both request limits. The current window’s usage is kept.',
+    operation: putApiLimitsOperation,
     tag: 'Request limits',
-    auth: { scopes: ['org:manage'], accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     body: putApiLimitsBody,
     responses: { 200: { description: 'The saved limits', schema: apiLimitsSchema } },
-    async handler({ db, principal, body }) {
-      return { body: await putApiLimits(db, principal.workspaceId, body) };
-    },
   }),
 ];

@@ -1,19 +1,8 @@
+import { listDataEndpointsOperation, getDataEndpointOperation, createDataEndpointOperation, updateDataEndpointOperation, deleteDataEndpointOperation, checkDataEndpointOperation, validateDataEndpointOperation, discoverDataEndpointSchemaOperation, readDataEndpointRecordsOperation } from '../../services/endpoints/operations';
+import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import {
-  checkDataEndpoint,
-  createDataEndpoint,
-  DataEndpointInput,
-  DataEndpointPatch,
-  deleteDataEndpoint,
-  discoverEndpointSchema,
-  getDataEndpoint,
-  listDataEndpoints,
-  updateDataEndpoint,
-  validateDataEndpoint,
-} from '../../services/endpoints/data-endpoints';
-import { MAX_RECORDS_LIMIT, readRecordsMetered, RecordsReadParams, DEFAULT_RECORDS_LIMIT } from '../../services/endpoints/records-read';
-import type { PageRequest } from '../../services/shared/pagination';
-import { idParams, listQuery, listResponse } from '../schemas/common';
+import { MAX_RECORDS_LIMIT, DEFAULT_RECORDS_LIMIT } from '../../services/endpoints/records-read';
+import { idParams, listQuery, listResponse } from '../../schemas/common';
 import {
   checkResultSchema,
   createDataEndpointBody,
@@ -23,117 +12,91 @@ import {
   recordsResponseSchema,
   updateDataEndpointBody,
   validationResultSchema,
-} from '../schemas/data-endpoints';
+} from '../../schemas/data-endpoints';
 
 const endpointParams = idParams('endpoint_id');
 const endpointResponse = { type: 'object', required: ['dataEndpoint'], properties: { dataEndpoint: dataEndpointSchema } };
 const BASE = '/api/v1/data-endpoints';
 
 export const dataEndpointRoutes = [
-  defineRoute<Record<string, string>, PageRequest & { name?: string; namespace?: string; role?: string }>({
+  defineRoute({
     method: 'get',
     path: BASE,
-    operationId: 'listDataEndpoints',
-    summary: 'List data endpoints, filtered by name, namespace and role.',
+    operation: listDataEndpointsOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:read'], workspaceResources: true },
+    input: requestInput,
+    respond: asReply,
     query: listQuery({ name: IDENTITY_LABEL, namespace: IDENTITY_LABEL, role: { type: 'string', enum: [...ENDPOINT_ROLES] } }),
     responses: { 200: { description: 'A page of endpoints', schema: listResponse('dataEndpoints', dataEndpointSchema) } },
-    async handler({ db, principal, query }) {
-      const { limit, offset, ...filter } = query;
-      return { body: await listDataEndpoints(db, principal.workspaceId, { limit, offset }, filter) };
-    },
   }),
-  defineRoute<{ endpoint_id: string }>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:endpoint_id`,
-    operationId: 'getDataEndpoint',
-    summary: 'One data endpoint.',
+    operation: getDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:read'], workspaceResources: true },
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     responses: { 200: { description: 'The endpoint', schema: endpointResponse } },
-    async handler({ db, principal, params }) {
-      return { body: { dataEndpoint: await getDataEndpoint(db, principal.workspaceId, params.endpoint_id) } };
-    },
   }),
-  defineRoute<Record<string, string>, Record<string, never>, DataEndpointInput>({
+  defineRoute({
     method: 'post',
     path: BASE,
-    operationId: 'createDataEndpoint',
-    summary: 'Configure a data endpoint on an installed capability. Starts no ingestion, grants no permission.',
+    operation: createDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
-    idempotent: true,
+    input: requestInput,
+    respond: asReply,
     body: createDataEndpointBody,
     responses: { 201: { description: 'The new endpoint', schema: endpointResponse } },
-    async handler({ db, principal, body, deps }) {
-      return { status: 201, body: { dataEndpoint: await createDataEndpoint(db, principal, deps.encryptionKey, body) } };
-    },
   }),
-  defineRoute<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>({
+  defineRoute({
     method: 'patch',
     path: `${BASE}/:endpoint_id`,
-    operationId: 'updateDataEndpoint',
-    summary: 'Change an endpoint. The target is revalidated against the capability contract.',
+    operation: updateDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     body: updateDataEndpointBody,
     responses: { 200: { description: 'The updated endpoint', schema: endpointResponse } },
-    async handler({ db, principal, params, body, deps }) {
-      return { body: { dataEndpoint: await updateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id, body) } };
-    },
   }),
-  defineRoute<{ endpoint_id: string }>({
+  defineRoute({
     method: 'delete',
     path: `${BASE}/:endpoint_id`,
-    operationId: 'deleteDataEndpoint',
-    summary: 'Delete an endpoint. Blocked (409 endpoint_referenced) while pipelines or bindings refer to it.',
+    operation: deleteDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     responses: { 204: { description: 'Deleted' } },
-    async handler({ db, principal, params }) {
-      await deleteDataEndpoint(db, principal.workspaceId, params.endpoint_id);
-      return { status: 204 };
-    },
   }),
-  defineRoute<{ endpoint_id: string }>({
+  defineRoute({
     method: 'post',
     path: `${BASE}/:endpoint_id/check`,
-    operationId: 'checkDataEndpoint',
-    summary: 'Check the connection through the capability. Does not prove every record is readable.',
+    operation: checkDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:write'], workspaceResources: true, accountableActor: true },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     responses: { 200: { description: 'Check result (ok false when the remote side failed)', schema: checkResultSchema } },
-    async handler({ db, principal, params, deps }) {
-      return { body: await checkDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
-    },
   }),
-  defineRoute<{ endpoint_id: string }>({
+  defineRoute({
     method: 'post',
     path: `${BASE}/:endpoint_id/validate`,
-    operationId: 'validateDataEndpoint',
-    summary: "Validate the stored configuration against the installed capability's contract.",
+    operation: validateDataEndpointOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:read'], workspaceResources: true },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     responses: { 200: { description: 'Validation result', schema: validationResultSchema } },
-    async handler({ db, principal, params, deps }) {
-      return { body: await validateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
-    },
   }),
-  defineRoute<{ endpoint_id: string }>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:endpoint_id/schema`,
-    operationId: 'discoverDataEndpointSchema',
-    summary: 'Target fields discovered through the capability.',
+    operation: discoverDataEndpointSchemaOperation,
     tag: 'Data endpoints',
-    auth: { scopes: ['endpoints:read'], workspaceResources: true, accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     errors: [{ status: 502 }],
     responses: {
@@ -142,18 +105,15 @@ export const dataEndpointRoutes = [
         schema: { type: 'object', required: ['fields'], properties: { fields: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, type: { type: 'string' }, nullable: { type: 'boolean' } } } }, primaryKey: { type: 'array', items: { type: 'string' } } } },
       },
     },
-    async handler({ db, principal, params, deps }) {
-      return { body: await discoverEndpointSchema(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
-    },
   }),
-  defineRoute<{ endpoint_id: string }, RecordsReadParams>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:endpoint_id/records`,
-    operationId: 'readDataEndpointRecords',
-    summary: 'A bounded read of records, with opaque continuation cursors.',
+    operation: readDataEndpointRecordsOperation,
     description: `limit defaults to ${DEFAULT_RECORDS_LIMIT} and is capped at ${MAX_RECORDS_LIMIT}. Follow nextCursor with the same key and the same parameters.`,
     tag: 'Data endpoints',
-    auth: { scopes: ['data:read'], workspaceResources: true },
+    input: requestInput,
+    respond: asReply,
     params: endpointParams,
     query: {
       type: 'object',
@@ -170,8 +130,5 @@ export const dataEndpointRoutes = [
     },
     errors: [{ status: 502 }],
     responses: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
-    async handler({ db, principal, params, query, deps }) {
-      return { body: await readRecordsMetered(db, principal, deps.encryptionKey, params.endpoint_id, query) };
-    },
   }),
 ];

@@ -1,32 +1,17 @@
+import { listQueriesOperation, createQueryOperation, getQueryOperation, replaceQueryOperation, deleteQueryOperation, listQueryReleasesOperation, diffQueryReleaseOperation, publishQueryReleaseOperation, retireQueryReleaseOperation, cancelQueryJobOperation, listQueryExecutionsOperation } from '../../services/ontology/query-operations';
+import { asReply, requestInput } from '../route-spec';
+import type { Operation } from '../../services/operations/operation';
+import { executeOntologyQueryOperation, executeQueryOperation } from '../../services/ontology/query-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/shared/pagination';
-import {
-  cancelJob,
-  createQuery,
-  deleteQuery,
-  EXECUTION_DEFAULTS,
-  ExecuteBody,
-  executeQuery,
-  getQuery,
-  listExecutions,
-  listQueries,
-  listReleases,
-  publishRelease,
-  PublishInput,
-  QueryInput,
-  releaseDiff,
-  replaceQuery,
-  retireRelease,
-} from '../../services/ontology/published-queries';
-import { idParams, listQuery, listResponse, timestamp, uuid } from '../schemas/common';
+import { EXECUTION_DEFAULTS } from '../../services/ontology/published-queries';
+import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
-
 
 // Published queries (SPEC 2.5, 3.1, 3.4, 4.5): definitions, releases, execution and jobs.
 
 const BASE = '/api/v1/projects/:project_id/ontology/queries';
 const TAG = 'Published queries';
-const PROJECT = { projectParam: 'project_id' };
+
 const queryParams = idParams('project_id', 'query_id');
 
 export const queryInputSchema: JsonSchema = {
@@ -102,13 +87,11 @@ const executionResponse: JsonSchema = {
   },
 };
 
-type QueryParams = { project_id: string; query_id: string };
-
-const executeRoute = (path: string, operationId: string, alias: boolean) =>
-  defineRoute<QueryParams, { version?: number; cursor?: string }, ExecuteBody>({
+const executeRoute = (path: string, operation: Operation, alias: boolean) =>
+  defineRoute({
     method: 'post',
     path,
-    operationId,
+    operation,
     summary: alias ? 'Alias of POST /api/v1/projects/{project_id}/queries/{query_id}/execute.' : 'Execute a published query release.',
     description: [
       `Needs queries:execute plus the named read grants of the bindings the query reads. ?version=n selects a release; without it the selected release (the newest published, not retired) runs; a retired release is 410.`,
@@ -116,178 +99,136 @@ const executeRoute = (path: string, operationId: string, alias: boolean) =>
       `Continuation flow: POST execute again with ?cursor=<metadata.continuation> (same key): 202 while the job runs, then 200 pages of rows, each with the next continuation (null at the end). Job results expire ${EXECUTION_DEFAULTS.resultsTtlMs / 60000} minutes after the job ends; then 410. A job can be canceled with DELETE …/jobs/{job_id}; there is no GET on jobs.`,
     ].join(' '),
     tag: TAG,
-    auth: { scopes: ['queries:execute'], ...PROJECT },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     query: { type: 'object', additionalProperties: false, properties: { version: { type: 'integer', minimum: 1 }, cursor: { type: 'string', maxLength: 2000, description: 'A continuation from an earlier answer.' } } },
     body: executeBodySchema,
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Succeeded', schema: executionResponse }, 202: { description: 'Pending: follow metadata.continuation', schema: executionResponse } },
-    async handler({ principal, project, params, query, body, deps }) {
-      return executeQuery(deps, principal, project, params.query_id, body ?? {}, query);
-    },
   }) as RouteSpec;
 
 export const publishedQueryRoutes: RouteSpec[] = [
-  defineRoute<{ project_id: string }, PageRequest>({
+  defineRoute({
     method: 'get',
     path: BASE,
-    operationId: 'listQueries',
-    summary: 'Published queries of the project.',
+    operation: listQueriesOperation,
     tag: TAG,
-    auth: { scopes: ['queries:read'], ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     query: listQuery(),
     responses: { 200: { description: 'A page of queries', schema: listResponse('queries', querySchema) } },
-    async handler({ db, project, query }) {
-      return { body: await listQueries(db, project, query) };
-    },
   }) as RouteSpec,
-  defineRoute<{ project_id: string }, Record<string, never>, QueryInput>({
+  defineRoute({
     method: 'post',
     path: BASE,
-    operationId: 'createQuery',
-    summary: 'Define a query: validated against the active ontology, its bindings and its contracts.',
+    operation: createQueryOperation,
     tag: TAG,
-    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
-    idempotent: true,
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     body: queryInputSchema,
     responses: { 201: { description: 'The query and its first version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
-    async handler({ db, principal, project, body }) {
-      return { status: 201, body: { query: await createQuery(db, principal, project, body) } };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:query_id`,
-    operationId: 'getQuery',
-    summary: 'One query with its current version.',
+    operation: getQueryOperation,
     tag: TAG,
-    auth: { scopes: ['queries:read'], ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     responses: { 200: { description: 'The query', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
-    async handler({ db, project, params }) {
-      return { body: { query: await getQuery(db, project, params.query_id) } };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams, Record<string, never>, QueryInput>({
+  defineRoute({
     method: 'put',
     path: `${BASE}/:query_id`,
-    operationId: 'replaceQuery',
-    summary: 'Edit a query: a new query version UUID. Releases keep the versions they pinned.',
+    operation: replaceQueryOperation,
     tag: TAG,
-    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     body: queryInputSchema,
     responses: { 200: { description: 'The query and its new version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
-    async handler({ db, principal, project, params, body }) {
-      return { body: { query: await replaceQuery(db, principal, project, params.query_id, body) } };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams>({
+  defineRoute({
     method: 'delete',
     path: `${BASE}/:query_id`,
-    operationId: 'deleteQuery',
-    summary: 'Delete a query and its releases (consumers lose it).',
+    operation: deleteQueryOperation,
     tag: TAG,
-    auth: { scopes: ['queries:write'], accountableActor: true, ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     responses: { 204: { description: 'Deleted' } },
-    async handler({ db, project, params }) {
-      await deleteQuery(db, project, params.query_id);
-      return { status: 204 };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:query_id/releases`,
-    operationId: 'listQueryReleases',
-    summary: 'Releases of a query, newest first.',
+    operation: listQueryReleasesOperation,
     tag: TAG,
-    auth: { scopes: ['queries:read'], ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     responses: { 200: { description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: releaseSchema } } } } },
-    async handler({ db, project, params }) {
-      return { body: await listReleases(db, project, params.query_id) };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams, { queryVersionId: string }>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/:query_id/releases/diff`,
-    operationId: 'diffQueryRelease',
-    summary: 'The breaking changes a release of a query version would make against the previous release.',
+    operation: diffQueryReleaseOperation,
     tag: TAG,
-    auth: { scopes: ['queries:read'], ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     query: { type: 'object', additionalProperties: false, required: ['queryVersionId'], properties: { queryVersionId: uuid } },
     responses: { 200: { description: 'The diff', schema: { type: 'object', properties: { previous: { type: ['integer', 'null'] }, breakingChanges: releaseSchema.properties && (releaseSchema.properties as Record<string, JsonSchema>).breakingChanges } } } },
-    async handler({ db, project, params, query }) {
-      await getQuery(db, project, params.query_id);
-      return { body: await releaseDiff(db, params.query_id, query.queryVersionId) };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams, Record<string, never>, PublishInput>({
+  defineRoute({
     method: 'post',
     path: `${BASE}/:query_id/releases`,
-    operationId: 'publishQueryRelease',
-    summary: 'Publish the expected query version as the next numeric release (a Temporal workflow: validate, diff, activate).',
+    operation: publishQueryReleaseOperation,
     description: 'expectedQueryVersionId must be the query’s current version (else 409 query_version_stale). Breaking changes against the previous release (a removed output field, a changed output type, a new required input, a narrowed input type) need acknowledgeBreakingChanges: true, else 409 breaking_changes listing them.',
     tag: TAG,
-    auth: { scopes: ['queries:publish'], accountableActor: true, ...PROJECT },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: queryParams,
     body: { type: 'object', additionalProperties: false, required: ['expectedQueryVersionId'], properties: { expectedQueryVersionId: uuid, acknowledgeBreakingChanges: { type: 'boolean', default: false } } },
     errors: [{ status: 503 }],
     responses: { 201: { description: 'The release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
-    async handler({ principal, project, params, body, deps, requestId }) {
-      return { status: 201, body: { release: await publishRelease(deps, principal, project, params.query_id, body, requestId) } };
-    },
   }) as RouteSpec,
-  defineRoute<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>({
+  defineRoute({
     method: 'patch',
     path: `${BASE}/:query_id/releases/:version`,
-    operationId: 'retireQueryRelease',
-    summary: 'Retire a release by its number: executing it then answers 410. A consumer-facing change.',
+    operation: retireQueryReleaseOperation,
     tag: TAG,
-    auth: { scopes: ['queries:publish'], accountableActor: true, ...PROJECT },
+    input: requestInput,
+    respond: asReply,
     params: { type: 'object', required: ['project_id', 'query_id', 'version'], properties: { project_id: uuid, query_id: uuid, version: { type: 'string', pattern: '^[1-9][0-9]{0,8}$', description: 'The numeric release version.' } } },
     body: { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'retired' } } },
     responses: { 200: { description: 'The retired release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
-    async handler({ db, project, params }) {
-      return { body: { release: await retireRelease(db, project, params.query_id, Number(params.version)) } };
-    },
   }) as RouteSpec,
-  executeRoute('/api/v1/projects/:project_id/queries/:query_id/execute', 'executeQuery', false),
-  executeRoute(`${BASE}/:query_id/execute`, 'executeOntologyQuery', true),
-  defineRoute<QueryParams & { job_id: string }>({
+  executeRoute('/api/v1/projects/:project_id/queries/:query_id/execute', executeQueryOperation, false),
+  executeRoute(`${BASE}/:query_id/execute`, executeOntologyQueryOperation, true),
+  defineRoute({
     method: 'delete',
     path: '/api/v1/projects/:project_id/queries/:query_id/jobs/:job_id',
-    operationId: 'cancelQueryJob',
-    summary: 'Cancel your own active result job (same key, workspace, project and query). Finished jobs are not targets (409); expired ones are 410.',
+    operation: cancelQueryJobOperation,
     tag: TAG,
-    auth: { scopes: ['queries:execute'], accountableActor: true, ...PROJECT },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id', 'query_id', 'job_id'),
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Canceled', schema: { type: 'object', properties: { job: { type: 'object', properties: { id: uuid, status: { const: 'canceled' } } } } } } },
-    async handler({ db, principal, project, params, deps }) {
-      return { body: await cancelJob(db, deps.temporal, principal, project, params.query_id, params.job_id) };
-    },
   }) as RouteSpec,
-  defineRoute<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }>({
+  defineRoute({
     method: 'get',
     path: '/api/v1/query-executions',
-    operationId: 'listQueryExecutions',
-    summary: 'Every query execution (who, release, input hash, mode, status, duration, rows), newest first: the record metering reads.',
+    operation: listQueryExecutionsOperation,
     tag: TAG,
-    auth: { scopes: ['org:manage'] },
+    input: requestInput,
+    respond: asReply,
     query: listQuery({ queryId: uuid, projectId: uuid, executionId: uuid }),
     responses: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
-    async handler({ db, principal, query }) {
-      const { limit, offset, ...filter } = query;
-      return { body: await listExecutions(db, principal, { limit, offset }, filter) };
-    },
   }) as RouteSpec,
 ];
 

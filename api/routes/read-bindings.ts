@@ -1,10 +1,10 @@
+import { listReadBindingsOperation, createReadBindingOperation, getReadBindingOperation, replaceReadBindingOperation, deleteReadBindingOperation, readTermRecordsOperation, checkTermShapesOperation } from '../../services/ontology/binding-operations';
+import { asReply, requestInput } from '../route-spec';
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { PageRequest } from '../../services/shared/pagination';
-import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from '../../services/ontology/read-bindings';
-import { checkTermShapes, readTermRecords, SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
+import { SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
 import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/endpoints/records-read';
 import { LOCAL_NAME_PATTERN } from '../../ontology/definition';
-import { idParams, listQuery, listResponse, timestamp, uuid } from '../schemas/common';
+import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
 
 // Read bindings (SPEC 2.6, 4.5) and the term-record reads and shape checks that go through them.
@@ -69,91 +69,69 @@ const bindingResponse = { type: 'object', required: ['binding'], properties: { b
 const bindingParams = idParams('project_id', 'binding_id');
 const termParams: JsonSchema = { type: 'object', required: ['project_id', 'term'], properties: { project_id: uuid, term: localName } };
 
-type ProjectParams = { project_id: string };
-type BindingParams = ProjectParams & { binding_id: string };
-type TermParams = ProjectParams & { term: string };
-
 export const readBindingRoutes: RouteSpec[] = [
-  defineRoute<ProjectParams, PageRequest & { ontologyPackageId?: string; dataEndpointId?: string; status?: string }>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/read-bindings`,
-    operationId: 'listReadBindings',
-    summary: 'Read bindings of the project, filtered by ontologyPackageId, dataEndpointId and status.',
+    operation: listReadBindingsOperation,
     tag: TAG,
-    auth: { scopes: ['bindings:read'], projectParam: 'project_id' },
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     query: listQuery({ ontologyPackageId: uuid, dataEndpointId: uuid, status: { type: 'string', enum: ['active', 'incompatible'] } }),
     responses: { 200: { description: 'A page of bindings', schema: listResponse('bindings', bindingSchema) } },
-    async handler({ db, project, query }) {
-      const { limit, offset, ...filter } = query;
-      return { body: await listBindings(db, project, { limit, offset }, filter) };
-    },
   }) as RouteSpec,
-  defineRoute<ProjectParams, Record<string, never>, BindingInput>({
+  defineRoute({
     method: 'post',
     path: `${BASE}/read-bindings`,
-    operationId: 'createReadBinding',
-    summary: 'Bind a term to a source endpoint. Copies no records; the endpoint cannot be deleted while bound.',
+    operation: createReadBindingOperation,
     description: 'Validation lists every problem: a package of another ontology, a term the package lacks, an endpoint that is not a readable source, properties the term lacks, and fields the endpoint schema lacks.',
     tag: TAG,
-    auth: { scopes: ['bindings:write'], projectParam: 'project_id', accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     body: bindingInputSchema,
-    idempotent: true,
     responses: { 201: { description: 'The binding', schema: bindingResponse } },
-    async handler({ db, principal, project, body, deps }) {
-      return { status: 201, body: { binding: await createBinding(db, deps.encryptionKey, principal, project, body) } };
-    },
   }) as RouteSpec,
-  defineRoute<BindingParams>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/read-bindings/:binding_id`,
-    operationId: 'getReadBinding',
-    summary: 'One read binding.',
+    operation: getReadBindingOperation,
     tag: TAG,
-    auth: { scopes: ['bindings:read'], projectParam: 'project_id' },
+    input: requestInput,
+    respond: asReply,
     params: bindingParams,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
-    async handler({ db, project, params }) {
-      return { body: { binding: presentBinding(await requireBinding(db, project, params.binding_id)) } };
-    },
   }) as RouteSpec,
-  defineRoute<BindingParams, Record<string, never>, BindingInput>({
+  defineRoute({
     method: 'put',
     path: `${BASE}/read-bindings/:binding_id`,
-    operationId: 'replaceReadBinding',
-    summary: 'Replace a read binding; validated as on creation.',
+    operation: replaceReadBindingOperation,
     tag: TAG,
-    auth: { scopes: ['bindings:write'], projectParam: 'project_id', accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: bindingParams,
     body: bindingInputSchema,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
-    async handler({ db, project, params, body, deps }) {
-      return { body: { binding: await replaceBinding(db, deps.encryptionKey, project, params.binding_id, body) } };
-    },
   }) as RouteSpec,
-  defineRoute<BindingParams>({
+  defineRoute({
     method: 'delete',
     path: `${BASE}/read-bindings/:binding_id`,
-    operationId: 'deleteReadBinding',
-    summary: 'Delete a read binding (its endpoint can then be deleted).',
+    operation: deleteReadBindingOperation,
     tag: TAG,
-    auth: { scopes: ['bindings:write'], projectParam: 'project_id', accountableActor: true },
+    input: requestInput,
+    respond: asReply,
     params: bindingParams,
     responses: { 204: { description: 'Deleted' } },
-    async handler({ db, project, params }) {
-      await deleteBinding(db, project, params.binding_id);
-      return { status: 204 };
-    },
   }) as RouteSpec,
-  defineRoute<TermParams, { limit?: number; cursor?: string }>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/terms/:term/records`,
-    operationId: 'readTermRecords',
-    summary: 'The records of a term through its active bindings, as the term’s properties, cursor-paged.',
+    operation: readTermRecordsOperation,
     description: `Needs data:read and, per binding, the named read grants it requires (no scope stands in for them): bindings the key may not read contribute nothing and are counted in metadata.withheldBindings; if none is readable the answer is 403 read_grant_required. limit defaults to ${DEFAULT_RECORDS_LIMIT} (cap ${MAX_RECORDS_LIMIT}); follow metadata.nextCursor with the same key.`,
     tag: TAG,
-    auth: { scopes: ['data:read'], projectParam: 'project_id' },
+    input: requestInput,
+    respond: asReply,
     params: termParams,
     query: {
       type: 'object',
@@ -167,18 +145,15 @@ export const readBindingRoutes: RouteSpec[] = [
         schema: { type: 'object', required: ['data', 'metadata'], properties: { data: { type: 'array', items: { type: 'object', description: '@id (subject IRI), @binding, and the term’s properties and links.' } }, metadata: { type: 'object' } } },
       },
     },
-    async handler({ db, principal, project, params, query, deps }) {
-      return { body: await readTermRecords(db, principal, deps.encryptionKey, project, params.term, query) };
-    },
   }) as RouteSpec,
-  defineRoute<TermParams>({
+  defineRoute({
     method: 'get',
     path: `${BASE}/terms/:term/shape-check`,
-    operationId: 'checkTermShapes',
-    summary: 'How the term’s records conform to its SHACL shapes (and its properties’ cardinalities and datatypes).',
+    operation: checkTermShapesOperation,
     description: `Reads at most ${SHAPE_CHECK_MAX_RECORDS} records through the readable bindings and validates them with rdf-validate-shacl; truncated says when there were more.`,
     tag: TAG,
-    auth: { scopes: ['data:read'], projectParam: 'project_id' },
+    input: requestInput,
+    respond: asReply,
     params: termParams,
     errors: [{ status: 502 }],
     responses: {
@@ -197,9 +172,6 @@ export const readBindingRoutes: RouteSpec[] = [
           },
         },
       },
-    },
-    async handler({ db, principal, project, params, deps }) {
-      return { body: await checkTermShapes(db, principal, deps.encryptionKey, project, params.term) };
     },
   }) as RouteSpec,
 ];

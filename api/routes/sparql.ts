@@ -1,9 +1,12 @@
+import { sparqlQueryGetOperation, sparqlQueryPostOperation } from '../../services/ontology/sparql-operations';
+import { asReply, requestInput } from '../route-spec';
+import { staticContentOperation } from '../../services/shared/health-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
-import { answerSparql, MAX_SPARQL_BYTES, sparqlRequestFrom } from '../../services/ontology/sparql';
-import { idParams } from '../schemas/common';
+import { MAX_SPARQL_BYTES } from '../../services/ontology/sparql';
+import { idParams } from '../../schemas/common';
 import { renderSparqlPage, SPARQL_PAGE_SCRIPT, yasguiAsset } from '../sparql-page';
 import type { JsonSchema } from '../../core/schema-validator';
-import { checkIdempotencyKey, IDEMPOTENCY_KEY_SCHEMA } from '../middleware/idempotency';
+import { IDEMPOTENCY_KEY_SCHEMA } from '../../services/operations/idempotency';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5).
 
@@ -19,8 +22,6 @@ const DESCRIPTION = [
 const anyText: JsonSchema = { type: 'string' };
 const results = { 200: { description: 'The results, in the negotiated format', contentType: RESULT_TYPES.join(', '), schema: anyText } };
 
-type Params = { project_id: string };
-
 /** The page and its assets forbid inline scripts and any origin but this one. */
 const PAGE_HEADERS = { 'Content-Security-Policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'", 'Cache-Control': 'no-store' };
 
@@ -28,15 +29,13 @@ function asset(path: string, contentType: string, text: () => string): RouteSpec
   return defineRoute({
     method: 'get',
     path,
-    operationId: `sparqlPageAsset${path.replace(/\W/g, '_')}`,
+    operation: staticContentOperation,
     summary: 'An asset of the SPARQL query page.',
     tag: TAG,
-    auth: { public: true, reason: 'Static code of the query page; no data.' },
     internal: true,
     responses: { 200: { description: 'The asset', contentType } },
-    async handler() {
-      return { body: text(), contentType, headers: { 'Cache-Control': 'public, max-age=3600' } };
-    },
+    input: () => ({ render: () => ({ body: text(), contentType, headers: { 'Cache-Control': 'public, max-age=3600' } }) }),
+    respond: asReply,
   }) as RouteSpec;
 }
 
@@ -44,28 +43,25 @@ export const sparqlRoutes: RouteSpec[] = [
   defineRoute({
     method: 'get',
     path: '/sparql',
-    operationId: 'sparqlQueryPage',
-    summary: 'A SPARQL editor (YASGUI) for a project’s endpoint: paste a project id and an API key; the page holds no data.',
+    operation: staticContentOperation,
     tag: TAG,
-    auth: { public: true, reason: 'The page is static; its queries carry the key the user pastes.' },
     // A page for people, like /docs: outside the versioned API and its document.
     internal: true,
     responses: { 200: { description: 'The HTML page', contentType: 'text/html' } },
-    async handler() {
-      return { body: renderSparqlPage(), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS };
-    },
+    input: () => ({ render: () => ({ body: renderSparqlPage(), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS }) }),
+    respond: asReply,
   }) as RouteSpec,
   asset('/sparql/yasgui.min.js', 'text/javascript; charset=utf-8', () => yasguiAsset('yasgui.min.js')),
   asset('/sparql/yasgui.min.css', 'text/css; charset=utf-8', () => yasguiAsset('yasgui.min.css')),
   asset('/sparql/page.js', 'text/javascript; charset=utf-8', () => SPARQL_PAGE_SCRIPT),
-  defineRoute<Params, Record<string, unknown>>({
+  defineRoute({
     method: 'get',
     path: PATH,
-    operationId: 'sparqlQueryGet',
-    summary: 'SPARQL query by GET ?query= (reads only; updates need POST).',
+    operation: sparqlQueryGetOperation,
     description: DESCRIPTION,
     tag: TAG,
-    auth: { scopes: ['sparql:query'], projectParam: 'project_id' },
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     query: {
       type: 'object',
@@ -77,21 +73,15 @@ export const sparqlRoutes: RouteSpec[] = [
     },
     errors: [{ status: 406 }, { status: 413 }],
     responses: results,
-    async handler({ db, principal, project, koa, deps }) {
-      const request = sparqlRequestFrom('GET', koa.query as Record<string, unknown>, undefined, undefined, koa.get('Accept') || undefined);
-      const answer = await answerSparql({ ...deps, db }, principal, project, request);
-      return { status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers };
-    },
   }) as RouteSpec,
-  defineRoute<Params, Record<string, unknown>, string>({
+  defineRoute({
     method: 'post',
     path: PATH,
-    operationId: 'sparqlQueryPost',
-    summary: 'SPARQL query or update by POST: application/sparql-query, application/sparql-update, or a form with query= or update=.',
+    operation: sparqlQueryPostOperation,
     description: `${DESCRIPTION} Updates need sparql:update and semanticConsumerMode write, and go through governed writes: INSERT DATA and DELETE DATA on records of bound terms become one governed write action on the bound endpoint (upsert, clearing values, or deleting records) under its write policy, grants and approvals, against its current snapshot; the answer is {pending, writeActions} (202 when approval is needed). Other update forms and changes to the compiled ontology are refused. An Idempotency-Key header makes a retry return the first outcome. The published-query JSON body is refused (415).`,
     tag: TAG,
-    auth: { scopes: ['sparql:query', 'sparql:update'], projectParam: 'project_id', accountableActor: true },
-    transaction: false,
+    input: requestInput,
+    respond: asReply,
     params: idParams('project_id'),
     query: { type: 'object', properties: { 'default-graph-uri': { description: 'Refused (400).' }, 'named-graph-uri': { description: 'Refused (400).' } } },
     rawBody: {
@@ -106,12 +96,5 @@ export const sparqlRoutes: RouteSpec[] = [
     // Not `idempotent` (that needs the request transaction): updates hand the key to their governed write actions.
     headers: [{ name: 'Idempotency-Key', description: 'For updates (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): a retry with the same key returns the first outcome.', schema: { ...IDEMPOTENCY_KEY_SCHEMA } }],
     responses: results,
-    async handler({ principal, project, koa, body, bodyType, deps }) {
-      // The same rule as on every idempotent route: the key was passed on unchecked before.
-      const idempotencyKey = koa.get('Idempotency-Key') ? checkIdempotencyKey(koa.get('Idempotency-Key')) : undefined;
-      const request = { ...sparqlRequestFrom('POST', koa.query as Record<string, unknown>, bodyType, body, koa.get('Accept') || undefined), idempotencyKey };
-      const answer = await answerSparql(deps, principal, project, request);
-      return { status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers };
-    },
   }) as RouteSpec,
 ];

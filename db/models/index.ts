@@ -219,6 +219,8 @@ export class PipelineSchedule extends BaseModel {
   spec!: Record<string, unknown>;
   temporalScheduleId!: string;
   createdByMemberId!: string;
+  /** The key whose launches these are; null for schedules made before keys were recorded. */
+  createdByApiKeyId!: string | null;
   createdAt!: Date;
 }
 

@@ -1,4 +1,5 @@
 import { raw } from 'objection';
+import { targetCredentialProblems } from './target-credentials';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
@@ -56,33 +57,6 @@ function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstall
 
 export type DataEndpointView = ReturnType<typeof presentDataEndpoint>;
 
-/**
- * Keys that would put connection settings or credentials on an endpoint, which any endpoints:read
- * key can see; they belong on the plugin installation, where they are encrypted. Compared after
- * dropping case, "_" and "-", so api_key, API-Key and apiKey are one name.
- */
-const CONNECTION_SETTING_KEYS = new Set([
-  'host', 'hostname', 'password', 'passwd', 'pwd', 'connectionstring', 'dsn', 'credentials', 'secret',
-  'clientsecret', 'apikey', 'accesstoken', 'refreshtoken', 'token', 'authorization', 'bearer', 'privatekey',
-]);
-const normalizedKey = (key: string) => key.toLowerCase().replace(/[-_]/g, '');
-
-function connectionSettingProblems(value: unknown, path = ''): FieldProblem[] {
-  if (Array.isArray(value)) return value.flatMap((item, index) => connectionSettingProblems(item, `${path}/${index}`));
-  if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([key, inner]) =>
-      CONNECTION_SETTING_KEYS.has(normalizedKey(key))
-        ? [{ path: `${path}/${key}`, message: 'connection settings and credentials belong on the plugin installation, not the endpoint target' }]
-        : connectionSettingProblems(inner, `${path}/${key}`),
-    );
-  }
-  // A URL with user:password@ carries a credential.
-  if (typeof value === 'string' && /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*:[^/@\s]*@/i.test(value)) {
-    return [{ path: path || '/', message: 'must not embed credentials in a URL' }];
-  }
-  return [];
-}
-
 async function requireInstallation(db: Executor, workspaceId: string, installationId: string): Promise<PluginInstallation> {
   const installation = await PluginInstallation.query(db).findOne({ id: installationId, workspaceId });
   if (!installation) {
@@ -108,7 +82,7 @@ function endpointProblems(runtime: CapabilityRuntime, installation: PluginInstal
       if (!allowed.includes(format)) problems.push({ path: `/${field}/${index}`, message: `${definition.name} ${field} ${allowed.join(', ') || 'no formats'}` });
     });
   }
-  const connectionProblems = connectionSettingProblems(input.target).map((p) => ({ ...p, path: `/target${p.path}` }));
+  const connectionProblems = targetCredentialProblems(input.target).map((p) => ({ ...p, path: `/target${p.path}` }));
   if (connectionProblems.length) return [...problems, ...connectionProblems];
   const contractProblems = schemaProblems(definition.targetSchema, input.target, { prefix: '/target' });
   if (contractProblems.length) return [...problems, ...contractProblems];

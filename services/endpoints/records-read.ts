@@ -10,6 +10,7 @@ import { findCapability } from '../../plugins';
 import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
 import type { Principal } from '../tenancy/access';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+import { guardEndpointData } from './data-guard';
 
 export const DEFAULT_RECORDS_LIMIT = 100;
 /** The handler cap, independent of list paging (SPEC 8). */
@@ -172,6 +173,9 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
  * inside other metered work (a SPARQL query's dataset) use readEndpointRecords and are not metered twice.
  */
 export async function readRecordsMetered(db: Executor, principal: Principal, encryptionKey: Buffer, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  // The direct read of GET …/records: reads through bindings (term reads, SPARQL) ask the guard for the binding's data instead.
+  const { endpoint } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  await guardEndpointData(db, principal, endpoint, { channel: 'records', mode: 'read' });
   const result = await readEndpointRecords(db, principal, encryptionKey, endpointId, params);
   await meter(db, { workspaceId: principal.workspaceId, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: result.data.length } });
   return result;

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { raw, UniqueViolationError } from 'objection';
@@ -10,9 +9,12 @@ import { temporalSettings } from '../../core/temporal-config';
 import type { Db, Executor } from '../../db/connection';
 import { DataEndpoint, PluginInstallation, Project, StoredError, WriteAction, WriteActionDecision, WriteActionEvent, WriteActionEventKind, WritePolicy } from '../../db/models';
 import type { CapabilityRuntime, SnapshotInfo, WriteRequest, WriteResult } from '../../plugins/capability';
-import type { WriteActionRequest } from '../../api/schemas/source-writes';
+import type { WriteActionRequest } from '../../schemas/source-writes';
 import { decideWriteUpdate, WriteDecision, writeActionSearchAttributes, writeApprovalWorkflowId } from '../../workflows/names';
 import { authorizeProject, hasScope, missingReadPermissions, Principal } from '../tenancy/access';
+import { principalOfKey } from '../tenancy/api-keys';
+import type { ActivityDependencies, ServiceDependencies } from '../operations/context';
+import { guardEndpointData } from './data-guard';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { assertCredit, meter } from '../usage/usage';
@@ -22,13 +24,7 @@ import { findWritePolicy, governedWriteRuntime } from './write-policies';
 // transaction against the snapshot the writer read, at once or after approval in a Temporal
 // workflow; the idempotency key makes every retry return the first outcome; every step is logged.
 
-export interface SourceWriteDependencies {
-  db: Db;
-  temporal: Client;
-  encryptionKey: Buffer;
-}
-
-type ActivityDependencies = Pick<SourceWriteDependencies, 'db' | 'encryptionKey'>;
+export type SourceWriteDependencies = ServiceDependencies;
 
 function presentDecision(decision: WriteActionDecision) {
   return { memberId: decision.memberId, decision: decision.decision, comment: decision.comment, decidedAt: decision.createdAt.toISOString() };
@@ -105,9 +101,6 @@ function authorizeByPolicy(principal: Principal, endpoint: DataEndpoint, policy:
     throw new PermissionError('write_policy_missing', `Endpoint ${endpoint.namespace}/${endpoint.name} has no write policy, so it takes no governed writes. A policy:manage key can create one.`);
   }
   const { operation } = request.input;
-  if (operation === 'delete' && !hasScope(principal, 'data:delete')) {
-    throw new PermissionError('insufficient_scope', 'A delete needs the data:delete scope as well as data:write.', { requiredScopes: ['data:delete'] });
-  }
   if (!policy.allowedOperations.includes(operation)) {
     throw new PermissionError('operation_not_allowed', `The write policy of this endpoint allows ${policy.allowedOperations.join(', ')}, not ${operation}.`, { allowedOperations: policy.allowedOperations });
   }
@@ -145,6 +138,7 @@ async function prepare(deps: ActivityDependencies, principal: Principal, endpoin
   const { endpoint, installation } = await requireDataEndpoint(deps.db, principal.workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
   await requireProjectOf(deps.db, principal, request.projectId);
+  await guardEndpointData(deps.db, principal, endpoint, { channel: 'governed', mode: request.input.operation === 'delete' ? 'delete' : 'write', projectId: request.projectId });
   const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(deps.db, principal.workspaceId, endpointId), request);
   return { endpoint, installation, runtime, policy };
 }
@@ -423,8 +417,13 @@ export async function applyApprovedWrite(deps: ActivityDependencies, writeAction
     let result: WriteResult | undefined;
     let failure: DomainError | undefined;
     try {
-      const { endpoint, installation } = await requireDataEndpoint(trx, action.workspaceId, action.dataEndpointId);
-      result = await writeThrough(trx, deps, { endpoint, installation, runtime: governedWriteRuntime(endpoint, installation) }, writeRequestOf(action.input as unknown as WriteActionRequest['input'], action.actionId));
+      // Applied as the proposing key, checked again now: a key revoked, a member gone, a policy
+      // tightened, a grant withdrawn or an endpoint changed since the proposal stops the write.
+      const proposer = await principalOfKey(trx, action.workspaceId, action.proposedByApiKeyId);
+      if (!proposer.memberActive) throw new PermissionError('actor_not_accountable', 'The member who proposed this write is no longer in the workspace, so it is not applied.');
+      const request = { projectId: action.projectId, actionId: action.actionId, idempotencyKey: action.idempotencyKey, input: action.input } as unknown as WriteActionRequest;
+      const prepared = await prepare({ db: trx, encryptionKey: deps.encryptionKey }, proposer, action.dataEndpointId, request);
+      result = await writeThrough(trx, deps, prepared, writeRequestOf(request.input, action.actionId));
     } catch (error) {
       if (!(error instanceof DomainError)) throw error;
       failure = error;

@@ -4,7 +4,7 @@ import type { Executor } from '../../db/connection';
 import { DataEndpoint, PluginInstallation, WritePolicy } from '../../db/models';
 import { findCapability } from '../../plugins';
 import type { CapabilityRuntime } from '../../plugins/capability';
-import type { WritePolicyInput } from '../../api/schemas/source-writes';
+import type { WritePolicyInput } from '../../schemas/source-writes';
 import type { Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
 import { assertProjectsInWorkspace } from '../tenancy/projects';

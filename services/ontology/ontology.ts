@@ -10,6 +10,9 @@ import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDe
 import { isUnrestricted, type Principal } from '../tenancy/access';
 import { PageRequest, paginate, pageOf } from '../shared/pagination';
 import { refreshBindingStatuses } from './read-bindings';
+import { activePackage, findOntology, requirePackage } from './packages';
+
+export { activePackage, requirePackage };
 
 export const MAIN_BRANCH = 'main';
 /** Uploaded RDF documents: big enough to bring an existing ontology in whole. */
@@ -44,10 +47,6 @@ export function presentPackage(p: OntologyPackage) {
   };
 }
 
-async function findOntology(db: Executor, project: Project, forUpdate = false): Promise<Ontology | undefined> {
-  const query = Ontology.query(db).findOne({ projectId: project.id, workspaceId: project.workspaceId });
-  return forUpdate ? query.forUpdate() : query;
-}
 
 /** The project's ontology, created with an empty first version on main the first time anyone edits it; locked for the edit. */
 async function ontologyForEdit(db: Executor, principal: Principal, project: Project): Promise<Ontology> {
@@ -324,12 +323,6 @@ function compileFailed(problems: CompileProblem[]): InputError {
   );
 }
 
-export async function requirePackage(db: Executor, project: Project, packageId: string): Promise<OntologyPackage> {
-  const ontology = await findOntology(db, project);
-  const found = ontology ? await OntologyPackage.query(db).findOne({ id: packageId, ontologyId: ontology.id }) : undefined;
-  if (!found) throw new NotFoundError('ontology_package', 'No compiled package with this id in this ontology.');
-  return found;
-}
 
 export async function listPackages(db: Executor, project: Project, page: PageRequest) {
   const ontology = await findOntology(db, project);
@@ -346,10 +339,6 @@ export async function activatePackage(db: Executor, project: Project, packageId:
 }
 
 /** The active package of a project, or undefined while none is compiled and activated. */
-export async function activePackage(db: Executor, project: Project): Promise<OntologyPackage | undefined> {
-  const ontology = await findOntology(db, project);
-  return ontology?.activePackageId ? OntologyPackage.query(db).findById(ontology.activePackageId) : undefined;
-}
 
 /** GET /ontology: package metadata and collection counts; 404 while no package is compiled and active (SPEC 7). */
 export async function getOntology(db: Executor, project: Project) {

@@ -12,6 +12,7 @@ import { analyzeTemplate, bindTemplate, jsonValue, TemplateFacts } from '../../o
 import { queryJobWorkflowId, releaseWorkflowId } from '../../workflows/names';
 import { ApplicationFailure } from '@temporalio/common';
 import { missingReadPermissions, Principal } from '../tenancy/access';
+import type { ServiceDependencies } from '../operations/context';
 import { activePackage } from './ontology';
 import { assertCredit, meter } from '../usage/usage';
 import { PageRequest, pageOf } from '../shared/pagination';
@@ -31,11 +32,7 @@ export interface QueryInput {
   outputSchema: Record<string, unknown>;
 }
 
-interface Deps {
-  db: Db;
-  temporal: Client;
-  encryptionKey: Buffer;
-}
+type Deps = ServiceDependencies;
 
 const presentVersion = (v: QueryVersion) => ({ id: v.id, number: v.number, definition: v.definition, requiredReadPermissions: v.requiredReadPermissions, createdByMemberId: v.createdByMemberId, createdAt: v.createdAt.toISOString() });
 
@@ -261,7 +258,10 @@ interface Resolved {
 
 async function resolveRelease(db: Executor, project: Project, queryId: string, versionNumber?: number): Promise<Resolved> {
   const query = await requireQuery(db, project, queryId);
-  const release = versionNumber === undefined ? await selectedRelease(db, queryId) : await QueryRelease.query(db).findOne({ queryId, version: versionNumber });
+  // Without ?version, a query whose releases are all retired answers as its newest release would (SPEC 2.5: 410).
+  const release = versionNumber === undefined
+    ? (await selectedRelease(db, queryId)) ?? (await QueryRelease.query(db).where({ queryId }).orderBy('version', 'desc').first())
+    : await QueryRelease.query(db).findOne({ queryId, version: versionNumber });
   if (!release) throw new NotFoundError('release', versionNumber === undefined ? 'The query has no published release to execute; publish one first.' : `The query has no release ${versionNumber}.`);
   if (release.status === 'retired') throw new GoneError('release_retired', `Release ${release.version} is retired; execute another release.`, { version: release.version });
   return { query, release, version: (await QueryVersion.query(db).findById(release.queryVersionId))! };
@@ -392,17 +392,18 @@ export async function cancelJob(db: Executor, temporal: Client, principal: Princ
 }
 
 /** The job workflow's activity: runs the query with the job limit and stores the rows, unless the job was canceled meanwhile. */
-export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId: string): Promise<{ status: string }> {
+export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId: string, principal: Principal): Promise<{ status: string }> {
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   const project = (await Project.query(deps.db).findById(job.projectId))!;
-  const principal: Principal = { workspaceId: job.workspaceId, apiKeyId: job.apiKeyId, memberId: job.memberId, memberActive: true, scopes: new Set(), projectIds: [], workspaceResources: true, readPermissions: await keyReadPermissions(deps.db, job.apiKeyId), writePermissions: [] };
   const version = await QueryVersion.query(deps.db).join('query_releases', 'query_releases.query_version_id', 'query_versions.id').where({ 'query_releases.query_id': job.queryId, 'query_releases.version': job.releaseVersion }).select('query_versions.*').first();
   const { input, page } = job.input as { input: Record<string, unknown>; page: { limit: number; offset: number } };
   const started = Date.now();
   let rows: Array<Record<string, unknown>> | undefined;
   let failure: DomainError | undefined;
   try {
+    // The key's grants as they are now, not as they were when the job was accepted.
+    checkGrants(principal, version!);
     rows = await runQuery({ ...deps, temporal: undefined as never }, principal, project, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
@@ -423,9 +424,16 @@ export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId
   return { status: updated ? (failure ? 'failed' : 'completed') : 'canceled' };
 }
 
-async function keyReadPermissions(db: Db, apiKeyId: string): Promise<string[]> {
-  const row = await db('api_keys').where({ id: apiKeyId }).first('read_permissions');
-  return (row?.readPermissions as string[] | undefined) ?? [];
+/** A job whose key may no longer run it (revoked, expired, restricted, its member gone) fails with the reason recorded. */
+export async function refuseQueryJob(db: Db, jobId: string, refusal: DomainError): Promise<{ status: string }> {
+  const updated = await QueryJob.query(db).patch({
+    status: 'failed',
+    error: { kind: refusal.kind, code: refusal.code, message: refusal.message, details: refusal.details },
+    finishedAt: new Date(),
+    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
+  }).where({ id: jobId, status: 'active' });
+  await QueryExecution.query(db).patch({ status: 'failed' }).where({ jobId });
+  return { status: updated ? 'failed' : 'canceled' };
 }
 
 export async function listExecutions(db: Executor, principal: Principal, page: PageRequest, filter: { queryId?: string; projectId?: string; executionId?: string }) {

@@ -4,9 +4,10 @@ import type { Executor } from '../../db/connection';
 import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, ReadBinding } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { bindingFields, templateFields } from '../../ontology/term-records';
-import { hasScope, missingReadPermissions, Principal } from '../tenancy/access';
+import { hasScope, Principal } from '../tenancy/access';
 import { capabilityContext, endpointReferenceFinders } from '../endpoints/data-endpoints';
-import { activePackage, requirePackage } from './ontology';
+import { endpointsReadableThroughBindings, guardEndpointData } from '../endpoints/data-guard';
+import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
 
 // Read bindings (SPEC 2.6): a term of a compiled package read from a workspace endpoint through a
@@ -129,7 +130,15 @@ async function validated(db: Executor, encryptionKey: Buffer, project: Project, 
   };
 }
 
+/** Binding an endpoint exposes its records to the project's ontology readers: the data guard's 'bind' use. */
+async function guardBinding(db: Executor, principal: Principal, project: Project, dataEndpointId: string): Promise<void> {
+  const endpoint = await DataEndpoint.query(db).findOne({ id: dataEndpointId, workspaceId: project.workspaceId });
+  // An unknown endpoint is a validation problem of the binding.
+  if (endpoint) await guardEndpointData(db, principal, endpoint, { channel: 'bind', mode: 'read', projectId: project.id });
+}
+
 export async function createBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, input: BindingInput): Promise<BindingView> {
+  await guardBinding(db, principal, project, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
   return presentBinding(binding);
@@ -142,8 +151,9 @@ export async function requireBinding(db: Executor, project: Project, bindingId: 
   return binding;
 }
 
-export async function replaceBinding(db: Executor, encryptionKey: Buffer, project: Project, bindingId: string, input: BindingInput): Promise<BindingView> {
+export async function replaceBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, bindingId: string, input: BindingInput): Promise<BindingView> {
   const binding = await requireBinding(db, project, bindingId, true);
+  await guardBinding(db, principal, project, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   return presentBinding(await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
@@ -176,7 +186,10 @@ export async function readableBindings(db: Executor, principal: Principal, proje
   const query = ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId, status: 'active' }).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
   if (termId) query.where('termId', termId);
   const bindings = await query;
-  const readable = bindings.filter((b) => missingReadPermissions(principal, b.requiredReadPermissions).length === 0);
+  // The grants of the data, not of one binding: a binding without grants over an endpoint that
+  // another binding gates reads nothing that other binding withholds.
+  const open = await endpointsReadableThroughBindings(db, principal, bindings.map((b) => b.dataEndpointId));
+  const readable = bindings.filter((b) => open.has(b.dataEndpointId));
   return { readable, withheld: bindings.length - readable.length };
 }
 

@@ -8,7 +8,7 @@ import { FlowCounts, flowPage, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
 import type { Principal } from '../tenancy/access';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
-import { assertRunnableDocument, getDraft, requirePipeline } from './pipelines';
+import { assertRunnableDocument, getDraft, guardPipelineData, requirePipeline } from './pipelines';
 
 export const DEFAULT_SAMPLE_SIZE = 20;
 export const MAX_SAMPLE_SIZE = 200;
@@ -41,6 +41,8 @@ export async function previewPipeline(db: Executor, encryptionKey: Buffer, princ
     if (shape.length) throw new InputError('pipeline_invalid', 'The draft is not a complete pipeline document yet: validate it to see every problem.', shape);
   }
   await assertRunnableDocument(db, principal.workspaceId, document);
+  // A preview reads every source's records, as this key.
+  await guardPipelineData(db, principal, project.id, document);
   const sampleSize = input.sampleSize ?? DEFAULT_SAMPLE_SIZE;
 
   const previews = new Map<string, NodePreview>(document.nodes.map((node) => [node.id, { nodeId: node.id, type: node.type, recordsIn: 0, records: [], warnings: [], error: null }]));

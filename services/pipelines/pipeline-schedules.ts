@@ -1,14 +1,17 @@
 import type { Client } from '@temporalio/client';
 import { assertCredit } from '../usage/usage';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
-import { InputError, NotFoundError } from '../../core/errors';
+import { DomainError, InputError, NotFoundError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
-import { Member, Pipeline, PipelineSchedule, Project } from '../../db/models';
-import { runSearchAttributes, scheduleWorkflowIdPrefix } from '../../workflows/names';
-import type { scheduledLaunchWorkflow } from '../../workflows/pipeline-run';
-import type { Principal } from '../tenancy/access';
+import { Member, Pipeline, PipelineRun, PipelineSchedule, Project } from '../../db/models';
+import { runSearchAttributes, ScheduledLaunchInput, scheduleWorkflowIdPrefix } from '../../workflows/names';
+import { isPublic } from '../operations/operation';
+import { authorize, authorizeProject, Principal } from '../tenancy/access';
+import { principalOfKey } from '../tenancy/api-keys';
+import { executePipelineOperation } from './operations';
+import { endRun, errorEvidence } from './run-execution';
 import { requirePipeline } from './pipelines';
 import { recordRun } from './runs';
 
@@ -57,6 +60,7 @@ export async function createPipelineSchedule(db: Executor, temporal: Client, pri
     spec: { ...input },
     temporalScheduleId: 'pending',
     createdByMemberId: principal.memberId,
+    createdByApiKeyId: principal.apiKeyId,
   });
   const temporalScheduleId = scheduleWorkflowIdPrefix(schedule.id);
   // The schedule and the launches it starts carry the run search attributes, so the Web UI finds them by workspace, project and pipeline.
@@ -67,10 +71,11 @@ export async function createPipelineSchedule(db: Executor, temporal: Client, pri
     spec: input.cron !== undefined ? { cronExpressions: [input.cron] } : { intervals: [{ every: `${input.intervalSeconds}s` }] },
     action: {
       type: 'startWorkflow',
-      workflowType: 'scheduledLaunchWorkflow' as unknown as typeof scheduledLaunchWorkflow,
+      // By name: services never import workflow code (workflows import activity types, which import services).
+      workflowType: 'scheduledLaunchWorkflow',
       workflowId: temporalScheduleId,
       taskQueue: temporalSettings().taskQueues.main,
-      args: [{ scheduleId: schedule.id }],
+      args: [{ scheduleId: schedule.id } satisfies ScheduledLaunchInput],
       typedSearchAttributes,
     },
     // Launches only record runs; the runs themselves queue per pipeline.
@@ -119,6 +124,30 @@ export async function recordScheduledRun(db: Executor, scheduleId: string): Prom
     return null;
   }
   await assertCredit(db, schedule.workspaceId, 'pipeline_run');
-  const run = await recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: null, scheduleId: schedule.id });
+  if (!schedule.createdByApiKeyId) {
+    const run = await recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: null, scheduleId: schedule.id });
+    return { runId: run.id, workspaceId: run.workspaceId, projectId: run.projectId, pipelineId: run.pipelineId };
+  }
+  // The launch acts as the schedule's key as it is now, with the launch operation's access.
+  let refusal: DomainError | undefined;
+  let run: PipelineRun;
+  const record = (launcher?: Principal) => recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: schedule.createdByApiKeyId, scheduleId: schedule.id }, launcher);
+  try {
+    const launcher = await principalOfKey(db, schedule.workspaceId, schedule.createdByApiKeyId);
+    if (isPublic(executePipelineOperation.access)) throw new Error('launching a pipeline is never public');
+    authorize(launcher, executePipelineOperation.access);
+    authorizeProject(launcher, schedule.projectId, { named: false });
+    run = await record(launcher);
+  } catch (error) {
+    if (!(error instanceof DomainError) || (error.kind !== 'forbidden' && error.kind !== 'unauthenticated')) throw error;
+    refusal = error;
+    run = await record();
+  }
+  if (refusal) {
+    // Recorded as a failed run, with the reason, so the schedule's owner sees why nothing ran.
+    await endRun(db, run.id, 'failed', errorEvidence(refusal));
+    logger.warn({ scheduleId, runId: run.id, code: refusal.code }, 'scheduled launch refused: its key may no longer launch this pipeline');
+    return null;
+  }
   return { runId: run.id, workspaceId: run.workspaceId, projectId: run.projectId, pipelineId: run.pipelineId };
 }

@@ -5,17 +5,19 @@ import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
 import { DataEndpoint, Pipeline, PipelineBranch, PipelineDraft, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
 import { findCapability } from '../../plugins';
-import { documentEndpointIds, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
+import { documentEndpointIds, isDestination, isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
 import { documentProblems, EndpointFacts, PipelineProblem } from '../../pipelines/validation';
 import type { Principal } from '../tenancy/access';
 import { endpointReferenceFinders } from '../endpoints/data-endpoints';
+import { guardEndpointsData } from '../endpoints/data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 
 export const MAIN_BRANCH = 'main';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface PipelineInput {
-  name: string;
+  /** Optional: "Untitled pipeline", numbered when taken. */
+  name?: string;
   description?: string;
   tags?: string[];
   document: PipelineDocument;
@@ -126,6 +128,30 @@ export async function assertRunnableDocument(db: Executor, workspaceId: string, 
   }
 }
 
+/**
+ * The data guard for a pipeline's endpoints: its sources are read and its destinations written in
+ * the project, as this key. Asked when a document is authored, validated, previewed and launched,
+ * and when a run commits; endpoints the document names wrongly are validation problems instead.
+ */
+export async function guardPipelineData(db: Executor, principal: Principal, projectId: string, document: PipelineDocument): Promise<void> {
+  const nodes = (Array.isArray(document.nodes) ? document.nodes : []).filter((node) => (isSource(node) || isDestination(node)) && typeof node.endpointId === 'string' && UUID.test(node.endpointId));
+  if (nodes.length === 0) return;
+  const endpoints = new Map((await DataEndpoint.query(db).where({ workspaceId: principal.workspaceId }).whereIn('id', nodes.map((node) => (node as { endpointId: string }).endpointId))).map((e) => [e.id, e]));
+  const uses = nodes.flatMap((node) => {
+    const endpoint = endpoints.get((node as { endpointId: string }).endpointId);
+    return endpoint ? [{ endpoint, channel: 'pipeline' as const, mode: isSource(node) ? 'read' as const : 'write' as const, projectId }] : [];
+  });
+  await guardEndpointsData(db, principal, uses);
+}
+
+/** "Untitled pipeline", or the first free "Untitled pipeline N" of the project. */
+async function untitledName(db: Executor, projectId: string): Promise<string> {
+  const base = 'Untitled pipeline';
+  const taken = new Set((await Pipeline.query(db).where({ projectId }).where('name', 'like', `${base}%`).select('name')).map((p) => p.name));
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n++) if (!taken.has(`${base} ${n}`)) return `${base} ${n}`;
+}
+
 async function assertNameFree(db: Executor, projectId: string, name: string, exceptId?: string): Promise<void> {
   const query = Pipeline.query(db).findOne({ projectId, name });
   if (exceptId) query.whereNot('id', exceptId);
@@ -169,11 +195,13 @@ async function saveDraftRow(db: Executor, principal: Principal, pipeline: Pipeli
 /** Creates a pipeline with its first version (active, on branch main) and the caller's draft. Launches nothing. */
 export async function createPipeline(db: Executor, principal: Principal, project: Project, input: PipelineInput) {
   await assertRunnableDocument(db, principal.workspaceId, input.document);
-  await assertNameFree(db, project.id, input.name);
+  await guardPipelineData(db, principal, project.id, input.document);
+  const name = input.name ?? (await untitledName(db, project.id));
+  await assertNameFree(db, project.id, name);
   const pipeline = await Pipeline.query(db).insertAndFetch({
     workspaceId: project.workspaceId,
     projectId: project.id,
-    name: input.name,
+    name,
     description: input.description ?? '',
     tags: input.tags ?? [],
     createdByMemberId: principal.memberId,
@@ -242,6 +270,7 @@ export async function validateDraft(db: Executor, principal: Principal, project:
   // An unfinished draft first answers to the document schema; the graph rules need a complete one.
   const shape = schemaProblems(pipelineDocumentSchema, structuredClone(draft.document));
   const problems = shape.length ? shape.map((p) => withNodeId(p, draft.document)) : await pipelineDocumentProblems(db, principal.workspaceId, draft.document as unknown as PipelineDocument);
+  if (!shape.length) await guardPipelineData(db, principal, project.id, draft.document as unknown as PipelineDocument);
   return { valid: problems.length === 0, problems };
 }
 
@@ -271,6 +300,7 @@ export async function commitVersion(db: Executor, principal: Principal, project:
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const branch = await requireBranch(db, pipeline, input.branchName ?? MAIN_BRANCH);
   await assertRunnableDocument(db, principal.workspaceId, input.document);
+  await guardPipelineData(db, principal, project.id, input.document);
   return presentVersion(await insertVersion(db, principal, pipeline, input, branch));
 }
 

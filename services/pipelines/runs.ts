@@ -7,11 +7,10 @@ import { assertCredit } from '../usage/usage';
 import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../../db/models';
 import type { PipelineDocument } from '../../pipelines/document';
-import { runSearchAttributes, runWorkflowId } from '../../workflows/names';
-import type { pipelineRunWorkflow } from '../../workflows/pipeline-run';
+import { PipelineRunInput, runSearchAttributes, runWorkflowId } from '../../workflows/names';
 import { authorizeProject, isUnrestricted, Principal } from '../tenancy/access';
 import { PageRequest, pageOf } from '../shared/pagination';
-import { assertRunnableDocument, requirePipeline } from './pipelines';
+import { assertRunnableDocument, guardPipelineData, requirePipeline } from './pipelines';
 import { endRun } from './run-execution';
 
 export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
@@ -109,10 +108,12 @@ async function presentRun(db: Executor, run: PipelineRun) {
 export type RunView = Awaited<ReturnType<typeof presentRun>>;
 
 /** Records a queued run of the pipeline's active version (a snapshot of its document: later edits never change it). */
-export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; apiKeyId: string | null; scheduleId?: string }): Promise<PipelineRun> {
+export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; apiKeyId: string | null; scheduleId?: string }, launcher?: Principal): Promise<PipelineRun> {
   const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
   if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
   await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
+  // The run reads its sources and writes its destinations as the key that launched it.
+  if (launcher) await guardPipelineData(db, launcher, pipeline.projectId, version.document as unknown as PipelineDocument);
   // The id is chosen here, so the workflow id is written with the row (one statement).
   const id = randomUUID();
   return PipelineRun.query(db).insertAndFetch({
@@ -141,15 +142,16 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
 export async function launchRun(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string): Promise<RunView> {
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
-  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId });
+  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId }, principal);
   // A run just recorded has no node rows yet (its claim creates them, after this transaction
   // commits): the answer is ready before the workflow starts, so the commit follows the start at once.
   const view = presentRunWithNodes(run, []);
   // Started inside the request's transaction: if the commit fails, the workflow finds no run and ends.
-  await temporal.workflow.start<typeof pipelineRunWorkflow>('pipelineRunWorkflow', {
+  const input: PipelineRunInput = { runId: run.id };
+  await temporal.workflow.start('pipelineRunWorkflow', {
     workflowId: run.workflowId,
     taskQueue: temporalSettings().taskQueues.main,
-    args: [{ runId: run.id }],
+    args: [input],
     typedSearchAttributes: runSearchAttributes(run),
   });
   return view;

@@ -1,6 +1,29 @@
 import { PermissionError } from '../../core/errors';
 import type { Scope } from '../../core/scopes';
 
+/** Scopes an operation needs, stated explicitly: any one of them, or all of them. */
+export type ScopeRule = { anyOf: readonly Scope[] } | { allOf: readonly Scope[] };
+
+/** The scopes of a rule, for messages and the generated access matrix. */
+export const scopesOf = (rule: ScopeRule): readonly Scope[] => ('anyOf' in rule ? rule.anyOf : rule.allOf);
+
+/**
+ * What a key must hold to call an operation (SPEC 5.2 layers). Declared once, on the operation;
+ * invoke() enforces it for every door. Named read and write grants depend on the data touched, so
+ * the data guard (services/endpoints/data-guard.ts) checks them with the endpoint in hand.
+ */
+export interface Requirement {
+  scopes: ScopeRule;
+  /** The input names a project (`projectId`): it must be in the workspace and in the key's allowlist. */
+  project?: boolean;
+  /** Only keys without a project restriction (key creation, limits, billing). */
+  unrestrictedKey?: boolean;
+  /** Shared workspace resources (endpoints, plugins): a restricted key needs workspaceResources. */
+  workspaceResources?: boolean;
+  /** accountable: the key's creating member must still be in the workspace; administrator: as owner or admin. */
+  actor?: 'accountable' | 'administrator';
+}
+
 /** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers). */
 export interface Principal {
   workspaceId: string;
@@ -19,20 +42,6 @@ export interface Principal {
   writePermissions: readonly string[];
 }
 
-/** What an operation needs beyond being authenticated. Routes and MCP tools declare one each. */
-export interface AccessRequirement {
-  /** Any one of these scopes suffices. */
-  scopes: readonly Scope[];
-  /** Only unrestricted keys (no project allowlist) may call, e.g. key creation. */
-  unrestrictedKey?: boolean;
-  /** Shared workspace resources (data endpoints, plugins): restricted keys need workspaceResources. */
-  workspaceResources?: boolean;
-  /** The key's creating member must still belong to the workspace. */
-  accountableActor?: boolean;
-  /** The key's creating member must still belong to the workspace as an owner or admin (run listings). */
-  administratorActor?: boolean;
-}
-
 export const isUnrestricted = (principal: Principal): boolean => principal.projectIds.length === 0;
 
 export function hasScope(principal: Principal, scope: Scope): boolean {
@@ -41,11 +50,18 @@ export function hasScope(principal: Principal, scope: Scope): boolean {
   return scope !== 'org:manage' && principal.scopes.has('org:manage') && isUnrestricted(principal);
 }
 
-/** Checks the workspace-level layers of a requirement; project access is checked per project. */
-export function authorize(principal: Principal, requirement: AccessRequirement): void {
-  if (!requirement.scopes.some((scope) => hasScope(principal, scope))) {
-    throw new PermissionError('insufficient_scope', `This API key lacks the scope this operation needs: ${requirement.scopes.join(' or ')}.`, {
-      requiredScopes: requirement.scopes,
+/**
+ * Checks the workspace-level layers of an operation's requirement; the project is checked by
+ * invoke() with the project in hand, named grants by the data guard with the endpoint in hand.
+ */
+export function authorize(principal: Principal, requirement: Requirement): void {
+  const scopes = scopesOf(requirement.scopes);
+  const granted = 'allOf' in requirement.scopes ? scopes.every((scope) => hasScope(principal, scope)) : scopes.some((scope) => hasScope(principal, scope));
+  if (!granted) {
+    const missing = scopes.filter((scope) => !hasScope(principal, scope));
+    const needed = 'allOf' in requirement.scopes ? missing.join(' and ') : scopes.join(' or ');
+    throw new PermissionError('insufficient_scope', `This API key lacks the scope this operation needs: ${needed}.`, {
+      requiredScopes: 'allOf' in requirement.scopes ? missing : scopes,
     });
   }
   if (requirement.unrestrictedKey && !isUnrestricted(principal)) {
@@ -54,10 +70,10 @@ export function authorize(principal: Principal, requirement: AccessRequirement):
   if (requirement.workspaceResources && !isUnrestricted(principal) && !principal.workspaceResources) {
     throw new PermissionError('workspace_resources_denied', 'This project-restricted API key has no access to shared workspace resources (workspaceResources is false).');
   }
-  if (requirement.accountableActor && !principal.memberActive) {
+  if (requirement.actor === 'accountable' && !principal.memberActive) {
     throw new PermissionError('actor_not_accountable', 'The member who created this API key is no longer in the workspace, so the key cannot make changes or read runs.');
   }
-  if (requirement.administratorActor) {
+  if (requirement.actor === 'administrator') {
     if (!principal.memberActive) throw new PermissionError('actor_not_accountable', 'The member who created this API key is no longer in the workspace, so the key cannot make changes or read runs.');
     if (principal.memberRole !== 'owner' && principal.memberRole !== 'admin') {
       throw new PermissionError('actor_not_administrator', 'Listing runs needs an API key created by a workspace owner or admin.');

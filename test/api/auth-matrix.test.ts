@@ -4,7 +4,7 @@ import type { RouteSpec } from '../../api/route-spec';
 import { apiRoutes } from '../../api/routes';
 import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
-import type { AccessRequirement } from '../../services/tenancy/access';
+import { isPublic, Requirement, scopesOf } from '../../services/operations/operation';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
@@ -26,8 +26,15 @@ import {
  * every way a request can be refused, each with its documented status and code, and no stored row
  * changed by any refused request.
  */
-type KeyedRoute = RouteSpec & { auth: AccessRequirement & { projectParam?: string } };
-const keyedRoutes = apiRoutes.filter((r): r is KeyedRoute => !('public' in r.auth));
+type KeyedRoute = RouteSpec;
+const keyedRoutes = apiRoutes.filter((r) => !isPublic(r.operation.access));
+/** The operation's declared access: what every door enforces. */
+const access = (route: KeyedRoute) => route.operation.access as Requirement;
+/** A key holding exactly the requirement's scopes: every one of allOf, the first of anyOf. */
+const exactScopes = (route: KeyedRoute): string[] => {
+  const rule = access(route).scopes;
+  return 'allOf' in rule ? [...rule.allOf] : [rule.anyOf[0]];
+};
 const label = (route: RouteSpec) => `${route.method.toUpperCase()} ${route.path}`;
 const pathParams = (route: RouteSpec) => (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((p) => p.slice(1));
 
@@ -36,7 +43,7 @@ const SAMPLE_BODIES: Record<string, () => unknown> = {};
 
 function sampleBody(route: RouteSpec): unknown {
   if (!route.body) return undefined;
-  return SAMPLE_BODIES[route.operationId]?.() ?? sampleValue(route.body);
+  return SAMPLE_BODIES[route.operation.name]?.() ?? sampleValue(route.body);
 }
 
 /** One tenant for one case, plus a second tenant whose ids must stay invisible to the first. */
@@ -112,7 +119,7 @@ async function changesNothing(t: Tenants, work: () => Promise<void>): Promise<vo
 }
 
 /** The route's scopes without org:manage: what a project-restricted key can hold for it. */
-const restrictableScopes = (route: KeyedRoute) => route.auth.scopes.filter((s) => s !== 'org:manage');
+const restrictableScopes = (route: KeyedRoute) => scopesOf(access(route).scopes).filter((s) => s !== 'org:manage');
 
 describe('The authorization matrix', () => {
   it('covers the keyed routes and builds a schema-valid sample body for each', () => {
@@ -122,7 +129,7 @@ describe('The authorization matrix', () => {
       try {
         validateWithSchema(route.body as JsonSchema, structuredClone(sampleBody(route)), 'sample body');
       } catch (error) {
-        invalid.push(`${label(route)} (${route.operationId}): ${(error as Error).message}; add an entry to SAMPLE_BODIES`);
+        invalid.push(`${label(route)} (${route.operation.name}): ${(error as Error).message}; add an entry to SAMPLE_BODIES`);
       }
     }
     assert.deepEqual(invalid, []);
@@ -157,7 +164,7 @@ describe('The authorization matrix', () => {
     const t = await tenants();
     const keys = new Map<KeyedRoute, string>();
     for (const route of keyedRoutes) {
-      const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+      const key = await newKey(t.ws, { scopes: exactScopes(route) });
       await revokeKey(key);
       keys.set(route, key);
     }
@@ -168,7 +175,7 @@ describe('The authorization matrix', () => {
     const t = await tenants();
     const keys = new Map<KeyedRoute, string>();
     for (const route of keyedRoutes) {
-      const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+      const key = await newKey(t.ws, { scopes: exactScopes(route) });
       await expireKey(key);
       keys.set(route, key);
     }
@@ -179,14 +186,62 @@ describe('The authorization matrix', () => {
     const t = await tenants();
     const keys = new Map<KeyedRoute, string>();
     for (const route of keyedRoutes) {
-      keys.set(route, await newKey(t.ws, { scopes: SCOPES.filter((s) => s !== 'org:manage' && !route.auth.scopes.includes(s)) }));
+      keys.set(route, await newKey(t.ws, { scopes: SCOPES.filter((s) => s !== 'org:manage' && !scopesOf(access(route).scopes).includes(s)) }));
     }
     await changesNothing(t, () => expectEach(keyedRoutes, () => ({ status: 403, code: 'insufficient_scope' }), (route) => send(route, t, { key: keys.get(route) })));
   });
 
+  it('answers 403 insufficient_scope to a key missing any one scope of an all-of requirement', async () => {
+    const t = await tenants();
+    const routes = keyedRoutes.filter((r) => 'allOf' in access(r).scopes);
+    assert.ok(routes.length > 0, 'no operation needs several scopes at once (previewPipeline does)');
+    const cases: Array<{ route: KeyedRoute; missing: string; key: string }> = [];
+    for (const route of routes) {
+      for (const missing of scopesOf(access(route).scopes)) cases.push({ route, missing, key: await newKey(t.ws, { scopes: exactScopes(route).filter((s) => s !== missing) }) });
+    }
+    const wrong: string[] = [];
+    await changesNothing(t, async () => {
+      for (const { route, missing, key } of cases) {
+        const res = await send(route, t, { key });
+        if (res.status !== 403 || res.body?.code !== 'insufficient_scope' || !res.body?.requiredScopes?.includes(missing)) wrong.push(`${label(route)} without ${missing}: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+    });
+    assert.deepEqual(wrong, []);
+  });
+
+  it('admits a key holding exactly the operation’s requirement: no access refusal on any keyed route', async () => {
+    const t = await tenants();
+    const accessCodes = new Set(['missing_credential', 'invalid_credential', 'credential_expired', 'insufficient_scope', 'restricted_key', 'project_denied', 'workspace_resources_denied', 'actor_not_accountable', 'actor_not_administrator']);
+    const wrong: string[] = [];
+    for (const route of keyedRoutes) {
+      const res = await send(route, t, { key: await newKey(t.ws, { scopes: exactScopes(route) }) });
+      if (accessCodes.has(res.body?.code) || res.status >= 500 && res.body?.code !== 'billing_unavailable') wrong.push(`${label(route)}: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  it('answers each GET route that needs no resource id with a body its declared response schema accepts', async () => {
+    const t = await tenants();
+    const wrong: string[] = [];
+    let checked = 0;
+    for (const route of keyedRoutes.filter((r) => r.method === 'get' && pathParams(r).every((p) => p === 'project_id'))) {
+      const res = await send(route, t, { key: t.ws.apiKey });
+      const schema = route.responses[200]?.schema;
+      if (res.status !== 200 || !schema || JSON.stringify(schema).includes('$ref') || (route.responses[200]?.contentType ?? 'application/json') !== 'application/json') continue;
+      checked += 1;
+      try {
+        validateWithSchema(schema as JsonSchema, structuredClone(res.body), 'response body');
+      } catch (error) {
+        wrong.push(`${label(route)}: ${(error as Error).message}`);
+      }
+    }
+    assert.ok(checked >= 15, `only ${checked} routes answered 200 to compare`);
+    assert.deepEqual(wrong, [], 'a generated client would misread these answers');
+  });
+
   it('answers 403 project_denied for a project outside the key’s allowlist, and changes nothing', async () => {
     const t = await tenants();
-    const routes = keyedRoutes.filter((r) => r.auth.projectParam && restrictableScopes(r).length > 0);
+    const routes = keyedRoutes.filter((r) => access(r).project && restrictableScopes(r).length > 0);
     assert.ok(routes.length > 0);
     const keys = new Map<KeyedRoute, string>();
     for (const route of routes) {
@@ -194,14 +249,14 @@ describe('The authorization matrix', () => {
     }
     await changesNothing(t, () => expectEach(
       routes,
-      (route) => ({ status: 403, code: route.auth.unrestrictedKey ? 'restricted_key' : 'project_denied' }),
+      (route) => ({ status: 403, code: access(route).unrestrictedKey ? 'restricted_key' : 'project_denied' }),
       (route) => send(route, t, { key: keys.get(route), ids: { projectId: t.ws.projectId, keyId: t.victimKeyId } }),
     ));
   });
 
   it('answers 403 restricted_key to a project-restricted key where only unrestricted keys may act, and changes nothing', async () => {
     const t = await tenants();
-    const routes = keyedRoutes.filter((r) => r.auth.unrestrictedKey);
+    const routes = keyedRoutes.filter((r) => access(r).unrestrictedKey);
     assert.ok(routes.length > 0);
     const keys = new Map<KeyedRoute, string>();
     for (const route of routes) {
@@ -209,7 +264,7 @@ describe('The authorization matrix', () => {
         keys.set(route, await newKey(t.ws, { scopes: restrictableScopes(route), projectIds: [t.allowedProjectId], workspaceResources: true }));
       } else {
         // org:manage cannot be restricted through the API; force the state to prove the layer holds anyway.
-        const key = await newKey(t.ws, { scopes: [...route.auth.scopes] });
+        const key = await newKey(t.ws, { scopes: exactScopes(route) });
         await env().db('api_keys').where({ id: await keyIdOf(key) }).update({ projectIds: env().db.raw('ARRAY[?]::uuid[]', [t.allowedProjectId]) });
         keys.set(route, key);
       }
@@ -222,7 +277,7 @@ describe('The authorization matrix', () => {
 
   it('answers 403 workspace_resources_denied to a restricted key without workspaceResources on shared-resource routes, and changes nothing', async function () {
     const t = await tenants();
-    const routes = keyedRoutes.filter((r) => r.auth.workspaceResources && restrictableScopes(r).length > 0);
+    const routes = keyedRoutes.filter((r) => access(r).workspaceResources && restrictableScopes(r).length > 0);
     if (routes.length === 0) this.skip();
     const keys = new Map<KeyedRoute, string>();
     for (const route of routes) {
@@ -230,7 +285,7 @@ describe('The authorization matrix', () => {
     }
     await changesNothing(t, () => expectEach(
       routes,
-      (route) => ({ status: 403, code: route.auth.unrestrictedKey ? 'restricted_key' : 'workspace_resources_denied' }),
+      (route) => ({ status: 403, code: access(route).unrestrictedKey ? 'restricted_key' : 'workspace_resources_denied' }),
       (route) => send(route, t, { key: keys.get(route), ids: { projectId: t.allowedProjectId, keyId: t.victimKeyId } }),
     ));
   });
@@ -239,13 +294,13 @@ describe('The authorization matrix', () => {
     const t = await tenants();
     const member = await addMember(env().db, t.ws.workspaceId, { name: 'leaver', role: 'admin' });
     const keys = new Map<KeyedRoute, string>();
-    for (const route of keyedRoutes) keys.set(route, await newKey(t.ws, { scopes: [...route.auth.scopes] }, member.id));
+    for (const route of keyedRoutes) keys.set(route, await newKey(t.ws, { scopes: exactScopes(route) }, member.id));
     await removeMember(env().db, t.ws.workspaceId, member.id);
-    const routes = keyedRoutes.filter((r) => r.auth.accountableActor);
+    const routes = keyedRoutes.filter((r) => access(r).actor !== undefined);
     assert.ok(routes.length > 0);
     await changesNothing(t, () => expectEach(routes, () => ({ status: 403, code: 'actor_not_accountable' }), (route) => send(route, t, { key: keys.get(route) })));
     // The same keys still authenticate and read where no accountable actor is needed.
-    const reads = keyedRoutes.filter((r) => !r.auth.accountableActor && r.method === 'get');
+    const reads = keyedRoutes.filter((r) => access(r).actor === undefined && r.method === 'get');
     for (const route of reads) {
       const res = await send(route, t, { key: keys.get(route) });
       // Billing routes answer their documented 503 while no Stripe key is configured.
@@ -298,7 +353,7 @@ describe('The authorization matrix', () => {
         missing.push(`${label(route)}: not in the document`);
         continue;
       }
-      if (JSON.stringify(operation['x-weft-scopes']) !== JSON.stringify(route.auth.scopes)) missing.push(`${label(route)}: x-weft-scopes ${JSON.stringify(operation['x-weft-scopes'])}`);
+      if (JSON.stringify(operation['x-weft-scopes']) !== JSON.stringify(scopesOf(access(route).scopes))) missing.push(`${label(route)}: x-weft-scopes ${JSON.stringify(operation['x-weft-scopes'])}`);
       for (const status of ['401', '403', '429']) {
         if (!operation.responses?.[status]) missing.push(`${label(route)}: no ${status} response`);
       }

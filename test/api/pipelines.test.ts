@@ -875,8 +875,20 @@ describe('Pipeline HTTP API', function () {
       assertProblem(await t.client.put(pipelinePath(pipeline.id), { document: { nodes: 'src', edges: [] } }), 422, 'validation_failed');
     });
 
+    it('creates a pipeline from the spec’s create body alone: without a name it is "Untitled pipeline", numbered when taken', async () => {
+      const project = await createProject(env().db, t.ws.workspaceId, { name: `untitled-${Date.now()}` });
+      const path = `/api/v1/projects/${project.id}/pipelines`;
+      const first = await t.client.post(path, { document: linearDocument(source, destination), commitMessage: 'from the spec' });
+      assert.equal(first.status, 201, JSON.stringify(first.body));
+      assert.equal(first.body.pipeline.name, 'Untitled pipeline');
+      assert.equal(first.body.version.commitMessage, 'from the spec');
+      const second = await t.client.post(path, { document: linearDocument(source, destination) });
+      assert.equal(second.status, 201, JSON.stringify(second.body));
+      assert.equal(second.body.pipeline.name, 'Untitled pipeline 2');
+    });
+
     it('refuses request bodies with missing or extra properties with 422', async () => {
-      assertProblem(await t.client.post(pipelines(), { document: linearDocument(source, destination) }), 422, 'validation_failed');
+      assertProblem(await t.client.post(pipelines(), { name: '', document: linearDocument(source, destination) }), 422, 'validation_failed');
       assertProblem(await t.client.post(pipelines(), { name: uniqueName('x'), document: linearDocument(source, destination), launch: true }), 422, 'validation_failed');
       assertProblem(await t.client.post(pipelines(), []), 422, 'validation_failed');
       assertProblem(await t.client.put(`${pipelinePath(pipeline.id)}/draft`, { document: { nodes: 'none', edges: [] } }), 422, 'validation_failed');

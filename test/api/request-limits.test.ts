@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createDb } from '../../db/connection';
-import { authenticateRequest } from '../../services/tenancy/api-keys';
+import { authenticateRequest } from '../../services/tenancy/request-authentication';
 import { getApiLimits, putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { as, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';

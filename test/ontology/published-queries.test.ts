@@ -107,6 +107,12 @@ describe('Published queries: contracts, releases, execution and jobs', function 
     assert.equal((await author.post(`${base}/queries/${id}/execute?version=1`, { input: { minAge: 18 } })).status, 410);
     const releases = await author.get(`${base}/ontology/queries/${id}/releases`);
     assert.deepEqual(releases.body.releases.map((r: { version: number; status: string }) => `${r.version}:${r.status}`), ['2:published', '1:retired']);
+    // Once every release is retired, executing without ?version answers as the newest release would: 410, not 404.
+    assert.equal((await author.patch(`${base}/ontology/queries/${id}/releases/2`, { status: 'retired' })).status, 200);
+    const gone = await author.post(`${base}/queries/${id}/execute`, { input: { minAge: 18 } });
+    assert.equal(gone.status, 410, JSON.stringify(gone.body));
+    assert.equal(gone.body.code, 'release_retired');
+    assert.equal(gone.body.version, 2);
   });
 
   it('checks every row against the output contract, refusing rows that do not fit it', async () => {

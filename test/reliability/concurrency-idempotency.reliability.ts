@@ -30,6 +30,8 @@ interface IdempotentCase {
 }
 
 const db = () => env().db;
+/** The pipeline the deletePipeline case creates and then deletes 50 times over. */
+let doomedPipelineId = '';
 const countOf = async (query: Promise<Array<{ count: string | number }>>) => Number((await query)[0].count);
 const runsOf = (t: Tenant) => countOf(db()('pipeline_runs').where({ pipeline_id: t.ids.pipelineId }).count({ count: '*' }));
 
@@ -53,6 +55,21 @@ const CASES: Record<string, IdempotentCase> = {
   commitPipelineVersion: {
     request: (t) => ({ params: { project_id: t.ids.projectId, pipeline_id: t.ids.pipelineId }, body: { document: t.document, commitMessage: `once-${randomUUID()}` } }),
     count: (t, body) => countOf(db()('pipeline_versions').where({ pipeline_id: t.ids.pipelineId, commit_message: body.commitMessage }).count({ count: '*' })),
+  },
+  // PUT of a draft takes a key too (the MCP tool pipeline_draft_save shares its operation).
+  savePipelineDraft: {
+    request: (t) => ({ params: { project_id: t.ids.projectId, pipeline_id: t.ids.pipelineId }, body: { document: t.document, workspaceState: { marker: `once-${randomUUID()}` } } }),
+    count: (t, body) => countOf(db()('pipeline_drafts').where({ pipeline_id: t.ids.pipelineId }).whereRaw("workspace_state->>'marker' = ?", [body.workspaceState.marker]).count({ count: '*' })),
+  },
+  // DELETE of a pipeline takes a key too (the MCP tool pipeline_delete shares its operation): the effect is one pipeline gone.
+  deletePipeline: {
+    prepare: async (t) => {
+      const res = await t.client.post(`/api/v1/projects/${t.ids.projectId}/pipelines`, { name: `doomed-${randomUUID().slice(0, 8)}`, document: t.document });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      doomedPipelineId = res.body.pipeline.id;
+    },
+    request: (t) => ({ params: { project_id: t.ids.projectId, pipeline_id: doomedPipelineId } }),
+    count: async () => 1 - (await countOf(db()('pipelines').where({ id: doomedPipelineId }).count({ count: '*' }))),
   },
   createPipelineBranch: {
     request: (t) => ({ params: { project_id: t.ids.projectId, pipeline_id: t.ids.pipelineId }, body: { name: `once-${randomUUID().slice(0, 8)}` } }),

@@ -165,11 +165,11 @@ describe('The HTTP contract around the operations', function () {
   describe('request headers in the OpenAPI document', () => {
     const operations = () =>
       Object.entries<Record<string, any>>(document.paths).flatMap(([template, item]) =>
-        Object.entries<Record<string, any>>(item).map(([method, op]) => ({ template, method: method.toUpperCase(), op, route: allRoutes().find((r) => r.operationId === op.operationId)! })),
+        Object.entries<Record<string, any>>(item).map(([method, op]) => ({ template, method: method.toUpperCase(), op, route: allRoutes().find((r) => r.operation.name === op.operationId)! })),
       );
 
     it('states Idempotency-Key (8 to 200 visible ASCII characters, with its pattern) on every operation that reads it', () => {
-      const readers = operations().filter(({ route }) => route.idempotent || route.headers?.some((h) => h.name === 'Idempotency-Key'));
+      const readers = operations().filter(({ route }) => route.operation.idempotent || route.headers?.some((h) => h.name === 'Idempotency-Key'));
       assert.ok(readers.length >= 9, `only ${readers.length} operations read Idempotency-Key`);
       for (const { op } of readers) {
         const parameter = op.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key');

@@ -95,7 +95,7 @@ let ctx: SchemaContext;
 const stripe = new Stripe('sk_test_fuzz', { telemetry: false });
 
 function operations(): Operation[] {
-  const routes = new Map(allRoutes().map((r) => [r.operationId, r]));
+  const routes = new Map(allRoutes().map((r) => [r.operation.name, r]));
   const out: Operation[] = [];
   for (const [template, item] of Object.entries<Record<string, any>>(document.paths)) {
     for (const method of HTTP_METHODS) {
@@ -588,10 +588,10 @@ describe('Request fuzzing from the OpenAPI document', function () {
   // The document is only known once the server answers: one test per operation is declared from the routes the document is generated from.
   const declared = allRoutes().filter((r) => !r.internal).sort((a, b) => Number(a.method === 'delete') - Number(b.method === 'delete'));
   for (const route of declared) {
-    const label = `${route.method.toUpperCase()} ${route.path} (${route.operationId})`;
+    const label = `${route.method.toUpperCase()} ${route.path} (${route.operation.name})`;
     it(label, async function () {
-      const op = operations().find((o) => o.operationId === route.operationId);
-      assert.ok(op, `${route.operationId} is not in the OpenAPI document`);
+      const op = operations().find((o) => o.operationId === route.operation.name);
+      assert.ok(op, `${route.operation.name} is not in the OpenAPI document`);
       const webhook = op.operationId === 'stripeWebhook';
       const saved = { key: process.env.STRIPE_SECRET_KEY, secret: process.env.STRIPE_WEBHOOK_SECRET };
       if (webhook) {

@@ -32,17 +32,24 @@ describe('The authorization layers', () => {
   });
 
   it('refuse a missing scope, a restricted key where an unrestricted one is needed, and shared resources without workspaceResources', () => {
-    assert.equal(codeOf(() => authorize(principal({ scopes: ['runs:read'] }), { scopes: ['org:read'] })), 'insufficient_scope');
-    assert.equal(codeOf(() => authorize(principal({ scopes: ['org:read'], projectIds: ['p'] }), { scopes: ['org:read'], unrestrictedKey: true })), 'restricted_key');
-    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'], projectIds: ['p'] }), { scopes: ['data:read'], workspaceResources: true })), 'workspace_resources_denied');
-    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'], projectIds: ['p'], workspaceResources: true }), { scopes: ['data:read'], workspaceResources: true })), undefined);
-    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'] }), { scopes: ['data:read'], workspaceResources: true })), undefined, 'unrestricted keys already have shared resources');
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['runs:read'] }), { scopes: { anyOf: ['org:read'] } })), 'insufficient_scope');
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['org:read'], projectIds: ['p'] }), { scopes: { anyOf: ['org:read'] }, unrestrictedKey: true })), 'restricted_key');
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'], projectIds: ['p'] }), { scopes: { anyOf: ['data:read'] }, workspaceResources: true })), 'workspace_resources_denied');
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'], projectIds: ['p'], workspaceResources: true }), { scopes: { anyOf: ['data:read'] }, workspaceResources: true })), undefined);
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['data:read'] }), { scopes: { anyOf: ['data:read'] }, workspaceResources: true })), undefined, 'unrestricted keys already have shared resources');
   });
 
   it('require a current member as the accountable actor where declared', () => {
     const departed = principal({ scopes: ['projects:write'], memberActive: false });
-    assert.equal(codeOf(() => authorize(departed, { scopes: ['projects:write'], accountableActor: true })), 'actor_not_accountable');
-    assert.equal(codeOf(() => authorize(departed, { scopes: ['projects:write'] })), undefined);
+    assert.equal(codeOf(() => authorize(departed, { scopes: { anyOf: ['projects:write'] }, actor: 'accountable' })), 'actor_not_accountable');
+    assert.equal(codeOf(() => authorize(departed, { scopes: { anyOf: ['projects:write'] } })), undefined);
+  });
+
+  it('state whether any one or all of several scopes are needed', () => {
+    const reader = principal({ scopes: ['pipelines:write'] });
+    assert.equal(codeOf(() => authorize(reader, { scopes: { anyOf: ['pipelines:write', 'data:read'] } })), undefined);
+    assert.equal(codeOf(() => authorize(reader, { scopes: { allOf: ['pipelines:write', 'data:read'] } })), 'insufficient_scope');
+    assert.equal(codeOf(() => authorize(principal({ scopes: ['pipelines:write', 'data:read'] }), { scopes: { allOf: ['pipelines:write', 'data:read'] } })), undefined);
   });
 
   it('apply the project allowlist: empty means every project, a list means only those', () => {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { authenticateApiKey } from '../../services/tenancy/api-keys';
+import { principalOfKey } from '../../services/tenancy/api-keys';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipelines/pipeline-schedules';
 import { cancelRun } from '../../services/pipelines/runs';
 import { Project } from '../../db/models';
 import { env } from '../support/environment';
+import { keyIdOf } from '../support/fixtures';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import {
   createPipeline,
@@ -59,7 +60,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     api.delayMs = 100;
     const queued = await launch(t, pipeline.id);
     await waitForRun(t, queued.id, (run) => sourceNode(run).recordsRead >= 200);
-    const { principal } = await authenticateApiKey(env().db, t.key);
+    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
     await cancelRun(env().db, env().temporal, principal, queued.id);
     const run = await waitForRun(t, queued.id);
     assert.equal(run.status, 'canceled');
@@ -103,7 +104,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const destination = await tableDestination(t, 'scheduled_events', ['id']);
     const pipeline = await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }));
     const project = (await Project.query(env().db).findById(t.projectId))!;
-    const { principal } = await authenticateApiKey(env().db, t.key);
+    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
     const schedule = await createPipelineSchedule(env().db, env().temporal, principal, project, pipeline.id, { intervalSeconds: 3600, paused: true });
     const described = await env().temporal.schedule.getHandle(schedule.temporalScheduleId).describe();
     assert.equal(described.action.type, 'startWorkflow');

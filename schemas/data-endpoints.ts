@@ -1,4 +1,4 @@
-import type { JsonSchema } from '../../core/schema-validator';
+import type { JsonSchema } from '../core/schema-validator';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 export const IDENTITY_LABEL: JsonSchema = {

@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../../core/schema-validator';
-import { whereSchema } from '../../plugins/condition-schemas';
+import type { JsonSchema } from '../core/schema-validator';
+import { whereSchema } from '../plugins/condition-schemas';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 // The governed source-write action of SPEC 2.9 and the write policies that govern it. The request

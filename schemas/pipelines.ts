@@ -1,7 +1,7 @@
-import type { JsonSchema } from '../../core/schema-validator';
-import { MAX_NODES, pipelineDocumentSchema } from '../../pipelines/document';
-import { MAX_SAMPLE_SIZE } from '../../services/pipelines/pipeline-preview';
-import { RUN_STATUSES } from '../../services/pipelines/runs';
+import type { JsonSchema } from '../core/schema-validator';
+import { MAX_NODES, pipelineDocumentSchema } from '../pipelines/document';
+import { MAX_SAMPLE_SIZE } from '../services/pipelines/pipeline-preview';
+import { RUN_STATUSES } from '../services/pipelines/runs';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 const documentRef: JsonSchema = { $ref: '#/components/schemas/PipelineDocument' };
@@ -34,8 +34,15 @@ const draftDocument: JsonSchema = {
 export const createPipelineBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'document'],
-  properties: { name, description, tags, document: pipelineDocument, workspaceState, commitMessage },
+  required: ['document'],
+  properties: {
+    name: { ...name, description: 'Unique in the project. Optional (SPEC 4.3 sends document, workspaceState and commitMessage): without it the pipeline is named "Untitled pipeline", numbered when that is taken.' },
+    description,
+    tags,
+    document: pipelineDocument,
+    workspaceState,
+    commitMessage,
+  },
 };
 
 export const saveDraftBody: JsonSchema = {

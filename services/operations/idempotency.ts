@@ -2,8 +2,8 @@ import { sha256Hex } from '../../core/secrets';
 import type { Knex } from 'knex';
 import { canonicalJson } from '../../core/json-shape';
 import { ConflictError, InputError } from '../../core/errors';
-import type { Principal } from '../../services/tenancy/access';
-import type { HandlerResult } from '../route-spec';
+import type { Principal } from '../tenancy/access';
+import type { Reply } from './operation';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 /** 8 to 200 visible ASCII characters: the check below and the OpenAPI header parameter share it. */
@@ -34,8 +34,8 @@ export async function runIdempotently(
   idempotencyKey: string,
   route: string,
   fingerprint: string,
-  execute: () => Promise<HandlerResult>,
-): Promise<HandlerResult & { replayed?: boolean }> {
+  execute: () => Promise<Reply>,
+): Promise<Reply & { replayed?: boolean }> {
   const identity = { workspaceId: principal.workspaceId, apiKeyId: principal.apiKeyId, idempotencyKey };
   // Bound the wait behind a slow duplicate; 55P03 maps to 409 concurrent_change.
   await trx.raw("SET LOCAL lock_timeout = '30s'");

@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../../core/schema-validator';
-import { pageQueryProperties, paginationSchema } from '../../services/shared/pagination';
+import type { JsonSchema } from '../core/schema-validator';
+import { pageQueryProperties, paginationSchema } from '../services/shared/pagination';
 
 /** Canonical lowercase UUIDs only, as Weft writes them: one spelling per id, so comparisons never disagree. */
 export const uuid: JsonSchema = {

@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../core/schema-validator';
-import { DomainError, ErrorKind, RateLimitError } from '../core/errors';
+import type { JsonSchema } from './schema-validator';
+import { DomainError, ErrorKind, RateLimitError } from './errors';
 
 /**
  * The one error body (RFC 9457 problem+json with extension members): `code` is stable and

@@ -1,6 +1,6 @@
-import type { JsonSchema } from '../../core/schema-validator';
-import { SCOPES } from '../../core/scopes';
-import { MAX_LIMIT_VALUE } from '../../services/tenancy/api-limits';
+import type { JsonSchema } from '../core/schema-validator';
+import { SCOPES } from '../core/scopes';
+import { MAX_LIMIT_VALUE } from '../services/tenancy/api-limits';
 import { nullableTimestamp, timestamp, uuid } from './common';
 
 export const organizationSchema: JsonSchema = {
@@ -108,7 +108,12 @@ export const putApiLimitsBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['workspaceRequests', 'apiKeyRequests'],
-  properties: { workspaceRequests: limitValue, apiKeyRequests: limitValue },
+  properties: {
+    workspaceRequests: limitValue,
+    apiKeyRequests: limitValue,
+    // GET answers windowSeconds too: echoing that body back is a valid PUT, but the window is fixed.
+    windowSeconds: { const: 60, description: 'The fixed 60-second window, as GET answers it. Optional; any other value is a 422.' },
+  },
 };
 
 export const workspaceSettingsSchema = {

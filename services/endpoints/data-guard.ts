@@ -1,0 +1,94 @@
+import { NotFoundError, PermissionError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import type { DataEndpoint } from '../../db/models';
+import { authorizeProject, hasScope, isUnrestricted, missingReadPermissions, Principal } from '../tenancy/access';
+
+// The one data guard (SPEC 5.2): every path that reads an endpoint's records or writes them asks
+// here whether this key may, with the endpoint in hand. Operations declare the scopes of their
+// family (sparql:query, queries:execute, pipelines:execute…); this guard adds what depends on the
+// data: the workspace, shared-resource access, the project, the data scopes of direct reads and
+// writes, and the endpoint's named read grants.
+
+/**
+ * How the data is reached:
+ * - records: a direct records read (GET …/records): data:read.
+ * - pipeline: a pipeline's source or destination, at validation, preview, launch and commit.
+ * - ontology: through a read binding (term reads, the SPARQL dataset, published queries).
+ * - bind: creating or replacing a read binding over the endpoint.
+ * - governed: a governed write (POST …/source-writes, a SPARQL update), at proposal and at apply:
+ *   data:write, and data:delete for deletes.
+ */
+export type DataChannel = 'records' | 'pipeline' | 'ontology' | 'bind' | 'governed';
+
+export interface DataUse {
+  channel: DataChannel;
+  mode: 'read' | 'write' | 'delete';
+  /** The project the data is used in (a pipeline's, a binding's, a write's). */
+  projectId?: string;
+}
+
+/**
+ * The named read grants of an endpoint: the union over every read binding of it in the workspace.
+ * A grant protects the data, not one binding: an ungated second binding cannot open what another gates.
+ */
+export async function endpointReadGrants(db: Executor, workspaceId: string, endpointIds: readonly string[]): Promise<Map<string, string[]>> {
+  const grants = new Map<string, string[]>(endpointIds.map((id) => [id, []]));
+  if (endpointIds.length === 0) return grants;
+  const rows = await db.raw<{ rows: Array<{ data_endpoint_id: string; grants: string[] }> }>(
+    `SELECT data_endpoint_id, array_agg(DISTINCT grant_name ORDER BY grant_name) AS grants
+       FROM read_bindings, unnest(required_read_permissions) AS grant_name
+      WHERE workspace_id = ? AND data_endpoint_id = ANY(?::uuid[])
+      GROUP BY data_endpoint_id`,
+    [workspaceId, endpointIds as string[]],
+  );
+  for (const row of rows.rows) grants.set(row.data_endpoint_id, row.grants);
+  return grants;
+}
+
+const label = (endpoint: DataEndpoint) => `${endpoint.namespace}/${endpoint.name}`;
+
+/** The checks that need no database: with the endpoint's grants already loaded. */
+export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, use: DataUse, grants: readonly string[]): void {
+  // Another workspace's endpoint does not exist for this key.
+  if (endpoint.workspaceId !== principal.workspaceId) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
+  const needed = use.channel === 'records' ? ['data:read'] as const
+    : use.channel === 'governed' ? (use.mode === 'delete' ? ['data:write', 'data:delete'] as const : ['data:write'] as const)
+      : [];
+  const missing = needed.filter((scope) => !hasScope(principal, scope));
+  if (missing.length) {
+    throw new PermissionError('insufficient_scope', `Using the records of ${label(endpoint)} this way needs the scope${missing.length > 1 ? 's' : ''} ${missing.join(' and ')}.`, { requiredScopes: missing });
+  }
+  // Endpoints are shared workspace resources. Reading through an existing binding of the key's
+  // project is the project's own door to that data; every other use needs shared-resource access.
+  if (use.channel !== 'ontology' && !isUnrestricted(principal) && !principal.workspaceResources) {
+    throw new PermissionError('workspace_resources_denied', `This project-restricted API key has no access to shared workspace resources (workspaceResources is false), so it cannot use the records of ${label(endpoint)}.`);
+  }
+  if (use.projectId !== undefined) authorizeProject(principal, use.projectId, { named: false });
+  if (use.mode === 'read' || use.channel === 'bind') {
+    const lacking = missingReadPermissions(principal, grants);
+    if (lacking.length) {
+      throw new PermissionError('read_grant_required', `The records of ${label(endpoint)} need named read grants this API key lacks: ${lacking.join(', ')}.`, { missingReadPermissions: lacking });
+    }
+  }
+}
+
+/** May this key use this endpoint's records this way? Throws the refusal; loads the endpoint's grants. */
+export async function guardEndpointData(db: Executor, principal: Principal, endpoint: DataEndpoint, use: DataUse): Promise<void> {
+  const grants = use.mode === 'read' || use.channel === 'bind' ? (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)! : [];
+  authorizeDataUse(principal, endpoint, use, grants);
+}
+
+/** The same for several endpoints at once (a pipeline's sources and destinations), one grant query. */
+export async function guardEndpointsData(db: Executor, principal: Principal, uses: ReadonlyArray<{ endpoint: DataEndpoint } & DataUse>): Promise<void> {
+  const grants = await endpointReadGrants(db, principal.workspaceId, [...new Set(uses.map((use) => use.endpoint.id))]);
+  for (const use of uses) authorizeDataUse(principal, use.endpoint, use, grants.get(use.endpoint.id) ?? []);
+}
+
+/**
+ * Of these endpoints, the ones whose records this key may read through the project's read bindings
+ * (term reads, the SPARQL dataset, published queries): it must hold every named grant of each.
+ */
+export async function endpointsReadableThroughBindings(db: Executor, principal: Principal, endpointIds: readonly string[]): Promise<Set<string>> {
+  const grants = await endpointReadGrants(db, principal.workspaceId, [...new Set(endpointIds)]);
+  return new Set([...grants].filter(([, required]) => missingReadPermissions(principal, required).length === 0).map(([id]) => id));
+}

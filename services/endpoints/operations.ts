@@ -1,0 +1,121 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import {
+  checkDataEndpoint,
+  createDataEndpoint,
+  DataEndpointInput,
+  DataEndpointPatch,
+  deleteDataEndpoint,
+  discoverEndpointSchema,
+  getDataEndpoint,
+  listDataEndpoints,
+  updateDataEndpoint,
+  validateDataEndpoint,
+} from './data-endpoints';
+import { readRecordsMetered, RecordsReadParams } from './records-read';
+import type { PageRequest } from '../shared/pagination';
+
+export const listDataEndpointsOperation = defineOperation({
+  name: 'listDataEndpoints',
+  summary: 'List data endpoints, filtered by name, namespace and role.',
+  access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string; namespace?: string; role?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listDataEndpoints(db, principal.workspaceId, { limit, offset }, filter) };
+  },
+});
+
+export const getDataEndpointOperation = defineOperation({
+  name: 'getDataEndpoint',
+  summary: 'One data endpoint.',
+  access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { dataEndpoint: await getDataEndpoint(db, principal.workspaceId, params.endpoint_id) } };
+  },
+});
+
+export const createDataEndpointOperation = defineOperation({
+  name: 'createDataEndpoint',
+  summary: 'Configure a data endpoint on an installed capability. Starts no ingestion, grants no permission.',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'write',
+  idempotent: true,
+  async run({ db, principal, deps }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, DataEndpointInput>): Promise<Reply> {
+    return { status: 201, body: { dataEndpoint: await createDataEndpoint(db, principal, deps.encryptionKey, body) } };
+  },
+});
+
+export const updateDataEndpointOperation = defineOperation({
+  name: 'updateDataEndpoint',
+  summary: 'Change an endpoint. The target is revalidated against the capability contract.',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal, deps }: OperationContext, { params, body }: RequestInput<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>): Promise<Reply> {
+    return { body: { dataEndpoint: await updateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id, body) } };
+  },
+});
+
+export const deleteDataEndpointOperation = defineOperation({
+  name: 'deleteDataEndpoint',
+  summary: 'Delete an endpoint. Blocked (409 endpoint_referenced) while pipelines or bindings refer to it.',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteDataEndpoint(db, principal.workspaceId, params.endpoint_id);
+    return { status: 204 };
+  },
+});
+
+export const checkDataEndpointOperation = defineOperation({
+  name: 'checkDataEndpoint',
+  summary: 'Check the connection through the capability. Does not prove every record is readable.',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'external',
+  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await checkDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  },
+});
+
+export const validateDataEndpointOperation = defineOperation({
+  name: 'validateDataEndpoint',
+  summary: "Validate the stored configuration against the installed capability's contract.",
+  access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
+  effect: 'external',
+  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await validateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  },
+});
+
+export const discoverDataEndpointSchemaOperation = defineOperation({
+  name: 'discoverDataEndpointSchema',
+  summary: 'Target fields discovered through the capability.',
+  access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'read',
+  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await discoverEndpointSchema(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  },
+});
+
+export const readDataEndpointRecordsOperation = defineOperation({
+  name: 'readDataEndpointRecords',
+  summary: 'A bounded read of records, with opaque continuation cursors.',
+  access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal, deps }: OperationContext, { params, query }: RequestInput<{ endpoint_id: string }, RecordsReadParams, undefined>): Promise<Reply> {
+    return { body: await readRecordsMetered(db, principal, deps.encryptionKey, params.endpoint_id, query) };
+  },
+});
+
+export const dataEndpointOperations = [
+  listDataEndpointsOperation,
+  getDataEndpointOperation,
+  createDataEndpointOperation,
+  updateDataEndpointOperation,
+  deleteDataEndpointOperation,
+  checkDataEndpointOperation,
+  validateDataEndpointOperation,
+  discoverDataEndpointSchemaOperation,
+  readDataEndpointRecordsOperation,
+];

@@ -1,0 +1,127 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import type { PageRequest } from '../shared/pagination';
+import { currentSourceSnapshot, decideSourceWrite, dryRunSourceWrite, getSourceWrite, listSourceWrites, listWriteLog, submitSourceWrite } from './source-writes';
+import { deleteWritePolicy, getWritePolicy, putWritePolicy } from './write-policies';
+import { WriteActionRequest, WritePolicyInput } from '../../schemas/source-writes';
+
+/** Who can read actions: approvers and policy readers see every one, writers and proposers their own. */
+const ACTION_READERS = ['policy:read', 'policy:approve', 'policy:propose', 'data:write'] as const;
+
+type EndpointParams = { endpoint_id: string };
+type ActionParams = { endpoint_id: string; action_id: string };
+
+/** Approving and rejecting: one operation each, built alike. */
+function decisionOperation(decision: 'approve' | 'reject') {
+  return defineOperation({
+    name: decision === 'approve' ? 'approveSourceWrite' : 'rejectSourceWrite',
+    summary: decision === 'approve' ? 'Approve a write that waits for approval.' : 'Reject a write that waits for approval.',
+    access: { scopes: { anyOf: ['policy:approve'] }, workspaceResources: true, actor: 'accountable' as const },
+    effect: 'external',
+    async run({ principal, deps }: OperationContext, { params, body }: RequestInput<ActionParams, Record<string, never>, { comment?: string }>): Promise<Reply> {
+      return { body: { writeAction: await decideSourceWrite(deps, principal, params.endpoint_id, params.action_id, decision, body?.comment ?? null) } };
+    },
+  });
+}
+
+export const approveSourceWriteOperation = decisionOperation('approve');
+export const rejectSourceWriteOperation = decisionOperation('reject');
+
+export const getWritePolicyOperation = defineOperation({
+  name: 'getWritePolicy',
+  summary: 'The write policy of an endpoint. 404 while it has none (it then takes no governed writes).',
+  access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { writePolicy: await getWritePolicy(db, principal.workspaceId, params.endpoint_id) } };
+  },
+});
+
+export const putWritePolicyOperation = defineOperation({
+  name: 'putWritePolicy',
+  summary: 'Create or replace the write policy of an endpoint.',
+  access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal }: OperationContext, { params, body }: RequestInput<EndpointParams, Record<string, never>, WritePolicyInput>): Promise<Reply> {
+    const { policy, created } = await putWritePolicy(db, principal, params.endpoint_id, body);
+    return { status: created ? 201 : 200, body: { writePolicy: policy } };
+  },
+});
+
+export const deleteWritePolicyOperation = defineOperation({
+  name: 'deleteWritePolicy',
+  summary: 'Remove the write policy: the endpoint takes no governed writes until a new one is made.',
+  access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteWritePolicy(db, principal.workspaceId, params.endpoint_id);
+    return { status: 204 };
+  },
+});
+
+export const getDataEndpointSnapshotOperation = defineOperation({
+  name: 'getDataEndpointSnapshot',
+  summary: 'The current snapshot of an endpoint that takes governed writes: the expectedSourceSnapshot to write against.',
+  access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ principal, deps }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { snapshot: await currentSourceSnapshot(deps, principal.workspaceId, params.endpoint_id) } };
+  },
+});
+
+export const submitSourceWriteOperation = defineOperation({
+  name: 'submitSourceWrite',
+  summary: 'A governed write (SPEC 2.9): applied at once, or held for approval, as the endpoint’s write policy says.',
+  access: { scopes: { anyOf: ['data:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  effect: 'external',
+  async run({ principal, deps }: OperationContext, { params, query, body }: RequestInput<EndpointParams, { dryRun: boolean }, WriteActionRequest>): Promise<Reply> {
+    if (query.dryRun) return { body: await dryRunSourceWrite(deps, principal, params.endpoint_id, body) };
+    const outcome = await submitSourceWrite(deps, principal, params.endpoint_id, body);
+    return { status: outcome.pending ? 202 : 200, body: { writeAction: outcome.writeAction }, headers: outcome.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
+  },
+});
+
+export const listSourceWritesOperation = defineOperation({
+  name: 'listSourceWrites',
+  summary: 'Governed write actions on an endpoint, newest first: every one for approvers and policy readers, a caller’s own otherwise.',
+  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { status?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listSourceWrites(db, principal, params.endpoint_id, { limit, offset }, filter) };
+  },
+});
+
+export const getSourceWriteOperation = defineOperation({
+  name: 'getSourceWrite',
+  summary: 'One governed write action and its status, readable by its proposer and by approvers.',
+  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<ActionParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { writeAction: await getSourceWrite(db, principal, params.endpoint_id, params.action_id) } };
+  },
+});
+
+export const listWriteLogOperation = defineOperation({
+  name: 'listWriteLog',
+  summary: 'The action log of an endpoint, newest first: every proposal, approval, rejection, expiry, application and failure.',
+  access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { actionId?: string; kind?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listWriteLog(db, principal, params.endpoint_id, { limit, offset }, filter) };
+  },
+});
+
+export const sourceWriteOperations = [
+  approveSourceWriteOperation,
+  rejectSourceWriteOperation,
+  getWritePolicyOperation,
+  putWritePolicyOperation,
+  deleteWritePolicyOperation,
+  getDataEndpointSnapshotOperation,
+  submitSourceWriteOperation,
+  listSourceWritesOperation,
+  getSourceWriteOperation,
+  listWriteLogOperation,
+];

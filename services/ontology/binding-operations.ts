@@ -1,0 +1,92 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import type { PageRequest } from '../shared/pagination';
+import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from './read-bindings';
+import { checkTermShapes, readTermRecords } from './term-records';
+
+type ProjectParams = { project_id: string };
+type BindingParams = ProjectParams & { binding_id: string };
+type TermParams = ProjectParams & { term: string };
+
+export const listReadBindingsOperation = defineOperation({
+  name: 'listReadBindings',
+  summary: 'Read bindings of the project, filtered by ontologyPackageId, dataEndpointId and status.',
+  access: { scopes: { anyOf: ['bindings:read'] }, project: true },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { query }: RequestInput<ProjectParams, PageRequest & { ontologyPackageId?: string; dataEndpointId?: string; status?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listBindings(db, project, { limit, offset }, filter) };
+  },
+});
+
+export const createReadBindingOperation = defineOperation({
+  name: 'createReadBinding',
+  summary: 'Bind a term to a source endpoint. Copies no records; the endpoint cannot be deleted while bound.',
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  effect: 'write',
+  idempotent: true,
+  async run({ db, principal, project, deps }: OperationContext, { body }: RequestInput<ProjectParams, Record<string, never>, BindingInput>): Promise<Reply> {
+    return { status: 201, body: { binding: await createBinding(db, deps.encryptionKey, principal, project, body) } };
+  },
+});
+
+export const getReadBindingOperation = defineOperation({
+  name: 'getReadBinding',
+  summary: 'One read binding.',
+  access: { scopes: { anyOf: ['bindings:read'] }, project: true },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { binding: presentBinding(await requireBinding(db, project, params.binding_id)) } };
+  },
+});
+
+export const replaceReadBindingOperation = defineOperation({
+  name: 'replaceReadBinding',
+  summary: 'Replace a read binding; validated as on creation.',
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal, project, deps }: OperationContext, { params, body }: RequestInput<BindingParams, Record<string, never>, BindingInput>): Promise<Reply> {
+    return { body: { binding: await replaceBinding(db, deps.encryptionKey, principal, project, params.binding_id, body) } };
+  },
+});
+
+export const deleteReadBindingOperation = defineOperation({
+  name: 'deleteReadBinding',
+  summary: 'Delete a read binding (its endpoint can then be deleted).',
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteBinding(db, project, params.binding_id);
+    return { status: 204 };
+  },
+});
+
+export const readTermRecordsOperation = defineOperation({
+  name: 'readTermRecords',
+  summary: 'The records of a term through its active bindings, as the term’s properties, cursor-paged.',
+  access: { scopes: { anyOf: ['data:read'] }, project: true },
+  effect: 'read',
+  async run({ db, principal, project, deps }: OperationContext, { params, query }: RequestInput<TermParams, { limit?: number; cursor?: string }, undefined>): Promise<Reply> {
+    return { body: await readTermRecords(db, principal, deps.encryptionKey, project, params.term, query) };
+  },
+});
+
+export const checkTermShapesOperation = defineOperation({
+  name: 'checkTermShapes',
+  summary: 'How the term’s records conform to its SHACL shapes (and its properties’ cardinalities and datatypes).',
+  access: { scopes: { anyOf: ['data:read'] }, project: true },
+  effect: 'read',
+  async run({ db, principal, project, deps }: OperationContext, { params }: RequestInput<TermParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await checkTermShapes(db, principal, deps.encryptionKey, project, params.term) };
+  },
+});
+
+export const readBindingOperations = [
+  listReadBindingsOperation,
+  createReadBindingOperation,
+  getReadBindingOperation,
+  replaceReadBindingOperation,
+  deleteReadBindingOperation,
+  readTermRecordsOperation,
+  checkTermShapesOperation,
+];

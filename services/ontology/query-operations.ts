@@ -1,0 +1,152 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import type { PageRequest } from '../shared/pagination';
+import { cancelJob, createQuery, deleteQuery, ExecuteBody, executeQuery, getQuery, listExecutions, listQueries, listReleases, publishRelease, PublishInput, QueryInput, releaseDiff, replaceQuery, retireRelease } from './published-queries';
+
+const PROJECT = { project: true } as const;
+
+type QueryParams = { project_id: string; query_id: string };
+
+/** Executing a published release; the alias route under /ontology/queries has its own name (SPEC 4.5). */
+const executeOperation = (name: string, alias: boolean) => defineOperation({
+  name,
+  summary: alias ? 'Alias of POST /api/v1/projects/{project_id}/queries/{query_id}/execute.' : 'Execute a published query release.',
+  access: { scopes: { anyOf: ['queries:execute'] }, ...PROJECT },
+  effect: 'external',
+  async run({ principal, project, deps }: OperationContext, { params, query, body }: RequestInput<QueryParams, { version?: number; cursor?: string }, ExecuteBody>): Promise<Reply> {
+    return executeQuery(deps, principal, project, params.query_id, body ?? {}, query);
+  },
+});
+
+export const executeQueryOperation = executeOperation('executeQuery', false);
+export const executeOntologyQueryOperation = executeOperation('executeOntologyQuery', true);
+
+export const listQueriesOperation = defineOperation({
+  name: 'listQueries',
+  summary: 'Published queries of the project.',
+  access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { query }: RequestInput<{ project_id: string }, PageRequest, undefined>): Promise<Reply> {
+    return { body: await listQueries(db, project, query) };
+  },
+});
+
+export const createQueryOperation = defineOperation({
+  name: 'createQuery',
+  summary: 'Define a query: validated against the active ontology, its bindings and its contracts.',
+  access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'write',
+  idempotent: true,
+  async run({ db, principal, project }: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, QueryInput>): Promise<Reply> {
+    return { status: 201, body: { query: await createQuery(db, principal, project, body) } };
+  },
+});
+
+export const getQueryOperation = defineOperation({
+  name: 'getQuery',
+  summary: 'One query with its current version.',
+  access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { query: await getQuery(db, project, params.query_id) } };
+  },
+});
+
+export const replaceQueryOperation = defineOperation({
+  name: 'replaceQuery',
+  summary: 'Edit a query: a new query version UUID. Releases keep the versions they pinned.',
+  access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'write',
+  async run({ db, principal, project }: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, QueryInput>): Promise<Reply> {
+    return { body: { query: await replaceQuery(db, principal, project, params.query_id, body) } };
+  },
+});
+
+export const deleteQueryOperation = defineOperation({
+  name: 'deleteQuery',
+  summary: 'Delete a query and its releases (consumers lose it).',
+  access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'write',
+  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteQuery(db, project, params.query_id);
+    return { status: 204 };
+  },
+});
+
+export const listQueryReleasesOperation = defineOperation({
+  name: 'listQueryReleases',
+  summary: 'Releases of a query, newest first.',
+  access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await listReleases(db, project, params.query_id) };
+  },
+});
+
+export const diffQueryReleaseOperation = defineOperation({
+  name: 'diffQueryRelease',
+  summary: 'The breaking changes a release of a query version would make against the previous release.',
+  access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
+  effect: 'read',
+  async run({ db, project }: OperationContext, { params, query }: RequestInput<QueryParams, { queryVersionId: string }, undefined>): Promise<Reply> {
+    await getQuery(db, project, params.query_id);
+    return { body: await releaseDiff(db, params.query_id, query.queryVersionId) };
+  },
+});
+
+export const publishQueryReleaseOperation = defineOperation({
+  name: 'publishQueryRelease',
+  summary: 'Publish the expected query version as the next numeric release (a Temporal workflow: validate, diff, activate).',
+  access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'external',
+  async run({ principal, project, deps, requestId }: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, PublishInput>): Promise<Reply> {
+    return { status: 201, body: { release: await publishRelease(deps, principal, project, params.query_id, body, requestId) } };
+  },
+});
+
+export const retireQueryReleaseOperation = defineOperation({
+  name: 'retireQueryRelease',
+  summary: 'Retire a release by its number: executing it then answers 410. A consumer-facing change.',
+  access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'write',
+  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>): Promise<Reply> {
+    return { body: { release: await retireRelease(db, project, params.query_id, Number(params.version)) } };
+  },
+});
+
+export const cancelQueryJobOperation = defineOperation({
+  name: 'cancelQueryJob',
+  summary: 'Cancel your own active result job (same key, workspace, project and query). Finished jobs are not targets (409); expired ones are 410.',
+  access: { scopes: { anyOf: ['queries:execute'] }, actor: 'accountable' as const, ...PROJECT },
+  effect: 'external',
+  async run({ db, principal, project, deps }: OperationContext, { params }: RequestInput<QueryParams & { job_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await cancelJob(db, deps.temporal, principal, project, params.query_id, params.job_id) };
+  },
+});
+
+export const listQueryExecutionsOperation = defineOperation({
+  name: 'listQueryExecutions',
+  summary: 'Every query execution (who, release, input hash, mode, status, duration, rows), newest first: the record metering reads.',
+  access: { scopes: { anyOf: ['org:manage'] } },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listExecutions(db, principal, { limit, offset }, filter) };
+  },
+});
+
+export const queryOperations = [
+  executeQueryOperation,
+  executeOntologyQueryOperation,
+  listQueriesOperation,
+  createQueryOperation,
+  getQueryOperation,
+  replaceQueryOperation,
+  deleteQueryOperation,
+  listQueryReleasesOperation,
+  diffQueryReleaseOperation,
+  publishQueryReleaseOperation,
+  retireQueryReleaseOperation,
+  cancelQueryJobOperation,
+  listQueryExecutionsOperation,
+];

@@ -1,0 +1,102 @@
+import type { Knex } from 'knex';
+import { AuthenticationError } from '../../core/errors';
+import { validateWithSchema } from '../../core/schema-validator';
+import type { Executor } from '../../db/connection';
+import type { Project } from '../../db/models';
+import { authorize, Principal } from '../tenancy/access';
+import { requireProject } from '../tenancy/projects';
+import type { Caller, OperationContext } from './context';
+import { domainErrorFromDatabase } from './database-errors';
+import { requestFingerprint, runIdempotently } from './idempotency';
+import { isPublic, Operation } from './operation';
+
+export interface Invocation<O> {
+  output: O;
+  /** The answer is the stored one of an earlier call with the same idempotency key. */
+  replayed: boolean;
+}
+
+/**
+ * What makes two calls the same call: the input without what the transport added to it (request
+ * headers, which differ per hop and process, and the negotiation callback).
+ */
+function contentOf(input: unknown): unknown {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
+  const content = { ...(input as Record<string, unknown>) };
+  delete content.headers;
+  delete content.accepts;
+  return content;
+}
+
+/** The key-level layers of the operation's access; the principal, or none for public operations. */
+function admitKey(caller: Caller, operation: Operation): Principal | undefined {
+  if (isPublic(operation.access)) return undefined;
+  if (!caller.principal) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
+  authorize(caller.principal, operation.access);
+  return caller.principal;
+}
+
+/**
+ * The access checks that need no input beyond a project id, for doors that check access before
+ * they validate the rest of a request (a key without the scope learns nothing of the body's
+ * schema). execute() checks again; hand it the project returned here to spare a lookup.
+ */
+export async function admit(caller: Caller, operation: Operation, projectId?: string): Promise<Project | undefined> {
+  const principal = admitKey(caller, operation);
+  if (!principal || isPublic(operation.access) || !operation.access.project || projectId === undefined) return undefined;
+  return requireProject(caller.deps.db, principal, projectId);
+}
+
+function projectIdOf(input: unknown, operation: Operation): string {
+  const projectId = (input as { projectId?: unknown } | undefined)?.projectId;
+  if (typeof projectId !== 'string') throw new Error(`${operation.name} declares a project but its input has no projectId`);
+  return projectId;
+}
+
+/**
+ * The one way into the service layer, for every door: checks the operation's declared access
+ * against the caller's key (scopes, restrictions, accountable actor), loads and checks the project
+ * its input names, validates the input when the operation has a schema, and runs it; a write runs
+ * in one transaction, once per idempotency key. Database errors leave as business errors.
+ */
+export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, input: I, options: { admitted?: Project; transaction?: Knex.Transaction } = {}): Promise<Invocation<O>> {
+  const principal = admitKey(caller, operation);
+  const checked = operation.input ? validateWithSchema<I>(operation.input, input, 'input') : input;
+  try {
+    let project: Project | undefined;
+    if (principal && !isPublic(operation.access) && operation.access.project) {
+      const projectId = projectIdOf(checked, operation);
+      project = options.admitted?.id === projectId ? options.admitted : await requireProject(caller.deps.db, principal, projectId);
+    }
+    const context = (db: Executor): OperationContext => ({
+      db,
+      deps: caller.deps,
+      door: caller.door,
+      requestId: caller.requestId,
+      idempotencyKey: caller.idempotencyKey,
+      get principal(): Principal {
+        if (!principal) throw new Error(`${operation.name} is public and has no principal`);
+        return principal;
+      },
+      get project(): Project {
+        if (!project) throw new Error(`${operation.name} declares no project`);
+        return project;
+      },
+    });
+    if (operation.effect !== 'write') return { output: await operation.run(context(caller.deps.db), checked), replayed: false };
+    const inTransaction = async (trx: Knex.Transaction): Promise<Invocation<O>> => {
+      if (!caller.idempotencyKey || !principal || !operation.idempotent) return { output: await operation.run(context(trx), checked), replayed: false };
+      const fingerprint = requestFingerprint(operation.name, { projectId: project?.id ?? null }, contentOf(checked));
+      const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await operation.run(context(trx), checked) }));
+      return { output: outcome.body as O, replayed: Boolean(outcome.replayed) };
+    };
+    return options.transaction ? await inTransaction(options.transaction) : await caller.deps.db.transaction(inTransaction);
+  } catch (error) {
+    throw domainErrorFromDatabase(error) ?? error;
+  }
+}
+
+/** execute() for callers that need only the output. */
+export async function invoke<I, O>(caller: Caller, operation: Operation<I, O>, input: I): Promise<O> {
+  return (await execute(caller, operation, input)).output;
+}

@@ -1,0 +1,62 @@
+import { Requirement, ScopeRule, scopesOf } from '../tenancy/access';
+import type { JsonSchema } from '../../core/schema-validator';
+import type { OperationContext } from './context';
+
+export type Access = { public: string } | Requirement;
+
+/**
+ * - read: no transaction, safe to retry.
+ * - write: one transaction (the whole operation commits or nothing does), once per idempotency key.
+ * - external: reaches remote systems or Temporal and manages its own transactions, so none is held
+ *   open while it waits.
+ */
+export type Effect = 'read' | 'write' | 'external';
+
+export interface Operation<I = any, O = any> {
+  /** Stable name, the OpenAPI operationId of its route. */
+  name: string;
+  summary: string;
+  access: Access;
+  effect: Effect;
+  /** The input's schema, when the operation is reached by a door that has no schema of its own. */
+  input?: JsonSchema;
+  /** Accepts an idempotency key (write operations only). */
+  idempotent?: boolean;
+  run(ctx: OperationContext, input: I): Promise<O>;
+}
+
+/** Identity helper that keeps the input and output types inferred. */
+export const defineOperation = <I = Record<string, never>, O = unknown>(operation: Operation<I, O>): Operation<I, O> => operation;
+
+export const isPublic = (access: Access): access is { public: string } => 'public' in access;
+
+export { scopesOf };
+export type { Requirement, ScopeRule };
+
+/**
+ * The input of an operation reached by its identifiers, options and payload: `params` names what
+ * it acts on (ids), `query` how (filters, paging, branch), `body` the payload. `projectId`, when
+ * the operation names a project, is checked by invoke().
+ */
+export interface RequestInput<P = Record<string, string>, Q = Record<string, never>, B = undefined> {
+  projectId?: string;
+  params: P;
+  query: Q;
+  body: B;
+  /** The media type of a payload that is not JSON (an RDF document, SPARQL text). */
+  bodyType?: string;
+  /** Protocol parameters as sent, for operations whose protocol defines them (SPARQL 1.1). */
+  rawQuery?: Record<string, unknown>;
+  /** Request headers the operation reads (lowercase names): Accept, Idempotency-Key, Stripe-Signature. */
+  headers?: Record<string, string | undefined>;
+  /** Content negotiation over the caller's Accept header: the first acceptable type, or false. */
+  accepts?: (...types: string[]) => string | false;
+}
+
+/** What an operation answers when its status and headers are part of the outcome (201 vs 200, 202 while pending). */
+export interface Reply {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  contentType?: string;
+}

@@ -1,0 +1,49 @@
+import { pluginOperations } from '../endpoints/plugin-operations';
+import { dataEndpointOperations } from '../endpoints/operations';
+import { sourceWriteOperations } from '../endpoints/write-operations';
+import { readBindingOperations } from '../ontology/binding-operations';
+import { ontologyOperations } from '../ontology/operations';
+import { runQueryJobOperation } from '../ontology/query-jobs';
+import { queryOperations } from '../ontology/query-operations';
+import { sparqlOperations } from '../ontology/sparql-operations';
+import { pipelineOperations } from '../pipelines/operations';
+import { commitRunOperation } from '../pipelines/run-commit';
+import { runOperations, toolOnlyRunOperations } from '../pipelines/run-operations';
+import { publicOperations } from '../shared/health-operations';
+import { openProjectConnectionOperation } from '../tenancy/connections';
+import { apiKeyOperations } from '../tenancy/api-key-operations';
+import { apiLimitOperations } from '../tenancy/api-limit-operations';
+import { organizationOperations } from '../tenancy/organization-operations';
+import { projectOperations } from '../tenancy/project-operations';
+import { billingOperations } from '../usage/billing-operations';
+import { usageOperations } from '../usage/operations';
+import type { Operation } from './operation';
+
+/**
+ * Every operation of the service layer, by domain. The doors (HTTP routes, MCP tools, SPARQL
+ * updates, activities) refer to these; the generated access matrix and the OpenAPI document read them.
+ */
+export const operations: readonly Operation[] = [
+  ...publicOperations,
+  ...organizationOperations,
+  ...apiKeyOperations,
+  ...apiLimitOperations,
+  ...projectOperations,
+  openProjectConnectionOperation,
+  ...pluginOperations,
+  ...dataEndpointOperations,
+  ...sourceWriteOperations,
+  ...pipelineOperations,
+  ...runOperations,
+  ...toolOnlyRunOperations,
+  commitRunOperation,
+  ...ontologyOperations,
+  ...readBindingOperations,
+  ...sparqlOperations,
+  ...queryOperations,
+  runQueryJobOperation,
+  ...usageOperations,
+  ...billingOperations,
+];
+
+export const operationsByName: ReadonlyMap<string, Operation> = new Map(operations.map((operation) => [operation.name, operation]));

@@ -1,0 +1,28 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import { getApiLimits, putApiLimits } from './api-limits';
+
+export const getApiLimitsOperation = defineOperation({
+  name: 'getApiLimits',
+  summary: 'Request limits per 60-second window: the saved settings, or the defaults.',
+  access: { scopes: { anyOf: ['org:manage'] } },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await getApiLimits(db, principal.workspaceId) };
+  },
+});
+
+export const putApiLimitsOperation = defineOperation({
+  name: 'putApiLimits',
+  summary: 'Save both request limits. The current window’s usage is kept.',
+  access: { scopes: { anyOf: ['org:manage'] }, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { workspaceRequests: number; apiKeyRequests: number }>): Promise<Reply> {
+    return { body: await putApiLimits(db, principal.workspaceId, body) };
+  },
+});
+
+export const apiLimitOperations = [
+  getApiLimitsOperation,
+  putApiLimitsOperation,
+];

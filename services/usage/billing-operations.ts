@@ -1,0 +1,59 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import { downgrade, listInvoices, openPortal, receiveWebhook, startCheckout } from './billing';
+
+const ADMIN = { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'accountable' as const } as const;
+
+/** Checkout and portal: a Stripe session URL to send the user to, returning to a same-origin path. */
+function sessionOperation(name: string, summary: string, open: typeof startCheckout) {
+  return defineOperation({
+    name,
+    summary,
+    access: ADMIN,
+    effect: 'external',
+    async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { returnPath?: string }>): Promise<Reply> {
+      return { body: await open(db, principal, body?.returnPath) };
+    },
+  });
+}
+
+export const startBillingCheckoutOperation = sessionOperation('startBillingCheckout', 'A Stripe Checkout URL to subscribe to the team plan.', startCheckout);
+export const openBillingPortalOperation = sessionOperation('openBillingPortal', 'A Stripe customer portal URL (payment methods, invoices, cancellation).', openPortal);
+
+export const listInvoicesOperation = defineOperation({
+  name: 'listInvoices',
+  summary: 'Invoices as Stripe reported them through the webhook, newest first.',
+  access: { scopes: { anyOf: ['org:manage'] } },
+  effect: 'read',
+  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await listInvoices(db, principal) };
+  },
+});
+
+export const downgradePlanOperation = defineOperation({
+  name: 'downgradePlan',
+  summary: 'Cancel the subscription and return to the free plan now. An intentional administration action.',
+  access: ADMIN,
+  effect: 'write',
+  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await downgrade(db, principal) };
+  },
+});
+
+export const stripeWebhookOperation = defineOperation({
+  name: 'stripeWebhook',
+  summary: 'Stripe’s event callback (SPEC 6): verified against the raw body and Stripe-Signature; no API key.',
+  access: { public: 'Stripe authenticates by signature, not by key (SPEC 6).' },
+  effect: 'external',
+  async run({ deps }: OperationContext, { body, headers }: RequestInput<Record<string, string>, Record<string, never>, string>): Promise<Reply> {
+    return { body: await receiveWebhook(deps.db, body, headers?.['stripe-signature'] || undefined) };
+  },
+});
+
+export const billingOperations = [
+  startBillingCheckoutOperation,
+  openBillingPortalOperation,
+  listInvoicesOperation,
+  downgradePlanOperation,
+  stripeWebhookOperation,
+];

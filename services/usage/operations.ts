@@ -1,0 +1,98 @@
+import type { OperationContext } from '../operations/context';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import type { PageRequest } from '../shared/pagination';
+import { billingMonth, getAlerts, listOperations, MAX_USAGE_DAYS, operationCharges, pricing, putAlerts, usageSummary, workspaceRates } from './usage';
+
+const ADMIN = { scopes: { anyOf: ['org:manage'] } } as const;
+
+export const getUsageOperation = defineOperation({
+  name: 'getUsage',
+  summary: `Metered usage of the workspace between two inclusive UTC dates (default the last 30 days; at most ${MAX_USAGE_DAYS} days).`,
+  access: ADMIN,
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, { from?: string; to?: string }, undefined>): Promise<Reply> {
+    return { body: { usage: await usageSummary(db, principal, query) } };
+  },
+});
+
+export const getBillingMonthOperation = defineOperation({
+  name: 'getBillingMonth',
+  summary: 'The current billing month: plan, included credit, used, remaining, overage, and whether paid work is paused.',
+  access: ADMIN,
+  effect: 'read',
+  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { billing: await billingMonth(db, principal) } };
+  },
+});
+
+export const listMeteredOperationsOperation = defineOperation({
+  name: 'listMeteredOperations',
+  summary: 'Metered operations, newest first; filter by parent operation.',
+  access: ADMIN,
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { parentOperationId?: string }, undefined>): Promise<Reply> {
+    const { limit, offset, ...filter } = query;
+    return { body: await listOperations(db, principal, { limit, offset }, filter) };
+  },
+});
+
+export const getOperationChargesOperation = defineOperation({
+  name: 'getOperationCharges',
+  summary: 'The charges of one metered operation: item, quantity, unit price and amount.',
+  access: ADMIN,
+  effect: 'read',
+  async run({ db, principal }: OperationContext, { params }: RequestInput<{ operation_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await operationCharges(db, principal, params.operation_id) };
+  },
+});
+
+export const getUsageAlertsOperation = defineOperation({
+  name: 'getUsageAlerts',
+  summary: 'Alert settings (monthlyBudget and thresholds in percent) and the alerts raised. Alerts never stop work.',
+  access: ADMIN,
+  effect: 'read',
+  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { alerts: await getAlerts(db, principal) } };
+  },
+});
+
+export const putUsageAlertsOperation = defineOperation({
+  name: 'putUsageAlerts',
+  summary: 'Save the monthly budget and thresholds. Crossing a threshold records an alert event; it is never a hard stop.',
+  access: { ...ADMIN, actor: 'accountable' as const },
+  effect: 'write',
+  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { monthlyBudget: string | null; thresholds: number[] }>): Promise<Reply> {
+    return { body: { alerts: await putAlerts(db, principal, body) } };
+  },
+});
+
+export const getUsageRatesOperation = defineOperation({
+  name: 'getUsageRates',
+  summary: 'The unit prices the workspace’s operations are charged at.',
+  access: ADMIN,
+  effect: 'read',
+  async run(_ctx: OperationContext, _input: RequestInput): Promise<Reply> {
+    return { body: workspaceRates() };
+  },
+});
+
+export const getPricingOperation = defineOperation({
+  name: 'getPricing',
+  summary: 'Available plans and unit prices. Public: no credential.',
+  access: { public: 'SPEC 4.2: pricing is public.' },
+  effect: 'read',
+  async run(_ctx: OperationContext, _input: RequestInput): Promise<Reply> {
+    return { body: pricing() };
+  },
+});
+
+export const usageOperations = [
+  getUsageOperation,
+  getBillingMonthOperation,
+  listMeteredOperationsOperation,
+  getOperationChargesOperation,
+  getUsageAlertsOperation,
+  putUsageAlertsOperation,
+  getUsageRatesOperation,
+  getPricingOperation,
+];
