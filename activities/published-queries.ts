@@ -1,5 +1,5 @@
 import type { ExecutionDependencies } from '../services/pipelines/run-execution';
-import { activateRelease, checkReleaseVersion } from '../services/ontology/published-queries';
+import { activateRelease, checkReleaseVersion } from '../services/ontology/query-releases';
 import { runQueryJobAsItsKey } from '../services/ontology/query-jobs';
 import { asActivity } from './as-activity';
 

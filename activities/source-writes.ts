@@ -1,4 +1,4 @@
-import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/endpoints/source-writes';
+import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/endpoints/write-approvals';
 import type { WriteDecision } from '../workflows/names';
 import type { ExecutionDependencies } from '../services/pipelines/run-execution';
 import { asActivity } from './as-activity';

@@ -3,7 +3,7 @@ import { asReply, requestInput } from '../route-spec';
 import type { Operation } from '../../services/operations/operation';
 import { executeOntologyQueryOperation, executeQueryOperation } from '../../services/ontology/query-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
-import { EXECUTION_DEFAULTS } from '../../services/ontology/published-queries';
+import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
 import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
 

@@ -1,7 +1,10 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
-import { currentSourceSnapshot, decideSourceWrite, dryRunSourceWrite, getSourceWrite, listSourceWrites, listWriteLog, submitSourceWrite } from './source-writes';
+import { currentSourceSnapshot, dryRunSourceWrite, submitSourceWrite } from './source-writes';
+import { getSourceWrite, listSourceWrites } from './write-actions';
+import { decideSourceWrite } from './write-approvals';
+import { listWriteLog } from './write-log';
 import { deleteWritePolicy, getWritePolicy, putWritePolicy } from './write-policies';
 import { WriteActionRequest, WritePolicyInput } from '../../schemas/source-writes';
 

@@ -1,8 +1,11 @@
 import { DomainError } from '../../core/errors';
-import { QueryJob } from '../../db/models';
+import type { Db } from '../../db/connection';
+import { Project, QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
+import type { Principal } from '../tenancy/access';
+import { meter } from '../usage/usage';
 import { actAsKey, ActivityDependencies } from '../operations/act-as-key';
 import { defineOperation } from '../operations/operation';
-import { refuseQueryJob, runQueryJob } from './published-queries';
+import { checkGrants, EXECUTION_DEFAULTS, runQuery } from './query-execution';
 import { executeQueryOperation } from './query-operations';
 
 /**
@@ -27,4 +30,49 @@ export async function runQueryJobAsItsKey(deps: ActivityDependencies, jobId: str
     if (!(error instanceof DomainError)) throw error;
     return refuseQueryJob(deps.db, jobId, error);
   }
+}
+
+/** The job workflow's activity: runs the query with the job limit and stores the rows, unless the job was canceled meanwhile. */
+export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId: string, principal: Principal): Promise<{ status: string }> {
+  const job = await QueryJob.query(deps.db).findById(jobId);
+  if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
+  const project = (await Project.query(deps.db).findById(job.projectId))!;
+  const version = await QueryVersion.query(deps.db).join('query_releases', 'query_releases.query_version_id', 'query_versions.id').where({ 'query_releases.query_id': job.queryId, 'query_releases.version': job.releaseVersion }).select('query_versions.*').first();
+  const { input, page } = job.input as { input: Record<string, unknown>; page: { limit: number; offset: number } };
+  const started = Date.now();
+  let rows: Array<Record<string, unknown>> | undefined;
+  let failure: DomainError | undefined;
+  try {
+    // The key's grants as they are now, not as they were when the job was accepted.
+    checkGrants(principal, version!);
+    rows = await runQuery({ ...deps, temporal: undefined as never }, principal, project, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
+  } catch (error) {
+    if (!(error instanceof DomainError)) throw error;
+    failure = error;
+  }
+  // Only an active job takes its outcome: a cancel that came first wins.
+  const updated = await QueryJob.query(deps.db).patch({
+    status: failure ? 'failed' : 'completed',
+    rows: rows ?? null,
+    rowCount: rows?.length ?? null,
+    error: failure ? storedError(failure) : null,
+    finishedAt: new Date(),
+    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
+  }).where({ id: jobId, status: 'active' });
+  await QueryExecution.query(deps.db).patch({ status: failure ? 'failed' : 'succeeded', durationMs: Date.now() - started, rowCount: rows?.length ?? null }).where({ jobId });
+  // Keyed by the job: a retried activity meters it once.
+  if (updated && !failure) await meter(deps.db, { workspaceId: job.workspaceId, projectId: job.projectId, kind: 'query_execution', ref: job.id, actor: { memberId: job.memberId, apiKeyId: job.apiKeyId }, quantities: { execution: 1, row: rows!.length } });
+  return { status: updated ? (failure ? 'failed' : 'completed') : 'canceled' };
+}
+
+/** A job whose key may no longer run it (revoked, expired, restricted, its member gone) fails with the reason recorded. */
+export async function refuseQueryJob(db: Db, jobId: string, refusal: DomainError): Promise<{ status: string }> {
+  const updated = await QueryJob.query(db).patch({
+    status: 'failed',
+    error: storedError(refusal),
+    finishedAt: new Date(),
+    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
+  }).where({ id: jobId, status: 'active' });
+  await QueryExecution.query(db).patch({ status: 'failed' }).where({ jobId });
+  return { status: updated ? 'failed' : 'canceled' };
 }

@@ -1,7 +1,9 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
-import { cancelJob, createQuery, deleteQuery, ExecuteBody, executeQuery, getQuery, listExecutions, listQueries, listReleases, publishRelease, PublishInput, QueryInput, releaseDiff, replaceQuery, retireRelease } from './published-queries';
+import { createQuery, deleteQuery, getQuery, listQueries, QueryInput, replaceQuery } from './published-queries';
+import { cancelJob, ExecuteBody, executeQuery, listExecutions } from './query-execution';
+import { listReleases, publishRelease, PublishInput, releaseDiff, retireRelease } from './query-releases';
 
 const PROJECT = { project: true } as const;
 

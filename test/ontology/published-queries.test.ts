@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { EXECUTION_DEFAULTS } from '../../services/ontology/published-queries';
+import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { defaultBaseIri } from '../../../ontology/compile';
-import { EXECUTION_DEFAULTS } from '../../../services/ontology/published-queries';
+import { EXECUTION_DEFAULTS } from '../../../services/ontology/query-execution';
 import { installPlugin } from '../../../services/endpoints/plugins';
 import type { BootstrapResult } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';

@@ -1,0 +1,16 @@
+import { BaseModel } from './base-model';
+
+export class PipelineSchedule extends BaseModel {
+  static override tableName = 'pipeline_schedules';
+  static override jsonAttributes = ['spec'];
+  id!: string;
+  workspaceId!: string;
+  projectId!: string;
+  pipelineId!: string;
+  spec!: Record<string, unknown>;
+  temporalScheduleId!: string;
+  createdByMemberId!: string;
+  /** The key whose launches these are; null for schedules made before keys were recorded. */
+  createdByApiKeyId!: string | null;
+  createdAt!: Date;
+}

@@ -1,0 +1,86 @@
+import { NotFoundError, PermissionError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { DataEndpoint, PluginInstallation, Project, WriteAction, WritePolicy } from '../../db/models';
+import type { CapabilityRuntime, WriteRequest, WriteResult } from '../../plugins/capability';
+import type { WriteActionRequest } from '../../schemas/source-writes';
+import { authorizeProject, hasScope, missingReadPermissions, Principal } from '../tenancy/access';
+import type { ActivityDependencies } from '../operations/context';
+import { guardEndpointData } from './data-guard';
+import { capabilityContext, requireDataEndpoint } from './data-endpoints';
+import { meter } from '../usage/usage';
+import { findWritePolicy, governedWriteRuntime } from './write-policies';
+
+// What every governed write goes through, at the dry run, at proposal and again at apply: the
+// checks (endpoint, project, data guard, write policy), the capability request, the write itself
+// and the metering of an applied one.
+
+export interface PreparedWrite {
+  endpoint: DataEndpoint;
+  installation: PluginInstallation;
+  runtime: CapabilityRuntime;
+  policy: WritePolicy;
+}
+
+/** The capability request an action makes; provenance is the caller's actionId, stored with each record. */
+export function writeRequestOf(input: WriteActionRequest['input'], actionId: string, extra: Pick<WriteRequest, 'dryRun'> = {}): WriteRequest {
+  return {
+    operation: input.operation,
+    rows: input.rows,
+    where: input.where,
+    set: input.set,
+    provenance: { kind: 'write', id: actionId },
+    expectedSnapshot: input.expectedSourceSnapshot,
+    ...extra,
+  };
+}
+
+/** Every policy layer of SPEC 5.2, in the order a caller would fix them. */
+function authorizeByPolicy(principal: Principal, endpoint: DataEndpoint, policy: WritePolicy | undefined, request: WriteActionRequest): WritePolicy {
+  if (!policy) {
+    throw new PermissionError('write_policy_missing', `Endpoint ${endpoint.namespace}/${endpoint.name} has no write policy, so it takes no governed writes. A policy:manage key can create one.`);
+  }
+  const { operation } = request.input;
+  if (!policy.allowedOperations.includes(operation)) {
+    throw new PermissionError('operation_not_allowed', `The write policy of this endpoint allows ${policy.allowedOperations.join(', ')}, not ${operation}.`, { allowedOperations: policy.allowedOperations });
+  }
+  if (policy.projectIds.length && !policy.projectIds.includes(request.projectId)) {
+    throw new PermissionError('project_not_allowed', 'The write policy of this endpoint does not let this project write to it.', { projectId: request.projectId });
+  }
+  const missingRead = missingReadPermissions(principal, policy.requiredReadPermissions);
+  const missingWrite = policy.requiredWritePermissions.filter((grant) => !principal.writePermissions.includes(grant));
+  if (missingRead.length || missingWrite.length) {
+    throw new PermissionError('missing_grants', `The write policy needs named grants this API key lacks: ${[...missingRead.map((g) => `read ${g}`), ...missingWrite.map((g) => `write ${g}`)].join(', ')}.`, {
+      missingReadPermissions: missingRead,
+      missingWritePermissions: missingWrite,
+    });
+  }
+  if (policy.approvalRequired && !hasScope(principal, 'policy:propose')) {
+    throw new PermissionError('insufficient_scope', 'Writes to this endpoint need approval, and proposing one needs the policy:propose scope.', { requiredScopes: ['policy:propose'] });
+  }
+  return policy;
+}
+
+async function requireProjectOf(db: Executor, principal: Principal, projectId: string): Promise<void> {
+  const project = await Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
+  if (!project) throw new NotFoundError('project', 'No project with this projectId in this workspace.');
+  authorizeProject(principal, projectId);
+}
+
+export async function prepareWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest): Promise<PreparedWrite> {
+  const { endpoint, installation } = await requireDataEndpoint(deps.db, principal.workspaceId, endpointId);
+  const runtime = governedWriteRuntime(endpoint, installation);
+  await requireProjectOf(deps.db, principal, request.projectId);
+  await guardEndpointData(deps.db, principal, endpoint, { channel: 'governed', mode: request.input.operation === 'delete' ? 'delete' : 'write', projectId: request.projectId });
+  const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(deps.db, principal.workspaceId, endpointId), request);
+  return { endpoint, installation, runtime, policy };
+}
+
+/** Writes through the capability: inside `db`'s transaction for stores in Weft's database (as a savepoint), remotely for others. */
+export function writeThrough(db: Executor, deps: ActivityDependencies, prepared: Pick<PreparedWrite, 'endpoint' | 'installation' | 'runtime'>, request: WriteRequest): Promise<WriteResult> {
+  return prepared.runtime.writeRecords!(capabilityContext(db, prepared.installation, deps.encryptionKey), prepared.endpoint.target, request);
+}
+
+/** An applied action is metered in its own transaction, keyed by the action: once, however often it is retried. */
+export function meterWrite(db: Executor, action: WriteAction, actor: { memberId: string | null; apiKeyId: string | null }) {
+  return meter(db, { workspaceId: action.workspaceId, projectId: action.projectId, kind: 'governed_write', ref: action.id, actor, quantities: { action: 1, row: action.affected ?? 0 } });
+}

@@ -1,0 +1,75 @@
+import { NotFoundError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { WriteAction, WriteActionDecision } from '../../db/models';
+import { authorizeProject, hasScope, Principal } from '../tenancy/access';
+import { requireDataEndpoint } from './data-endpoints';
+import { PageRequest, pageOf } from '../shared/pagination';
+
+// Write actions as callers read them: the view with its decisions, and which actions a caller may see.
+
+function presentDecision(decision: WriteActionDecision) {
+  return { memberId: decision.memberId, decision: decision.decision, comment: decision.comment, decidedAt: decision.createdAt.toISOString() };
+}
+
+function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[]) {
+  return {
+    actionId: action.actionId,
+    dataEndpointId: action.dataEndpointId,
+    projectId: action.projectId,
+    idempotencyKey: action.idempotencyKey,
+    operation: action.operation,
+    status: action.status,
+    input: action.input,
+    approval: {
+      required: action.approvalsRequired > 0,
+      approvers: action.approvalsRequired,
+      expiresAt: action.expiresAt?.toISOString() ?? null,
+      decisions: decisions.map(presentDecision),
+    },
+    changeSet: action.changePreview,
+    snapshotBefore: action.snapshotBefore,
+    snapshotAfter: action.snapshotAfter,
+    affected: action.affected,
+    error: action.error ? { code: action.error.code, message: action.error.message, details: action.error.details ?? {} } : null,
+    proposedByMemberId: action.proposedByMemberId,
+    workflowId: action.workflowId,
+    createdAt: action.createdAt.toISOString(),
+    endedAt: action.endedAt?.toISOString() ?? null,
+  };
+}
+
+export type WriteActionView = ReturnType<typeof presentWriteAction>;
+
+export async function viewOf(db: Executor, action: WriteAction): Promise<WriteActionView> {
+  const decisions = await WriteActionDecision.query(db).where({ writeActionId: action.id }).orderBy('createdAt');
+  return presentWriteAction(action, decisions);
+}
+
+const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:approve') || hasScope(principal, 'policy:read');
+
+/** An action of the endpoint that this caller may see: approvers and policy readers see all, a proposer its own. */
+export async function requireVisibleAction(db: Executor, principal: Principal, endpointId: string, actionId: string): Promise<WriteAction> {
+  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  const action = await WriteAction.query(db).findOne({ workspaceId: principal.workspaceId, dataEndpointId: endpointId, actionId });
+  if (!action || (!canSeeEveryAction(principal) && action.proposedByMemberId !== principal.memberId)) {
+    throw new NotFoundError('write_action', 'No write action with this id on this endpoint that this API key can see.');
+  }
+  // Found through the action: refuse without naming its project to a key that may not know it.
+  authorizeProject(principal, action.projectId, { named: false });
+  return action;
+}
+
+export async function getSourceWrite(db: Executor, principal: Principal, endpointId: string, actionId: string): Promise<WriteActionView> {
+  return viewOf(db, await requireVisibleAction(db, principal, endpointId, actionId));
+}
+
+export async function listSourceWrites(db: Executor, principal: Principal, endpointId: string, page: PageRequest, filter: { status?: string }) {
+  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  const base = WriteAction.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
+  if (!canSeeEveryAction(principal)) base.where('proposedByMemberId', principal.memberId);
+  if (principal.projectIds.length) base.whereIn('projectId', principal.projectIds as string[]);
+  if (filter.status) base.where('status', filter.status);
+  const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
+  const decisions = rows.length ? await WriteActionDecision.query(db).whereIn('writeActionId', rows.map((row) => row.id)).orderBy('createdAt') : [];
+  return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id))), pagination };
+}

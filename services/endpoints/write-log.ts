@@ -1,0 +1,50 @@
+import type { Executor } from '../../db/connection';
+import { WriteAction, WriteActionEvent, WriteActionEventKind } from '../../db/models';
+import type { SnapshotInfo } from '../../plugins/capability';
+import type { Principal } from '../tenancy/access';
+import { requireDataEndpoint } from './data-endpoints';
+import { PageRequest, pageOf } from '../shared/pagination';
+
+// The action log of an endpoint: an event for every step of every action (proposed, approved,
+// rejected, expired, applied, failed), written in the step's own transaction.
+
+export async function logEvent(db: Executor, action: WriteAction, kind: WriteActionEventKind, actor: { memberId: string | null; apiKeyId: string | null }, fields: { snapshotBefore?: SnapshotInfo | null; snapshotAfter?: SnapshotInfo | null; detail?: Record<string, unknown> | null } = {}) {
+  await WriteActionEvent.query(db).insert({
+    workspaceId: action.workspaceId,
+    dataEndpointId: action.dataEndpointId,
+    writeActionId: action.id,
+    actionId: action.actionId,
+    kind,
+    actorMemberId: actor.memberId,
+    actorApiKeyId: actor.apiKeyId,
+    idempotencyKey: action.idempotencyKey,
+    snapshotBefore: fields.snapshotBefore ?? null,
+    snapshotAfter: fields.snapshotAfter ?? null,
+    detail: fields.detail ?? null,
+  });
+}
+
+function presentLogEntry(event: WriteActionEvent) {
+  return {
+    id: event.id,
+    actionId: event.actionId,
+    kind: event.kind,
+    actorMemberId: event.actorMemberId,
+    actorApiKeyId: event.actorApiKeyId,
+    idempotencyKey: event.idempotencyKey,
+    snapshotBefore: event.snapshotBefore,
+    snapshotAfter: event.snapshotAfter,
+    detail: event.detail,
+    createdAt: event.createdAt.toISOString(),
+  };
+}
+
+/** The endpoint's action log, newest first. */
+export async function listWriteLog(db: Executor, principal: Principal, endpointId: string, page: PageRequest, filter: { actionId?: string; kind?: string }) {
+  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  const base = WriteActionEvent.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
+  if (filter.actionId) base.where('actionId', filter.actionId);
+  if (filter.kind) base.where('kind', filter.kind);
+  const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
+  return { entries: rows.map(presentLogEntry), pagination };
+}

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { ConflictError, DomainError, GoneError, InputError, NotFoundError, PermissionError, restoredError } from '../../core/errors';
+import { canonicalJson } from '../../core/json-shape';
+import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
+import { temporalSettings } from '../../core/temporal-config';
+import type { Executor } from '../../db/connection';
+import { Project, PublishedQuery, QueryExecution, QueryJob, QueryRelease, QueryVersion, StoredError } from '../../db/models';
+import { evaluateQuery } from '../../ontology/sparql-engine';
+import { analyzeTemplate, bindTemplate, jsonValue } from '../../ontology/query-template';
+import { queryJobWorkflowId } from '../../workflows/names';
+import { missingReadPermissions, Principal } from '../tenancy/access';
+import type { ServiceDependencies } from '../operations/context';
+import { assertCredit, meter } from '../usage/usage';
+import { PageRequest, pageOf } from '../shared/pagination';
+import { requireQuery, selectedRelease } from './published-queries';
+import { sparqlDataset } from './sparql';
+
+// Executing a release (SPEC 4.5): within the sync budget the rows come back at once; over it the
+// query continues as a job (query-jobs.ts) whose stored rows the caller reads page by page with a
+// continuation cursor.
+
+export const EXECUTION_DEFAULTS = { limit: 100, maxLimit: 1000, syncBudgetMs: Number(process.env.WEFT_QUERY_SYNC_BUDGET_MS ?? 2000), jobTimeoutMs: 5 * 60_000, resultsTtlMs: 60 * 60_000, maxRows: 10_000 };
+
+type Deps = ServiceDependencies;
+
+export interface ExecuteBody {
+  input?: Record<string, unknown>;
+  options?: { limit?: number; offset?: number };
+}
+
+interface Resolved {
+  query: PublishedQuery;
+  release: QueryRelease;
+  version: QueryVersion;
+}
+
+async function resolveRelease(db: Executor, project: Project, queryId: string, versionNumber?: number): Promise<Resolved> {
+  const query = await requireQuery(db, project, queryId);
+  // Without ?version, a query whose releases are all retired answers as its newest release would (SPEC 2.5: 410).
+  const release = versionNumber === undefined
+    ? (await selectedRelease(db, queryId)) ?? (await QueryRelease.query(db).where({ queryId }).orderBy('version', 'desc').first())
+    : await QueryRelease.query(db).findOne({ queryId, version: versionNumber });
+  if (!release) throw new NotFoundError('release', versionNumber === undefined ? 'The query has no published release to execute; publish one first.' : `The query has no release ${versionNumber}.`);
+  if (release.status === 'retired') throw new GoneError('release_retired', `Release ${release.version} is retired; execute another release.`, { version: release.version });
+  return { query, release, version: (await QueryVersion.query(db).findById(release.queryVersionId))! };
+}
+
+export function checkGrants(principal: Principal, version: QueryVersion): void {
+  const missing = missingReadPermissions(principal, version.requiredReadPermissions);
+  if (missing.length) throw new PermissionError('read_grant_required', `Executing this query needs the named read grants of its bindings: ${missing.join(', ')}. queries:execute alone does not grant them.`, { missingReadPermissions: missing });
+}
+
+const inputHash = (input: Record<string, unknown>) => createHash('sha256').update(canonicalJson(input)).digest('hex');
+
+/** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
+export async function runQuery(deps: Deps, principal: Principal, project: Project, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
+  const dataset = await sparqlDataset(deps.db, principal, deps.encryptionKey, project);
+  const { facts } = analyzeTemplate(version.definition.sparql, dataset.pkg.baseIri);
+  if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
+  const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
+  const result = await evaluateQuery(dataset.store, text, { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows });
+  if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
+  const rows = result.rows.map((row) => Object.fromEntries(facts.projected.map((name) => [name, jsonValue(row[name])])));
+  rows.forEach((row, index) => {
+    const problems = schemaProblems(version.definition.outputSchema, row);
+    if (problems.length) {
+      throw new ConflictError('output_contract_violated', `Row ${index} does not fit the release's output contract: ${summarizeProblems(problems)}. The bound data changed; the query needs a new release.`, { row: index, errors: problems });
+    }
+  });
+  return rows;
+}
+
+async function recordExecution(db: Executor, principal: Principal, project: Project, resolved: Resolved, fields: Partial<QueryExecution>) {
+  const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, apiKeyId: principal.apiKeyId, memberId: principal.memberId, mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
+  if (execution.status === 'succeeded') {
+    await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
+  }
+}
+
+const sealJobCursor = (jobId: string, offset: number) => Buffer.from(JSON.stringify({ job: jobId, offset })).toString('base64url');
+
+function openJobCursor(text: string): { job: string; offset: number } {
+  try {
+    const value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as { job: string; offset: number };
+    if (typeof value.job === 'string' && Number.isInteger(value.offset) && value.offset >= 0) return value;
+  } catch {
+    // fall through
+  }
+  throw new InputError('invalid_cursor', 'The continuation cursor is not one this query returned.', [{ path: 'query:cursor', message: 'is not a continuation of this query' }]);
+}
+
+/**
+ * Executes a release. Finishes within the sync budget: 200 with the rows. Otherwise: 202 with a
+ * job (a Temporal workflow runs the query again with a longer limit and stores the rows) and a
+ * continuation cursor; POST execute again with ?cursor= to follow it until 200.
+ */
+export async function executeQuery(deps: Deps, principal: Principal, project: Project, queryId: string, body: ExecuteBody, params: { version?: number; cursor?: string }) {
+  if (params.cursor) return continueJob(deps.db, principal, project, queryId, params.cursor, body.options?.limit);
+  const resolved = await resolveRelease(deps.db, project, queryId, params.version);
+  checkGrants(principal, resolved.version);
+  await assertCredit(deps.db, project.workspaceId, 'query_execution');
+  const input = body.input ?? {};
+  const problems = schemaProblems(resolved.version.definition.inputSchema, input, { prefix: '/input' });
+  if (problems.length) throw new InputError('input_invalid', `The input does not fit release ${resolved.release.version}'s input contract: ${summarizeProblems(problems)}`, problems);
+  const page = { limit: Math.min(body.options?.limit ?? EXECUTION_DEFAULTS.limit, EXECUTION_DEFAULTS.maxLimit), offset: body.options?.offset ?? 0 };
+  const hash = inputHash(input);
+  const started = Date.now();
+  try {
+    const rows = await runQuery(deps, principal, project, resolved.version, input, page, EXECUTION_DEFAULTS.syncBudgetMs);
+    await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, durationMs: Date.now() - started, rowCount: rows.length });
+    return { status: 200, body: { status: 'succeeded', data: rows, metadata: { queryId, release: resolved.release.version, queryVersionId: resolved.version.id, rowCount: rows.length, limit: page.limit, offset: page.offset, durationMs: Date.now() - started } } };
+  } catch (error) {
+    if (!(error instanceof DomainError) || error.code !== 'query_timeout') {
+      await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, durationMs: Date.now() - started, status: 'failed' });
+      throw error;
+    }
+  }
+  // Over the budget: the rest runs as a job.
+  const job = await QueryJob.query(deps.db).insertAndFetch({
+    workspaceId: project.workspaceId,
+    projectId: project.id,
+    queryId,
+    releaseVersion: resolved.release.version,
+    apiKeyId: principal.apiKeyId,
+    memberId: principal.memberId,
+    status: 'active',
+    input: { input, page },
+    inputHash: hash,
+    workflowId: 'pending',
+    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.jobTimeoutMs + EXECUTION_DEFAULTS.resultsTtlMs),
+  });
+  const workflowId = queryJobWorkflowId(job.id);
+  await job.$query(deps.db).patch({ workflowId });
+  await deps.temporal.workflow.start('queryJobWorkflow', { workflowId, taskQueue: temporalSettings().taskQueues.main, args: [{ jobId: job.id }] });
+  await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, mode: 'async', status: 'pending', jobId: job.id });
+  return { status: 202, body: pendingBody(job, 0) };
+}
+
+function pendingBody(job: QueryJob, offset: number) {
+  return { status: 'pending', data: [], metadata: { queryId: job.queryId, release: job.releaseVersion, job: { id: job.id, status: job.status, expiresAt: job.expiresAt.toISOString() }, continuation: sealJobCursor(job.id, offset) } };
+}
+
+/** The continuation flow: a page of a finished job's rows, or 202 while it runs; 410 once expired. */
+async function continueJob(db: Executor, principal: Principal, project: Project, queryId: string, cursor: string, limit?: number) {
+  const { job: jobId, offset } = openJobCursor(cursor);
+  const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId, apiKeyId: principal.apiKeyId });
+  if (!job) throw new NotFoundError('query_job', 'No result job of yours for this query with this cursor.');
+  if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) {
+    if (job.status !== 'expired') await job.$query(db).patch({ status: 'expired', rows: null });
+    throw new GoneError('results_expired', 'The results of this job have expired; execute the query again.', { jobId: job.id });
+  }
+  if (job.status === 'active') return { status: 202, body: pendingBody(job, offset) };
+  if (job.status === 'canceled') throw new ConflictError('job_canceled', 'This job was canceled; execute the query again.', { jobId: job.id });
+  if (job.status === 'failed') throw restoredError(job.error as StoredError);
+  const size = Math.min(limit ?? EXECUTION_DEFAULTS.limit, EXECUTION_DEFAULTS.maxLimit);
+  const rows = (job.rows ?? []).slice(offset, offset + size);
+  const next = offset + rows.length < (job.rowCount ?? 0) ? sealJobCursor(job.id, offset + rows.length) : null;
+  return { status: 200, body: { status: 'succeeded', data: rows, metadata: { queryId, release: job.releaseVersion, job: { id: job.id, status: job.status, expiresAt: job.expiresAt.toISOString() }, rowCount: rows.length, totalRows: job.rowCount, offset, continuation: next } } };
+}
+
+/** DELETE of the job route: the caller's own active job (same key, workspace, project and query) is canceled. */
+export async function cancelJob(db: Executor, temporal: Client, principal: Principal, project: Project, queryId: string, jobId: string) {
+  const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId });
+  if (!job || job.apiKeyId !== principal.apiKeyId) throw new NotFoundError('query_job', 'No result job of this API key with this id for this query.');
+  if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) throw new GoneError('results_expired', 'This job has expired.', { jobId });
+  if (job.status !== 'active') throw new ConflictError('job_not_active', `The job is ${job.status}, so it cannot be canceled.`, { status: job.status });
+  await job.$query(db).patch({ status: 'canceled', finishedAt: new Date() });
+  await temporal.workflow.getHandle(job.workflowId).cancel().catch(() => undefined);
+  return { job: { id: job.id, status: 'canceled' } };
+}
+
+export async function listExecutions(db: Executor, principal: Principal, page: PageRequest, filter: { queryId?: string; projectId?: string; executionId?: string }) {
+  const base = QueryExecution.query(db).where({ workspaceId: principal.workspaceId });
+  if (filter.executionId) base.where('id', filter.executionId);
+  if (filter.queryId) base.where('queryId', filter.queryId);
+  if (filter.projectId) base.where('projectId', filter.projectId);
+  if (principal.projectIds.length) base.whereIn('projectId', principal.projectIds as string[]);
+  const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
+  return {
+    queryExecutions: rows.map((e) => ({ id: e.id, projectId: e.projectId, queryId: e.queryId, release: e.releaseVersion, apiKeyId: e.apiKeyId, memberId: e.memberId, inputHash: e.inputHash, mode: e.mode, status: e.status, durationMs: e.durationMs, rowCount: e.rowCount, jobId: e.jobId, createdAt: e.createdAt.toISOString() })),
+    pagination,
+  };
+}
