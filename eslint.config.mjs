@@ -5,7 +5,7 @@ import tseslint from 'typescript-eslint';
 const nodeBuiltins = ['fs', 'path', 'os', 'crypto', 'http', 'https', 'net', 'dns', 'child_process', 'worker_threads', 'timers', 'process', 'util', 'stream'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'test/support/*.cjs', 'scripts/ensure-deps.cjs', '.scratch-*/**'] },
+  { ignores: ['node_modules/**', '.data/**', 'test/support/*.cjs', 'scripts/ensure-deps.cjs', 'ontology/sparql-threads/thread-entry.cjs', '.scratch-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -200,6 +200,8 @@ export interface CapabilityRuntime {
   writeRecords?(ctx: CapabilityContext, target: Record<string, unknown>, request: WriteRequest): Promise<WriteResult>;
   /** The snapshot a governed write names as expectedSourceSnapshot (capabilities with transactional writes). */
   currentSnapshot?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<SnapshotInfo>;
+  /** currentSnapshot of several targets of one installation at once (one round trip where the store allows). */
+  currentSnapshots?(ctx: CapabilityContext, targets: Array<Record<string, unknown>>): Promise<SnapshotInfo[]>;
   /** The fields that identify a record at this destination (null: records have no key). Staging keys records with it. */
   recordKey?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[] | null>;
   /** Writes a pipeline run's staged records as one commit, or nothing. */

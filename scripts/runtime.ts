@@ -11,7 +11,7 @@ import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
-import { sparqlEngine } from '../ontology/sparql-engine';
+import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 
 export interface RunningService {
   /** Graceful: stop accepting, finish in-flight work, release connections. */
@@ -45,8 +45,8 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${options.host ?? settings.host}:${port}`;
-  // The SPARQL engine loads on first use; the API loads it now, so no query waits for it.
-  void sparqlEngine().catch((error: Error) => logger.error({ err: error }, 'the SPARQL engine did not load'));
+  // Query threads start (and load the SPARQL engine) now, so no query waits for them.
+  sparqlQueryPool();
   return {
     url,
     server,
@@ -60,6 +60,7 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
         server.closeIdleConnections();
       });
       await keyUsage.close();
+      await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
       await db.destroy();

@@ -8,7 +8,7 @@ import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, S
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
-import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, latestSnapshot, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
+import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
   name: 'managed_table',
@@ -423,6 +423,14 @@ export const managedTableCapability: CapabilityRuntime = {
     const schema = workspaceSchema(ctx.installation.workspaceId);
     const latest = (await tableExists(ctx.db, schema, table)) ? await latestSnapshot(ctx.db, schema, table) : undefined;
     return latest ? toSnapshotInfo(latest) : EMPTY_SNAPSHOT;
+  },
+  async currentSnapshots(ctx, rawTargets) {
+    const tables = rawTargets.map((rawTarget) => parseTarget(rawTarget).table);
+    const latest = await latestSnapshots(ctx.db, workspaceSchema(ctx.installation.workspaceId), [...new Set(tables)]);
+    return tables.map((table) => {
+      const row = latest.get(table);
+      return row ? toSnapshotInfo(row) : EMPTY_SNAPSHOT;
+    });
   },
   async recordKey(_ctx, rawTarget) {
     return parseTarget(rawTarget).primaryKey;

@@ -223,6 +223,27 @@ export async function latestSnapshot(db: Knex, schema: string, table: string): P
   return findSnapshot(db, schema, table, () => 'TRUE ORDER BY version DESC LIMIT 1');
 }
 
+/**
+ * The latest snapshot of each of `tables` in one statement (SPARQL datasets check every bound
+ * table on every query); a table never written is absent from the map.
+ */
+export async function latestSnapshots(db: Knex, schema: string, tables: string[]): Promise<Map<string, SnapshotRow>> {
+  if (!currentCatalogs.has(schema)) {
+    const state = await catalogState(db, schema);
+    if (state === 'missing') return new Map();
+    if (state === 'current') rememberCurrent(db, schema);
+  }
+  const params = new SqlParams();
+  const s = quoteIdentifier(schema);
+  const { rows } = await run<SnapshotRow & { tableName: string }>(
+    db,
+    `SELECT DISTINCT ON (table_name) table_name AS tablename, id, version, committed_at AS committed
+       FROM ${s}._snapshots WHERE table_name = ANY(${params.add(tables)}::text[]) ORDER BY table_name, version DESC`,
+    params,
+  );
+  return new Map(rows.map((row) => [(row as unknown as { tablename: string }).tablename, { id: row.id, version: row.version, committed: row.committed }]));
+}
+
 /** One snapshot of a table chosen by `filter` (a predicate, optionally followed by ORDER BY / LIMIT). */
 export async function findSnapshot(db: Knex, schema: string, table: string, filter: (params: SqlParams) => string): Promise<SnapshotRow | undefined> {
   const params = new SqlParams();

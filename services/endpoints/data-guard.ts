@@ -90,5 +90,10 @@ export async function guardEndpointsData(db: Executor, principal: Principal, use
  */
 export async function endpointsReadableThroughBindings(db: Executor, principal: Principal, endpointIds: readonly string[]): Promise<Set<string>> {
   const grants = await endpointReadGrants(db, principal.workspaceId, [...new Set(endpointIds)]);
-  return new Set([...grants].filter(([, required]) => missingReadPermissions(principal, required).length === 0).map(([id]) => id));
+  return readableThroughBindings(principal, [...grants].map(([endpointId, required]) => ({ endpointId, grants: required })));
+}
+
+/** The same rule with the endpoints' grants already loaded (the SPARQL dataset's catalog reads them with the bindings). */
+export function readableThroughBindings(principal: Principal, endpoints: ReadonlyArray<{ endpointId: string; grants: readonly string[] }>): Set<string> {
+  return new Set(endpoints.filter((endpoint) => missingReadPermissions(principal, endpoint.grants).length === 0).map((endpoint) => endpoint.endpointId));
 }

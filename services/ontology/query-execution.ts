@@ -6,7 +6,7 @@ import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
 import { Project, PublishedQuery, QueryExecution, QueryJob, QueryRelease, QueryVersion, StoredError } from '../../db/models';
-import { evaluateQuery } from '../../ontology/sparql-engine';
+import { resultOf } from '../../ontology/sparql-threads/plain-result';
 import { analyzeTemplate, bindTemplate, jsonValue } from '../../ontology/query-template';
 import { queryJobWorkflowId } from '../../workflows/names';
 import { missingReadPermissions, Principal } from '../tenancy/access';
@@ -14,7 +14,7 @@ import type { ServiceDependencies } from '../operations/context';
 import { assertCredit, meter } from '../usage/usage';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { requireQuery, selectedRelease } from './published-queries';
-import { sparqlDataset } from './sparql';
+import { runDatasetQuery, sparqlDataset } from './sparql';
 
 // Executing a release (SPEC 4.5): within the sync budget the rows come back at once; over it the
 // query continues as a job (query-jobs.ts) whose stored rows the caller reads page by page with a
@@ -59,7 +59,8 @@ export async function runQuery(deps: Deps, principal: Principal, project: Projec
   const { facts } = analyzeTemplate(version.definition.sparql, dataset.pkg.baseIri);
   if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
   const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
-  const result = await evaluateQuery(dataset.store, text, { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows });
+  const answer = await runDatasetQuery(dataset, principal.workspaceId, text, { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows }, { terms: true });
+  const result = resultOf(answer.result!);
   if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
   const rows = result.rows.map((row) => Object.fromEntries(facts.projected.map((name) => [name, jsonValue(row[name])])));
   rows.forEach((row, index) => {

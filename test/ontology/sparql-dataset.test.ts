@@ -6,7 +6,7 @@ import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
-import { MAX_BOUND_RECORDS } from '../../services/ontology/sparql';
+import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
 
 // The endpoint keeps a built dataset while the package, the bindings a key may read and their
 // tables' snapshots are unchanged. These checks change each of those between queries and expect
@@ -88,11 +88,13 @@ describe('The SPARQL dataset kept between queries', function () {
   });
 });
 
-describe('The SPARQL dataset’s record bound', function () {
+describe('The SPARQL dataset at the scale of its data', function () {
   this.timeout(240_000);
   let t: OntologyTenant;
   let baseIri: string;
-  const orders = MAX_BOUND_RECORDS + 500;
+  let ordersTable: string;
+  // More than the 50,000 records a query used to be cut to.
+  const orders = 60_500;
 
   before(async () => {
     t = await ontologyTenant();
@@ -103,33 +105,62 @@ describe('The SPARQL dataset’s record bound', function () {
       { id: 2, full_name: 'Bob', years: 52 },
       { id: 3, full_name: 'Cy', years: 30 },
     ]);
-    // Read first (bindings are read in creation order), so the orders get a budget that is not a multiple of a page.
     await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name' } }, requiredReadPermissions: ['customers.read'] });
     const rows = Array.from({ length: orders }, (_, i) => ({ id: i + 1, amount: i % 1000 }));
-    const table = await seededTable(t, rows.slice(0, 10_000));
-    const endpoint = (await t.client.get(`/api/v1/data-endpoints/${table}`)).body.dataEndpoint;
-    const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    for (let i = 10_000; i < orders; i += 10_000) {
-      await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows: rows.slice(i, i + 10_000), provenance: { kind: 'write', id: randomUUID() } });
-    }
-    await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: table, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' } } });
+    ordersTable = await seededTable(t, rows.slice(0, 10_000));
+    for (let i = 10_000; i < orders; i += 10_000) await appendRows(rows.slice(i, i + 10_000));
+    await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: ordersTable, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' } } });
     assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
   });
 
-  const countOrders = async (key: string) => {
-    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) WHERE { ?o a :Order }`;
-    const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return { orders: Number(res.body.results.bindings[0].n.value), truncated: res.headers.get('weft-dataset-truncated') };
-  };
+  async function appendRows(rows: Array<Record<string, unknown>>): Promise<void> {
+    const endpoint = (await t.client.get(`/api/v1/data-endpoints/${ordersTable}`)).body.dataEndpoint;
+    const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+  }
 
-  it('maps at most the bound, says so, and keeps to it when the dataset is kept', async () => {
-    // 3 customers first, then orders up to the bound: the last page is cut, not asked for with another size.
-    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' });
-    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' }, 'the same from what was kept');
-    // A key without the customers’ grant: the orders have the whole budget.
+  const count = async (key: string) => {
+    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total }`;
+    const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
+    return { status: res.status, body: res.body, version: res.headers.get('weft-dataset-version'), triples: Number(res.headers.get('weft-dataset-triples')), truncated: res.headers.get('weft-dataset-truncated') };
+  };
+  // Σ (i mod 1000) over i < orders.
+  const expectedSum = (n: number) => Array.from({ length: n }, (_, i) => i % 1000).reduce((a, b) => a + b, 0);
+
+  it('answers over every record, names the data version it used, and keeps it until the data changes', async () => {
+    const first = await count(t.key);
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(Number(first.body.results.bindings[0].n.value), orders);
+    assert.equal(Number(first.body.results.bindings[0].sum.value), expectedSum(orders));
+    assert.equal(first.truncated, null, 'no answer over part of the data');
+    assert.match(first.version ?? '', /^[\w-]{22}$/);
+    const again = await count(t.key);
+    assert.equal(again.version, first.version, 'the same data, the same version');
+    // A key without the customers’ grant selects fewer graphs of the same kept data.
     const other = await newKey(t.ws, { scopes: ['sparql:query'] });
-    assert.deepEqual(await countOrders(other), { orders: MAX_BOUND_RECORDS, truncated: 'true' });
-    assert.deepEqual(await countOrders(t.key), { orders: MAX_BOUND_RECORDS - 3, truncated: 'true' });
+    const narrower = await count(other);
+    assert.equal(Number(narrower.body.results.bindings[0].n.value), orders);
+    assert.notEqual(narrower.version, first.version);
+    assert.ok(narrower.triples < first.triples);
+    await appendRows([{ id: orders + 1, amount: 7 }]);
+    const after = await count(t.key);
+    assert.equal(Number(after.body.results.bindings[0].n.value), orders + 1, 'a new snapshot is read');
+    assert.notEqual(after.version, first.version);
+  });
+
+  it('refuses a dataset past the configured bound with a 4xx naming the bound and the size, never a part', async () => {
+    const total = (await count(t.key)).triples;
+    const restore = overrideSparqlSettings({ maxDatasetTriples: total - 1 });
+    try {
+      const refused = await count(t.key);
+      assert.equal(refused.status, 422, JSON.stringify(refused.body));
+      assert.equal(refused.body.code, 'dataset_too_large');
+      assert.equal(refused.body.maxDatasetTriples, total - 1);
+      assert.equal(refused.body.datasetTriples, total);
+      assert.match(refused.body.message, new RegExp(`${(total - 1).toLocaleString('en')}`));
+    } finally {
+      restore();
+    }
+    assert.equal((await count(t.key)).status, 200);
   });
 });

@@ -1,0 +1,68 @@
+import type { SparqlLimits } from '../sparql-engine';
+import type { EncodedGraph } from './encoded-graph';
+
+// What the API process and a query thread say to each other. Graphs travel as shared memory, so a
+// query message is small however large its dataset is.
+
+/** One graph of a query's dataset: `version` names its content exactly (a new version is new content). */
+export interface GraphHandle {
+  version: string;
+  graph: EncodedGraph;
+}
+
+/** How the answer comes back: serialized for the protocol, or as terms for Weft's own checks (published queries). */
+export type AnswerForm = { serializeAs: string } | { terms: true };
+
+export interface QueryRequest {
+  type: 'query';
+  id: number;
+  text: string;
+  baseIri?: string;
+  limits: SparqlLimits;
+  graphs: GraphHandle[];
+  /** Versions the thread drops before it runs this query: the pool keeps the process within its memory budget. */
+  drop: string[];
+  answer: AnswerForm;
+}
+
+/** Graphs an idle thread drops at once, to make room in another thread. */
+export interface DropRequest {
+  type: 'drop';
+  versions: string[];
+}
+
+/** An RDF term as data (structured clone keeps no classes). */
+export interface PlainTerm {
+  termType: 'NamedNode' | 'BlankNode' | 'Literal' | 'DefaultGraph' | 'Variable';
+  value: string;
+  language?: string;
+  datatype?: string;
+}
+
+export type PlainResult =
+  | { kind: 'bindings'; variables: string[]; rows: Array<Record<string, PlainTerm>> }
+  | { kind: 'boolean'; value: boolean }
+  | { kind: 'quads'; quads: Array<[PlainTerm, PlainTerm, PlainTerm]> };
+
+export interface QueryAnswer {
+  type: 'answer';
+  id: number;
+  /** The serialized result, or the result as terms (see AnswerForm). */
+  body?: string;
+  result?: PlainResult;
+  /** Which evaluator answered (Weft's own fast path or Comunica), for logs and the bench. */
+  path?: string;
+  evaluationMs: number;
+}
+
+export interface QueryFailure {
+  type: 'failure';
+  id: number;
+  error: { domain: boolean; kind?: string; code?: string; message: string; details?: Record<string, unknown> };
+}
+
+export interface ThreadReady {
+  type: 'ready';
+}
+
+export type ThreadMessage = QueryAnswer | QueryFailure | ThreadReady;

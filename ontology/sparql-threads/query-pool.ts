@@ -1,0 +1,270 @@
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { DomainError, InputError, restoredError, UnavailableError } from '../../core/errors';
+import { logger } from '../../core/logger';
+import type { SparqlLimits } from '../sparql-engine';
+import type { AnswerForm, DropRequest, GraphHandle, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
+import { sparqlSettings, SparqlSettings } from './settings';
+
+// SPARQL evaluation off the API's event loop. Queries run in a pool of worker threads, one query
+// per thread at a time; a query past its time limit is stopped by terminating its thread, whatever
+// the query's shape, and a fresh thread takes its place. Each workspace runs at most a configured
+// number of queries at once; more wait briefly for a slot, then get a 429 with Retry-After.
+//
+// Graphs are kept in the threads' n3 stores. An n3 store costs about a kilobyte per triple, so a
+// large graph is kept by one thread, not all: a query goes to an idle thread that already holds
+// its graphs, waits for a busy one that does when loading them elsewhere would pass the memory
+// budget, and otherwise loads them where the least recently used graphs make room.
+
+/** Past the query's own time limit, what the thread is given to report its own timeout first. */
+const TERMINATION_GRACE_MS = 250;
+
+export interface QueryJob {
+  workspaceId: string;
+  text: string;
+  baseIri?: string;
+  limits: SparqlLimits;
+  graphs: GraphHandle[];
+  answer: AnswerForm;
+}
+
+/** Raised when a workspace's queries, or all threads, are busy past the queue wait: a 429 with Retry-After. */
+export class QueryCapacityError extends DomainError {
+  readonly kind = 'rate_limited';
+}
+
+interface Pending {
+  job: QueryJob;
+  resolve(answer: QueryAnswer): void;
+  reject(error: unknown): void;
+  queueTimer?: NodeJS.Timeout;
+}
+
+interface Running extends Pending {
+  id: number;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+interface QueryThread {
+  index: number;
+  worker: Worker;
+  ready: Promise<void>;
+  running?: Running;
+  /** Graph versions this thread keeps, with their triples, least recently used first. */
+  resident: Map<string, number>;
+}
+
+const triplesOf = (handle: GraphHandle) => handle.graph.tripleCount;
+
+export class SparqlQueryPool {
+  private readonly threads: QueryThread[] = [];
+  private readonly waiting: Pending[] = [];
+  private readonly runningByWorkspace = new Map<string, number>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly settings: SparqlSettings = sparqlSettings()) {
+    for (let index = 0; index < settings.threads; index++) this.threads.push(this.spawn(index));
+  }
+
+  /** Runs a query in a thread; rejects with the query's own error, a timeout, or QueryCapacityError. */
+  run(job: QueryJob): Promise<QueryAnswer> {
+    if (this.closed) return Promise.reject(new UnavailableError('sparql_unavailable', 'The SPARQL engine is shutting down; retry shortly.', { retryAfterSeconds: 1 }));
+    return new Promise<QueryAnswer>((resolve, reject) => {
+      const pending: Pending = { job, resolve, reject };
+      pending.queueTimer = setTimeout(() => {
+        const at = this.waiting.indexOf(pending);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        reject(this.capacityError(job.workspaceId));
+      }, this.settings.queueMs);
+      this.waiting.push(pending);
+      this.pump();
+    });
+  }
+
+  /** Graphs kept per thread (tests and the bench read it). */
+  residency(): Array<{ thread: number; busy: boolean; triples: number; versions: string[] }> {
+    return this.threads.map((thread) => ({ thread: thread.index, busy: Boolean(thread.running), triples: sum(thread.resident.values()), versions: [...thread.resident.keys()] }));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const pending of this.waiting.splice(0)) {
+      clearTimeout(pending.queueTimer);
+      pending.reject(new UnavailableError('sparql_unavailable', 'The SPARQL engine is shutting down; retry shortly.', { retryAfterSeconds: 1 }));
+    }
+    await Promise.all(this.threads.map((thread) => thread.worker.terminate()));
+  }
+
+  private spawn(index: number): QueryThread {
+    const worker = new Worker(path.join(__dirname, 'thread-entry.cjs'), {
+      execArgv: [],
+      resourceLimits: { maxOldGenerationSizeMb: this.settings.threadMemoryMb },
+    });
+    // The pool must not keep a finished process alive.
+    worker.unref();
+    let markReady!: () => void;
+    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), resident: new Map() };
+    worker.on('message', (message: ThreadMessage) => {
+      if (message.type === 'ready') return markReady();
+      this.settle(thread, message);
+    });
+    worker.on('error', (error) => {
+      logger.error({ err: error, thread: index }, 'a SPARQL query thread failed');
+      this.replace(thread, new UnavailableError('sparql_engine_failed', `The query stopped its engine (${error.message}); if it ran out of memory, narrow it. Retry shortly.`, { retryAfterSeconds: 1 }));
+    });
+    worker.on('exit', (code) => {
+      if (this.closed || this.threads[index] !== thread) return;
+      logger.error({ code, thread: index }, 'a SPARQL query thread exited');
+      this.replace(thread, new UnavailableError('sparql_engine_failed', 'The query engine stopped; retry shortly.', { retryAfterSeconds: 1 }));
+    });
+    return thread;
+  }
+
+  /** Fails the thread's query with `error`, terminates it and starts another in its place. */
+  private replace(thread: QueryThread, error: unknown): void {
+    if (this.threads[thread.index] !== thread) return;
+    const running = thread.running;
+    thread.running = undefined;
+    if (running) this.finish(running, () => running.reject(error));
+    this.threads[thread.index] = this.closed ? thread : this.spawn(thread.index);
+    void thread.worker.terminate();
+    this.pump();
+  }
+
+  private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' }>): void {
+    const running = thread.running;
+    if (!running || running.id !== message.id) return;
+    thread.running = undefined;
+    this.finish(running, () => {
+      if (message.type === 'answer') return running.resolve(message);
+      const { error } = message;
+      running.reject(error.domain ? restoredError({ kind: error.kind!, code: error.code!, message: error.message, details: error.details }) : new Error(error.message));
+    });
+    this.pump();
+  }
+
+  private finish(running: Running, settle: () => void): void {
+    clearTimeout(running.timer);
+    const count = (this.runningByWorkspace.get(running.job.workspaceId) ?? 1) - 1;
+    if (count > 0) this.runningByWorkspace.set(running.job.workspaceId, count);
+    else this.runningByWorkspace.delete(running.job.workspaceId);
+    settle();
+  }
+
+  /** Starts every waiting query that has a workspace slot and a thread, in arrival order. */
+  private pump(): void {
+    for (let at = 0; at < this.waiting.length; ) {
+      const pending = this.waiting[at];
+      const thread = (this.runningByWorkspace.get(pending.job.workspaceId) ?? 0) < this.settings.workspaceConcurrency ? this.threadFor(pending.job) : undefined;
+      if (!thread) {
+        at++;
+        continue;
+      }
+      this.waiting.splice(at, 1);
+      clearTimeout(pending.queueTimer);
+      this.dispatch(thread, pending);
+    }
+  }
+
+  /**
+   * The idle thread for a job: one that keeps all its graphs; otherwise none while a busy thread
+   * keeps them all and loading them elsewhere would pass the budget; otherwise the idle thread
+   * that keeps most of them.
+   */
+  private threadFor(job: QueryJob): QueryThread | undefined {
+    const kept = (thread: QueryThread) => sum(job.graphs.filter((handle) => thread.resident.has(handle.version)).map(triplesOf));
+    const needed = sum(job.graphs.map(triplesOf));
+    const idle = this.threads.filter((thread) => !thread.running);
+    const best = idle.sort((a, b) => kept(b) - kept(a) || sum(a.resident.values()) - sum(b.resident.values()))[0];
+    if (!best || kept(best) === needed) return best;
+    const holder = this.threads.some((thread) => thread.running && kept(thread) === needed && needed > 0);
+    const total = sum(this.threads.map((thread) => sum(thread.resident.values())));
+    if (holder && total + needed - kept(best) > this.settings.keptTriples) return undefined;
+    return best;
+  }
+
+  private dispatch(thread: QueryThread, pending: Pending): void {
+    const { job } = pending;
+    const running: Running = { ...pending, id: this.nextId++, startedAt: Date.now() };
+    thread.running = running;
+    this.runningByWorkspace.set(job.workspaceId, (this.runningByWorkspace.get(job.workspaceId) ?? 0) + 1);
+    const drop = this.makeRoom(thread, job.graphs);
+    for (const handle of job.graphs) {
+      // Most recently used last.
+      thread.resident.delete(handle.version);
+      thread.resident.set(handle.version, triplesOf(handle));
+    }
+    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs: job.graphs, drop, answer: job.answer };
+    thread.worker.postMessage(request);
+    // The limit counts from when the thread can start (a new thread first loads its modules).
+    void thread.ready.then(() => {
+      if (thread.running !== running) return;
+      running.timer = setTimeout(() => {
+        if (thread.running !== running) return;
+        logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: Date.now() - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
+        this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
+      }, job.limits.timeoutMs + TERMINATION_GRACE_MS);
+    });
+  }
+
+  /**
+   * Keeps the threads' stores within the budget once `graphs` are loaded into `thread`: drops the
+   * least recently used graphs that no running query uses, this thread's first. Returns what this
+   * thread drops before the query; other idle threads are told at once.
+   */
+  private makeRoom(thread: QueryThread, graphs: GraphHandle[]): string[] {
+    const wanted = new Set(graphs.map((handle) => handle.version));
+    const incoming = sum(graphs.filter((handle) => !thread.resident.has(handle.version)).map(triplesOf));
+    let total = sum(this.threads.map((t) => sum(t.resident.values()))) + incoming;
+    const dropped = new Map<QueryThread, string[]>();
+    for (const candidate of [thread, ...this.threads.filter((t) => t !== thread)]) {
+      for (const [version, triples] of candidate.resident) {
+        if (total <= this.settings.keptTriples) break;
+        if (candidate === thread ? wanted.has(version) : candidate.running) continue;
+        candidate.resident.delete(version);
+        total -= triples;
+        dropped.set(candidate, [...(dropped.get(candidate) ?? []), version]);
+      }
+    }
+    for (const [other, versions] of dropped) if (other !== thread) other.worker.postMessage({ type: 'drop', versions } satisfies DropRequest);
+    return dropped.get(thread) ?? [];
+  }
+
+  private capacityError(workspaceId: string): QueryCapacityError {
+    const ends = this.threads.filter((thread) => thread.running).map((thread) => thread.running!.startedAt + thread.running!.job.limits.timeoutMs);
+    const ownEnds = this.threads.filter((thread) => thread.running?.job.workspaceId === workspaceId).map((thread) => thread.running!.startedAt + thread.running!.job.limits.timeoutMs);
+    const soonest = Math.min(...(ownEnds.length ? ownEnds : ends));
+    const retryAfterSeconds = Math.max(1, Math.ceil((Number.isFinite(soonest) ? soonest - Date.now() : 1000) / 1000));
+    const own = ownEnds.length >= this.settings.workspaceConcurrency;
+    return new QueryCapacityError(
+      own ? 'sparql_concurrency_limit' : 'sparql_busy',
+      own
+        ? `This workspace already runs ${this.settings.workspaceConcurrency} SPARQL queries at once; retry after ${retryAfterSeconds} seconds.`
+        : `Every SPARQL query thread is busy; retry after ${retryAfterSeconds} seconds.`,
+      { retryAfterSeconds, limit: this.settings.workspaceConcurrency },
+    );
+  }
+}
+
+function sum(values: Iterable<number>): number {
+  let total = 0;
+  for (const value of values) total += value;
+  return total;
+}
+
+let pool: SparqlQueryPool | undefined;
+
+/** The process's pool, started on first use (the API starts it when it listens). */
+export function sparqlQueryPool(): SparqlQueryPool {
+  pool ??= new SparqlQueryPool();
+  return pool;
+}
+
+export async function closeSparqlQueryPool(): Promise<void> {
+  const closing = pool;
+  pool = undefined;
+  await closing?.close();
+}

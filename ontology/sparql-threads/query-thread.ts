@@ -1,0 +1,71 @@
+import { parentPort } from 'node:worker_threads';
+import * as N3 from 'n3';
+import { Store } from 'n3';
+import { DomainError } from '../../core/errors';
+import { evaluateQuery, sparqlEngine } from '../sparql-engine';
+import { serializeResult } from '../sparql-results';
+import { addEncodedGraph } from './encoded-graph';
+import type { DropRequest, GraphHandle, QueryRequest, ThreadMessage } from './messages';
+import { plainResult } from './plain-result';
+
+// A query thread: evaluates one query at a time over stores it builds from encoded graphs and
+// keeps while they are used. The API process terminates the thread when a query outlives its
+// time limit, so nothing here needs to survive that: the replacement starts empty.
+
+/**
+ * Stores share one entity index so a query's stores compare term numbers directly. Terms of
+ * dropped stores stay in the index, so it is started afresh once it holds far more than the kept
+ * stores need. Which graphs a thread keeps is decided by the pool (it sees every thread's memory):
+ * a query names the graphs to drop before it runs.
+ */
+/** n3's entity index (exported by n3, not yet by its type definitions). */
+const EntityIndex = (N3 as unknown as { EntityIndex: new () => object }).EntityIndex;
+let entityIndex = new EntityIndex();
+const stores = new Map<string, { store: Store; terms: number }>();
+
+/** Starts the entity index afresh when it mostly holds terms of dropped stores (before a query builds any). */
+function collectTerms(incoming: GraphHandle[]): void {
+  let neededTerms = 0;
+  for (const entry of stores.values()) neededTerms += entry.terms;
+  for (const handle of incoming) if (!stores.has(handle.version)) neededTerms += handle.graph.termCount;
+  const indexed = (entityIndex as unknown as { _id: number })._id;
+  if (indexed <= 4 * neededTerms + 100_000) return;
+  stores.clear();
+  entityIndex = new EntityIndex();
+}
+
+function storeOf(handle: GraphHandle): Store {
+  const kept = stores.get(handle.version);
+  if (kept) return kept.store;
+  const store = new Store([], { entityIndex } as never);
+  addEncodedGraph(store, handle.graph);
+  stores.set(handle.version, { store, terms: handle.graph.termCount });
+  return store;
+}
+
+async function answer(request: QueryRequest): Promise<ThreadMessage> {
+  const started = performance.now();
+  try {
+    for (const version of request.drop) stores.delete(version);
+    collectTerms(request.graphs);
+    const parts = request.graphs.map(storeOf);
+    // TEMPORARY until evaluateQuery takes several stores: one merged store per query.
+    const dataset = parts.length === 1 ? parts[0] : new Store(parts.flatMap((part) => part.getQuads(null, null, null, null)));
+    let path: string | undefined;
+    const result = await evaluateQuery(dataset as never, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen: string) => (path = chosen) } as never);
+    const evaluationMs = performance.now() - started;
+    if ('serializeAs' in request.answer) return { type: 'answer', id: request.id, body: await serializeResult(result, request.answer.serializeAs), path, evaluationMs };
+    return { type: 'answer', id: request.id, result: plainResult(result), path, evaluationMs };
+  } catch (error) {
+    if (error instanceof DomainError) return { type: 'failure', id: request.id, error: { domain: true, kind: error.kind, code: error.code, message: error.message, details: error.details } };
+    return { type: 'failure', id: request.id, error: { domain: false, message: (error as Error).message ?? String(error) } };
+  }
+}
+
+const port = parentPort!;
+port.on('message', (message: QueryRequest | DropRequest) => {
+  if (message.type === 'drop') for (const version of message.versions) stores.delete(version);
+  else void answer(message).then((reply) => port.postMessage(reply));
+});
+// Comunica loads before the thread says it is ready, so no query pays for the load.
+void sparqlEngine().then(() => port.postMessage({ type: 'ready' } satisfies ThreadMessage));

@@ -1,0 +1,56 @@
+// SPARQL evaluation settings, read once per process from the environment (README: Configuration).
+
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}".`);
+  return value;
+}
+
+export interface SparqlSettings {
+  /** Query threads in each API process (WEFT_SPARQL_THREADS). */
+  threads: number;
+  /** A query's time limit; past it its thread is terminated (WEFT_SPARQL_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Queries one workspace runs at once in each API process (WEFT_SPARQL_WORKSPACE_CONCURRENCY). */
+  workspaceConcurrency: number;
+  /** How long a query waits for a free thread or workspace slot before a 429 (WEFT_SPARQL_QUEUE_MS). */
+  queueMs: number;
+  /** Triples the query threads of a process keep in n3 stores, together (WEFT_SPARQL_KEPT_TRIPLES). */
+  keptTriples: number;
+  /** The largest dataset a query may run over; larger ones are refused, never answered in part (WEFT_SPARQL_MAX_DATASET_TRIPLES). */
+  maxDatasetTriples: number;
+  /** How long the graph of an endpoint without snapshots (http_dataset, postgres_table) is reused (WEFT_SPARQL_UNPINNED_TTL_SECONDS). */
+  unpinnedTtlSeconds: number;
+  /** Heap ceiling of one query thread, so a runaway query cannot take the API down (WEFT_SPARQL_THREAD_MEMORY_MB). */
+  threadMemoryMb: number;
+}
+
+let settings: SparqlSettings | undefined;
+
+export function sparqlSettings(): SparqlSettings {
+  if (!settings) {
+    const keptTriples = positiveInteger('WEFT_SPARQL_KEPT_TRIPLES', 2_000_000);
+    settings = {
+      threads: positiveInteger('WEFT_SPARQL_THREADS', 2),
+      timeoutMs: positiveInteger('WEFT_SPARQL_TIMEOUT_MS', 10_000),
+      workspaceConcurrency: positiveInteger('WEFT_SPARQL_WORKSPACE_CONCURRENCY', 2),
+      queueMs: positiveInteger('WEFT_SPARQL_QUEUE_MS', 2_000),
+      keptTriples,
+      maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
+      unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
+      threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
+    };
+  }
+  return settings;
+}
+
+/** Tests: replaces some settings until the returned function restores them (pools made meanwhile keep theirs). */
+export function overrideSparqlSettings(changes: Partial<SparqlSettings>): () => void {
+  const before = sparqlSettings();
+  settings = { ...before, ...changes };
+  return () => {
+    settings = before;
+  };
+}

@@ -1,0 +1,238 @@
+import { createHash } from 'node:crypto';
+import { Parser } from 'n3';
+import { InputError, NotFoundError, PermissionError } from '../../core/errors';
+import type { Executor } from '../../db/connection';
+import { BindingMapping, DataEndpoint, OntologyPackage, Project } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
+import { WeightedLru } from '../../ontology/dataset-cache';
+import { mapRecord } from '../../ontology/term-records';
+import { encodedBytes, GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
+import type { GraphHandle } from '../../ontology/sparql-threads/messages';
+import { sparqlSettings } from '../../ontology/sparql-threads/settings';
+import { capabilityContext } from '../endpoints/data-endpoints';
+import { readableThroughBindings } from '../endpoints/data-guard';
+import type { Principal } from '../tenancy/access';
+import { bindingFields } from './read-bindings';
+
+// The SPARQL dataset of a project, built once per data version and shared by every key: the active
+// package is one graph, and each read binding is one graph built from its endpoint's records at
+// the endpoint's current snapshot. A query sees the union of the graphs its key may read (the data
+// guard decides which), so keys select graphs and never build a store of their own. A binding's
+// graph is rebuilt when its snapshot, the binding, the endpoint or the package changes; endpoints
+// without snapshots (http_dataset, postgres_table) keep theirs for WEFT_SPARQL_UNPINNED_TTL_SECONDS.
+
+const PAGE = 1000;
+
+/** A package as queries need it: everything but its serializations. */
+export type PackageHead = Pick<OntologyPackage, 'id' | 'baseIri' | 'terms' | 'tripleCount'>;
+
+/** One active read binding of the project with what its graph's version and the guard need. */
+interface CatalogBinding {
+  id: string;
+  termId: string;
+  mapping: BindingMapping;
+  updatedAt: string;
+  endpointId: string;
+  endpointUpdatedAt: string;
+  capability: string;
+  /** The endpoint's named read grants: the union over every binding of it in the workspace. */
+  grants: string[];
+}
+
+export interface DatasetCatalog {
+  semanticConsumerMode: 'off' | 'read' | 'write';
+  pkg?: PackageHead;
+  bindings: CatalogBinding[];
+}
+
+/**
+ * The workspace's SPARQL mode, the project's active package and its active bindings with their
+ * endpoints and the endpoints' grants: one statement.
+ */
+export async function loadDatasetCatalog(db: Executor, workspaceId: string, projectId: string): Promise<DatasetCatalog> {
+  const { rows } = await db.raw<{ rows: Array<{ mode: DatasetCatalog['semanticConsumerMode']; pkg: (PackageHead & { id: string }) | null; bindings: CatalogBinding[] | null }> }>(
+    `SELECT w.semantic_consumer_mode AS mode,
+            (SELECT json_build_object('id', p.id, 'baseIri', p.base_iri, 'terms', p.terms, 'tripleCount', p.triple_count)
+               FROM ontologies o JOIN ontology_packages p ON p.id = o.active_package_id
+              WHERE o.project_id = :projectId AND o.workspace_id = :workspaceId LIMIT 1) AS pkg,
+            (SELECT json_agg(json_build_object(
+                      'id', b.id, 'termId', b.term_id, 'mapping', b.mapping, 'updatedAt', b.updated_at,
+                      'endpointId', e.id, 'endpointUpdatedAt', e.updated_at, 'capability', i.capability,
+                      'grants', COALESCE((SELECT array_agg(DISTINCT g ORDER BY g) FROM read_bindings rb, unnest(rb.required_read_permissions) g
+                                           WHERE rb.workspace_id = b.workspace_id AND rb.data_endpoint_id = e.id), '{}'))
+                      ORDER BY b.created_at, b.id)
+               FROM read_bindings b
+               JOIN data_endpoints e ON e.id = b.data_endpoint_id AND e.workspace_id = b.workspace_id
+               JOIN plugin_installations i ON i.id = e.plugin_installation_id AND i.workspace_id = e.workspace_id
+              WHERE b.project_id = :projectId AND b.workspace_id = :workspaceId AND b.status = 'active') AS bindings
+       FROM workspaces w WHERE w.id = :workspaceId`,
+    { workspaceId, projectId },
+  );
+  const row = rows[0];
+  return { semanticConsumerMode: row?.mode ?? 'off', pkg: row?.pkg ?? undefined, bindings: row?.bindings ?? [] };
+}
+
+/** The workspace setting that opens the endpoint (SPEC 4.5: the semantic consumer mode). */
+export function requireSemanticMode(catalog: Pick<DatasetCatalog, 'semanticConsumerMode'>, wanted: 'read' | 'write'): void {
+  const mode = catalog.semanticConsumerMode;
+  if (mode === 'off') throw new PermissionError('semantic_mode_off', 'The SPARQL endpoint is off for this workspace: an administrator turns it on with PATCH /api/v1/organization/settings {"semanticConsumerMode":"read"}.');
+  if (wanted === 'write' && mode !== 'write') throw new PermissionError('semantic_mode_read_only', 'This workspace’s SPARQL endpoint takes queries only (semanticConsumerMode read): updates need semanticConsumerMode write.');
+}
+
+interface KeptGraph {
+  handle: GraphHandle;
+  builtAt: number;
+}
+
+/**
+ * Encoded graphs, one per package and per binding (the newest version only: a new snapshot
+ * replaces the old graph), bounded in bytes. Shared memory: the query threads read them in place.
+ */
+const graphs = new WeightedLru<KeptGraph>(4096, Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024);
+const building = new Map<string, Promise<KeptGraph>>();
+
+/** Builds a graph once however many queries ask for it at the same time. */
+function keptOrBuilt(slot: string, version: string, fresh: (kept: KeptGraph) => boolean, build: () => Promise<GraphHandle>): Promise<KeptGraph> {
+  const kept = graphs.get(slot);
+  if (kept && kept.handle.version === version && fresh(kept)) return Promise.resolve(kept);
+  const pending = building.get(slot);
+  if (pending) return pending;
+  const started = build()
+    .then((handle) => graphs.set(slot, { handle, builtAt: Date.now() }, encodedBytes(handle.graph)))
+    .finally(() => building.delete(slot));
+  building.set(slot, started);
+  return started;
+}
+
+function tooLarge(triples: number, atLeast: boolean): InputError {
+  const bound = sparqlSettings().maxDatasetTriples;
+  return new InputError(
+    'dataset_too_large',
+    `This query’s dataset holds ${atLeast ? 'more than ' : ''}${triples.toLocaleString('en')} triples, past the bound of ${bound.toLocaleString('en')} this installation answers over (WEFT_SPARQL_MAX_DATASET_TRIPLES). Weft does not answer over part of the data: narrow the bindings your key reads, or ask the operator to raise the bound.`,
+    [],
+    { maxDatasetTriples: bound, datasetTriples: triples, datasetTriplesIsLowerBound: atLeast },
+  );
+}
+
+async function packageGraph(db: Executor, pkg: PackageHead): Promise<GraphHandle> {
+  const version = `package:${pkg.id}`;
+  return (await keptOrBuilt(version, version, () => true, async () => {
+    const { nquads } = (await OntologyPackage.query(db).findById(pkg.id).select('nquads'))!;
+    const encoder = new GraphEncoder();
+    for (const quad of new Parser({ format: 'application/n-quads' }).parse(nquads)) encoder.add(quad);
+    return { version, graph: encoder.finish() };
+  })).handle;
+}
+
+/** Maps a binding's records at `snapshotId` (or as they are now) into a graph, within the bound. */
+async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number): Promise<GraphHandle> {
+  const runtime = findCapability(endpoint.installation!.capability);
+  const ctx = capabilityContext(db, endpoint.installation!, encryptionKey);
+  const select = bindingFields(binding.mapping);
+  const encoder = new GraphEncoder();
+  let after: unknown;
+  do {
+    const page = await runtime.readRecords(ctx, endpoint.target, { select, where: [], orderBy: [], limit: PAGE, snapshotId, after });
+    for (const record of page.records) {
+      const mapped = mapRecord(record, binding.termId, binding.mapping, pkg.terms, pkg.baseIri);
+      if (mapped) for (const quad of mapped.quads) encoder.add(quad);
+    }
+    if (encoder.tripleCount > budget) throw tooLarge(encoder.tripleCount, true);
+    after = page.continuation ?? undefined;
+  } while (after !== undefined);
+  return { version, graph: encoder.finish() };
+}
+
+interface BoundSource {
+  binding: CatalogBinding;
+  endpoint: DataEndpoint;
+  /** The endpoint's current snapshot; undefined for capabilities without snapshots. */
+  snapshot?: SnapshotInfo;
+}
+
+/** The bindings' endpoints (one query) and their current snapshots (one call per installation). */
+async function boundSources(db: Executor, encryptionKey: Buffer, workspaceId: string, bindings: CatalogBinding[]): Promise<BoundSource[]> {
+  if (!bindings.length) return [];
+  const endpoints = await DataEndpoint.query(db)
+    .withGraphJoined('installation', { joinOperation: 'innerJoin' })
+    .whereIn('data_endpoints.id', [...new Set(bindings.map((binding) => binding.endpointId))])
+    .where('data_endpoints.workspaceId', workspaceId);
+  const byId = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
+  const sources = bindings.map((binding): BoundSource => {
+    const endpoint = byId.get(binding.endpointId);
+    if (!endpoint) throw new NotFoundError('data_endpoint', 'A bound endpoint was removed while the query started; retry.');
+    return { binding, endpoint };
+  });
+  const byInstallation = new Map<string, BoundSource[]>();
+  for (const source of sources) {
+    const runtime = findCapability(source.endpoint.installation!.capability);
+    if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) continue;
+    byInstallation.set(source.endpoint.installation!.id, [...(byInstallation.get(source.endpoint.installation!.id) ?? []), source]);
+  }
+  await Promise.all([...byInstallation.values()].map(async (group) => {
+    const installation = group[0].endpoint.installation!;
+    const runtime = findCapability(installation.capability);
+    const ctx = capabilityContext(db, installation, encryptionKey);
+    const targets = group.map((source) => source.endpoint.target);
+    const snapshots = runtime.currentSnapshots ? await runtime.currentSnapshots(ctx, targets) : await Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target)));
+    group.forEach((source, index) => (source.snapshot = snapshots[index]));
+  }));
+  return sources;
+}
+
+/** The graph of one binding at its endpoint's current data. */
+async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, budget: number): Promise<GraphHandle> {
+  const { binding, endpoint, snapshot } = source;
+  const slot = `binding:${binding.id}@${binding.updatedAt}:${binding.endpointId}@${binding.endpointUpdatedAt}:${pkg.id}`;
+  if (snapshot) {
+    // An endpoint never written has no snapshot to pin (and no records).
+    const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
+    const version = `${slot}:snapshot:${snapshot.id}`;
+    return (await keptOrBuilt(slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
+  }
+  const ttlMs = sparqlSettings().unpinnedTtlSeconds * 1000;
+  const fresh = (entry: KeptGraph) => Date.now() - entry.builtAt < ttlMs;
+  const kept = graphs.get(slot);
+  const version = kept && fresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
+  return (await keptOrBuilt(slot, version, fresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
+}
+
+export interface QueryDatasetHandles {
+  pkg: PackageHead;
+  graphs: GraphHandle[];
+  /** Names the data the answer used: the package and every graph's version. */
+  version: string;
+  triples: number;
+  /** Bindings of the project whose data this key may not read. */
+  withheldBindings: number;
+}
+
+/**
+ * The graphs one caller's query runs over: the active package and the graphs of the bindings whose
+ * endpoints the data guard lets this key read through bindings. Refuses (never truncates) a dataset
+ * past the configured bound.
+ */
+export async function queryDataset(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
+  const pkg = catalog.pkg;
+  if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
+  const readable = readableThroughBindings(principal, catalog.bindings.map((binding) => ({ endpointId: binding.endpointId, grants: binding.grants })));
+  const bindings = catalog.bindings.filter((binding) => readable.has(binding.endpointId));
+  const bound = sparqlSettings().maxDatasetTriples;
+  const handles = [await packageGraph(db, pkg)];
+  let triples = handles[0].graph.tripleCount;
+  // One binding at a time: the bound is checked as each graph is built, before the next is read.
+  for (const source of await boundSources(db, encryptionKey, principal.workspaceId, bindings)) {
+    const handle = await bindingGraph(db, encryptionKey, pkg, source, bound - triples);
+    handles.push(handle);
+    triples += handle.graph.tripleCount;
+    if (triples > bound) throw tooLarge(triples, false);
+  }
+  const version = createHash('sha256').update(handles.map((handle) => handle.version).join('\n')).digest('base64url').slice(0, 22);
+  return { pkg, graphs: handles, version, triples, withheldBindings: catalog.bindings.length - bindings.length };
+}
+
+/** Forgets every kept graph (tests that change data behind Weft's back). */
+export function forgetDatasetGraphs(): void {
+  graphs.clear();
+}
