@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { DataFactory } from 'n3';
+import { DomainError } from '../../core/errors';
+import { GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
+import type { GraphHandle } from '../../ontology/sparql-threads/messages';
+import { QueryJob, SparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
+import { sparqlSettings } from '../../ontology/sparql-threads/settings';
+
+// The query pool in this process with small limits: a query that never ends is stopped by
+// replacing its thread, a workspace past its slots gets a 429 with Retry-After, and other
+// workspaces and later queries are served meanwhile.
+
+const { namedNode, literal, quad } = DataFactory;
+const EX = 'https://example.com/';
+
+function graph(version: string, size: number): GraphHandle {
+  const encoder = new GraphEncoder();
+  for (let i = 0; i < size; i++) encoder.add(quad(namedNode(`${EX}s${i}`), namedNode(`${EX}p${i % 5}`), literal(`value ${i}`)));
+  return { version, graph: encoder.finish() };
+}
+
+// A four-way cross product with a filter no engine can push down: runs far past any limit.
+const NEVER_ENDS = `SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f . ?g ?t ?h FILTER(STRLEN(CONCAT(STR(?b), STR(?d), STR(?f), STR(?h))) > 0) }`;
+const COUNT = 'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }';
+
+describe('The SPARQL query pool', function () {
+  this.timeout(60_000);
+  const data = graph('g1', 400);
+  let pool: SparqlQueryPool;
+
+  before(() => {
+    pool = new SparqlQueryPool({ ...sparqlSettings(), threads: 2, workspaceConcurrency: 1, queueMs: 300, timeoutMs: 1500 });
+  });
+  after(() => pool.close());
+
+  const job = (workspaceId: string, text: string): QueryJob => ({ workspaceId, text, limits: { timeoutMs: 1500, maxResults: 100 }, graphs: [data], answer: { serializeAs: 'application/sparql-results+json' } });
+  const count = async (workspaceId: string) => JSON.parse((await pool.run(job(workspaceId, COUNT))).body!).results.bindings[0].n.value;
+
+  it('answers in a thread, serialized for the protocol', async () => {
+    assert.equal(await count('ws-a'), '400');
+  });
+
+  it('stops a query past its limit by replacing its thread, refuses a second query of the same workspace with 429, and serves another workspace meanwhile', async () => {
+    const started = Date.now();
+    const stuck = pool.run(job('ws-a', NEVER_ENDS)).then(() => assert.fail('a never-ending query answered'), (error: unknown) => error);
+    // The same workspace has no free slot: after the queue wait, a 429 that says when to retry.
+    const refused = await pool.run(job('ws-a', COUNT)).then(() => undefined, (error: unknown) => error);
+    assert.ok(refused instanceof DomainError, String(refused));
+    assert.equal(refused.kind, 'rate_limited');
+    assert.equal(refused.code, 'sparql_concurrency_limit');
+    assert.ok(Number(refused.details?.retryAfterSeconds) >= 1);
+    // Another workspace runs in the other thread while the first is stuck.
+    assert.equal(await count('ws-b'), '400');
+    const timedOut = await stuck;
+    assert.ok(timedOut instanceof DomainError);
+    assert.equal(timedOut.code, 'query_timeout');
+    assert.ok(Date.now() - started >= 1500);
+    // The replacement thread answers; the workspace has its slot back.
+    assert.equal(await count('ws-a'), '400');
+    assert.equal(pool.residency().filter((thread) => thread.busy).length, 0);
+  });
+
+  it('keeps a graph in one thread when two copies would pass the budget', async () => {
+    const small = new SparqlQueryPool({ ...sparqlSettings(), threads: 2, workspaceConcurrency: 4, queueMs: 5000, keptTriples: 500, timeoutMs: 5000 });
+    try {
+      const answers = await Promise.all([small.run(job('ws-a', COUNT)), small.run(job('ws-b', COUNT)), small.run(job('ws-c', COUNT))]);
+      assert.ok(answers.every((answer) => JSON.parse(answer.body!).results.bindings[0].n.value === '400'));
+      assert.equal(small.residency().filter((thread) => thread.versions.includes('g1')).length, 1, 'one thread keeps the graph');
+    } finally {
+      await small.close();
+    }
+  });
+});
