@@ -108,7 +108,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
       responses[status] = {
         description: spec.description,
         ...(spec.schema ? { content: responseContent(spec) } : {}),
-        ...(isPublic(auth) ? {} : { headers: rateLimitHeaders }),
+        ...(isPublic(auth) && !spec.headers ? {} : { headers: { ...(isPublic(auth) ? {} : rateLimitHeaders), ...spec.headers } }),
       };
     }
     for (const status of errorStatuses(route)) {

@@ -32,6 +32,8 @@ export interface ResponseSpec {
   contentType?: string;
   /** Other media types of the same answer, chosen by the Accept header; documented as text. */
   alternatives?: readonly string[];
+  /** Response headers the answer carries, beyond the request-limit headers every keyed answer has. */
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
 }
 
 /** A request header the handler reads and enforces, documented as a header parameter. */

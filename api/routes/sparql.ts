@@ -17,10 +17,22 @@ const DESCRIPTION = [
   'The dataset is the project’s active ontology package plus the records of bound terms your key may read (bindings whose named read grants it lacks are left out, so two keys can see different answers).',
   'The workspace’s semantic consumer mode must be on (PATCH /api/v1/organization/settings), else 403 semantic_mode_off.',
   'Results by Accept: SELECT and ASK as SPARQL JSON (default), XML, and for SELECT CSV and TSV; CONSTRUCT and DESCRIBE as Turtle (default), N-Triples or JSON-LD; 406 otherwise.',
-  `default-graph-uri and named-graph-uri are refused (400 graph_parameters_refused); FROM and SERVICE in a query are refused (422). Request text over ${MAX_SPARQL_BYTES} bytes is a 413. Each query has a time and result-size limit (422 query_timeout or result_too_large). A malformed query is a 422 malformed_query.`,
+  `default-graph-uri and named-graph-uri are refused (400 graph_parameters_refused); FROM and SERVICE in a query are refused (422). Request text over ${MAX_SPARQL_BYTES} bytes is a 413. Each query has a time and result-size limit (422 query_timeout or result_too_large) and runs over all the data: a dataset past the installation’s bound is a 422 dataset_too_large naming the bound and the size. A workspace runs a configured number of queries at once; more wait briefly, then 429 sparql_concurrency_limit with Retry-After. A malformed query is a 422 malformed_query.`,
 ].join(' ');
 const anyText: JsonSchema = { type: 'string' };
-const results = { 200: { description: 'The results, in the negotiated format', contentType: RESULT_TYPES.join(', '), schema: anyText } };
+const results = {
+  200: {
+    description: 'The results, in the negotiated format',
+    contentType: RESULT_TYPES.join(', '),
+    schema: anyText,
+    headers: {
+      'Weft-Dataset-Version': { description: 'Names the data the answer used (the package and each graph’s version): equal values, equal data.', schema: { type: 'string' } },
+      'Weft-Dataset-Triples': { description: 'Triples in the dataset the query ran over.', schema: { type: 'integer' } },
+      'Weft-Ontology-Package': { description: 'The active package the dataset holds.', schema: { type: 'string', format: 'uuid' } },
+      'Weft-Withheld-Bindings': { description: 'Bindings of the project whose data this key may not read (absent when none).', schema: { type: 'integer' } },
+    },
+  },
+};
 
 /** The page and its assets forbid inline scripts and any origin but this one. */
 const PAGE_HEADERS = { 'Content-Security-Policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'", 'Cache-Control': 'no-store' };
@@ -71,7 +83,7 @@ export const sparqlRoutes: RouteSpec[] = [
         'named-graph-uri': { description: 'Refused (400).' },
       },
     },
-    errors: [{ status: 406 }, { status: 413 }],
+    errors: [{ status: 406 }, { status: 413 }, { status: 429 }],
     responses: results,
   }) as RouteSpec,
   defineRoute({
@@ -92,7 +104,7 @@ export const sparqlRoutes: RouteSpec[] = [
         'application/json': { code: 'published_query_body_refused', message: 'The SPARQL endpoint takes SPARQL text, not the published-query JSON body: POST application/sparql-query, or execute the published query at …/queries/{query_id}/execute.' },
       },
     },
-    errors: [{ status: 406 }],
+    errors: [{ status: 406 }, { status: 429 }],
     // Not `idempotent` (that needs the request transaction): updates hand the key to their governed write actions.
     headers: [{ name: 'Idempotency-Key', description: 'For updates (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): a retry with the same key returns the first outcome.', schema: { ...IDEMPOTENCY_KEY_SCHEMA } }],
     responses: results,
