@@ -1,17 +1,20 @@
 /**
- * SPARQL engines, measured side by side: Comunica (RDF/JS) over an n3 Store, which is what Weft
- * evaluates with, against Oxigraph (its npm build, Rust compiled to WebAssembly) on the same triples
- * in the same run. It prints ratios; it passes or fails nothing.
+ * SPARQL engines, measured side by side on the same n3 Store and the same triples in one run:
+ * Weft (evaluateQuery: its own evaluator over the store's indexes, Comunica for what that does not
+ * cover), Comunica (RDF/JS) alone, and Oxigraph (its npm build, Rust compiled to WebAssembly). It
+ * prints ratios; it passes or fails nothing.
  *
- *   npx tsx bench/sparql-engines.ts                      # scales 10k and 100k triples (about 2 min)
- *   npx tsx bench/sparql-engines.ts --scale 200000       # one scale (about 2.5 min, mostly Comunica)
- *   npx tsx bench/sparql-engines.ts --scale 10000,50000  # a list of scales; --query join,ask for some queries
- *   npx tsx bench/sparql-engines.ts --runs 9 --warmup 3  # more timed runs per query
+ *   npx tsx bench/sparql-engines.ts                      # scales 10k and 100k triples, both mixes
+ *   npx tsx bench/sparql-engines.ts --scale 100000       # one scale
+ *   npx tsx bench/sparql-engines.ts --scale 1M --no-comunica   # Comunica takes minutes at 1M
+ *   npx tsx bench/sparql-engines.ts --mix bsbm --query q5-similar,q7-product-page --runs 9
  *
- * The data is shaped like a Weft project's SPARQL dataset: a small ontology package (classes with
- * a subclass, properties with domain, range and labels) plus bound records mapped to triples the
- * way ontology/term-records.ts does (rdf:type of the term's class, one typed literal per mapped
- * property, one IRI per link). It is generated from a fixed seed, so every run sees the same triples.
+ * Two query mixes. `shop`: data shaped like a Weft project's SPARQL dataset, a small ontology
+ * package (classes with a subclass, properties with domain, range and labels) plus bound records
+ * mapped to triples the way ontology/term-records.ts does (rdf:type of the term's class, one typed
+ * literal per mapped property, one IRI per link). `bsbm`: the BSBM-like data and explore mix of
+ * bench/sparql.ts (bench/support/sparql-bsbm.ts), compiled and mapped in this process. Both are
+ * generated from fixed seeds, so every run sees the same triples.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -21,19 +24,32 @@ import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { QueryEngine } from '@comunica/query-sparql-rdfjs';
-import { DataFactory, Quad, Store, Writer } from 'n3';
+import type * as RDF from '@rdfjs/types';
+import { DataFactory, Parser, Quad, Store, Writer } from 'n3';
 import * as oxigraph from 'oxigraph';
+import { compilePackage } from '../ontology/compile';
+import type { OntologyDefinition } from '../ontology/definition';
+import { EvaluationPath, evaluateQuery } from '../ontology/sparql-engine';
+import { mapRecord } from '../ontology/term-records';
+import type { PackageTerms } from '../db/models';
 import { amount, benchFlags, count, counts, names } from './support/options';
+import { generate as generateBsbm, LINKS, MIX, TERMS } from './support/sparql-bsbm';
 
 const { namedNode, literal, quad } = DataFactory;
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
+type MixName = 'shop' | 'bsbm';
+const MIXES: MixName[] = ['shop', 'bsbm'];
+
 interface Options {
   scales: number[];
+  mixes: MixName[];
   /** Query ids to run (all when empty). */
   only: string[];
+  /** Time Comunica alone too (it takes minutes at a million triples). */
+  comunica: boolean;
   runs: number;
   warmup: number;
   /** Internal: a child process that runs one scale without the header. */
@@ -49,7 +65,9 @@ type Engine = 'n3' | 'oxigraph';
 function options(): Options {
   const flags = benchFlags('npm run bench:sparql --', {
     scale: { type: 'string', help: 'approximate triples per scale, e.g. 10000,100000 (default 10k,100k)' },
-    query: { type: 'string', help: `query ids (default all): ${QUERIES.map((q) => q.id).join(', ')}` },
+    mix: { type: 'string', help: `query mixes (default all): ${MIXES.join(', ')}` },
+    query: { type: 'string', help: `query ids (default all): ${[...QUERIES, ...MIX].map((q) => q.id).join(', ')}` },
+    'no-comunica': { type: 'boolean', help: 'skip timing Comunica alone' },
     runs: { type: 'string', help: 'timed runs per query (default 5)' },
     warmup: { type: 'string', help: 'warm-up runs per query (default 2)' },
     child: { type: 'boolean', help: 'internal: run one scale in this process' },
@@ -66,7 +84,9 @@ function options(): Options {
   const memory = pair(flags['memory-child'], 'memory-child');
   return {
     scales: counts(flags.scale, 'scale', [10_000, 100_000]),
-    only: names(flags.query, 'query', QUERIES.map((q) => q.id), []),
+    mixes: names(flags.mix, 'mix', MIXES, MIXES),
+    only: names(flags.query, 'query', [...QUERIES, ...MIX].map((q) => q.id), []),
+    comunica: !flags['no-comunica'],
     runs: count(flags.runs, 'runs', 5),
     warmup: Math.floor(amount(flags.warmup, 'warmup', 2)),
     child: flags.child,
@@ -309,7 +329,7 @@ type Results = { ask: boolean } | { quads: { subject: RdfTerm; predicate: RdfTer
 
 const comunica = new QueryEngine();
 
-async function runComunica(store: Store, query: BenchQuery, text: string): Promise<Results> {
+async function runComunica(store: Store, query: Pick<BenchQuery, 'kind'>, text: string): Promise<Results> {
   const context = { sources: [store] as [Store] };
   if (query.kind === 'ask') return { ask: await comunica.queryBoolean(text, context) };
   if (query.kind === 'construct') return { quads: await (await comunica.queryQuads(text, context)).toArray() };
@@ -317,7 +337,7 @@ async function runComunica(store: Store, query: BenchQuery, text: string): Promi
   return { rows: bindings.map((b) => ({ [Symbol.iterator]: () => [...b].map(([v, t]) => [v.value, t] as [string, RdfTerm])[Symbol.iterator]() })) };
 }
 
-function runOxigraph(store: oxigraph.Store, query: BenchQuery, text: string): Results {
+function runOxigraph(store: oxigraph.Store, query: Pick<BenchQuery, 'kind'>, text: string): Results {
   const result = store.query(text);
   if (query.kind === 'ask') return { ask: result as boolean };
   if (query.kind === 'construct') return { quads: result as oxigraph.Quad[] };
@@ -459,24 +479,131 @@ function table(head: string[], rows: string[][], right: boolean[]): string {
   return [line(head), '|' + widths.map((w, i) => (right[i] ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|', ...rows.map(line)].join('\n');
 }
 
-function sameRows(a: string[], b: string[]): { same: boolean; example?: string } {
+function sameRows(a: string[], b: string[], names: [string, string]): { same: boolean; example?: string } {
   const count = new Map<string, number>();
   for (const row of a) count.set(row, (count.get(row) ?? 0) + 1);
   for (const row of b) {
     const n = count.get(row) ?? 0;
-    if (n === 0) return { same: false, example: `only Oxigraph: ${row}` };
+    if (n === 0) return { same: false, example: `only ${names[1]}: ${row}` };
     count.set(row, n - 1);
   }
-  for (const [row, n] of count) if (n > 0) return { same: false, example: `only Comunica: ${row}` };
+  for (const [row, n] of count) if (n > 0) return { same: false, example: `only ${names[0]}: ${row}` };
   return { same: true };
 }
 
 // ---------------------------------------------------------------------------------------------
+// The BSBM-like mix: bench/sparql.ts's data and queries, compiled and mapped in this process
 
-async function scale(target: number, opts: Options): Promise<{ mismatches: number }> {
+const BSBM_BASE = 'https://bsbm.example/ontology#';
+
+/** The package of the BSBM terms and links plus every record mapped to triples, as the endpoint maps them. */
+async function bsbmDataset(target: number): Promise<{ quads: Quad[]; queries: ResolvedQuery[]; description: string }> {
+  const data = generateBsbm(target);
+  const definition = { terms: TERMS, links: LINKS, shapes: [], constraints: [], imports: [] } as unknown as OntologyDefinition;
+  const pkg = await compilePackage(definition, { baseIri: BSBM_BASE, packages: new Map(), documents: new Map() });
+  const quads: Quad[] = new Parser({ format: 'application/n-quads' }).parse(pkg.nquads);
+  const terms: PackageTerms = {
+    classes: TERMS.filter((t) => t.kind === 'class').map((t) => t.id),
+    properties: Object.fromEntries(TERMS.filter((t) => t.kind === 'property').map((t) => [t.id, { domain: t.domain!, datatype: t.datatype! }])),
+    links: Object.fromEntries(LINKS.map((l) => [l.id, { from: l.from, to: l.to }])),
+  };
+  for (const spec of data.tables) for (const record of spec.rows) quads.push(...(mapRecord(record, spec.term, spec.mapping, terms, BSBM_BASE)?.quads ?? []));
+  const queries = MIX.map((q) => ({ id: q.id, what: q.what, kind: q.kind, text: q.text(BSBM_BASE, data.params) }));
+  return { quads, queries, description: `${data.products.toLocaleString('en')} products, ${data.records.toLocaleString('en')} records` };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface ResolvedQuery {
+  id: string;
+  what: string;
+  kind: 'select' | 'ask' | 'construct';
+  text: string;
+}
+
+const WEFT_LIMITS = { timeoutMs: 600_000, maxResults: 100_000_000 };
+
+/** Weft's evaluateQuery, as the endpoint calls it; `path` says which evaluator answered. */
+async function runWeft(store: Store, text: string): Promise<{ results: Results; path: EvaluationPath | undefined }> {
+  let path: EvaluationPath | undefined;
+  const result = await evaluateQuery(store, text, WEFT_LIMITS, { onPath: (answered) => (path = answered) });
+  if (result.kind === 'boolean') return { results: { ask: result.value }, path };
+  if (result.kind === 'quads') return { results: { quads: result.quads }, path };
+  return { results: { rows: result.rows.map((row) => Object.entries(row) as Array<[string, RDF.Term]>) }, path };
+}
+
+const geomean = (xs: number[]) => Math.exp(xs.reduce((sum, x) => sum + Math.log(x), 0) / xs.length);
+
+/** How two engines' results compare: the same, the same values written differently, or different. */
+function check(a: Results, b: Results, names: [string, string]): { check: string; note?: string; mismatch: boolean } {
+  const countA = resultCount(a);
+  const countB = resultCount(b);
+  if (countA !== countB) return { check: 'COUNT MISMATCH', note: `RESULT COUNT MISMATCH: ${names[0]} ${countA}, ${names[1]} ${countB}`, mismatch: true };
+  const lexical = sameRows(canonical(a, false), canonical(b, false), names);
+  if (lexical.same) return { check: 'same', mismatch: false };
+  const byValue = sameRows(canonical(a, true), canonical(b, true), names);
+  if (byValue.same) return { check: 'same values*', note: `same values, different lexical forms of numbers; e.g. ${lexical.example}`, mismatch: false };
+  return { check: 'VALUES DIFFER', note: `RESULT VALUES DIFFER; e.g. ${byValue.example}`, mismatch: true };
+}
+
+/** Times every query on each engine over the same triples and prints one table with the ratios. */
+async function runQueries(n3Store: Store, oxStore: oxigraph.Store, queries: ResolvedQuery[], opts: Options): Promise<{ mismatches: number }> {
+  const rows: string[][] = [];
+  const notes: string[] = [];
+  const medians = { weft: [] as number[], ox: [] as number[], com: [] as number[] };
+  let mismatches = 0;
+  for (const query of queries.filter((q) => !opts.only.length || opts.only.includes(q.id))) {
+    let w: Timing<{ results: Results; path: EvaluationPath | undefined }>;
+    let o: Timing<Results>;
+    let c: Timing<Results> | undefined;
+    try {
+      w = await bench(() => runWeft(n3Store, query.text), opts.runs, opts.warmup);
+      o = await bench(() => runOxigraph(oxStore, query, query.text), opts.runs, opts.warmup);
+      if (opts.comunica) c = await bench(() => runComunica(n3Store, query, query.text), opts.runs, opts.warmup);
+    } catch (error) {
+      mismatches++;
+      notes.push(`!!! ${query.id}: FAILED: ${(error as Error).message}`);
+      rows.push([query.id, 'error', 'error', '', '', '', '', '', 'n/a', 'n/a']);
+      continue;
+    }
+    medians.weft.push(Math.max(w.median, 0.001));
+    medians.ox.push(Math.max(o.median, 0.001));
+    if (c) medians.com.push(Math.max(c.median, 0.001));
+    const checks = [check(w.value.results, o.value, ['Weft', 'Oxigraph']), ...(c ? [check(c.value, o.value, ['Comunica', 'Oxigraph'])] : [])];
+    for (const [i, result] of checks.entries()) {
+      if (result.note) notes.push(`${result.mismatch ? '!!!' : '*'} ${query.id} (${i === 0 ? 'Weft' : 'Comunica'}): ${result.note}`);
+      if (result.mismatch) mismatches++;
+    }
+    const runs = [w, o, ...(c ? [c] : [])].map((t) => t.runs || 'cold').join('/');
+    rows.push([
+      query.id,
+      resultCount(o.value),
+      checks.map((result) => result.check).join(' / '),
+      runs,
+      w.value.path ?? '?',
+      fmtMs(w.median),
+      fmtMs(o.median),
+      c ? fmtMs(c.median) : '-',
+      fmtRatio(w.median / o.median),
+      c ? fmtRatio(c.median / w.median) : '-',
+    ]);
+  }
+  if (medians.weft.length) {
+    const gm = { weft: geomean(medians.weft), ox: geomean(medians.ox), com: medians.com.length ? geomean(medians.com) : NaN };
+    rows.push(['(geometric mean)', '', '', '', '', fmtMs(gm.weft), fmtMs(gm.ox), Number.isNaN(gm.com) ? '-' : fmtMs(gm.com), fmtRatio(gm.weft / gm.ox), Number.isNaN(gm.com) ? '-' : fmtRatio(gm.com / gm.weft)]);
+    if (!Number.isNaN(gm.com)) notes.unshift(`Comunica alone / Oxigraph, geometric mean: ${fmtRatio(gm.com / gm.ox)}`);
+  }
+  // Weft/Ox above 1× means Oxigraph is faster; Comunica/Weft is how many times faster Weft is than Comunica alone.
+  console.log(table(['query', 'results', 'check (W/Ox, C/Ox)', `runs W/Ox${opts.comunica ? '/C' : ''}`, 'Weft path', 'Weft (ms)', 'Oxigraph (ms)', 'Comunica (ms)', 'Weft/Ox', 'Comunica/Weft'], rows, [false, true, false, true, false, true, true, true, true, true]));
+  if (notes.length) console.log('\n' + notes.join('\n'));
+  return { mismatches };
+}
+
+/** The shop mix's stores, with load and memory figures for both (the generated triples are then let go). */
+async function shopStores(target: number, opts: Options): Promise<{ n3Store: Store; oxStore: oxigraph.Store; queries: ResolvedQuery[] }> {
   const data = dataset(target);
   const ntriples = toNTriples(data.quads);
-  console.log(`\n## ${data.quads.length.toLocaleString('en')} triples (${data.customers.toLocaleString('en')} customers, ${data.orders.toLocaleString('en')} orders; N-Triples ${fmtMb(ntriples.length)} MB)\n`);
+  console.log(`\n## shop mix, ${data.quads.length.toLocaleString('en')} triples (${data.customers.toLocaleString('en')} customers, ${data.orders.toLocaleString('en')} orders; N-Triples ${fmtMb(ntriples.length)} MB)\n`);
 
   // Load: what a request pays to build its dataset (Weft builds an n3 Store per request from mapped quads).
   // Oxigraph from N-Triples first, each load freed but the last: its store then sits in WebAssembly
@@ -524,52 +651,43 @@ async function scale(target: number, opts: Options): Promise<{ mismatches: numbe
     ),
   );
   console.log('');
+  return { n3Store, oxStore, queries: QUERIES.map((q) => ({ id: q.id, what: q.what, kind: q.kind, text: q.text(data) })) };
+}
 
-  const rows: string[][] = [];
-  const notes: string[] = [];
-  let mismatches = 0;
-  let sumC = 0;
-  let sumO = 0;
-  for (const query of QUERIES.filter((q) => !opts.only.length || opts.only.includes(q.id))) {
-    const text = query.text(data);
-    let c: Timing<Results>;
-    let o: Timing<Results>;
-    try {
-      c = await bench(() => runComunica(n3Store, query, text), opts.runs, opts.warmup);
-      o = await bench(() => runOxigraph(oxStore, query, text), opts.runs, opts.warmup);
-    } catch (error) {
-      mismatches++;
-      notes.push(`!!! ${query.id}: FAILED: ${(error as Error).message}`);
-      rows.push([query.id, 'error', 'error', '', '', '', 'n/a']);
-      continue;
-    }
-    sumC += c.median;
-    sumO += o.median;
-    const countC = resultCount(c.value);
-    const countO = resultCount(o.value);
-    let check = 'same';
-    if (countC !== countO) {
-      mismatches++;
-      check = 'COUNT MISMATCH';
-      notes.push(`!!! ${query.id}: RESULT COUNT MISMATCH: Comunica ${countC}, Oxigraph ${countO}`);
-    } else if (!sameRows(canonical(c.value, false), canonical(o.value, false)).same) {
-      const byValue = sameRows(canonical(c.value, true), canonical(o.value, true));
-      const lexical = sameRows(canonical(c.value, false), canonical(o.value, false));
-      if (byValue.same) {
-        check = 'same values*';
-        notes.push(`* ${query.id}: same values, different lexical forms of numbers; e.g. ${lexical.example}`);
-      } else {
-        mismatches++;
-        check = 'VALUES DIFFER';
-        notes.push(`!!! ${query.id}: RESULT VALUES DIFFER; e.g. ${byValue.example}`);
-      }
-    }
-    rows.push([query.id, countC === countO ? countC : `${countC} vs ${countO}`, check, `${c.runs || 'cold'}/${o.runs || 'cold'}`, fmtMs(c.median), fmtMs(o.median), fmtRatio(c.median / o.median)]);
-  }
-  rows.push(['(sum of medians)', '', '', '', fmtMs(sumC), fmtMs(sumO), fmtRatio(sumC / sumO)]);
-  console.log(table(['query', 'results', 'check', 'runs C/Ox', 'Comunica (ms)', 'Oxigraph (ms)', 'ratio C/Ox'], rows, [false, true, false, true, true, true, true]));
-  if (notes.length) console.log('\n' + notes.join('\n'));
+/** The shop mix at one scale. */
+async function shopScale(target: number, opts: Options): Promise<{ mismatches: number }> {
+  const { n3Store, oxStore, queries } = await shopStores(target, opts);
+  settle();
+  const outcome = await runQueries(n3Store, oxStore, queries, opts);
   freeOxigraph(oxStore);
+  return outcome;
+}
+
+/** Both stores of the BSBM-like mix, loaded from the same mapped triples (which are then let go). */
+async function bsbmStores(target: number): Promise<{ n3Store: Store; oxStore: oxigraph.Store; queries: ResolvedQuery[] }> {
+  const { quads, queries, description } = await bsbmDataset(target);
+  const n3Store = new Store(quads);
+  const oxStore = loadOxigraphFromNTriples(toNTriples(quads));
+  console.log(`\n## bsbm mix, ${quads.length.toLocaleString('en')} triples (${description})\n`);
+  if (n3Store.size !== quads.length || oxStore.size !== quads.length) console.log(`!!! LOAD MISMATCH: ${quads.length} triples mapped; n3 Store holds ${n3Store.size}, Oxigraph ${oxStore.size}`);
+  return { n3Store, oxStore, queries };
+}
+
+/** The BSBM-like mix at one scale. */
+async function bsbmScale(target: number, opts: Options): Promise<{ mismatches: number }> {
+  const { n3Store, oxStore, queries } = await bsbmStores(target);
+  // The generated records and quads are garbage now: collect them before timing, as a server
+  // that built its dataset a while ago would have.
+  settle();
+  const outcome = await runQueries(n3Store, oxStore, queries, opts);
+  freeOxigraph(oxStore);
+  return outcome;
+}
+
+async function scale(target: number, opts: Options): Promise<{ mismatches: number }> {
+  let mismatches = 0;
+  if (opts.mixes.includes('shop') && (!opts.only.length || QUERIES.some((q) => opts.only.includes(q.id)))) mismatches += (await shopScale(target, opts)).mismatches;
+  if (opts.mixes.includes('bsbm') && (!opts.only.length || MIX.some((q) => opts.only.includes(q.id)))) mismatches += (await bsbmScale(target, opts)).mismatches;
   return { mismatches };
 }
 
@@ -582,16 +700,20 @@ async function main(): Promise<void> {
     if (mismatches) console.log(`\n!!! ${mismatches} result mismatch(es) between the engines at this scale: see above.`);
     return;
   }
-  console.log(`# SPARQL engines: Comunica ${pkgVersion('@comunica/query-sparql-rdfjs')} over n3 ${pkgVersion('n3')} vs Oxigraph ${pkgVersion('oxigraph')} (WebAssembly)`);
-  console.log(`node ${process.version}, ${cpus().length} cores; median of ${opts.runs} runs after ${opts.warmup} warm-up(s), every result collected; a ratio above 1× means Oxigraph is faster or smaller.`);
+  console.log(`# SPARQL engines: Weft (its evaluator over n3 ${pkgVersion('n3')}, Comunica for the rest) and Comunica ${pkgVersion('@comunica/query-sparql-rdfjs')} alone vs Oxigraph ${pkgVersion('oxigraph')} (WebAssembly)`);
+  console.log(`node ${process.version}, ${cpus().length} cores; median of ${opts.runs} runs after ${opts.warmup} warm-up(s), every result collected; Weft/Ox (and n3/Ox) above 1× means Oxigraph is faster or smaller; Comunica/Weft is Weft's speed-up over Comunica alone.`);
   console.log('\nQueries:');
-  for (const q of QUERIES) if (!opts.only.length || opts.only.includes(q.id)) console.log(`- ${q.id}: ${q.what}`);
-  // Each scale in a fresh process: WebAssembly memory only grows, and one scale's heap would slow the next.
+  for (const q of [...(opts.mixes.includes('shop') ? QUERIES : []), ...(opts.mixes.includes('bsbm') ? MIX : [])]) if (!opts.only.length || opts.only.includes(q.id)) console.log(`- ${q.id}: ${q.what}`);
+  // Each scale and mix in a fresh process: WebAssembly memory only grows, and one store's heap
+  // (a million triples are a gigabyte in n3) would slow the garbage collection of the next.
   for (const target of opts.scales) {
-    const args = ['--child', '--scale', String(target), '--runs', String(opts.runs), '--warmup', String(opts.warmup)];
-    if (opts.only.length) args.push('--query', opts.only.join(','));
-    const child = spawnSync(process.execPath, [...process.execArgv, __filename, ...args], { stdio: 'inherit' });
-    if (child.status !== 0) console.log(`\n!!! the run at ${target} triples failed (exit ${child.status ?? child.signal})`);
+    for (const mix of opts.mixes) {
+      const args = ['--child', '--scale', String(target), '--runs', String(opts.runs), '--warmup', String(opts.warmup), '--mix', mix];
+      if (opts.only.length) args.push('--query', opts.only.join(','));
+      if (!opts.comunica) args.push('--no-comunica');
+      const child = spawnSync(process.execPath, [...process.execArgv, __filename, ...args], { stdio: 'inherit' });
+      if (child.status !== 0) console.log(`\n!!! the ${mix} run at ${target} triples failed (exit ${child.status ?? child.signal})`);
+    }
   }
 }
 

@@ -4,11 +4,20 @@ import { Store } from 'n3';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import { InputError } from '../core/errors';
 import { WeightedLru } from './dataset-cache';
+import { planFastEvaluation, QueryDataset } from './sparql-evaluator';
+import { isQueryDataset } from './sparql-evaluator/dataset';
+import { unionSource } from './sparql-evaluator/union-source';
 
 // SPARQL 1.1 evaluation for Weft: sparqljs parses (so the HTTP layer knows a query from an update
-// before it authorizes), Comunica's RDF/JS engine evaluates over an N3 store. The dataset is
-// fixed by Weft, so FROM, FROM NAMED and SERVICE are refused; every query runs under a time and
+// before it authorizes); Weft's own evaluator (sparql-evaluator/) answers the queries it covers
+// directly on the n3 stores' indexes, and Comunica's RDF/JS engine evaluates the rest. The dataset
+// is fixed by Weft, so FROM, FROM NAMED and SERVICE are refused; every query runs under a time and
 // a result-size limit.
+
+export type { QueryDataset } from './sparql-evaluator';
+
+/** Which evaluator answered a query: Weft's fast path, or Comunica. */
+export type EvaluationPath = 'fast' | 'comunica';
 
 export type SparqlResult =
   | { kind: 'bindings'; variables: string[]; rows: Array<Record<string, RDF.Term>> }
@@ -204,16 +213,46 @@ function comunicaQuery(text: string, context: Record<string, unknown>): Promise<
 }
 
 /**
- * Evaluates a query over the store within the limits. Updates are refused here (see evaluateUpdate).
- * `parsed` is the caller's parseSparql of the same text and options, when it has one.
+ * sparqljs's parse of a query text, kept per text and options: parsing takes longer than the fast
+ * path needs to answer a selective query. Kept parses are only read (never handed to callers,
+ * who may change theirs), and a text that fails to parse is not kept.
+ */
+const parsedTexts = new WeightedLru<ParsedSparql>(256, 4 * 1024 * 1024);
+
+function keptParse(text: string, options: { baseIri?: string; allowDatasetClauses?: boolean }): ParsedSparql {
+  if (text.length > MAX_KEPT_QUERY_CHARS) return parseSparql(text, options);
+  const key = `${options.allowDatasetClauses ? 1 : 0}${options.baseIri ?? ''}\n${text}`;
+  return parsedTexts.get(key) ?? parsedTexts.set(key, parseSparql(text, options), key.length);
+}
+
+/**
+ * Evaluates a query over a store, or a dataset of stores sharing one entity index (its default
+ * graph is the merge of theirs), within the limits. Updates are refused here (see
+ * evaluateUpdate). `parsed` is the caller's parseSparql of the same text and options, when it has
+ * one; `onPath` learns which evaluator answered.
  *
  * Known limit: Comunica runs some operators synchronously (a hash join feeding an aggregate, e.g. a
  * GROUP BY over a cross product); such a query holds the event loop until it finishes, and no timer
  * in this process can interrupt it. Only evaluation in a worker thread (terminated on timeout) would.
+ * The fast path checks its time limit as it goes.
  */
-export async function evaluateQuery(store: Store, text: string, limits: SparqlLimits, options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql } = {}): Promise<SparqlResult> {
-  const parsed = options.parsed ?? parseSparql(text, options);
+export async function evaluateQuery(
+  source: Store | QueryDataset,
+  text: string,
+  limits: SparqlLimits,
+  options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql; onPath?(path: EvaluationPath): void } = {},
+): Promise<SparqlResult> {
+  const parsed = options.parsed ?? keptParse(text, options);
   if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
+  let fast: (() => SparqlResult) | undefined;
+  try {
+    fast = planFastEvaluation(source, parsed.parsed as Parameters<typeof planFastEvaluation>[1], limits);
+    options.onPath?.(fast ? 'fast' : 'comunica');
+    if (fast) return fast();
+  } catch (error) {
+    throw evaluationError(error);
+  }
+  const store = isQueryDataset(source) ? (source.stores.length === 1 ? source.stores[0] : unionSource(source)) : source;
   const base = { sources: [store], ...(options.baseIri ? { baseIRI: options.baseIri } : {}) };
   const query = async () => comunicaQuery(text, base) as never;
   const engine = await sparqlEngine();

@@ -7,13 +7,14 @@ import { isomorphic } from 'rdf-isomorphic';
 import { RdfXmlParser } from 'rdfxml-streaming-parser';
 import { SparqlJsonParser } from 'sparqljson-parse';
 import { SparqlXmlParser } from 'sparqlxml-parse';
-import { evaluateQuery, parseSparql, SparqlResult } from '../../ontology/sparql-engine';
+import { EvaluationPath, evaluateQuery, parseSparql, SparqlResult } from '../../ontology/sparql-engine';
 import { serializeResult } from '../../ontology/sparql-results';
 
 // The query-evaluation tests of the W3C SPARQL 1.1 suite (test/data/w3c-sparql11, copied from
 // w3c/rdf-tests), run through Weft's engine wiring (evaluateQuery, and the CSV/TSV serializers for
 // the result-format tests). Result sets are compared as multisets (in order when the query has
-// ORDER BY), blank nodes by a consistent relabelling; graphs by isomorphism.
+// ORDER BY), blank nodes by a consistent relabelling; graphs by isomorphism. Each test records
+// which evaluator answered it: Weft's fast path or Comunica (for what the fast path leaves).
 
 const ROOT = path.join(__dirname, '..', 'data', 'w3c-sparql11');
 const SUITE_BASE = 'http://www.w3.org/2009/sparql/docs/tests/data-sparql11/';
@@ -212,21 +213,24 @@ function orderVariables(text: string, baseIri: string): string[] | undefined {
   return parsed.order.map((o) => o.expression.value!);
 }
 
-async function runTest(test: EvaluationTest): Promise<string | null> {
+/** Which evaluator answered each test (the fast path, or Comunica for what it does not cover). */
+type Paths = Map<string, EvaluationPath>;
+
+async function runTest(test: EvaluationTest, paths: Paths): Promise<string | null> {
   try {
-    return await compare(test);
+    return await compare(test, (path) => paths.set(`${test.folder}/${test.name}`, path));
   } catch (error) {
     return `harness: ${(error as Error).message.split('\n')[0]}`;
   }
 }
 
-async function compare(test: EvaluationTest): Promise<string | null> {
+async function compare(test: EvaluationTest, onPath: (path: EvaluationPath) => void): Promise<string | null> {
   const quads = [...(await Promise.all(test.data.map((f) => parseRdf(f)))).flat(), ...(await Promise.all(test.graphData.map((f) => parseRdf(f, namedNode(iriOf(f)))))).flat()];
   const store = new Store(quads);
   const text = readFileSync(test.query, 'utf8');
   let actual: SparqlResult;
   try {
-    actual = await evaluateQuery(store, text, { timeoutMs: 20_000, maxResults: 100_000 }, { baseIri: iriOf(test.query), allowDatasetClauses: true });
+    actual = await evaluateQuery(store, text, { timeoutMs: 20_000, maxResults: 100_000 }, { baseIri: iriOf(test.query), allowDatasetClauses: true, onPath });
   } catch (error) {
     return `evaluation failed: ${(error as Error).message.slice(0, 200)}`;
   }
@@ -285,9 +289,10 @@ describe('The W3C SPARQL 1.1 query-evaluation tests through Weft’s engine', fu
   it('passes at least 200 of them, and fails only the known ones, each with its reason', async () => {
     const failures: Array<{ id: string; reason: string }> = [];
     const perFolder = new Map<string, { passed: number; total: number }>();
+    const paths: Paths = new Map();
     for (const test of tests) {
       const id = `${test.folder}/${test.name}`;
-      const reason = await runTest(test);
+      const reason = await runTest(test, paths);
       const tally = perFolder.get(test.folder) ?? { passed: 0, total: 0 };
       tally.total += 1;
       if (reason === null) tally.passed += 1;
@@ -298,6 +303,13 @@ describe('The W3C SPARQL 1.1 query-evaluation tests through Weft’s engine', fu
     process.stdout.write(`\n      W3C SPARQL 1.1 evaluation: ${passed}/${tests.length} passed\n`);
     for (const [folder, { passed: p, total }] of perFolder) process.stdout.write(`        ${folder.padEnd(20)} ${p}/${total}\n`);
     for (const { id, reason } of failures) process.stdout.write(`        FAIL ${id}: ${KNOWN_FAILURES[id] ?? reason}\n`);
+    const fast = [...paths.values()].filter((path) => path === 'fast').length;
+    process.stdout.write(`      answered by Weft's fast path: ${fast}, by Comunica: ${paths.size - fast} (WEFT_W3C_PATHS=1 lists them)\n`);
+    if (process.env.WEFT_W3C_PATHS) for (const [id, path] of paths) process.stdout.write(`        ${path.padEnd(8)} ${id}\n`);
+    // The fast path must carry most of the suite (it leaves GRAPH, FROM, negated property sets and
+    // some functions to Comunica), so a change that sends everything to Comunica cannot pass unseen.
+    assert.equal(paths.size, tests.length, 'every test reported which evaluator answered');
+    assert.ok(fast >= 170, `only ${fast} tests were answered by the fast path`);
     assert.ok(passed >= 200, `only ${passed} of ${tests.length} passed`);
     const unexpected = failures.filter((f) => !(f.id in KNOWN_FAILURES));
     assert.deepEqual(unexpected.map((f) => `${f.id}: ${f.reason.split('\n')[0]}`), [], 'failures not in KNOWN_FAILURES');

@@ -1,0 +1,100 @@
+import type * as RDF from '@rdfjs/types';
+import type { Store } from 'n3';
+import type * as Sparql from 'sparqljs';
+import { InputError } from '../../core/errors';
+import type { SparqlLimits, SparqlResult } from '../sparql-engine';
+import { TemplateInstantiator } from './construct';
+import { unsupportedFeature } from './coverage';
+import { datasetView, QueryDataset } from './dataset';
+import type { EntityIndex } from './n3-internals';
+import { Deadline } from './deadline';
+import { planSelect, SelectPlan } from './select';
+import { TermTable } from './term-table';
+import { UnsupportedQuery } from './unsupported';
+
+// Weft's own SPARQL evaluator. A query's algebra is evaluated directly on the numeric indexes of
+// n3 Stores (n3-internals.ts, triple-scan.ts): solutions are rows of term ids (solution.ts,
+// term-table.ts), and RDF terms are made only where an expression or the answer needs them. It
+// takes SELECT, ASK and CONSTRUCT queries made of the forms coverage.ts accepts; for any other
+// query `planFastEvaluation` answers undefined before evaluating anything, and Comunica answers.
+//
+// The way through: coverage.ts, then algebra.ts (the parse tree as SPARQL algebra), select.ts
+// (grouping.ts, ordering.ts and the other solution modifiers), patterns.ts (joins, OPTIONAL,
+// UNION, MINUS, BIND, VALUES, subqueries, EXISTS), bgp.ts (join order from cardinality.ts) and
+// paths.ts; expressions.ts compiles FILTER, BIND and projected expressions.
+//
+// On imports: Weft runs TypeScript through tsx, which compiles every use of an imported name into
+// getter calls. Modules on the per-row path bind the imported values they use once, at load.
+
+export type { QueryDataset } from './dataset';
+export { storeSharingEntityIndex } from './n3-internals';
+
+const WILDCARD = { termType: 'Wildcard', value: '*' } as unknown as Sparql.Wildcard;
+
+function resultTooLarge(max: number, what: string): InputError {
+  return new InputError('result_too_large', `The query returns more than ${max} ${what}; add a LIMIT or narrow it.`);
+}
+
+/** The query as the SELECT whose solutions it answers with (ASK and CONSTRUCT use every in-scope variable). */
+function asSelect(query: Sparql.Query): Sparql.SelectQuery {
+  if (query.queryType === 'SELECT') return query;
+  // The grammar gives ASK and CONSTRUCT the same solution modifiers (sparqljs keeps them on the query).
+  const { order, limit, offset, group, having } = query as unknown as Partial<Sparql.SelectQuery>;
+  return { ...query, queryType: 'SELECT', variables: [WILDCARD], order, limit, offset, group, having, distinct: false, reduced: false } as Sparql.SelectQuery;
+}
+
+/**
+ * Plans the query over the store or dataset and returns what evaluates it, or undefined when the
+ * fast path does not take the query (then nothing was evaluated and Comunica answers). The time
+ * limit counts from planning; evaluation throws query_timeout and result_too_large as the Comunica
+ * path does.
+ */
+export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Query, limits: SparqlLimits): (() => SparqlResult) | undefined {
+  if (unsupportedFeature(query)) return undefined;
+  const view = datasetView(source);
+  if (!view) return undefined;
+  const deadline = new Deadline(limits.timeoutMs);
+  const terms = new TermTable(view.entityIndex);
+  let plan: SelectPlan;
+  try {
+    plan = planSelect(asSelect(query), { view, terms, deadline });
+  } catch (error) {
+    if (error instanceof UnsupportedQuery) return undefined;
+    throw error;
+  }
+  return () => evaluate(query, plan, terms, view.entityIndex, limits);
+}
+
+function evaluate(query: Sparql.Query, plan: SelectPlan, terms: TermTable, entityIndex: EntityIndex, limits: SparqlLimits): SparqlResult {
+  if (query.queryType === 'ASK') {
+    let found = false;
+    plan.run(() => {
+      found = true;
+      return false;
+    });
+    return { kind: 'boolean', value: found };
+  }
+
+  if (query.queryType === 'CONSTRUCT') {
+    const template = new TemplateInstantiator(query.template ?? [], plan.slots, terms, entityIndex);
+    plan.run((row) => {
+      if (template.add(row) > limits.maxResults) throw resultTooLarge(limits.maxResults, 'triples');
+      return true;
+    });
+    return { kind: 'quads', quads: template.quads };
+  }
+
+  const { variables, projectedSlots } = plan;
+  const rows: Array<Record<string, RDF.Term>> = [];
+  plan.run((row) => {
+    if (rows.length === limits.maxResults) throw resultTooLarge(limits.maxResults, 'rows');
+    const answer: Record<string, RDF.Term> = {};
+    for (let i = 0; i < projectedSlots.length; i++) {
+      const id = row[projectedSlots[i]];
+      if (id !== 0) answer[variables[i]] = terms.rdf(id);
+    }
+    rows.push(answer);
+    return true;
+  });
+  return { kind: 'bindings', variables: [...variables], rows };
+}
