@@ -2,7 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import * as N3 from 'n3';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
-import { evaluateQuery, sparqlEngine } from '../sparql-engine';
+import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
 import { serializeResult } from '../sparql-results';
 import { addEncodedGraph } from './encoded-graph';
 import type { DropRequest, GraphHandle, QueryRequest, ThreadMessage } from './messages';
@@ -48,11 +48,10 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
   try {
     for (const version of request.drop) stores.delete(version);
     collectTerms(request.graphs);
-    const parts = request.graphs.map(storeOf);
-    // TEMPORARY until evaluateQuery takes several stores: one merged store per query.
-    const dataset = parts.length === 1 ? parts[0] : new Store(parts.flatMap((part) => part.getQuads(null, null, null, null)));
+    // The query's graphs as one dataset: stores over one entity index, their union the default graph.
+    const dataset: QueryDataset = { stores: request.graphs.map(storeOf) };
     let path: string | undefined;
-    const result = await evaluateQuery(dataset as never, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen: string) => (path = chosen) } as never);
+    const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen) });
     const evaluationMs = performance.now() - started;
     if ('serializeAs' in request.answer) return { type: 'answer', id: request.id, body: await serializeResult(result, request.answer.serializeAs), path, evaluationMs };
     return { type: 'answer', id: request.id, result: plainResult(result), path, evaluationMs };

@@ -96,12 +96,13 @@ const building = new Map<string, Promise<KeptGraph>>();
 function keptOrBuilt(slot: string, version: string, fresh: (kept: KeptGraph) => boolean, build: () => Promise<GraphHandle>): Promise<KeptGraph> {
   const kept = graphs.get(slot);
   if (kept && kept.handle.version === version && fresh(kept)) return Promise.resolve(kept);
-  const pending = building.get(slot);
+  // Builds are shared per version: a query that sees a newer snapshot never waits on an older build.
+  const pending = building.get(version);
   if (pending) return pending;
   const started = build()
     .then((handle) => graphs.set(slot, { handle, builtAt: Date.now() }, encodedBytes(handle.graph)))
-    .finally(() => building.delete(slot));
-  building.set(slot, started);
+    .finally(() => building.delete(version));
+  building.set(version, started);
   return started;
 }
 
