@@ -37,7 +37,7 @@ export function createPipelineRunActivities(deps: ExecutionDependencies) {
 
     endRun: ({ runId, status, error }: { runId: string; status: 'failed' | 'canceled'; error: RunErrorEvidence | null }) => asActivity(() => endRun(deps.db, runId, status, error)),
 
-    createScheduledRun: ({ scheduleId }: { scheduleId: string }) => asActivity(() => recordScheduledRun(deps.db, scheduleId)),
+    createScheduledRun: ({ scheduleId }: { scheduleId: string }) => asActivity(() => recordScheduledRun(deps, scheduleId)),
   };
 }
 

@@ -1,4 +1,5 @@
-import { applyApprovedWrite, expireWriteAction, recordWriteDecision } from '../services/endpoints/write-approvals';
+import { expireWriteAction, recordWriteDecision } from '../services/endpoints/write-approvals';
+import { applyApprovedWrite } from '../services/endpoints/write-apply';
 import type { WriteDecision } from '../workflows/names';
 import type { ExecutionDependencies } from '../services/pipelines/run-execution';
 import { asActivity } from './as-activity';

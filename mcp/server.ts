@@ -8,6 +8,7 @@ import { DomainError, InputError, NotFoundError } from '../core/errors';
 import { logger } from '../core/logger';
 import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import { Problem, problem, problemFromDomainError } from '../core/problem';
+import type { Project } from '../db/models';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
 import { domainErrorFromDatabase } from '../services/operations/database-errors';
 import { admit, execute } from '../services/operations/invoke';
@@ -63,9 +64,23 @@ function errorResult(error: unknown, requestId: string, tool: string): CallToolR
   return { ...asResult(body), isError: true };
 }
 
-/** A tool call: the operation the tool names, invoked as the calling key (the tool adds only transport). */
-async function callTool(deps: ServiceDependencies, tool: ToolSpec, args: Record<string, unknown>, caller: Caller, boundProjectId: string | null) {
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The access checks that come before the arguments are read, in the order HTTP makes them: the
+ * key's layers, then the project (the connection's, or a well-formed projectId argument, as HTTP
+ * checks the project of a valid path before it reads the body). A key that may not call the tool
+ * learns nothing of its argument schema, and gets the code its HTTP route answers.
+ */
+async function admitCall(caller: Caller, tool: ToolSpec, args: Record<string, unknown>, boundProjectId: string | null): Promise<Project | undefined> {
   await admit(caller, tool.operation);
+  if (!toolTakesProject(tool)) return undefined;
+  const projectId = boundProjectId ?? args.projectId;
+  return typeof projectId === 'string' && UUID.test(projectId) ? admit(caller, tool.operation, projectId) : undefined;
+}
+
+/** A tool call: the operation the tool names, invoked as the calling key (the tool adds only transport). */
+async function callTool(tool: ToolSpec, args: Record<string, unknown>, caller: Caller, boundProjectId: string | null, admitted: Project | undefined) {
   // confirm was checked by the schema (const true); the operation gets only the tool's own arguments.
   const own = { ...args };
   const { projectId, idempotencyKey } = args;
@@ -73,7 +88,7 @@ async function callTool(deps: ServiceDependencies, tool: ToolSpec, args: Record<
   const project = toolTakesProject(tool) ? { projectId: boundProjectId ?? String(projectId) } : {};
   const input = tool.input ? tool.input(own, project.projectId) : { ...project, ...own };
   const call: Caller = { ...caller, idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : undefined };
-  const { output, replayed } = await execute(call, tool.operation, input);
+  const { output, replayed } = await execute(call, tool.operation, input, { admitted });
   return { value: tool.output ? tool.output(output) : output, replayed };
 }
 
@@ -88,12 +103,19 @@ function buildServer(deps: ServiceDependencies, boundProjectId: string | null): 
     if (!tool) throw new McpError(ErrorCode.MethodNotFound, `Unknown tool "${request.params.name}".`);
     // The validator fills defaults into the arguments, so validate a copy.
     const args = structuredClone(request.params.arguments ?? {}) as Record<string, unknown>;
+    const { principal, requestId } = extra.authInfo!.extra as unknown as CarryingRequest;
+    const caller: Caller = { deps, principal, door: 'mcp', requestId };
+    // Access first, as over HTTP: a refusal is the same tool error whatever the arguments are.
+    let admitted: Project | undefined;
+    try {
+      admitted = await admitCall(caller, tool, args, boundProjectId);
+    } catch (error) {
+      return errorResult(error, requestId, tool.name);
+    }
     const problems = schemaProblems(toolInputSchema(tool, bound), args);
     if (problems.length) throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for ${tool.name}: ${summarizeProblems(problems)}`, { errors: problems });
-    const { principal, requestId } = extra.authInfo!.extra as unknown as CarryingRequest;
     try {
-      const caller: Caller = { deps, principal, door: 'mcp', requestId };
-      const { value, replayed } = await callTool(deps, tool, args, caller, boundProjectId);
+      const { value, replayed } = await callTool(tool, args, caller, boundProjectId, admitted);
       return replayed ? { ...asResult(value), _meta: { idempotentReplayed: true } } : asResult(value);
     } catch (error) {
       return errorResult(error, requestId, tool.name);

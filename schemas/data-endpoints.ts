@@ -41,7 +41,7 @@ const descriptiveFields: Record<string, JsonSchema> = {
   target: {
     type: 'object',
     minProperties: 1,
-    description: "Selector validated against the capability's target schema (GET /api/v1/plugins lists them). No host or password settings: those live on the plugin installation.",
+    description: "Selector validated against the capability's target schema (GET /api/v1/plugins lists them). No host, password or other credential: those live on the plugin installation, stored encrypted. A name that says credential is refused wherever the schema does not declare it (query parameters in request.url or request.query, headers, unknown fields), a bare key included (key, api_key, X-Api-Key, access_key; record keys such as primaryKey or sort_key are not), and so is a value that looks like a secret.",
   },
   schemaHints: schemaHintsSchema,
   freshness: { type: 'string', minLength: 1, maxLength: 200, description: 'Descriptive label, e.g. "hourly".' },

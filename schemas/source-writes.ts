@@ -145,6 +145,24 @@ const snapshotInfoSchema: JsonSchema = {
   properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp },
 };
 
+const rowObject: JsonSchema = { type: 'object' };
+export const changeSetSchema: JsonSchema = {
+  type: 'object',
+  required: ['added', 'changed', 'removed', 'counts', 'truncated'],
+  properties: {
+    added: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, after: rowObject } } },
+    changed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject, after: rowObject } } },
+    removed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject } } },
+    counts: { type: 'object', properties: { added: { type: 'integer' }, changed: { type: 'integer' }, removed: { type: 'integer' } } },
+    truncated: { type: 'boolean', description: 'A list stops at 500 rows; the counts stay exact.' },
+    recordsWithheld: {
+      type: 'boolean',
+      const: true,
+      description: 'Present when the rows that existed before the write were withheld from this key (see the action’s changeSet).',
+    },
+  },
+};
+
 export const writeActionSchema: JsonSchema = {
   type: 'object',
   required: ['actionId', 'dataEndpointId', 'projectId', 'idempotencyKey', 'operation', 'status', 'snapshotBefore', 'snapshotAfter', 'createdAt'],
@@ -172,6 +190,13 @@ export const writeActionSchema: JsonSchema = {
         },
       },
     },
+    changeSet: {
+      anyOf: [changeSetSchema, { type: 'null' }],
+      description: [
+        'For an action that waited for approval: the change set its dry run at proposal found, for approvers to judge. null for actions applied at once.',
+        'Rows that existed before the write are existing record values: a key without data:read and the endpoint’s named read grants (the grants of its read bindings) gets changed and removed empty (a changed row’s after values keep the fields the write left alone, so they are withheld with its before values) and recordsWithheld true; the counts and the rows the action adds stay.',
+      ].join(' '),
+    },
     snapshotBefore: { ...snapshotRefSchema, description: 'The expectedSourceSnapshot the action was proposed against.' },
     snapshotAfter: { anyOf: [snapshotInfoSchema, { type: 'null' }], description: 'The snapshot the applied write created.' },
     affected: { type: ['integer', 'null'] },
@@ -187,19 +212,6 @@ export const writeActionSchema: JsonSchema = {
   },
 };
 
-const rowObject: JsonSchema = { type: 'object' };
-export const changeSetSchema: JsonSchema = {
-  type: 'object',
-  required: ['added', 'changed', 'removed', 'counts', 'truncated'],
-  properties: {
-    added: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, after: rowObject } } },
-    changed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject, after: rowObject } } },
-    removed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject } } },
-    counts: { type: 'object', properties: { added: { type: 'integer' }, changed: { type: 'integer' }, removed: { type: 'integer' } } },
-    truncated: { type: 'boolean', description: 'A list stops at 500 rows; the counts stay exact.' },
-  },
-};
-
 export const dryRunResultSchema: JsonSchema = {
   type: 'object',
   required: ['dryRun', 'operation', 'expectedSourceSnapshot', 'changeSet'],
@@ -208,7 +220,7 @@ export const dryRunResultSchema: JsonSchema = {
     operation: { type: 'string', enum: [...WRITE_OPERATIONS] },
     expectedSourceSnapshot: snapshotRefSchema,
     affected: { type: 'integer' },
-    changeSet: changeSetSchema,
+    changeSet: { ...changeSetSchema, description: 'What the action would do, row by row, rows before included: a dry run needs data:read and the endpoint’s named read grants.' },
   },
 };
 

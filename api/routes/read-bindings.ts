@@ -69,6 +69,9 @@ const bindingResponse = { type: 'object', required: ['binding'], properties: { b
 const bindingParams = idParams('project_id', 'binding_id');
 const termParams: JsonSchema = { type: 'object', required: ['project_id', 'term'], properties: { project_id: uuid, term: localName } };
 
+/** Why unbinding is guarded like binding. */
+const UNBINDING = 'A binding’s grants protect its endpoint’s records: an endpoint needs the grants of every binding over it, so removing or moving one can open the data.';
+
 export const readBindingRoutes: RouteSpec[] = [
   defineRoute({
     method: 'get',
@@ -107,6 +110,7 @@ export const readBindingRoutes: RouteSpec[] = [
     method: 'put',
     path: `${BASE}/read-bindings/:binding_id`,
     operation: replaceReadBindingOperation,
+    description: `${UNBINDING} Replacing one needs the named read grants of the endpoint it covered, as it is now, and of the endpoint it covers next (403 read_grant_required), with workspaceResources for project-restricted keys. Validated as on creation.`,
     tag: TAG,
     input: requestInput,
     respond: asReply,
@@ -118,6 +122,7 @@ export const readBindingRoutes: RouteSpec[] = [
     method: 'delete',
     path: `${BASE}/read-bindings/:binding_id`,
     operation: deleteReadBindingOperation,
+    description: `${UNBINDING} Deleting one needs the endpoint’s named read grants (403 read_grant_required), with workspaceResources for project-restricted keys.`,
     tag: TAG,
     input: requestInput,
     respond: asReply,

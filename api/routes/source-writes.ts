@@ -94,6 +94,8 @@ export const sourceWriteRoutes = [
     maxJsonBytes: 16 * 1024 * 1024,
     description: [
       'Needs data:write (and data:delete for deletes), the named grants the policy requires, workspaceResources for project-restricted keys, an accountable actor, and policy:propose when the policy requires approval.',
+      'Updates, deletes and dry runs show existing record values (what a condition matches, the rows before): they also need data:read and the endpoint’s named read grants (the grants of its read bindings), as reading its records does. Appends and upserts do not.',
+      'An action that waits for approval is applied as the proposing key, with all of this checked again when the last approval arrives.',
       'The write applies in one transaction only if the endpoint’s current snapshot equals input.expectedSourceSnapshot; otherwise 409 snapshot_conflict names the current snapshot and nothing is written.',
       'Answers 200 with the applied action (snapshotAfter is the new snapshot), or 202 with an action in pending_approval. The same idempotencyKey with the same body returns the first outcome (a failure is returned again) without writing again; with another body it is 409 idempotency_key_reused.',
       'With ?dryRun=true nothing is written and no action is recorded: the answer is the change set the action would make against the expected snapshot.',

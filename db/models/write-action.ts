@@ -8,6 +8,9 @@ export interface SnapshotRef {
 
 export type WriteActionStatus = 'pending_approval' | 'applied' | 'rejected' | 'expired' | 'failed';
 
+/** The operations whose governed writes can wait for approval. */
+export type ProposingOperation = 'submitSourceWrite' | 'sparqlQueryPost';
+
 export class WriteAction extends BaseModel {
   static override tableName = 'write_actions';
   static override jsonAttributes = ['input', 'snapshotBefore', 'snapshotAfter', 'error', 'changePreview'];
@@ -25,6 +28,8 @@ export class WriteAction extends BaseModel {
   expiresAt!: Date | null;
   proposedByMemberId!: string;
   proposedByApiKeyId!: string;
+  /** The operation that proposed it (a governed write, or a SPARQL update): its access is checked again at apply. */
+  proposedByOperation!: ProposingOperation;
   snapshotBefore!: SnapshotRef;
   changePreview!: Record<string, unknown> | null;
   snapshotAfter!: SnapshotRef | null;

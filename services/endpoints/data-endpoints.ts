@@ -82,7 +82,7 @@ function endpointProblems(runtime: CapabilityRuntime, installation: PluginInstal
       if (!allowed.includes(format)) problems.push({ path: `/${field}/${index}`, message: `${definition.name} ${field} ${allowed.join(', ') || 'no formats'}` });
     });
   }
-  const connectionProblems = targetCredentialProblems(input.target).map((p) => ({ ...p, path: `/target${p.path}` }));
+  const connectionProblems = targetCredentialProblems(input.target, definition.targetSchema).map((p) => ({ ...p, path: `/target${p.path}` }));
   if (connectionProblems.length) return [...problems, ...connectionProblems];
   const contractProblems = schemaProblems(definition.targetSchema, input.target, { prefix: '/target' });
   if (contractProblems.length) return [...problems, ...contractProblems];

@@ -14,18 +14,34 @@ import { authorizeProject, hasScope, isUnrestricted, missingReadPermissions, Pri
  * - records: a direct records read (GET …/records): data:read.
  * - pipeline: a pipeline's source or destination, at validation, preview, launch and commit.
  * - ontology: through a read binding (term reads, the SPARQL dataset, published queries).
- * - bind: creating or replacing a read binding over the endpoint.
+ * - bind: creating, replacing or deleting a read binding over the endpoint (a binding's grants
+ *   protect the endpoint, so removing or moving one needs them as much as adding one).
  * - governed: a governed write (POST …/source-writes, a SPARQL update), at proposal and at apply:
- *   data:write, and data:delete for deletes.
+ *   data:write, and data:delete for deletes; with `reads`, the read guard as well.
  */
 export type DataChannel = 'records' | 'pipeline' | 'ontology' | 'bind' | 'governed';
+
+/**
+ * The scope that reads the records where a governed write came from: data:read through the records
+ * door, sparql:query for a SPARQL update (the scope that reads the same records there).
+ */
+export type ReadScope = 'data:read' | 'sparql:query';
 
 export interface DataUse {
   channel: DataChannel;
   mode: 'read' | 'write' | 'delete';
   /** The project the data is used in (a pipeline's, a binding's, a write's). */
   projectId?: string;
+  /**
+   * Governed writes whose answer shows existing record values (a dry run's change set, an update or
+   * delete, which select records by their values): the read guard too, the read scope and the
+   * endpoint's named read grants.
+   */
+  reads?: ReadScope;
 }
+
+/** Does this use read the endpoint's records, so that its named read grants apply? */
+const readsRecords = (use: DataUse): boolean => use.mode === 'read' || use.channel === 'bind' || (use.channel === 'governed' && use.reads !== undefined);
 
 /**
  * The named read grants of an endpoint: the union over every read binding of it in the workspace.
@@ -51,8 +67,8 @@ const label = (endpoint: DataEndpoint) => `${endpoint.namespace}/${endpoint.name
 export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, use: DataUse, grants: readonly string[]): void {
   // Another workspace's endpoint does not exist for this key.
   if (endpoint.workspaceId !== principal.workspaceId) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
-  const needed = use.channel === 'records' ? ['data:read'] as const
-    : use.channel === 'governed' ? (use.mode === 'delete' ? ['data:write', 'data:delete'] as const : ['data:write'] as const)
+  const needed = use.channel === 'records' ? ['data:read' as const]
+    : use.channel === 'governed' ? [...(use.mode === 'delete' ? ['data:write', 'data:delete'] as const : ['data:write'] as const), ...(use.reads ? [use.reads] : [])]
       : [];
   const missing = needed.filter((scope) => !hasScope(principal, scope));
   if (missing.length) {
@@ -64,7 +80,7 @@ export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, u
     throw new PermissionError('workspace_resources_denied', `This project-restricted API key has no access to shared workspace resources (workspaceResources is false), so it cannot use the records of ${label(endpoint)}.`);
   }
   if (use.projectId !== undefined) authorizeProject(principal, use.projectId, { named: false });
-  if (use.mode === 'read' || use.channel === 'bind') {
+  if (readsRecords(use)) {
     const lacking = missingReadPermissions(principal, grants);
     if (lacking.length) {
       throw new PermissionError('read_grant_required', `The records of ${label(endpoint)} need named read grants this API key lacks: ${lacking.join(', ')}.`, { missingReadPermissions: lacking });
@@ -74,8 +90,20 @@ export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, u
 
 /** May this key use this endpoint's records this way? Throws the refusal; loads the endpoint's grants. */
 export async function guardEndpointData(db: Executor, principal: Principal, endpoint: DataEndpoint, use: DataUse): Promise<void> {
-  const grants = use.mode === 'read' || use.channel === 'bind' ? (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)! : [];
+  const grants = readsRecords(use) ? (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)! : [];
   authorizeDataUse(principal, endpoint, use, grants);
+}
+
+/**
+ * Would this key pass the read guard on this endpoint's records (the read scope, shared-resource
+ * access, the named read grants)? For answers that show record values to keys that may read them
+ * and withhold them from others instead of refusing the whole answer (write actions' change sets).
+ */
+export async function mayReadEndpointRecords(db: Executor, principal: Principal, endpoint: DataEndpoint, readScope: ReadScope = 'data:read'): Promise<boolean> {
+  if (endpoint.workspaceId !== principal.workspaceId || !hasScope(principal, readScope)) return false;
+  if (!isUnrestricted(principal) && !principal.workspaceResources) return false;
+  const grants = (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)!;
+  return missingReadPermissions(principal, grants).length === 0;
 }
 
 /** The same for several endpoints at once (a pipeline's sources and destinations), one grant query. */

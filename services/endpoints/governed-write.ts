@@ -5,14 +5,14 @@ import type { CapabilityRuntime, WriteRequest, WriteResult } from '../../plugins
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { authorizeProject, hasScope, missingReadPermissions, Principal } from '../tenancy/access';
 import type { ActivityDependencies } from '../operations/context';
-import { guardEndpointData } from './data-guard';
+import { guardEndpointData, ReadScope } from './data-guard';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { meter } from '../usage/usage';
 import { findWritePolicy, governedWriteRuntime } from './write-policies';
 
 // What every governed write goes through, at the dry run, at proposal and again at apply: the
-// checks (endpoint, project, data guard, write policy), the capability request, the write itself
-// and the metering of an applied one.
+// checks (endpoint, project, data guard — with the read guard when the answer shows existing
+// records —, write policy), the capability request, the write itself and the metering of an applied one.
 
 export interface PreparedWrite {
   endpoint: DataEndpoint;
@@ -66,11 +66,31 @@ async function requireProjectOf(db: Executor, principal: Principal, projectId: s
   authorizeProject(principal, projectId);
 }
 
-export async function prepareWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest): Promise<PreparedWrite> {
+export interface WriteOrigin {
+  /** A dry run: its answer is the change set, rows before included. */
+  dryRun?: boolean;
+  /** The scope that reads the records where the write came from (sparql:query for a SPARQL update). */
+  readScope?: ReadScope;
+}
+
+/**
+ * Does this write's answer show existing record values? A dry run's change set does (rows before),
+ * and updates and deletes select records by their values (what they match, and how many, is an
+ * answer about the data). Appends and upserts only add what the caller sent.
+ */
+export const showsRecords = (request: WriteActionRequest, origin: WriteOrigin = {}): boolean =>
+  Boolean(origin.dryRun) || request.input.operation === 'update' || request.input.operation === 'delete';
+
+export async function prepareWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, origin: WriteOrigin = {}): Promise<PreparedWrite> {
   const { endpoint, installation } = await requireDataEndpoint(deps.db, principal.workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
   await requireProjectOf(deps.db, principal, request.projectId);
-  await guardEndpointData(deps.db, principal, endpoint, { channel: 'governed', mode: request.input.operation === 'delete' ? 'delete' : 'write', projectId: request.projectId });
+  await guardEndpointData(deps.db, principal, endpoint, {
+    channel: 'governed',
+    mode: request.input.operation === 'delete' ? 'delete' : 'write',
+    projectId: request.projectId,
+    reads: showsRecords(request, origin) ? (origin.readScope ?? 'data:read') : undefined,
+  });
   const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(deps.db, principal.workspaceId, endpointId), request);
   return { endpoint, installation, runtime, policy };
 }

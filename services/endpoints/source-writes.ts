@@ -5,7 +5,7 @@ import { canonicalJson } from '../../core/json-shape';
 import { sha256Hex } from '../../core/secrets';
 import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
-import { storedError, WriteAction } from '../../db/models';
+import { ProposingOperation, storedError, WriteAction } from '../../db/models';
 import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { writeActionSearchAttributes, writeApprovalWorkflowId } from '../../workflows/names';
@@ -16,6 +16,7 @@ import { assertCredit } from '../usage/usage';
 import { governedWriteRuntime } from './write-policies';
 import { meterWrite, prepareWrite, writeRequestOf, writeThrough } from './governed-write';
 import { viewOf, WriteActionView } from './write-actions';
+import type { ReadScope } from './data-guard';
 import { logEvent } from './write-log';
 
 // Governed source writes (SPEC 2.9): a policy decides who may write what; the write applies in one
@@ -28,8 +29,9 @@ export type { WriteActionView } from './write-actions';
 
 export type SourceWriteDependencies = ServiceDependencies;
 
+/** A dry run answers the change set, rows before included: it needs the read guard as well (prepareWrite). */
 export async function dryRunSourceWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest) {
-  const prepared = await prepareWrite(deps, principal, endpointId, request);
+  const prepared = await prepareWrite(deps, principal, endpointId, request, { dryRun: true });
   const result = await writeThrough(deps.db, deps, prepared, writeRequestOf(request.input, request.actionId, { dryRun: true }));
   return { dryRun: true as const, operation: request.input.operation, expectedSourceSnapshot: request.input.expectedSourceSnapshot, affected: result.affected, changeSet: result.changes! };
 }
@@ -42,14 +44,14 @@ export interface SubmitOutcome {
 }
 
 /** The same key and body returns the first outcome (a failure is raised again); another body is a conflict. */
-async function replay(db: Executor, existing: WriteAction, digest: string): Promise<SubmitOutcome> {
+async function replay(db: Executor, principal: Principal, existing: WriteAction, digest: string, readScope: ReadScope): Promise<SubmitOutcome> {
   if (existing.requestDigest !== digest) {
     throw new ConflictError('idempotency_key_reused', 'This idempotencyKey was already used on this endpoint for a different request. Send the same body to get its outcome, or use a new key for a new action.', {
       actionId: existing.actionId,
     });
   }
   if (existing.status === 'failed' && existing.error) throw restoredError({ ...existing.error, details: { ...existing.error.details, actionId: existing.actionId, replayed: true } });
-  return { pending: existing.status === 'pending_approval', replayed: true, writeAction: await viewOf(db, existing) };
+  return { pending: existing.status === 'pending_approval', replayed: true, writeAction: await viewOf(db, principal, existing, readScope) };
 }
 
 const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationError || (error as { code?: string }).code === '23505' || (error as { nativeError?: { code?: string } }).nativeError?.code === '23505';
@@ -59,8 +61,12 @@ const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationEr
  * action record and log; with approval it is checked by a dry run, recorded as pending and
  * handed to a Temporal workflow that waits for decisions or expiry.
  */
-export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, options: { requestDigest?: string } = {}): Promise<SubmitOutcome> {
-  const prepared = await prepareWrite(deps, principal, endpointId, request);
+export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, options: { requestDigest?: string; proposedBy?: ProposingOperation } = {}): Promise<SubmitOutcome> {
+  // The operation that proposed it decides how it is checked again at apply (write-apply.ts), and
+  // which scope reads the records where it came from.
+  const proposedBy = options.proposedBy ?? 'submitSourceWrite';
+  const readScope: ReadScope = proposedBy === 'sparqlQueryPost' ? 'sparql:query' : 'data:read';
+  const prepared = await prepareWrite(deps, principal, endpointId, request, { readScope });
   await assertCredit(deps.db, principal.workspaceId, 'governed_write');
   // What a retry with the same idempotencyKey must repeat to get the first outcome: the body, or
   // for an action derived from another request (a SPARQL update) that request, since each attempt
@@ -74,7 +80,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
       // Retries of one key queue here; the first decides the outcome every later one returns.
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', [`weft.source_write:${endpointId}`, request.idempotencyKey]);
       const existing = await WriteAction.query(trx).findOne({ workspaceId: principal.workspaceId, dataEndpointId: endpointId, idempotencyKey: request.idempotencyKey });
-      if (existing) return replay(trx, existing, digest);
+      if (existing) return replay(trx, principal, existing, digest, readScope);
       const id = randomUUID();
       const approvals = prepared.policy.approvalRequired ? prepared.policy.approvalsRequired : 0;
       const base = {
@@ -90,6 +96,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         approvalsRequired: approvals,
         proposedByMemberId: principal.memberId,
         proposedByApiKeyId: principal.apiKeyId,
+        proposedByOperation: proposedBy,
         snapshotBefore: request.input.expectedSourceSnapshot,
       };
 
@@ -115,7 +122,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         await logEvent(trx, action, 'proposed', actor, { snapshotBefore: request.input.expectedSourceSnapshot as SnapshotInfo, detail: { approvalsRequired: approvals, expiresAt: expiresAt.toISOString() } });
         if (failure) {
           await logEvent(trx, action, 'failed', actor, { snapshotBefore: request.input.expectedSourceSnapshot as SnapshotInfo, detail: storedError(failure) as unknown as Record<string, unknown> });
-          return { pending: false, replayed: false, writeAction: await viewOf(trx, action) };
+          return { pending: false, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
         }
         // Started inside the transaction: if the commit then fails, the workflow finds no action and ends.
         try {
@@ -129,7 +136,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
           const cause = (error as { cause?: { message?: string } }).cause?.message;
           throw new UnavailableError('temporal_unavailable', `The approval workflow could not be started, so nothing was recorded; retry with the same idempotencyKey. (${cause ?? (error as Error).message})`);
         }
-        return { pending: true, replayed: false, writeAction: await viewOf(trx, action) };
+        return { pending: true, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
       }
 
       // Recorded before the write: a taken actionId fails here, before anything reaches a remote store.
@@ -154,7 +161,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
         await meterWrite(trx, action, actor);
       }
-      return { pending: false, replayed: false, writeAction: await viewOf(trx, action) };
+      return { pending: false, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
     });
   } catch (error) {
     if (isUniqueViolation(error)) {

@@ -1,4 +1,5 @@
 import type { FieldProblem } from '../../core/errors';
+import type { JsonSchema } from '../../core/schema-validator';
 
 // An endpoint's target is readable by any endpoints:read key, so it must never hold a credential:
 // those belong in the plugin installation's settings, stored encrypted and never returned. Names
@@ -13,10 +14,13 @@ const CREDENTIAL_WORDS = new Set([
 ]);
 
 /**
- * "key" alone is structural (primaryKey, keyField, sortKey); after one of these words it is a
- * credential (api key, access key, X-Api-Key, subscription key).
+ * "key" is how many APIs name their credential: ?key=… (Google), user_key (3scale), X-API-Key,
+ * access_key. It is a credential word, except where it names a record key: after one of these words
+ * (primaryKey, sort_key, partitionKey), or before a word that makes the name about a key rather
+ * than the key itself (keyField, key_fields).
  */
-const KEY_QUALIFIERS = new Set(['api', 'access', 'secret', 'private', 'client', 'auth', 'subscription', 'signing', 'encryption', 'master', 'license', 'app', 'consumer', 'developer', 'service']);
+const RECORD_KEY_QUALIFIERS = new Set(['primary', 'foreign', 'sort', 'order', 'partition', 'range', 'row', 'record', 'unique', 'natural', 'surrogate', 'composite', 'dedup', 'dedupe', 'join', 'lookup', 'group']);
+const ABOUT_KEY_WORDS = new Set(['field', 'fields', 'column', 'columns', 'name', 'names', 'path', 'paths']);
 
 /** A name's words: camelCase, snake_case, kebab-case and digits split, lowercased. */
 export function nameWords(name: string): string[] {
@@ -29,11 +33,13 @@ export function nameWords(name: string): string[] {
 }
 
 /** Does this name (a field, a header, a query parameter) say that its value is a credential? */
-export function isCredentialName(name: string): boolean {
+export function isCredentialName(name: string, { structural = false }: { structural?: boolean } = {}): boolean {
   const words = nameWords(name);
   if (words.some((word) => CREDENTIAL_WORDS.has(word))) return true;
   if (CREDENTIAL_WORDS.has(words.join(''))) return true;
-  return words.some((word, i) => (word === 'key' || word === 'keys') && i > 0 && KEY_QUALIFIERS.has(words[i - 1]));
+  // A field the target schema declares is structural: its "key" is the schema's, not a credential.
+  if (structural) return false;
+  return words.some((word, i) => (word === 'key' || word === 'keys') && !RECORD_KEY_QUALIFIERS.has(words[i - 1]) && !ABOUT_KEY_WORDS.has(words[i + 1]));
 }
 
 const CREDENTIAL_PREFIXES = /^(?:sk|rk|pk)_(?:live|test)_|^gh[pousr]_[A-Za-z0-9]{20,}|^github_pat_|^xox[abprs]-|^AKIA[0-9A-Z]{16}$|^weft_sk_|^glpat-|^AIza[0-9A-Za-z_-]{30,}/;
@@ -71,13 +77,26 @@ function asUrl(value: string): URL | undefined {
 
 const MOVE_IT = 'put credentials in the plugin installation’s settings, which are stored encrypted and never returned, not in the endpoint target';
 
-/** Every place in a target that holds, or names, a credential. Paths are JSON Pointers into the target. */
-export function targetCredentialProblems(value: unknown, path = ''): FieldProblem[] {
-  if (Array.isArray(value)) return value.flatMap((item, index) => targetCredentialProblems(item, `${path}/${index}`));
+/** The schema of property `name` in an object schema, when it declares that property by name. */
+function declaredProperty(schema: JsonSchema | undefined, name: string): JsonSchema | undefined {
+  const properties = schema?.properties as Record<string, JsonSchema> | undefined;
+  return properties && Object.prototype.hasOwnProperty.call(properties, name) ? properties[name] : undefined;
+}
+
+/**
+ * Every place in a target that holds, or names, a credential. Paths are JSON Pointers into the
+ * target. With the capability's target schema, the names it declares (primaryKey, primaryKeys…)
+ * are its structure and are judged by the credential words only; names it leaves free (the query
+ * parameters of request.query, headers, fields it does not know) and URL query parameter names are
+ * judged by every word, "key" included.
+ */
+export function targetCredentialProblems(value: unknown, schema?: JsonSchema, path = ''): FieldProblem[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => targetCredentialProblems(item, schema?.items as JsonSchema | undefined, `${path}/${index}`));
   if (value && typeof value === 'object') {
     return Object.entries(value).flatMap(([key, inner]) => {
       const at = `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      return isCredentialName(key) ? [{ path: at, message: `"${key}" names a credential: ${MOVE_IT}` }] : targetCredentialProblems(inner, at);
+      const declared = declaredProperty(schema, key);
+      return isCredentialName(key, { structural: declared !== undefined }) ? [{ path: at, message: `"${key}" names a credential: ${MOVE_IT}` }] : targetCredentialProblems(inner, declared, at);
     });
   }
   if (typeof value !== 'string') return [];

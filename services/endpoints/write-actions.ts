@@ -1,17 +1,30 @@
 import { NotFoundError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
-import { WriteAction, WriteActionDecision } from '../../db/models';
+import { DataEndpoint, WriteAction, WriteActionDecision } from '../../db/models';
 import { authorizeProject, hasScope, Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
+import { mayReadEndpointRecords, ReadScope } from './data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 
-// Write actions as callers read them: the view with its decisions, and which actions a caller may see.
+// Write actions as callers read them: the view with its decisions (its change set withholding the
+// rows that were there from keys that may not read the endpoint's records), and which actions a caller may see.
 
 function presentDecision(decision: WriteActionDecision) {
   return { memberId: decision.memberId, decision: decision.decision, comment: decision.comment, decidedAt: decision.createdAt.toISOString() };
 }
 
-function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[]) {
+/**
+ * A change set as a key that may not read the endpoint's records sees it. Rows that were there
+ * before the write are existing record values: a changed row's before values, and its after values
+ * too (they keep every field the write left alone), and a removed row. Those lists are withheld;
+ * the counts, the truncation flag and the rows the action itself adds stay.
+ */
+function withoutExistingRecords(changeSet: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!changeSet) return changeSet;
+  return { ...changeSet, changed: [], removed: [], recordsWithheld: true };
+}
+
+function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[], mayReadRecords: boolean) {
   return {
     actionId: action.actionId,
     dataEndpointId: action.dataEndpointId,
@@ -26,7 +39,7 @@ function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[
       expiresAt: action.expiresAt?.toISOString() ?? null,
       decisions: decisions.map(presentDecision),
     },
-    changeSet: action.changePreview,
+    changeSet: mayReadRecords ? action.changePreview : withoutExistingRecords(action.changePreview),
     snapshotBefore: action.snapshotBefore,
     snapshotAfter: action.snapshotAfter,
     affected: action.affected,
@@ -40,9 +53,19 @@ function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[
 
 export type WriteActionView = ReturnType<typeof presentWriteAction>;
 
-export async function viewOf(db: Executor, action: WriteAction): Promise<WriteActionView> {
+/** May this viewer see the records of the action's endpoint (the read guard)? Otherwise the change set withholds them. */
+async function mayReadRecordsOf(db: Executor, viewer: Principal, endpointId: string, readScope?: ReadScope): Promise<boolean> {
+  const endpoint = await DataEndpoint.query(db).findOne({ id: endpointId, workspaceId: viewer.workspaceId });
+  return Boolean(endpoint) && mayReadEndpointRecords(db, viewer, endpoint!, readScope);
+}
+
+/**
+ * An action as this viewer sees it. `readScope` is the scope that reads the records through the
+ * door the viewer came by (sparql:query for the answer to a SPARQL update; data:read otherwise).
+ */
+export async function viewOf(db: Executor, viewer: Principal, action: WriteAction, readScope?: ReadScope): Promise<WriteActionView> {
   const decisions = await WriteActionDecision.query(db).where({ writeActionId: action.id }).orderBy('createdAt');
-  return presentWriteAction(action, decisions);
+  return presentWriteAction(action, decisions, await mayReadRecordsOf(db, viewer, action.dataEndpointId, readScope));
 }
 
 const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:approve') || hasScope(principal, 'policy:read');
@@ -60,7 +83,7 @@ export async function requireVisibleAction(db: Executor, principal: Principal, e
 }
 
 export async function getSourceWrite(db: Executor, principal: Principal, endpointId: string, actionId: string): Promise<WriteActionView> {
-  return viewOf(db, await requireVisibleAction(db, principal, endpointId, actionId));
+  return viewOf(db, principal, await requireVisibleAction(db, principal, endpointId, actionId));
 }
 
 export async function listSourceWrites(db: Executor, principal: Principal, endpointId: string, page: PageRequest, filter: { status?: string }) {
@@ -71,5 +94,6 @@ export async function listSourceWrites(db: Executor, principal: Principal, endpo
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   const decisions = rows.length ? await WriteActionDecision.query(db).whereIn('writeActionId', rows.map((row) => row.id)).orderBy('createdAt') : [];
-  return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id))), pagination };
+  const mayReadRecords = await mayReadRecordsOf(db, principal, endpointId);
+  return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id), mayReadRecords)), pagination };
 }

@@ -42,7 +42,7 @@ export const getReadBindingOperation = defineOperation({
 
 export const replaceReadBindingOperation = defineOperation({
   name: 'replaceReadBinding',
-  summary: 'Replace a read binding; validated as on creation.',
+  summary: 'Replace a read binding; validated as on creation. Needs the named read grants of the endpoint it covered, and of the one it covers next.',
   access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
   effect: 'write',
   async run({ db, principal, project, deps }: OperationContext, { params, body }: RequestInput<BindingParams, Record<string, never>, BindingInput>): Promise<Reply> {
@@ -52,11 +52,11 @@ export const replaceReadBindingOperation = defineOperation({
 
 export const deleteReadBindingOperation = defineOperation({
   name: 'deleteReadBinding',
-  summary: 'Delete a read binding (its endpoint can then be deleted).',
+  summary: 'Delete a read binding (its endpoint can then be deleted). Needs the endpoint’s named read grants, like binding it.',
   access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
-    await deleteBinding(db, project, params.binding_id);
+  async run({ db, principal, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteBinding(db, principal, project, params.binding_id);
     return { status: 204 };
   },
 });

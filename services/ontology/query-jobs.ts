@@ -1,33 +1,41 @@
 import { DomainError } from '../../core/errors';
 import type { Db } from '../../db/connection';
 import { Project, QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
-import type { Principal } from '../tenancy/access';
+import type { Principal, Requirement } from '../tenancy/access';
 import { meter } from '../usage/usage';
-import { actAsKey, ActivityDependencies } from '../operations/act-as-key';
+import { actAsKey, ActivityDependencies, isRefusal } from '../operations/act-as-key';
 import { defineOperation } from '../operations/operation';
 import { checkGrants, EXECUTION_DEFAULTS, runQuery } from './query-execution';
 import { executeQueryOperation } from './query-operations';
 
 /**
  * An async query job runs later, in an activity, as the key that asked for it: with the access of
- * the execute operation that accepted it, checked again against the key as it is now.
+ * the execute operation that accepted it, checked again against the key as it is now, and an
+ * accountable actor. A synchronous execution reads and changes nothing, so it needs none (SPEC
+ * 5.1 asks one of mutations and run access); a job is work done later in the name of the key's
+ * member, metered to them, which SPEC 5.1 lets fail once the creator has lost membership, as every
+ * other piece of later work does (a run's commit, a scheduled launch, an approved write).
  */
 export const runQueryJobOperation = defineOperation({
   name: 'runQueryJob',
   summary: 'Run an accepted async query job and store its rows.',
-  access: executeQueryOperation.access,
+  access: { ...(executeQueryOperation.access as Requirement), actor: 'accountable' },
   effect: 'external',
   run: ({ deps, principal }, { jobId }: { projectId: string; jobId: string }) => runQueryJob(deps, jobId, principal),
 });
 
-/** The job activity: a refusal (revoked key, narrowed allowlist, withdrawn grant) fails the job with its reason. */
+/**
+ * The job activity. A refusal (revoked key, narrowed allowlist, withdrawn grant, member gone)
+ * fails the job with its reason; anything else, such as a lost race or a database briefly away,
+ * is thrown so the activity is retried and the job stays active meanwhile.
+ */
 export async function runQueryJobAsItsKey(deps: ActivityDependencies, jobId: string): Promise<{ status: string }> {
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   try {
     return await actAsKey(deps, { workspaceId: job.workspaceId, apiKeyId: job.apiKeyId }, `query-job:${jobId}`, runQueryJobOperation, { projectId: job.projectId, jobId });
   } catch (error) {
-    if (!(error instanceof DomainError)) throw error;
+    if (!isRefusal(error)) throw error;
     return refuseQueryJob(deps.db, jobId, error);
   }
 }

@@ -130,7 +130,10 @@ async function validated(db: Executor, encryptionKey: Buffer, project: Project, 
   };
 }
 
-/** Binding an endpoint exposes its records to the project's ontology readers: the data guard's 'bind' use. */
+/**
+ * Binding an endpoint exposes its records to the project's ontology readers, and unbinding it may
+ * remove the grant that protects them: both are the data guard's 'bind' use of that endpoint.
+ */
 async function guardBinding(db: Executor, principal: Principal, project: Project, dataEndpointId: string): Promise<void> {
   const endpoint = await DataEndpoint.query(db).findOne({ id: dataEndpointId, workspaceId: project.workspaceId });
   // An unknown endpoint is a validation problem of the binding.
@@ -151,15 +154,23 @@ export async function requireBinding(db: Executor, project: Project, bindingId: 
   return binding;
 }
 
+/**
+ * Replacing a binding may take its grants off the endpoint it covered (a new endpoint, or fewer
+ * grants): the key must be one that may bind that endpoint as it is now (its grants included),
+ * as well as the endpoint it binds next.
+ */
 export async function replaceBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, bindingId: string, input: BindingInput): Promise<BindingView> {
   const binding = await requireBinding(db, project, bindingId, true);
-  await guardBinding(db, principal, project, input.dataEndpointId);
+  await guardBinding(db, principal, project, binding.dataEndpointId);
+  if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(db, principal, project, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   return presentBinding(await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
 
-export async function deleteBinding(db: Executor, project: Project, bindingId: string): Promise<void> {
+/** Deleting a binding may remove the grant that protects its endpoint: only a key that may bind that endpoint (its grants included) may. */
+export async function deleteBinding(db: Executor, principal: Principal, project: Project, bindingId: string): Promise<void> {
   const binding = await requireBinding(db, project, bindingId, true);
+  await guardBinding(db, principal, project, binding.dataEndpointId);
   await binding.$query(db).delete();
 }
 

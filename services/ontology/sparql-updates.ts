@@ -141,6 +141,8 @@ export async function applySparqlUpdate(deps: SourceWriteDependencies, principal
     // key's first action on those refused every retry with idempotency_key_reused. The update text
     // in this project is what a retry repeats.
     requestDigest: createHash('sha256').update(JSON.stringify({ sparqlUpdate: text, projectId: project.id })).digest('hex'),
+    // Applied after approval only while the SPARQL update's own access still holds (write-apply.ts).
+    proposedBy: 'sparqlQueryPost',
   });
   return { pending: outcome.pending, writeActions: [outcome.writeAction], replayed: outcome.replayed };
 }

@@ -1,3 +1,4 @@
+import { DomainError } from '../../core/errors';
 import { principalOfKey } from '../tenancy/api-keys';
 import type { ActivityDependencies, ServiceDependencies } from './context';
 import { invoke } from './invoke';
@@ -12,11 +13,24 @@ const noTemporal = new Proxy({}, {
 }) as ServiceDependencies['temporal'];
 
 /**
- * Work started by a key and run later (an async job, an approved write, a run's commit) invokes its
- * operation as that key, rebuilt from its id now: a key revoked or expired since, a narrowed
- * allowlist, a removed member or a withdrawn grant refuses the work like a request would be.
+ * Work started by a key and run later (an async job, a scheduled launch, an approved write, a run's
+ * commit) invokes its operation as that key, rebuilt from its id now: a key revoked or expired
+ * since, a narrowed allowlist, a removed member or a withdrawn grant refuses the work like a
+ * request would be.
  */
 export async function actAsKey<I, O>(deps: ActivityDependencies, key: { workspaceId: string; apiKeyId: string }, requestId: string, operation: Operation<I, O>, input: I): Promise<O> {
   const principal = await principalOfKey(deps.db, key.workspaceId, key.apiKeyId);
   return invoke({ deps: { ...deps, temporal: noTemporal }, principal, door: 'activity', requestId }, operation, input);
+}
+
+/**
+ * Is this error a refusal of the work, final until someone changes the key or its access: the key
+ * is revoked, expired or unknown (unauthenticated), the key or its member may no longer do this
+ * (forbidden), or what the work names is gone (not_found)? The work then fails with the reason
+ * recorded. Any other error is not about the key: a lost race or a database briefly away
+ * (concurrent_change, database_unavailable, which invoke maps like every door) passes, so the
+ * activity throws it and Temporal retries.
+ */
+export function isRefusal(error: unknown): error is DomainError {
+  return error instanceof DomainError && (error.kind === 'unauthenticated' || error.kind === 'forbidden' || error.kind === 'not_found');
 }

@@ -1,5 +1,6 @@
 import { pluginOperations } from '../endpoints/plugin-operations';
 import { dataEndpointOperations } from '../endpoints/operations';
+import { writeApplyOperations } from '../endpoints/write-apply';
 import { sourceWriteOperations } from '../endpoints/write-operations';
 import { readBindingOperations } from '../ontology/binding-operations';
 import { ontologyOperations } from '../ontology/operations';
@@ -7,6 +8,7 @@ import { runQueryJobOperation } from '../ontology/query-jobs';
 import { queryOperations } from '../ontology/query-operations';
 import { sparqlOperations } from '../ontology/sparql-operations';
 import { pipelineOperations } from '../pipelines/operations';
+import { launchScheduledRunOperation } from '../pipelines/pipeline-schedules';
 import { commitRunOperation } from '../pipelines/run-commit';
 import { runOperations, toolOnlyRunOperations } from '../pipelines/run-operations';
 import { publicOperations } from '../shared/health-operations';
@@ -20,8 +22,10 @@ import { usageOperations } from '../usage/operations';
 import type { Operation } from './operation';
 
 /**
- * Every operation of the service layer, by domain. The doors (HTTP routes, MCP tools, SPARQL
- * updates, activities) refer to these; the generated access matrix and the OpenAPI document read them.
+ * Every operation of the service layer, by domain. The doors (HTTP routes, MCP tools and the MCP
+ * project connection, activities acting as a key) refer to these; the access matrices cover each
+ * one through a door (test/api/auth-matrix.test.ts, test/mcp/access-matrix.test.ts) and the OpenAPI
+ * document reads them.
  */
 export const operations: readonly Operation[] = [
   ...publicOperations,
@@ -33,10 +37,12 @@ export const operations: readonly Operation[] = [
   ...pluginOperations,
   ...dataEndpointOperations,
   ...sourceWriteOperations,
+  ...writeApplyOperations,
   ...pipelineOperations,
   ...runOperations,
   ...toolOnlyRunOperations,
   commitRunOperation,
+  launchScheduledRunOperation,
   ...ontologyOperations,
   ...readBindingOperations,
   ...sparqlOperations,

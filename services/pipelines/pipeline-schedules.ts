@@ -1,25 +1,25 @@
 import type { Client } from '@temporalio/client';
 import { assertCredit } from '../usage/usage';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
-import { DomainError, InputError, NotFoundError } from '../../core/errors';
+import { DomainError, InputError, NotFoundError, PermissionError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
-import { Member, Pipeline, PipelineRun, PipelineSchedule, Project } from '../../db/models';
+import { Pipeline, PipelineRun, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
 import { runSearchAttributes, ScheduledLaunchInput, scheduleWorkflowIdPrefix } from '../../workflows/names';
-import { isPublic } from '../operations/operation';
-import { authorize, authorizeProject, Principal } from '../tenancy/access';
-import { principalOfKey } from '../tenancy/api-keys';
+import { actAsKey, ActivityDependencies, isRefusal } from '../operations/act-as-key';
+import { defineOperation } from '../operations/operation';
+import type { Principal } from '../tenancy/access';
 import { executePipelineOperation } from './operations';
-import { endRun, errorEvidence } from './run-execution';
+import { errorEvidence } from './run-execution';
 import { requirePipeline } from './pipelines';
-import { recordRun } from './runs';
+import { recordRun, runOfVersion } from './runs';
 
 /**
  * Pipeline schedules on Temporal Schedules. There is no public route (SPEC 4.3): these are the
  * service functions the MCP pipeline_schedule_* tools call. Each schedule starts a small launch
- * workflow that records a run (trigger schedule, actor: the schedule's creator) and starts the run
- * workflow, which queues behind any open run of the pipeline.
+ * workflow that records a run (trigger schedule, acting as the key that made the schedule) and
+ * starts the run workflow, which queues behind any open run of the pipeline.
  */
 export interface ScheduleSpecInput {
   /** Every N seconds (at least 60). */
@@ -111,43 +111,72 @@ export async function triggerPipelineSchedule(db: Executor, temporal: Client, pr
 }
 
 /**
- * The launch activity of a scheduled run: records a queued run of the active version. Returns null
- * (and launches nothing) when the schedule or pipeline is gone or its creator left the workspace:
- * a scheduled run needs an accountable actor like any other.
+ * A scheduled launch, as an operation: the launch operation's access, checked against the key that
+ * made the schedule as it is now (actAsKey), then the data guard over the pipeline's sources and
+ * destinations as that key (recordRun).
  */
-export async function recordScheduledRun(db: Executor, scheduleId: string): Promise<{ runId: string; workspaceId: string; projectId: string; pipelineId: string } | null> {
+export const launchScheduledRunOperation = defineOperation({
+  name: 'launchScheduledRun',
+  summary: 'Record a queued run of the pipeline’s active version for its schedule, as the key that made the schedule.',
+  access: executePipelineOperation.access,
+  effect: 'write',
+  async run({ db, principal, project }, { scheduleId }: { projectId: string; scheduleId: string }): Promise<PipelineRun | null> {
+    const schedule = await PipelineSchedule.query(db).findOne({ id: scheduleId, projectId: project.id });
+    const pipeline = schedule && (await Pipeline.query(db).findOne({ id: schedule.pipelineId, projectId: project.id }));
+    if (!schedule || !pipeline) return null;
+    await assertCredit(db, project.workspaceId, 'pipeline_run');
+    return recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: schedule.createdByMemberId, scheduleId: schedule.id }, principal);
+  },
+});
+
+/** Recorded for a launch its key may no longer make, so the schedule's owner sees why nothing ran. Nothing runs. */
+async function recordRefusedRun(db: Executor, schedule: PipelineSchedule, pipeline: Pipeline, refusal: DomainError): Promise<PipelineRun | undefined> {
+  const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
+  if (!version) return undefined;
+  return PipelineRun.query(db).insertAndFetch({
+    ...runOfVersion(pipeline, version),
+    trigger: 'schedule',
+    scheduleId: schedule.id,
+    actorMemberId: schedule.createdByMemberId,
+    apiKeyId: schedule.createdByApiKeyId,
+    status: 'failed',
+    finishedAt: new Date(),
+    error: errorEvidence(refusal),
+  });
+}
+
+/**
+ * The launch activity of a scheduled run: records a queued run of the active version, acting as the
+ * schedule's key (launchScheduledRunOperation through actAsKey). Returns null, launching nothing,
+ * when the schedule or pipeline is gone, and when the key may no longer launch it (revoked,
+ * expired, narrowed, its member gone, a grant withdrawn): that refusal is recorded as a failed run
+ * with its reason. A schedule made before schedules had keys has no key to act as, and is refused
+ * the same way. Anything else (a database that is briefly away) is thrown, for the activity to retry.
+ */
+export async function recordScheduledRun(deps: ActivityDependencies, scheduleId: string): Promise<{ runId: string; workspaceId: string; projectId: string; pipelineId: string } | null> {
+  const { db } = deps;
   const schedule = await PipelineSchedule.query(db).findById(scheduleId);
   const pipeline = schedule && (await Pipeline.query(db).findById(schedule.pipelineId));
-  const actor = schedule && (await Member.query(db).findOne({ id: schedule.createdByMemberId, workspaceId: schedule.workspaceId }));
-  if (!schedule || !pipeline || !actor || actor.removedAt) {
-    logger.warn({ scheduleId }, 'scheduled launch skipped: schedule, pipeline or accountable member is gone');
+  if (!schedule || !pipeline) {
+    logger.warn({ scheduleId }, 'scheduled launch skipped: schedule or pipeline is gone');
     return null;
   }
-  await assertCredit(db, schedule.workspaceId, 'pipeline_run');
-  if (!schedule.createdByApiKeyId) {
-    const run = await recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: null, scheduleId: schedule.id });
-    return { runId: run.id, workspaceId: run.workspaceId, projectId: run.projectId, pipelineId: run.pipelineId };
-  }
-  // The launch acts as the schedule's key as it is now, with the launch operation's access.
   let refusal: DomainError | undefined;
-  let run: PipelineRun;
-  const record = (launcher?: Principal) => recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: actor.id, apiKeyId: schedule.createdByApiKeyId, scheduleId: schedule.id }, launcher);
+  let run: PipelineRun | null = null;
   try {
-    const launcher = await principalOfKey(db, schedule.workspaceId, schedule.createdByApiKeyId);
-    if (isPublic(executePipelineOperation.access)) throw new Error('launching a pipeline is never public');
-    authorize(launcher, executePipelineOperation.access);
-    authorizeProject(launcher, schedule.projectId, { named: false });
-    run = await record(launcher);
+    if (!schedule.createdByApiKeyId) {
+      throw new PermissionError('schedule_without_key', 'This schedule predates per-key schedules, so it has no API key to launch as and launches nothing: recreate it (pipeline_schedule_create) with the key its runs should act as, and delete this one.');
+    }
+    run = await actAsKey(deps, { workspaceId: schedule.workspaceId, apiKeyId: schedule.createdByApiKeyId }, `schedule:${scheduleId}`, launchScheduledRunOperation, { projectId: schedule.projectId, scheduleId });
   } catch (error) {
-    if (!(error instanceof DomainError) || (error.kind !== 'forbidden' && error.kind !== 'unauthenticated')) throw error;
+    if (!isRefusal(error)) throw error;
     refusal = error;
-    run = await record();
   }
   if (refusal) {
-    // Recorded as a failed run, with the reason, so the schedule's owner sees why nothing ran.
-    await endRun(db, run.id, 'failed', errorEvidence(refusal));
-    logger.warn({ scheduleId, runId: run.id, code: refusal.code }, 'scheduled launch refused: its key may no longer launch this pipeline');
+    const refused = await recordRefusedRun(db, schedule, pipeline, refusal);
+    logger.warn({ scheduleId, runId: refused?.id, code: refusal.code }, 'scheduled launch refused: its key may no longer launch this pipeline');
     return null;
   }
+  if (!run) return null;
   return { runId: run.id, workspaceId: run.workspaceId, projectId: run.projectId, pipelineId: run.pipelineId };
 }

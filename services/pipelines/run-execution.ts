@@ -290,14 +290,14 @@ async function nextQueuedWorkflow(db: Executor, pipelineId: string): Promise<str
  * External destinations commit their own transaction inside it (see README: at-least-once there).
  * Idempotent: a retried commit of a run already ended changes nothing.
  */
-export async function commitRun(deps: ExecutionDependencies, runId: string, launcher?: Principal): Promise<RunEnd> {
+export async function commitRun(deps: ExecutionDependencies, runId: string, launcher: Principal): Promise<RunEnd> {
   return deps.db.transaction(async (trx) => {
     const run = await PipelineRun.query(trx).findById(runId).forUpdate();
     if (!run) return { status: 'missing', nextWorkflowId: null };
     if (run.status !== 'running') return { status: run.status, nextWorkflowId: null };
     const document = run.document as unknown as PipelineDocument;
     // Committed as the key that launched the run, as it is now: access withdrawn since stops it.
-    if (launcher) await guardPipelineData(trx, launcher, run.projectId, document);
+    await guardPipelineData(trx, launcher, run.projectId, document);
     const nodes = await trx('pipelineRunNodes').where({ runId });
     const unfinished = nodes.filter((n) => n.nodeType === 'source' && n.status !== 'succeeded');
     if (unfinished.length) throw new ConflictError('run_incomplete', `Sources ${unfinished.map((n) => n.nodeId).join(', ')} of run ${runId} have not finished.`);

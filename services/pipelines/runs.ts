@@ -107,16 +107,34 @@ async function presentRun(db: Executor, run: PipelineRun) {
 
 export type RunView = Awaited<ReturnType<typeof presentRun>>;
 
-/** Records a queued run of the pipeline's active version (a snapshot of its document: later edits never change it). */
-export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; apiKeyId: string | null; scheduleId?: string }, launcher?: Principal): Promise<PipelineRun> {
+/**
+ * Records a queued run of the pipeline's active version (a snapshot of its document: later edits
+ * never change it), launched by `launcher`: every run has a key it acts as, and the data guard
+ * checks it over the run's sources and destinations.
+ */
+export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; scheduleId?: string }, launcher: Principal): Promise<PipelineRun> {
   const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
   if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
   await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
   // The run reads its sources and writes its destinations as the key that launched it.
-  if (launcher) await guardPipelineData(db, launcher, pipeline.projectId, version.document as unknown as PipelineDocument);
-  // The id is chosen here, so the workflow id is written with the row (one statement).
-  const id = randomUUID();
+  await guardPipelineData(db, launcher, pipeline.projectId, version.document as unknown as PipelineDocument);
   return PipelineRun.query(db).insertAndFetch({
+    ...runOfVersion(pipeline, version),
+    trigger: input.trigger,
+    scheduleId: input.scheduleId ?? null,
+    actorMemberId: input.actorMemberId,
+    apiKeyId: launcher.apiKeyId,
+    status: 'queued',
+  });
+}
+
+/**
+ * The fields every run row takes from its pipeline and the version it runs. The id is chosen here,
+ * so the workflow id is written with the row (one statement).
+ */
+export function runOfVersion(pipeline: Pipeline, version: PipelineVersion): Partial<PipelineRun> {
+  const id = randomUUID();
+  return {
     id,
     workspaceId: pipeline.workspaceId,
     projectId: pipeline.projectId,
@@ -125,13 +143,8 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
     versionId: version.id,
     versionNumber: version.number,
     document: version.document,
-    trigger: input.trigger,
-    scheduleId: input.scheduleId ?? null,
-    actorMemberId: input.actorMemberId,
-    apiKeyId: input.apiKeyId,
-    status: 'queued',
     workflowId: runWorkflowId(id),
-  });
+  };
 }
 
 /**
@@ -142,7 +155,7 @@ export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigg
 export async function launchRun(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string): Promise<RunView> {
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
-  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId, apiKeyId: principal.apiKeyId }, principal);
+  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId }, principal);
   // A run just recorded has no node rows yet (its claim creates them, after this transaction
   // commits): the answer is ready before the workflow starts, so the commit follows the start at once.
   const view = presentRunWithNodes(run, []);

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { toolRefusal } from '../support/mcp-client';
 import { QueryJob, WriteAction } from '../../db/models';
 import { runQueryJobAsItsKey } from '../../services/ontology/query-jobs';
 import { env } from '../support/environment';
@@ -16,21 +15,6 @@ import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows,
 
 const PREFIXES = (baseIri: string) => `PREFIX : <${baseIri}> `;
 
-async function connectMcp(key: string): Promise<Client> {
-  const client = new Client({ name: 'weft-holes-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${env().baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
-}
-
-async function toolRefusal(key: string, name: string, args: Record<string, unknown>): Promise<string | undefined> {
-  const client = await connectMcp(key);
-  try {
-    const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: { code?: string } };
-    return result.isError ? result.structuredContent?.code : undefined;
-  } finally {
-    await client.close();
-  }
-}
 
 describe('Access holes between the doors, closed', function () {
   this.timeout(120_000);

@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { RouteSpec } from '../../api/route-spec';
-import { apiRoutes } from '../../api/routes';
 import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
-import { isPublic, Requirement, scopesOf } from '../../services/operations/operation';
+import { actAsKey } from '../../services/operations/act-as-key';
+import { Operation, Requirement, scopesOf } from '../../services/operations/operation';
+import { operations } from '../../services/operations/registry';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
+import { coverageProblems, FLOORS, internalOperations, keyedOperations, routesOf } from '../support/doors';
 import { sampleValue } from '../support/schema-samples';
 import {
   expireKey,
@@ -22,12 +24,14 @@ import {
 } from '../support/fixtures';
 
 /**
- * The authorization matrix: every keyed route in apiRoutes (new routes join automatically) against
- * every way a request can be refused, each with its documented status and code, and no stored row
- * changed by any refused request.
+ * The authorization matrix: every keyed operation of the registry, through each of its HTTP routes
+ * (new operations and routes join automatically), against every way a request can be refused,
+ * each with its documented status and code, and no stored row changed by any refused request.
+ * Operations without a route are covered by the MCP matrix (tools) or, for work acting later as its
+ * key, by the activity matrix below; an operation no door reaches fails the coverage test.
  */
 type KeyedRoute = RouteSpec;
-const keyedRoutes = apiRoutes.filter((r) => !isPublic(r.operation.access));
+const keyedRoutes: KeyedRoute[] = keyedOperations.flatMap(routesOf);
 /** The operation's declared access: what every door enforces. */
 const access = (route: KeyedRoute) => route.operation.access as Requirement;
 /** A key holding exactly the requirement's scopes: every one of allOf, the first of anyOf. */
@@ -98,6 +102,7 @@ async function expectEach(
   expected: (route: KeyedRoute) => { status: number; code?: string },
   attempt: (route: KeyedRoute) => Promise<HttpResponse>,
 ): Promise<void> {
+  assert.ok(routes.length > 0, 'no route to check: the matrix would pass on nothing');
   const wrong: string[] = [];
   for (const route of routes) {
     const want = expected(route);
@@ -122,8 +127,13 @@ async function changesNothing(t: Tenants, work: () => Promise<void>): Promise<vo
 const restrictableScopes = (route: KeyedRoute) => scopesOf(access(route).scopes).filter((s) => s !== 'org:manage');
 
 describe('The authorization matrix', () => {
+  it('covers every operation of the registry through a door, each keyed one through its routes, tools or an internal door', () => {
+    assert.ok(operations.length >= FLOORS.operations, `the registry lost operations: ${operations.length}`);
+    assert.deepEqual(coverageProblems(), []);
+  });
+
   it('covers the keyed routes and builds a schema-valid sample body for each', () => {
-    assert.ok(keyedRoutes.length >= 9, 'apiRoutes lost its keyed routes');
+    assert.ok(keyedRoutes.length >= FLOORS.keyedRoutes, `the matrix lost keyed routes: ${keyedRoutes.length}`);
     const invalid: string[] = [];
     for (const route of keyedRoutes.filter((r) => r.body)) {
       try {
@@ -361,5 +371,65 @@ describe('The authorization matrix', () => {
       if (pathParams(route).length && !operation.responses?.['404']) missing.push(`${label(route)}: no 404 response`);
     }
     assert.deepEqual(missing, []);
+  });
+});
+
+/**
+ * The door of work that runs later as its key (actAsKey): each internal operation, acted as a key
+ * that its declared access refuses, is refused with the code a request would get. The work itself
+ * (that the refusal is recorded on the job, run or write action) is in test/api/access-audit.test.ts
+ * and test/api/access-holes.test.ts.
+ */
+describe('The access matrix of work acting as its key', () => {
+  const activityOperations = internalOperations('activity');
+  const activityAccess = (operation: Operation) => operation.access as Requirement;
+  const exact = (operation: Operation): string[] => {
+    const rule = activityAccess(operation).scopes;
+    return 'allOf' in rule ? [...rule.allOf] : [rule.anyOf[0]];
+  };
+
+  /** The refusal code of acting as this key, or 'admitted' when the access layers let it through. */
+  async function refusal(key: string, workspaceId: string, operation: Operation, projectId: string): Promise<string> {
+    const input = { projectId, jobId: randomUUID(), runId: randomUUID(), scheduleId: randomUUID(), writeActionId: randomUUID() };
+    try {
+      // A key the access admits would go on to the work itself: stop it at the first database read.
+      await actAsKey({ db: env().db, encryptionKey: env().encryptionKey }, { workspaceId, apiKeyId: await keyIdOf(key) }, `matrix:${operation.name}`, operation, input);
+      return 'admitted';
+    } catch (error) {
+      return (error as { code?: string }).code ?? `unexpected ${(error as Error).message}`;
+    }
+  }
+
+  it('refuses each internal operation to keys missing its scopes, its project, shared resources or an accountable actor', async () => {
+    assert.ok(activityOperations.length >= 5, `internal operations went missing: ${activityOperations.map((o) => o.name).join(', ')}`);
+    const t = await tenants();
+    const leaver = await addMember(env().db, t.ws.workspaceId, { name: 'leaver', role: 'admin' });
+    const cases: Array<{ operation: Operation; label: string; key: string; code: string }> = [];
+    for (const operation of activityOperations) {
+      const rule = activityAccess(operation);
+      const required = scopesOf(rule.scopes);
+      const add = (label: string, key: string, code: string) => cases.push({ operation, label, key, code });
+      add('without its scopes', await newKey(t.ws, { scopes: SCOPES.filter((s) => s !== 'org:manage' && !required.includes(s)) }), 'insufficient_scope');
+      if ('allOf' in rule.scopes && required.length > 1) {
+        for (const missing of required) add(`without ${missing}`, await newKey(t.ws, { scopes: exact(operation).filter((s) => s !== missing) }), 'insufficient_scope');
+      }
+      const revoked = await newKey(t.ws, { scopes: exact(operation) });
+      await revokeKey(revoked);
+      add('revoked', revoked, 'credential_revoked');
+      const restrictable = exact(operation).filter((s) => s !== 'org:manage');
+      if (rule.project) add('outside the allowlist', await newKey(t.ws, { scopes: restrictable, projectIds: [t.allowedProjectId], workspaceResources: true }), 'project_denied');
+      if (rule.workspaceResources) add('without workspaceResources', await newKey(t.ws, { scopes: restrictable, projectIds: [t.ws.projectId], workspaceResources: false }), 'workspace_resources_denied');
+      if (rule.actor) add('after its creator left', await newKey(t.ws, { scopes: exact(operation) }, leaver.id), 'actor_not_accountable');
+    }
+    await removeMember(env().db, t.ws.workspaceId, leaver.id);
+    const wrong: string[] = [];
+    await changesNothing(t, async () => {
+      for (const { operation, label, key, code } of cases) {
+        const got = await refusal(key, t.ws.workspaceId, operation, t.ws.projectId);
+        if (got !== code) wrong.push(`${operation.name} ${label}: ${got}, expected ${code}`);
+      }
+    });
+    assert.deepEqual(wrong, []);
+    assert.ok(cases.some((c) => c.code === 'actor_not_accountable') && cases.some((c) => c.code === 'project_denied') && cases.some((c) => c.code === 'workspace_resources_denied'), 'every layer was tried on some operation');
   });
 });

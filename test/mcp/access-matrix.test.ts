@@ -2,19 +2,24 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { apiRoutes } from '../../api/routes';
+import type { RouteSpec } from '../../api/route-spec';
 import { SCOPES } from '../../core/scopes';
 import { toolInputSchema, tools, ToolSpec } from '../../mcp/tools';
-import { isPublic, Requirement, scopesOf } from '../../services/operations/operation';
+import { Requirement, scopesOf } from '../../services/operations/operation';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember, removeMember } from '../../services/tenancy/workspaces';
+import { coverageProblems, FLOORS, internalOperations, keyedOperations, routesOf, toolsOf } from '../support/doors';
 import { env } from '../support/environment';
 import { newKey, newWorkspace, raiseRequestLimits, request } from '../support/fixtures';
 import { sampleValue } from '../support/schema-samples';
 
-// The access matrix of the MCP door, generated from the tools: each tool invokes an operation of
-// the registry, and a key missing each of that operation's requirements in turn is refused with
-// the code its HTTP route answers; a key holding exactly the requirement is let through.
+// The access matrix of the MCP door, generated from the registry: every operation a tool invokes,
+// through each of its tools, and a key missing each of that operation's requirements in turn is
+// refused with the code its HTTP route answers to the same key; a key holding exactly the
+// requirement is let through. Operations that neither a route nor a tool reaches are internal by
+// name (test/support/doors.ts).
+
+const matrixTools: ToolSpec[] = keyedOperations.flatMap(toolsOf);
 
 const ACCESS_CODES = new Set(['insufficient_scope', 'restricted_key', 'project_denied', 'workspace_resources_denied', 'actor_not_accountable', 'actor_not_administrator']);
 const access = (tool: ToolSpec) => tool.operation.access as Requirement;
@@ -37,6 +42,13 @@ function argumentsFor(tool: ToolSpec, projectId: string): Record<string, unknown
   return args;
 }
 
+/** The code the operation's HTTP route answers this key, for the same project (other ids fresh). */
+async function httpCode(route: RouteSpec, key: string, projectId: string): Promise<string | undefined> {
+  const path = route.path.replace(':project_id', projectId).replace(/:([A-Za-z_]+)/g, () => randomUUID());
+  const res = await request(route.method.toUpperCase(), path, { key, body: route.body ? sampleValue(route.body as Record<string, unknown>) : undefined });
+  return res.body?.code;
+}
+
 /** The tool's refusal code, or undefined when it was not refused for access. */
 async function callCode(key: string, tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
   const client = await connect(key);
@@ -51,16 +63,32 @@ async function callCode(key: string, tool: ToolSpec, args: Record<string, unknow
 describe('The MCP access matrix, generated from the tools’ operations', function () {
   this.timeout(180_000);
 
-  it('covers every tool, each invoking a keyed operation', () => {
-    assert.ok(tools.length >= 14, `tools went missing: ${tools.length}`);
-    assert.deepEqual(tools.filter((tool) => isPublic(tool.operation.access)).map((tool) => tool.name), []);
+  it('covers every operation a tool invokes, and every tool; each operation without a route has a tool or is internal by name', () => {
+    assert.ok(matrixTools.length >= FLOORS.tools, `tools went missing: ${matrixTools.length}`);
+    assert.deepEqual(tools.filter((tool) => !matrixTools.includes(tool)).map((tool) => tool.name), [], 'a tool invokes an operation that is not a keyed operation of the registry');
+    assert.deepEqual(coverageProblems(), []);
+    const routeless = keyedOperations.filter((operation) => routesOf(operation).length === 0);
+    assert.deepEqual(routeless.filter((operation) => toolsOf(operation).length === 0 && !internalOperations('activity').includes(operation) && !internalOperations('mcp-connection').includes(operation)).map((o) => o.name), []);
+  });
+
+  it('refuses to open a project-bound connection outside the key’s allowlist, as the project routes do', async () => {
+    assert.deepEqual(internalOperations('mcp-connection').map((operation) => operation.name), ['openProjectConnection']);
+    const ws = await newWorkspace();
+    const other = await createProject(env().db, ws.workspaceId, { name: 'elsewhere' });
+    const key = await newKey(ws, { scopes: ['pipelines:read'], projectIds: [other.id] });
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'matrix', version: '1' } } };
+    const res = await request('POST', `/mcp/projects/${ws.projectId}`, { key, body: initialize, headers: { Accept: 'application/json, text/event-stream' } });
+    assert.equal(res.status, 403, JSON.stringify(res.body));
+    assert.equal(res.body.code, 'project_denied');
+    const http = await request('GET', `/api/v1/projects/${ws.projectId}/pipelines`, { key });
+    assert.equal(http.body.code, 'project_denied');
   });
 
   it('refuses a key missing the scopes, each scope of an all-of requirement in turn, with the HTTP route’s code', async () => {
     const ws = await newWorkspace();
     await raiseRequestLimits(ws.workspaceId);
     const wrong: string[] = [];
-    for (const tool of tools) {
+    for (const tool of matrixTools) {
       const required = scopesOf(access(tool).scopes);
       const keys = 'allOf' in access(tool).scopes
         ? required.map((missing) => exactScopes(tool).filter((s) => s !== missing))
@@ -69,55 +97,58 @@ describe('The MCP access matrix, generated from the tools’ operations', functi
         const key = await newKey(ws, { scopes });
         const code = await callCode(key, tool, argumentsFor(tool, ws.projectId));
         if (code !== 'insufficient_scope') wrong.push(`${tool.name} with ${scopes.length} other scopes: ${code ?? 'admitted'}`);
-        // The HTTP route of the same operation, if there is one, answers the same to the same key.
-        const route = apiRoutes.find((r) => r.operation === tool.operation);
-        if (route) {
-          const path = route.path.replace(':project_id', ws.projectId).replace(/:([A-Za-z_]+)/g, () => randomUUID());
-          const res = await request(route.method.toUpperCase(), path, { key, body: route.body ? sampleValue(route.body as Record<string, unknown>) : undefined });
-          if (res.body?.code !== code) wrong.push(`${tool.name}: MCP ${code}, HTTP ${route.method.toUpperCase()} ${route.path} ${res.status} ${res.body?.code}`);
+        // The HTTP routes of the same operation, if there are any, answer the same to the same key.
+        for (const route of routesOf(tool.operation)) {
+          const http = await httpCode(route, key, ws.projectId);
+          if (http !== code) wrong.push(`${tool.name}: MCP ${code}, HTTP ${route.method.toUpperCase()} ${route.path} ${http}`);
         }
       }
     }
     assert.deepEqual(wrong, []);
   });
 
-  it('refuses a project outside the key’s allowlist, a restricted key without shared resources, and a departed creator', async () => {
+  it('refuses a project outside the key’s allowlist, a restricted key without shared resources, and a departed creator, with the HTTP route’s code', async () => {
     const ws = await newWorkspace();
     await raiseRequestLimits(ws.workspaceId);
     const other = await createProject(env().db, ws.workspaceId, { name: 'elsewhere' });
     const leaver = await addMember(env().db, ws.workspaceId, { name: 'leaver', role: 'admin' });
     const departedKeys = new Map<ToolSpec, string>();
-    for (const tool of tools) departedKeys.set(tool, await newKey(ws, { scopes: exactScopes(tool) }, leaver.id));
+    for (const tool of matrixTools) departedKeys.set(tool, await newKey(ws, { scopes: exactScopes(tool) }, leaver.id));
     await removeMember(env().db, ws.workspaceId, leaver.id);
     const wrong: string[] = [];
-    for (const tool of tools) {
+    const tried = new Set<string>();
+    /** The tool's code for this key, and every HTTP route of its operation answering the same. */
+    const check = async (tool: ToolSpec, label: string, key: string, expected: string) => {
+      tried.add(expected);
+      const code = await callCode(key, tool, argumentsFor(tool, ws.projectId));
+      if (code !== expected) wrong.push(`${tool.name} ${label}: ${code ?? 'admitted'}, expected ${expected}`);
+      for (const route of routesOf(tool.operation)) {
+        const http = await httpCode(route, key, ws.projectId);
+        if (http !== code) wrong.push(`${tool.name} ${label}: MCP ${code ?? 'admitted'}, HTTP ${route.method.toUpperCase()} ${route.path} ${http}`);
+      }
+    };
+    for (const tool of matrixTools) {
       const rule = access(tool);
       const restrictable = exactScopes(tool).filter((s) => s !== 'org:manage');
       if (rule.project && restrictable.length) {
         const key = await newKey(ws, { scopes: restrictable, projectIds: [other.id], workspaceResources: true });
-        const code = await callCode(key, tool, argumentsFor(tool, ws.projectId));
-        const expected = rule.unrestrictedKey ? 'restricted_key' : 'project_denied';
-        if (code !== expected) wrong.push(`${tool.name} outside the allowlist: ${code ?? 'admitted'}, expected ${expected}`);
+        await check(tool, 'outside the allowlist', key, rule.unrestrictedKey ? 'restricted_key' : 'project_denied');
       }
       if (rule.workspaceResources && restrictable.length) {
         const key = await newKey(ws, { scopes: restrictable, projectIds: [ws.projectId], workspaceResources: false });
-        const code = await callCode(key, tool, argumentsFor(tool, ws.projectId));
-        const expected = rule.unrestrictedKey ? 'restricted_key' : 'workspace_resources_denied';
-        if (code !== expected) wrong.push(`${tool.name} without workspaceResources: ${code ?? 'admitted'}, expected ${expected}`);
+        await check(tool, 'without workspaceResources', key, rule.unrestrictedKey ? 'restricted_key' : 'workspace_resources_denied');
       }
-      if (rule.actor) {
-        const code = await callCode(departedKeys.get(tool)!, tool, argumentsFor(tool, ws.projectId));
-        if (code !== 'actor_not_accountable') wrong.push(`${tool.name} after its creator left: ${code ?? 'admitted'}`);
-      }
+      if (rule.actor) await check(tool, 'after its creator left', departedKeys.get(tool)!, 'actor_not_accountable');
     }
     assert.deepEqual(wrong, []);
+    assert.deepEqual([...tried].sort(), ['actor_not_accountable', 'project_denied', 'workspace_resources_denied'], 'every layer was compared on some tool');
   });
 
   it('admits a key holding exactly the operation’s requirement', async () => {
     const ws = await newWorkspace();
     await raiseRequestLimits(ws.workspaceId);
     const wrong: string[] = [];
-    for (const tool of tools) {
+    for (const tool of matrixTools) {
       const code = await callCode(await newKey(ws, { scopes: exactScopes(tool) }), tool, argumentsFor(tool, ws.projectId));
       if (code && ACCESS_CODES.has(code)) wrong.push(`${tool.name}: ${code}`);
     }

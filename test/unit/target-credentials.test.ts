@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import type { JsonSchema } from '../../core/schema-validator';
+import { listCapabilities } from '../../plugins';
 import { isCredentialName, looksLikeCredential, targetCredentialProblems } from '../../services/endpoints/target-credentials';
 
 // Secrets never sit in an endpoint's target (any endpoints:read key reads it): names are judged by
@@ -24,6 +26,14 @@ const refused: Array<[string, unknown, string]> = [
   ['a password field', { password: 'hunter2' }, '/password'],
   ['a clientSecret field', { oauth: undefined, clientSecret: 'abc' }, '/clientSecret'],
   ['a host setting', { host: 'db.internal' }, '/host'],
+  // A bare "key" is how many APIs name theirs (?key=…, Google Maps, YouTube…): short values too.
+  ['?key= in request.url', { request: { url: 'https://api.example.com/v1/items?key=abc123' } }, '/request/url'],
+  ['key in request.query', { request: { url: 'https://api.example.com/v1/items', query: { key: 'abc123' } } }, '/request/query/key'],
+  ['a key field', { key: 'abc123' }, '/key'],
+  ['api_key in request.query', { request: { url: 'https://api.example.com/v1/items', query: { api_key: 'abc' } } }, '/request/query/api_key'],
+  ['?user_key= in request.url', { request: { url: 'https://api.example.com/v1/items?user_key=abc' } }, '/request/url'],
+  ['an X-Key header', { request: { headers: { 'X-Key': 'abc' } } }, '/request/headers/X-Key'],
+  ['a Key-Id header', { request: { headers: { 'Key-Id': 'abc' } } }, '/request/headers/Key-Id'],
 ];
 
 const accepted: Array<[string, unknown]> = [
@@ -58,9 +68,41 @@ describe('Credentials in endpoint targets', () => {
     });
   }
 
-  it('reads names by their words: a key after api/access/secret is a credential, a structural key is not', () => {
-    for (const name of ['apiKey', 'API_KEY', 'x-api-key', 'apikey', 'AccessKeyId', 'subscription-key', 'authToken', 'Cookie', 'oauth_signature']) assert.equal(isCredentialName(name), true, name);
-    for (const name of ['primaryKey', 'primaryKeys', 'keyField', 'sortKey', 'author', 'authorId', 'pageSizeParameter', 'cursor', 'signal', 'design']) assert.equal(isCredentialName(name), false, name);
+  it('reads names by their words: a key is a credential unless it names a record key (primary, sort…) or a key field', () => {
+    for (const name of ['key', 'Key', 'keys', 'apiKey', 'API_KEY', 'x-api-key', 'apikey', 'access_key', 'AccessKeyId', 'subscription-key', 'user_key', 'key_id', 'x-key', 'authToken', 'Cookie', 'oauth_signature']) assert.equal(isCredentialName(name), true, name);
+    for (const name of ['primaryKey', 'primaryKeys', 'primary_key', 'keyField', 'key_fields', 'sortKey', 'sort_key', 'partitionKey', 'author', 'authorId', 'pageSizeParameter', 'cursor', 'signal', 'design', 'keyboard', 'monkey']) assert.equal(isCredentialName(name), false, name);
+  });
+
+  it('accepts every property a capability’s target schema declares: a structural field is never taken for a credential', () => {
+    const declared = (schema: JsonSchema | undefined, at = ''): string[] => {
+      const properties = (schema?.properties ?? {}) as Record<string, JsonSchema>;
+      return Object.entries(properties).flatMap(([name, inner]) => [`${at}/${name}`, ...declared(inner, `${at}/${name}`), ...declared(inner.items as JsonSchema | undefined, `${at}/${name}/0`)]);
+    };
+    const checked: string[] = [];
+    for (const capability of listCapabilities()) {
+      const schema = capability.definition.targetSchema;
+      for (const path of declared(schema)) {
+        // A target with just this field (and its parents) set to a plain value.
+        const target: Record<string, unknown> = {};
+        let at: Record<string, unknown> = target;
+        const names = path.split('/').slice(1);
+        names.forEach((name, i) => {
+          if (i === names.length - 1) at[name] = 'id';
+          else at = (at[name] = /^\d+$/.test(names[i + 1]) ? [] : {}) as Record<string, unknown>;
+        });
+        assert.deepEqual(targetCredentialProblems(target, schema), [], `${capability.definition.name} ${path}`);
+        checked.push(`${capability.definition.name}${path}`);
+      }
+    }
+    assert.ok(checked.includes('managed_table/primaryKey') && checked.includes('http_dataset/primaryKeys'), checked.join(', '));
+  });
+
+  it('judges by the bare-key rule only names the target schema leaves free (query parameters, headers, unknown fields)', () => {
+    const schema: JsonSchema = { type: 'object', properties: { keyPrefix: { type: 'string' }, request: { type: 'object', properties: { query: { type: 'object', additionalProperties: { type: 'string' } } } } } };
+    assert.deepEqual(targetCredentialProblems({ keyPrefix: 'logs/2026/' }, schema), [], 'a declared field is structural');
+    assert.equal(targetCredentialProblems({ keyPrefix: 'logs/2026/' }).length, 1, 'without the schema it is judged by its words');
+    assert.equal(targetCredentialProblems({ request: { query: { key: 'abc' } } }, schema).length, 1, 'a query parameter named key is a credential');
+    assert.equal(targetCredentialProblems({ password: 'x' }, { type: 'object', properties: { password: { type: 'string' } } }).length, 1, 'declaring a password does not make it structural');
   });
 
   it('tells random secrets from long readable values', () => {

@@ -1,0 +1,97 @@
+import { raw } from 'objection';
+import { DomainError } from '../../core/errors';
+import { storedError, Workspace, WriteAction } from '../../db/models';
+import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
+import type { WriteActionRequest } from '../../schemas/source-writes';
+import { requireSemanticMode } from '../ontology/sparql-dataset';
+import { sparqlQueryPostOperation } from '../ontology/sparql-operations';
+import { actAsKey, ActivityDependencies } from '../operations/act-as-key';
+import type { OperationContext } from '../operations/context';
+import { defineOperation } from '../operations/operation';
+import type { Requirement } from '../tenancy/access';
+import type { ReadScope } from './data-guard';
+import { meterWrite, prepareWrite, writeRequestOf, writeThrough } from './governed-write';
+import { logEvent } from './write-log';
+import { submitSourceWriteOperation } from './write-operations';
+
+// An approved write is applied as the key that proposed it, through the operation that proposed
+// it, checked again now: the proposing operation's declared access (a governed write's, or a SPARQL
+// update's with its semantic mode), then the data guard and the write policy as they are at apply
+// time (prepareWrite). A key revoked or expired, a member gone, a narrowed allowlist, a withdrawn
+// grant, a tightened policy or a workspace that closed SPARQL updates since stops the write.
+
+type ApplyInput = { projectId: string; writeActionId: string };
+
+/** Both apply operations, once their access holds: the action checked again as at proposal, and written. */
+async function applyAction({ db, deps, principal }: OperationContext, writeActionId: string, readScope: ReadScope): Promise<WriteResult> {
+  // Locked by the activity's transaction, which this operation's runs inside.
+  const action = (await WriteAction.query(db).findById(writeActionId))!;
+  const request = { projectId: action.projectId, actionId: action.actionId, idempotencyKey: action.idempotencyKey, input: action.input } as unknown as WriteActionRequest;
+  const prepared = await prepareWrite({ db, encryptionKey: deps.encryptionKey }, principal, action.dataEndpointId, request, { readScope });
+  return writeThrough(db, deps, prepared, writeRequestOf(request.input, action.actionId));
+}
+
+/** Applying a write proposed through the governed-write route, with that route's access. */
+export const applyApprovedWriteOperation = defineOperation({
+  name: 'applyApprovedWrite',
+  summary: 'Apply an approved governed write as the key that proposed it, with submitSourceWrite’s access checked again.',
+  access: submitSourceWriteOperation.access,
+  effect: 'write',
+  run: (ctx, { writeActionId }: ApplyInput) => applyAction(ctx, writeActionId, 'data:read'),
+});
+
+/**
+ * Applying a write a SPARQL update proposed, with the access of that update: sparqlQueryPost's on its
+ * update branch (sparql:update), and the workspace's semantic consumer mode still write.
+ */
+export const applyApprovedSparqlUpdateOperation = defineOperation({
+  name: 'applyApprovedSparqlUpdate',
+  summary: 'Apply an approved governed write that a SPARQL update proposed, as the proposing key, with the SPARQL update’s access checked again.',
+  access: { ...(sparqlQueryPostOperation.access as Requirement), scopes: { allOf: ['sparql:update'] } },
+  effect: 'write',
+  async run(ctx, { writeActionId }: ApplyInput) {
+    const workspace = await Workspace.query(ctx.db).findById(ctx.principal.workspaceId);
+    requireSemanticMode({ semanticConsumerMode: workspace?.semanticConsumerMode ?? 'off' }, 'write');
+    return applyAction(ctx, writeActionId, 'sparql:query');
+  },
+});
+
+export const writeApplyOperations = [applyApprovedWriteOperation, applyApprovedSparqlUpdateOperation];
+
+/**
+ * A lost race or a database briefly away, as invoke maps them: not an outcome of the action. The
+ * activity throws it (its transaction rolls back) and Temporal retries.
+ */
+const passing = (error: DomainError) => error.kind === 'unavailable' || error.code === 'concurrent_change';
+
+/**
+ * The apply activity of the approval workflow: one transaction with the action's status and log,
+ * the write in a savepoint of it. A refusal or a business failure (a stale snapshot) ends the action
+ * failed with its reason. The actor of the log is the member whose approval completed the count.
+ */
+export async function applyApprovedWrite(deps: ActivityDependencies, writeActionId: string, actor: { memberId: string; apiKeyId: string }): Promise<{ status: string }> {
+  return deps.db.transaction(async (trx) => {
+    const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
+    if (!action) return { status: 'missing' };
+    if (action.status !== 'pending_approval') return { status: action.status };
+    const snapshotBefore = action.snapshotBefore as SnapshotInfo;
+    const operation = action.proposedByOperation === 'sparqlQueryPost' ? applyApprovedSparqlUpdateOperation : applyApprovedWriteOperation;
+    let result: WriteResult | undefined;
+    let failure: DomainError | undefined;
+    try {
+      result = await actAsKey({ db: trx, encryptionKey: deps.encryptionKey }, { workspaceId: action.workspaceId, apiKeyId: action.proposedByApiKeyId }, `write-action:${action.id}`, operation, { projectId: action.projectId, writeActionId });
+    } catch (error) {
+      if (!(error instanceof DomainError) || passing(error)) throw error;
+      failure = error;
+    }
+    if (failure) {
+      await action.$query(trx).patch({ status: 'failed', error: storedError(failure), endedAt: new Date(), updatedAt: raw('now()') as unknown as Date });
+      await logEvent(trx, action, 'failed', actor, { snapshotBefore, detail: storedError(failure) as unknown as Record<string, unknown> });
+      return { status: 'failed' };
+    }
+    await action.$query(trx).patch({ status: 'applied', snapshotAfter: result!.snapshot ?? null, affected: result!.affected, endedAt: new Date(), updatedAt: raw('now()') as unknown as Date });
+    await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
+    await meterWrite(trx, { ...action, affected: result!.affected } as WriteAction, actor);
+    return { status: 'applied' };
+  });
+}

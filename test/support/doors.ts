@@ -1,0 +1,52 @@
+import { apiRoutes } from '../../api/routes';
+import type { RouteSpec } from '../../api/route-spec';
+import { tools, ToolSpec } from '../../mcp/tools';
+import { isPublic, Operation } from '../../services/operations/operation';
+import { operations } from '../../services/operations/registry';
+
+// Which door reaches each operation of the registry, for the access matrices: they iterate the
+// registry, not the routes or tools, so an operation that no door reaches, or that no matrix
+// covers, fails them.
+
+/**
+ * Operations that no HTTP route or MCP tool reaches, each with the door that does. Work that runs
+ * later acts as its key through actAsKey (services/operations/act-as-key.ts); the access matrix of
+ * that door is in test/api/auth-matrix.test.ts.
+ */
+export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: 'activity' | 'mcp-connection'; why: string }>> = {
+  commitRun: { door: 'activity', why: 'a run commits as the key that launched it' },
+  runQueryJob: { door: 'activity', why: 'an async query job runs as the key that asked for it' },
+  launchScheduledRun: { door: 'activity', why: 'a scheduled launch acts as the key that made the schedule' },
+  applyApprovedWrite: { door: 'activity', why: 'an approved governed write is applied as the key that proposed it' },
+  applyApprovedSparqlUpdate: { door: 'activity', why: 'an approved SPARQL update is applied as the key that proposed it' },
+  openProjectConnection: { door: 'mcp-connection', why: 'opening /mcp/projects/{project_id}: the MCP middleware binds the connection' },
+};
+
+/** The registry's keyed operations: what every matrix starts from. */
+export const keyedOperations: readonly Operation[] = operations.filter((operation) => !isPublic(operation.access));
+
+export const routesOf = (operation: Operation): RouteSpec[] => apiRoutes.filter((route) => route.operation === operation);
+export const toolsOf = (operation: Operation): ToolSpec[] => tools.filter((tool) => tool.operation === operation);
+export const internalOperations = (door: 'activity' | 'mcp-connection'): Operation[] => keyedOperations.filter((operation) => INTERNAL_OPERATIONS[operation.name]?.door === door);
+
+/** The real counts when this was written: the matrices refuse to pass on fewer (an emptied registry, routes or tools). */
+export const FLOORS = { operations: 135, keyedRoutes: 120, tools: 14 } as const;
+
+/**
+ * What is wrong with the doors' coverage of the registry: keyed operations no route, tool or
+ * internal entry reaches, internal entries that are not in the registry or that a route or tool
+ * reaches after all.
+ */
+export function coverageProblems(): string[] {
+  const problems: string[] = [];
+  for (const operation of keyedOperations) {
+    const reached = routesOf(operation).length + toolsOf(operation).length;
+    const internal = INTERNAL_OPERATIONS[operation.name];
+    if (!reached && !internal) problems.push(`${operation.name}: no route, tool or internal door reaches it (add a door, or an INTERNAL_OPERATIONS entry with its door)`);
+    if (reached && internal) problems.push(`${operation.name}: listed as internal, but a route or tool reaches it`);
+  }
+  for (const name of Object.keys(INTERNAL_OPERATIONS)) {
+    if (!keyedOperations.some((operation) => operation.name === name)) problems.push(`${name}: listed as internal, but the registry has no keyed operation of that name`);
+  }
+  return problems;
+}

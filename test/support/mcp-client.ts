@@ -1,0 +1,23 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { env } from './environment';
+
+// The MCP SDK's own client against the test API's workspace connection, for tests that compare a
+// tool's refusal with the HTTP route's.
+
+export async function connectMcp(key: string, name = 'weft-test'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${env().baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+/** The tool's refusal code (an isError result), or undefined when it was not refused. A protocol error (invalid arguments) rejects. */
+export async function toolRefusal(key: string, name: string, args: Record<string, unknown>): Promise<string | undefined> {
+  const client = await connectMcp(key);
+  try {
+    const result = (await client.callTool({ name, arguments: args })) as { isError?: boolean; structuredContent?: { code?: string } };
+    return result.isError ? result.structuredContent?.code : undefined;
+  } finally {
+    await client.close();
+  }
+}
