@@ -265,7 +265,7 @@ async function populateProject({ ws, client, sourceId, document, snapshot }: Wor
   // A published query with its releases, one execution and one finished job.
   const definition = () => ({
     name: `orders-${label}`,
-    sparql: `SELECT ?order ?total WHERE { ?order a :${names.term} ; :${names.property} ?total { SELECT (COUNT(*) AS ?pairs) WHERE { ?x :${names.link}* ?y . ?y :${names.link}* ?z } } } ORDER BY ?total`,
+    sparql: `SELECT ?order ?total WHERE { ?order a :${names.term} ; :${names.property} ?total { SELECT (COUNT(*) AS ?pairs) WHERE { ?x ?p ?y . ?z ?q ?w . ?u ?r ?v } } } ORDER BY ?total`,
     inputSchema: { type: 'object', properties: {} },
     outputSchema: { type: 'object', required: ['order', 'total'], properties: { order: { type: 'string' }, total: { type: 'number' } } },
   });
