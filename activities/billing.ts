@@ -1,8 +1,8 @@
-import type { ExecutionDependencies } from '../services/pipelines/run-execution';
+import type { ServiceDependencies } from '../services/operations/context';
 import { reconcileInvoices, reportUsage } from '../services/usage/billing';
 import { asActivity } from './as-activity';
 
-export function createBillingActivities(deps: ExecutionDependencies) {
+export function createBillingActivities(deps: ServiceDependencies) {
   return {
     reportUsage: () => asActivity(() => reportUsage(deps.db)),
     reconcileInvoices: () => asActivity(() => reconcileInvoices(deps.db)),

@@ -2,18 +2,19 @@ import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import { asActivity } from './as-activity';
 import type { RunErrorEvidence } from '../db/models';
-import { claimRunTurn, endRun, ExecutionDependencies, ExtractProgress, extractSource } from '../services/pipelines/run-execution';
+import type { ServiceDependencies } from '../services/operations/context';
+import { claimRunTurn, endRun, ExtractProgress } from '../services/pipelines/run-execution';
 import { recordScheduledRun } from '../services/pipelines/pipeline-schedules';
-import { commitRunAsItsLauncher } from '../services/pipelines/run-commit';
+import { commitRunAsItsLauncher, extractAsItsLauncher } from '../services/pipelines/run-commit';
 
-export function createPipelineRunActivities(deps: ExecutionDependencies) {
+export function createPipelineRunActivities(deps: ServiceDependencies) {
   return {
     claimRunTurn: ({ runId }: { runId: string }) => asActivity(() => claimRunTurn(deps.db, runId)),
 
-    /** Reads, transforms and stages one source; heartbeats after every staged page and resumes from the last one. */
+    /** Reads, transforms and stages one source as the run's key; heartbeats after every staged page and resumes from the last one. */
     extractSource({ runId, nodeId }: { runId: string; nodeId: string }) {
       const context = Context.current();
-      return asActivity(() => extractSource(deps, runId, nodeId, {
+      return asActivity(() => extractAsItsLauncher(deps, runId, nodeId, {
         attempt: context.info.attempt,
         resume: context.info.heartbeatDetails as ExtractProgress | undefined,
         checkpoint(progress) {

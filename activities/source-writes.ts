@@ -1,10 +1,10 @@
 import { expireWriteAction, recordWriteDecision } from '../services/endpoints/write-approvals';
 import { applyApprovedWrite } from '../services/endpoints/write-apply';
 import type { WriteDecision } from '../workflows/names';
-import type { ExecutionDependencies } from '../services/pipelines/run-execution';
+import type { ServiceDependencies } from '../services/operations/context';
 import { asActivity } from './as-activity';
 
-export function createSourceWriteActivities(deps: ExecutionDependencies) {
+export function createSourceWriteActivities(deps: ServiceDependencies) {
   return {
     recordWriteDecision: ({ writeActionId, decision }: { writeActionId: string; decision: WriteDecision }) => asActivity(() => recordWriteDecision(deps.db, writeActionId, decision)),
     applyApprovedWrite: ({ writeActionId, actor }: { writeActionId: string; actor: { memberId: string; apiKeyId: string } }) => asActivity(() => applyApprovedWrite(deps, writeActionId, actor)),

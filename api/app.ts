@@ -11,7 +11,8 @@ import { renderDocsPage } from './docs-page';
 import { errorMiddleware } from './middleware/errors';
 import { bodyShape } from './middleware/body-shape';
 import { refuseCredentialsInUrl, requestContext } from './middleware/request-context';
-import { asReply, defineRoute, AppDependencies, RouteSpec } from './route-spec';
+import { asReply, defineRoute, RouteSpec } from './route-spec';
+import type { ServiceDependencies } from '../services/operations/context';
 import { staticContentOperation } from '../services/shared/health-operations';
 import { buildRouter, DEFAULT_JSON_BYTES, describeBytes, methodNotAllowed } from './router';
 import { apiRoutes } from './routes';
@@ -86,7 +87,7 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
   };
 }
 
-export function createApp(deps: AppDependencies): Koa {
+export function createApp(deps: ServiceDependencies): Koa {
   const app = new Koa();
   app.proxy = process.env.WEFT_TRUST_PROXY === 'true';
   // Errors are answered by errorMiddleware; Koa's default handler would log them again, unredacted.

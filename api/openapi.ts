@@ -1,8 +1,8 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { IDEMPOTENCY_KEY_SCHEMA } from '../services/operations/idempotency';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from '../core/problem';
-import { isPublic, Operation, scopesOf } from '../services/operations/operation';
-import type { ResponseSpec, RouteSpec } from './route-spec';
+import { isKeyless, Operation, scopesOf } from '../services/operations/operation';
+import { inputOf, type ResponseSpec, type RouteSpec } from './route-spec';
 import { DEFAULT_JSON_BYTES, describeBytes } from './router';
 
 const errorDescriptions: Record<number, string> = {
@@ -30,16 +30,17 @@ const toOpenApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 function errorStatuses(route: RouteSpec): number[] {
   // A credential in the URL is refused on every route.
   const statuses = new Set<number>([400]);
-  const authenticated = !isPublic(route.operation.access);
+  const authenticated = !isKeyless(route.operation.access);
   // Authentication reads the database: while it is away, every authenticated request is a 503.
   if (authenticated) [401, 403, 429, 503].forEach((s) => statuses.add(s));
   // The body parser reads every POST, PUT and PATCH body, a route without a body schema too: over
   // 1 MB is a 413, and a body with a NUL character is a 422 (bodyShape) before the route runs.
   const parsesBody = route.method === 'post' || route.method === 'put' || route.method === 'patch';
-  if (route.body || route.query || route.params || parsesBody) statuses.add(422);
-  if (route.body || route.rawBody) statuses.add(415);
+  const { params, query, body } = inputOf(route);
+  if (body || query || params || parsesBody) statuses.add(422);
+  if (body || route.rawBody) statuses.add(415);
   if (route.rawBody || parsesBody) statuses.add(413);
-  if (route.params) statuses.add(404);
+  if (params) statuses.add(404);
   if (route.operation.idempotent || route.method !== 'get') statuses.add(409);
   for (const extra of route.errors ?? []) statuses.add(extra.status);
   return [...statuses].sort();
@@ -47,12 +48,13 @@ function errorStatuses(route: RouteSpec): number[] {
 
 function parameters(route: RouteSpec): unknown[] {
   const out: unknown[] = [];
-  const pathProps = (route.params?.properties ?? {}) as Record<string, JsonSchema>;
+  const { params, query } = inputOf(route);
+  const pathProps = (params?.properties ?? {}) as Record<string, JsonSchema>;
   for (const name of (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((p) => p.slice(1))) {
     out.push({ name, in: 'path', required: true, schema: pathProps[name] ?? { type: 'string' } });
   }
-  const queryProps = (route.query?.properties ?? {}) as Record<string, JsonSchema>;
-  const required = new Set((route.query?.required as string[] | undefined) ?? []);
+  const queryProps = (query?.properties ?? {}) as Record<string, JsonSchema>;
+  const required = new Set((query?.required as string[] | undefined) ?? []);
   for (const [name, schema] of Object.entries(queryProps)) {
     out.push({ name, in: 'query', required: required.has(name), schema, description: schema.description });
   }
@@ -85,7 +87,7 @@ function responseContent(spec: ResponseSpec): Record<string, unknown> | undefine
 /** The operation's declared access, for people: the same declaration invoke() enforces. */
 export function accessText(operation: Operation): string {
   const access = operation.access;
-  if (isPublic(access)) return `Public: ${access.public}.`;
+  if (isKeyless(access)) return 'public' in access ? `Public: ${access.public}.` : `Operator only (admin CLI): ${access.operator}.`;
   const scopes = scopesOf(access.scopes);
   return [
     'allOf' in access.scopes ? `Scopes: ${scopes.join(' and ')} (all of them).` : `Scope: ${scopes.join(' or ')}.`,
@@ -94,21 +96,23 @@ export function accessText(operation: Operation): string {
     access.actor === 'accountable' ? 'The key’s creating member must still be in the workspace.' : '',
     access.actor === 'administrator' ? 'The key’s creating member must still be in the workspace as an owner or admin.' : '',
     access.project ? 'The project must be in the key’s allowlist.' : '',
+    access.grants ? `The named ${access.grants} grants of the endpoints it touches apply (read grants: the union over each endpoint’s read bindings; write grants: its write policy).` : '',
   ].filter(Boolean).join(' ');
 }
 
-/** OpenAPI 3.1, generated from the same route declarations and JSON Schemas that validate requests. */
+/** OpenAPI 3.1, generated from the same route and operation declarations and JSON Schemas that validate requests. */
 export function buildOpenApiDocument(routes: RouteSpec[], info: { version: string; componentSchemas?: Record<string, JsonSchema> }): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes.filter((r) => !r.internal)) {
     const auth = route.operation.access;
     const scopeText = accessText(route.operation);
+    const body = inputOf(route).body;
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(route.responses)) {
       responses[status] = {
         description: spec.description,
         ...(spec.schema ? { content: responseContent(spec) } : {}),
-        ...(isPublic(auth) && !spec.headers ? {} : { headers: { ...(isPublic(auth) ? {} : rateLimitHeaders), ...spec.headers } }),
+        ...(isKeyless(auth) && !spec.headers ? {} : { headers: { ...(isKeyless(auth) ? {} : rateLimitHeaders), ...spec.headers } }),
       };
     }
     for (const status of errorStatuses(route)) {
@@ -126,9 +130,9 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
       summary: route.summary ?? route.operation.summary,
       description: [route.description, scopeText].filter(Boolean).join('\n\n'),
       tags: [route.tag],
-      ...(isPublic(auth) ? { security: [] } : { 'x-weft-scopes': scopesOf(auth.scopes), 'x-weft-access': auth }),
+      ...(isKeyless(auth) ? { security: [] } : { 'x-weft-scopes': scopesOf(auth.scopes), 'x-weft-access': auth }),
       parameters: parameters(route),
-      ...(route.body ? { requestBody: { required: true, description: `JSON, at most ${describeBytes(route.maxJsonBytes ?? DEFAULT_JSON_BYTES)} (larger is a 413).`, content: { 'application/json': { schema: route.body } } }, 'x-weft-max-body-bytes': route.maxJsonBytes ?? DEFAULT_JSON_BYTES } : {}),
+      ...(body ? { requestBody: { required: true, description: `JSON, at most ${describeBytes(route.maxJsonBytes ?? DEFAULT_JSON_BYTES)} (larger is a 413).`, content: { 'application/json': { schema: body } } }, 'x-weft-max-body-bytes': route.maxJsonBytes ?? DEFAULT_JSON_BYTES } : {}),
       ...(route.rawBody
         ? {
             requestBody: {

@@ -1,10 +1,6 @@
 import type Koa from 'koa';
 import type { JsonSchema } from '../core/schema-validator';
-import type { ServiceDependencies } from '../services/operations/context';
-import type { Operation, Reply, RequestInput } from '../services/operations/operation';
-
-/** What every door can reach: the service layer's dependencies. */
-export type AppDependencies = ServiceDependencies;
+import type { InputSchema, Operation, Reply, RequestInput } from '../services/operations/operation';
 
 /** An HTTP request as a route's input mapping sees it: validated parts, plus the Koa context for headers. */
 export interface HttpRequest<P = any, Q = any, B = any> {
@@ -45,10 +41,10 @@ export interface HeaderSpec {
 }
 
 /**
- * An HTTP route is transport only: a path, the schemas of its parameters and body, its answers,
- * and the operation it invokes. Access is the operation’s (services/<domain>/operations.ts): a route never
- * states a scope. The router authenticates the key, validates the request against the route's
- * schemas, maps it to the operation's input and invokes it.
+ * An HTTP route is transport only: a path, its answers, and the operation it invokes. Access and
+ * the request's schemas (params, query, JSON body) are the operation’s (services/<domain>/operations.ts):
+ * a route never states a scope or a request schema. The router authenticates the key, validates
+ * the request against the operation's schemas, maps it to the operation's input and invokes it.
  */
 export interface RouteSpec<I = any, O = any> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -59,9 +55,6 @@ export interface RouteSpec<I = any, O = any> {
   summary?: string;
   description?: string;
   tag: string;
-  params?: JsonSchema;
-  query?: JsonSchema;
-  body?: JsonSchema;
   /**
    * A body that is not JSON (an RDF document, a SPARQL query): read as text of one of these media
    * types, up to maxBytes, and handed to the input mapping as `body` with its media type in `bodyType`.
@@ -89,6 +82,9 @@ export const defineRoute = <I, O>(spec: RouteSpec<I, O>): RouteSpec<I, O> => spe
 
 /** The route's OpenAPI operationId: its operation's name. */
 export const operationIdOf = (route: RouteSpec): string => route.operation.name;
+
+/** The request schemas of the route: its operation's declared input (params, query, JSON body). */
+export const inputOf = (route: RouteSpec): InputSchema => route.operation.input ?? {};
 
 /** The input of operations that take identifiers, options and payload: the validated request parts. */
 export const requestInput = (request: HttpRequest): RequestInput<any, any, any> => ({

@@ -3,14 +3,13 @@ import type Koa from 'koa';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authenticateBearer } from '../services/tenancy/bearer';
-import type { Caller } from '../services/operations/context';
+import type { Caller, ServiceDependencies } from '../services/operations/context';
 import { checkIdempotencyKey } from '../services/operations/idempotency';
 import { admit, execute } from '../services/operations/invoke';
-import { isPublic } from '../services/operations/operation';
-import type { AppDependencies, HandlerResult, HttpRequest, RouteSpec } from './route-spec';
+import { isKeyless } from '../services/operations/operation';
+import { inputOf, type HandlerResult, type HttpRequest, type RouteSpec } from './route-spec';
 
-function readBody(ctx: Koa.Context, route: RouteSpec): unknown {
-  if (!route.body) return undefined;
+function readBody(ctx: Koa.Context): unknown {
   const raw = (ctx.request as unknown as { body?: unknown }).body;
   const hasBody = ctx.request.length ? ctx.request.length > 0 : Boolean(ctx.get('Transfer-Encoding'));
   if (hasBody && !ctx.is('application/json')) {
@@ -72,27 +71,29 @@ export function defaultInput(request: HttpRequest): Record<string, unknown> {
 
 /**
  * Mounts one declared route: authenticate → the operation's access (scopes, restrictions, the
- * project in the path) → validate params, query and body → invoke the operation (in one
- * transaction for writes, once per Idempotency-Key) → shape the answer. The route adds transport
- * only; every rule is the operation's.
+ * project in the path) → validate params, query and body against the operation's schemas → invoke
+ * the operation (in one transaction for writes, once per Idempotency-Key) → shape the answer. The
+ * route adds transport only; every rule and schema is the operation's.
  */
-function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
+function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): void {
   const operation = route.operation;
+  const schemas = inputOf(route);
   router[route.method](route.path, async (ctx) => {
-    const principal = isPublic(operation.access) ? undefined : (await authenticateBearer(deps, ctx)).principal;
+    const principal = isKeyless(operation.access) ? undefined : (await authenticateBearer(deps, ctx)).principal;
     const caller: Caller = { deps, principal, door: 'http', requestId: String(ctx.state.requestId) };
     await admit(caller, operation);
-    const params = route.params ? validateWithSchema<Record<string, unknown>>(route.params, { ...ctx.params }, 'path') : { ...ctx.params };
+    const params = schemas.params ? validateWithSchema<Record<string, unknown>>(schemas.params, { ...ctx.params }, 'path') : { ...ctx.params };
     const admitted = typeof params.project_id === 'string' ? await admit(caller, operation, params.project_id) : undefined;
-    const query = route.query ? validateWithSchema<Record<string, unknown>>(route.query, readQuery(ctx), 'query string', { query: true }) : {};
+    const query = schemas.query ? validateWithSchema<Record<string, unknown>>(schemas.query, readQuery(ctx), 'query string', { query: true }) : {};
     const raw = route.rawBody ? await readRawBody(ctx, route.rawBody) : undefined;
-    const body = route.body ? validateWithSchema<unknown>(route.body, readBody(ctx, route), 'request body') : raw?.text;
+    const body = schemas.body ? validateWithSchema<unknown>(schemas.body, readBody(ctx), 'request body') : raw?.text;
     const idempotencyHeader = operation.idempotent ? ctx.get('Idempotency-Key') : '';
     if (idempotencyHeader) caller.idempotencyKey = checkIdempotencyKey(idempotencyHeader);
 
     const request: HttpRequest = { params, query, body, bodyType: raw?.type, requestId: caller.requestId, koa: ctx };
     const input = route.input ? route.input(request) : defaultInput(request);
-    const { output, replayed } = await execute(caller, operation, input, { admitted });
+    // The parts were validated above, before the input mapping: invoke() need not check them again.
+    const { output, replayed } = await execute(caller, operation, input, { admitted, validated: true });
     const result: HandlerResult = route.respond ? route.respond(output, request) : { status: route.status, body: output };
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
@@ -103,7 +104,7 @@ function mount(router: Router, route: RouteSpec, deps: AppDependencies): void {
   });
 }
 
-export function buildRouter(routes: RouteSpec[], deps: AppDependencies): Router {
+export function buildRouter(routes: RouteSpec[], deps: ServiceDependencies): Router {
   const router = new Router();
   for (const route of routes) mount(router, route, deps);
   return router;

@@ -46,6 +46,7 @@ import { sparqlDataset } from '../services/ontology/sparql';
 /** Datasets are no longer cut: the endpoint answers over every record or refuses past WEFT_SPARQL_MAX_DATASET_TRIPLES. */
 const MAX_BOUND_RECORDS = Number.POSITIVE_INFINITY;
 import { readEndpointRecords } from '../services/endpoints/records-read';
+import { OperationContext, workerDependencies } from '../services/operations/context';
 import { bindingFields, mapRecord } from '../ontology/term-records';
 import { evaluateQuery } from '../ontology/sparql-engine';
 import { serializeResult } from '../ontology/sparql-results';
@@ -414,6 +415,8 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   const project = (await Project.query(weft.db).findById(weft.tenant.projectId))!;
   const pkg = (await OntologyPackage.query(weft.db).findById(loaded.packageId))!;
   const bindings = await ReadBinding.query(weft.db).whereIn('id', loaded.bindingIds).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
+  // What the SPARQL operation's services get, for calling them one at a time (no Temporal: none is reached).
+  const ctx: OperationContext = { db: weft.db, deps: workerDependencies(weft), principal, project, door: 'sparql', requestId: 'bench' };
 
   // The steps of a cold build, one at a time: read every record page, map records to quads, index them in an n3 Store.
   let records: Array<{ binding: ReadBinding; rows: Array<Record<string, unknown>> }> = [];
@@ -424,7 +427,7 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
       const rows: Array<Record<string, unknown>> = [];
       let cursor: string | undefined;
       do {
-        const page = await readEndpointRecords(weft.db, principal, weft.encryptionKey, binding.dataEndpointId, { limit: Math.min(1000, budget), select: bindingFields(binding.mapping).join(','), cursor });
+        const page = await readEndpointRecords(ctx, binding.dataEndpointId, { limit: Math.min(1000, budget), select: bindingFields(binding.mapping).join(','), cursor });
         rows.push(...page.data);
         budget -= page.data.length;
         cursor = page.metadata.nextCursor ?? undefined;
@@ -444,8 +447,8 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   records = [];
 
   // The service function itself: the first call builds; later calls find what the service keeps.
-  const cold = await timed(() => sparqlDataset(weft.db, principal, weft.encryptionKey, project));
-  const warm = await bench(() => sparqlDataset(weft.db, principal, weft.encryptionKey, project), runs, 1);
+  const cold = await timed(() => sparqlDataset(ctx));
+  const warm = await bench(() => sparqlDataset(ctx), runs, 1);
   const store = stored.value;
   const evaluate = new Map<string, number>();
   const serialize = new Map<string, number>();

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../core/schema-validator';
 import { createDataEndpointBody } from '../schemas/data-endpoints';
 import { createPipelineBody, saveDraftBody } from '../schemas/pipelines';
 import { createDataEndpointOperation } from '../services/endpoints/operations';
-import { isPublic, Operation } from '../services/operations/operation';
+import { isKeyless, Operation } from '../services/operations/operation';
 import {
   createPipelineOperation,
   deletePipelineOperation,
@@ -52,7 +52,7 @@ export interface ToolSpec<I = any, O = any> {
 }
 
 /** A tool of a project operation takes projectId on a workspace connection. */
-export const toolTakesProject = (tool: ToolSpec): boolean => !isPublic(tool.operation.access) && Boolean(tool.operation.access.project);
+export const toolTakesProject = (tool: ToolSpec): boolean => !isKeyless(tool.operation.access) && Boolean(tool.operation.access.project);
 
 /** The input of an operation that takes identifiers, options and payload (as its HTTP route does). */
 const request = <P, B>(params: P, body?: B): RequestInput<P, Record<string, never>, B | undefined> => ({ params, query: {}, body });

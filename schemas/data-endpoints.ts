@@ -1,5 +1,6 @@
 import type { JsonSchema } from '../core/schema-validator';
-import { nullableTimestamp, timestamp, uuid } from './common';
+import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../services/endpoints/records-read';
+import { listQuery, nullableTimestamp, timestamp, uuid } from './common';
 
 export const IDENTITY_LABEL: JsonSchema = {
   type: 'string',
@@ -161,5 +162,21 @@ export const recordsResponseSchema: JsonSchema = {
         pagesFetched: { type: ['integer', 'null'] },
       },
     },
+  },
+};
+
+export const listDataEndpointsQuery = listQuery({ name: IDENTITY_LABEL, namespace: IDENTITY_LABEL, role: { type: 'string', enum: [...ENDPOINT_ROLES] } });
+
+export const recordsQuery: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: MAX_RECORDS_LIMIT, default: DEFAULT_RECORDS_LIMIT, description: `Records per page (cap ${MAX_RECORDS_LIMIT}).` },
+    select: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'Fields to return: repeated or comma-separated.' },
+    where: { type: 'string', description: 'URL-encoded JSON array of {field, op, value|values}; op is eq, ne, in, exists, gt, gte, lt or lte.' },
+    orderBy: { type: 'string', description: 'URL-encoded JSON array of {field, direction: asc|desc}.' },
+    snapshotId: { type: 'string', minLength: 1, maxLength: 500, description: 'Read one committed snapshot (capabilities with snapshot reads).' },
+    asOf: { type: 'string', format: 'date-time', description: 'Read the snapshot current at this time (capabilities with snapshot reads).' },
+    cursor: { type: 'string', maxLength: 8192, description: 'nextCursor of the previous page.' },
   },
 };

@@ -2,7 +2,7 @@ import type { JsonSchema } from '../core/schema-validator';
 import { MAX_NODES, pipelineDocumentSchema } from '../pipelines/document';
 import { MAX_SAMPLE_SIZE } from '../services/pipelines/pipeline-preview';
 import { RUN_STATUSES } from '../services/pipelines/runs';
-import { nullableTimestamp, timestamp, uuid } from './common';
+import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from './common';
 
 const documentRef: JsonSchema = { $ref: '#/components/schemas/PipelineDocument' };
 /** Request bodies embed the schema itself (the validator needs it); responses point at the published component. */
@@ -266,3 +266,11 @@ export const runSchema: JsonSchema = {
 };
 
 export const runStatusFilter: JsonSchema = { type: 'string', enum: RUN_STATUSES };
+
+/** The runs of one project, by status and pipeline. */
+export const projectRunsQuery = listQuery({ status: runStatusFilter, pipelineId: uuid });
+/** The runs of every project the key may use: the project is a filter too. */
+export const runsQuery = listQuery({ status: runStatusFilter, pipelineId: uuid, projectId: uuid });
+export const listPipelinesQuery = listQuery({ name: { type: 'string', minLength: 1, maxLength: 200 }, tag: { type: 'string', minLength: 1, maxLength: 100 } });
+export const listVersionsQuery = listQuery({ versionId: uuid, branchName });
+export const pipelineParams = idParams('project_id', 'pipeline_id');

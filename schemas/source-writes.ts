@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { whereSchema } from '../plugins/condition-schemas';
-import { nullableTimestamp, timestamp, uuid } from './common';
+import { listQuery, nullableTimestamp, timestamp, uuid } from './common';
 
 // The governed source-write action of SPEC 2.9 and the write policies that govern it. The request
 // schema is exact: every bound of SPEC section 8 is here, and no other field is accepted anywhere.
@@ -153,7 +153,7 @@ export const changeSetSchema: JsonSchema = {
     added: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, after: rowObject } } },
     changed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject, after: rowObject } } },
     removed: { type: 'array', items: { type: 'object', properties: { key: { type: ['string', 'null'] }, before: rowObject } } },
-    counts: { type: 'object', properties: { added: { type: 'integer' }, changed: { type: 'integer' }, removed: { type: 'integer' } } },
+    counts: { type: 'object', properties: { added: { type: 'integer' }, changed: { type: 'integer' }, removed: { type: 'integer' }, affected: { type: 'integer', description: 'Instead of the split, when recordsWithheld: how many records the action touches.' } } },
     truncated: { type: 'boolean', description: 'A list stops at 500 rows; the counts stay exact.' },
     recordsWithheld: {
       type: 'boolean',
@@ -194,7 +194,7 @@ export const writeActionSchema: JsonSchema = {
       anyOf: [changeSetSchema, { type: 'null' }],
       description: [
         'For an action that waited for approval: the change set its dry run at proposal found, for approvers to judge. null for actions applied at once.',
-        'Rows that existed before the write are existing record values: a key without data:read and the endpoint’s named read grants (the grants of its read bindings) gets changed and removed empty (a changed row’s after values keep the fields the write left alone, so they are withheld with its before values) and recordsWithheld true; the counts and the rows the action adds stay.',
+        'Rows that existed before the write are existing record values: a key without data:read and the endpoint’s named read grants (the grants of its read bindings) gets added, changed and removed empty (a changed row’s after values keep the fields the write left alone, and which rows were added says which keys existed), counts as {affected} without the split, and recordsWithheld true.',
       ].join(' '),
     },
     snapshotBefore: { ...snapshotRefSchema, description: 'The expectedSourceSnapshot the action was proposed against.' },
@@ -246,3 +246,11 @@ export const decisionBodySchema: JsonSchema = {
   additionalProperties: false,
   properties: { comment: { type: 'string', maxLength: 2000 } },
 };
+
+export const submitWriteQuery: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { dryRun: { type: 'boolean', default: false, description: 'Work out the change set and write nothing.' } },
+};
+export const listWritesQuery = listQuery({ status: { type: 'string', enum: ['pending_approval', 'applied', 'rejected', 'expired', 'failed'] } });
+export const writeLogQuery = listQuery({ actionId: uuid, kind: { type: 'string', enum: ['proposed', 'approved', 'rejected', 'expired', 'applied', 'failed'] } });

@@ -127,3 +127,5 @@ export const workspaceSettingsSchema = {
     },
   },
 } as const;
+
+export const updateWorkspaceSettingsBody: JsonSchema = { type: 'object', additionalProperties: false, minProperties: 1, properties: { semanticConsumerMode: workspaceSettingsSchema.properties.semanticConsumerMode } };

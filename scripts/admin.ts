@@ -5,16 +5,17 @@
  *   npm run --silent admin -- member add --workspace ID --name NAME [--role owner|admin|member] [--json]
  *   npm run --silent admin -- member remove --workspace ID --member ID
  *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
- * Every command runs in one transaction: a failure leaves nothing half-created.
+ * Every command is an operator operation (services/tenancy/operator-operations.ts), invoked through
+ * the admin door, in one transaction: a failure leaves nothing half-created.
  */
 import { parseArgs } from 'node:util';
 import { DomainError } from '../core/errors';
 import { loadEncryptionKey } from '../core/config';
 import { createDb, Db } from '../db/connection';
-import { addMember, bootstrapWorkspace, removeMember } from '../services/tenancy/workspaces';
-import { installPlugin } from '../services/endpoints/plugins';
-import { createApiKey } from '../services/tenancy/api-keys';
-import { Member } from '../db/models';
+import { randomUUID } from 'node:crypto';
+import { Caller, workerDependencies } from '../services/operations/context';
+import { invoke } from '../services/operations/invoke';
+import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, removeMemberOperation } from '../services/tenancy/operator-operations';
 import { prepareInfrastructure } from './infra/environment';
 import { migrate } from './runtime';
 
@@ -56,55 +57,43 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
     },
   });
   const command = positionals.join(' ');
+  const list = (value: unknown) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : []);
+  // Every command is an operator operation, invoked through the admin door: validated by its
+  // declared schema and run in one transaction (services/tenancy/operator-operations.ts).
+  const caller: Caller = { deps: workerDependencies({ db, encryptionKey: loadEncryptionKey() }), door: 'admin', requestId: `admin-${randomUUID()}` };
+  const request = <B>(body: B) => ({ params: {}, query: {}, body });
   switch (command) {
-    case 'bootstrap': {
-      const name = required(values, 'workspace');
-      return db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: name, ownerName: values.owner }));
-    }
+    case 'bootstrap':
+      return invoke(caller, bootstrapWorkspaceOperation, request({ workspaceName: required(values, 'workspace'), ...(values.owner !== undefined ? { ownerName: values.owner } : {}) }));
     case 'plugin install': {
       const workspaceId = required(values, 'workspace', true);
       const capability = required(values, 'capability');
-      let pluginConfig: unknown = {};
+      let config: unknown = {};
       if (values.config !== undefined) {
         try {
-          pluginConfig = JSON.parse(values.config);
+          config = JSON.parse(values.config);
         } catch {
           throw new UsageError('--config must be a JSON object.');
         }
       }
-      const installation = await db.transaction((trx) => installPlugin(trx, loadEncryptionKey(), workspaceId, capability, pluginConfig));
-      return { installationId: installation.id };
+      return invoke(caller, installPluginOperation, request({ workspaceId, capability, config: config as Record<string, unknown> }));
     }
     case 'member add': {
-      const workspaceId = required(values, 'workspace', true);
       const role = (values.role ?? 'member') as 'owner' | 'admin' | 'member';
       if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError('--role must be owner, admin or member.');
-      const member = await db.transaction((trx) => addMember(trx, workspaceId, { name: required(values, 'name'), role }));
-      return { memberId: member.id };
+      return invoke(caller, addMemberOperation, request({ workspaceId: required(values, 'workspace', true), name: required(values, 'name'), role }));
     }
-    case 'member remove': {
-      const workspaceId = required(values, 'workspace', true);
-      const memberId = required(values, 'member', true);
-      await db.transaction((trx) => removeMember(trx, workspaceId, memberId));
-      return { removed: memberId };
-    }
-    case 'key create': {
-      // What a member does in the workspace UI: a key that acts for that member (another member's approvals, say).
-      const workspaceId = required(values, 'workspace', true);
-      const memberId = required(values, 'member', true);
-      const list = (value: unknown) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : []);
-      const { key, secret } = await db.transaction(async (trx) => {
-        const member = await Member.query(trx).findOne({ id: memberId, workspaceId }).whereNull('removedAt');
-        if (!member) throw new UsageError(`No active member ${memberId} in workspace ${workspaceId}.`);
-        return createApiKey(trx, { workspaceId, memberId }, {
-          name: required(values, 'name'),
-          scopes: list(required(values, 'scopes')),
-          readPermissions: list(values['read-permissions']),
-          writePermissions: list(values['write-permissions']),
-        });
-      });
-      return { keyId: key.id, secret };
-    }
+    case 'member remove':
+      return invoke(caller, removeMemberOperation, request({ workspaceId: required(values, 'workspace', true), memberId: required(values, 'member', true) }));
+    case 'key create':
+      return invoke(caller, createMemberKeyOperation, request({
+        workspaceId: required(values, 'workspace', true),
+        memberId: required(values, 'member', true),
+        name: required(values, 'name'),
+        scopes: list(required(values, 'scopes')),
+        readPermissions: list(values['read-permissions']),
+        writePermissions: list(values['write-permissions']),
+      }));
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');
   }

@@ -1,5 +1,6 @@
 import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { createActivities, ActivityDependencies } from '../activities';
+import { createActivities } from '../activities';
+import type { Db } from '../db/connection';
 import { logger } from '../core/logger';
 import { workflowBundlePath } from './workflow-bundle';
 
@@ -24,7 +25,9 @@ function workflowBundle(): Promise<{ codePath: string }> {
   return bundle;
 }
 
-export interface WeftWorkerOptions extends ActivityDependencies {
+export interface WeftWorkerOptions {
+  db: Db;
+  encryptionKey: Buffer;
   temporalAddress: string;
   namespace: string;
   taskQueue: string;
@@ -45,7 +48,7 @@ export async function startWorker(options: WeftWorkerOptions): Promise<RunningWo
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowBundle: await workflowBundle(),
-    activities: createActivities(options),
+    activities: createActivities({ db: options.db, encryptionKey: options.encryptionKey }),
     shutdownGraceTime: '30s',
   });
   const done = worker.run().finally(() => connection.close());

@@ -1,10 +1,9 @@
 import { createApiKeyOperation, listApiKeysOperation, updateApiKeyOperation, revokeApiKeyOperation } from '../../services/tenancy/api-key-operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { idParams, listQuery, listResponse } from '../../schemas/common';
-import { apiKeySchema, createApiKeyBody, updateApiKeyBody } from '../../schemas/workspace';
+import { listResponse } from '../../schemas/common';
+import { apiKeySchema } from '../../schemas/workspace';
 
-const keyParams = idParams('key_id');
 const keyResponse = { type: 'object', required: ['key'], properties: { key: apiKeySchema } };
 
 export const apiKeyRoutes = [
@@ -16,7 +15,6 @@ export const apiKeyRoutes = [
     tag: 'API keys',
     input: requestInput,
     respond: asReply,
-    body: createApiKeyBody,
     responses: {
       201: {
         description: 'The new key; key.secret is shown once and cannot be recovered.',
@@ -31,7 +29,6 @@ export const apiKeyRoutes = [
     tag: 'API keys',
     input: requestInput,
     respond: asReply,
-    query: listQuery(),
     responses: { 200: { description: 'A page of keys', schema: listResponse('keys', apiKeySchema) } },
   }),
   defineRoute({
@@ -41,8 +38,6 @@ export const apiKeyRoutes = [
     tag: 'API keys',
     input: requestInput,
     respond: asReply,
-    params: keyParams,
-    body: updateApiKeyBody,
     responses: { 200: { description: 'The updated key', schema: keyResponse } },
   }),
   defineRoute({
@@ -52,7 +47,6 @@ export const apiKeyRoutes = [
     tag: 'API keys',
     input: requestInput,
     respond: asReply,
-    params: keyParams,
     responses: { 204: { description: 'Revoked' } },
   }),
 ];

@@ -1,7 +1,7 @@
 import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { apiLimitsSchema, putApiLimitsBody } from '../../schemas/workspace';
+import { apiLimitsSchema } from '../../schemas/workspace';
 
 export const apiLimitRoutes = [
   defineRoute({
@@ -20,7 +20,6 @@ export const apiLimitRoutes = [
     tag: 'Request limits',
     input: requestInput,
     respond: asReply,
-    body: putApiLimitsBody,
     responses: { 200: { description: 'The saved limits', schema: apiLimitsSchema } },
   }),
 ];

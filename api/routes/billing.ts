@@ -3,17 +3,11 @@ import { asReply, requestInput } from '../route-spec';
 import type { Operation } from '../../services/operations/operation';
 import { openBillingPortalOperation, startBillingCheckoutOperation } from '../../services/usage/billing-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
-import type { JsonSchema } from '../../core/schema-validator';
 
 // Stripe billing (SPEC 4.2, 6). Every route answers 503 billing_unavailable while no Stripe key is configured.
 
 const TAG = 'Usage and billing';
 
-const returnBody: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { returnPath: { type: 'string', maxLength: 500, description: 'Where the user lands afterwards: a path on Weft’s own origin (WEFT_PUBLIC_URL), starting with one "/". Anything else is a 422.' } },
-};
 const urlResponse = { description: 'The URL to send the user to', schema: { type: 'object', required: ['url'], properties: { url: { type: 'string', format: 'uri' } } } };
 
 /** Checkout and portal: a Stripe session URL to send the user to, returning to a same-origin path. */
@@ -25,7 +19,6 @@ function sessionRoute(path: string, operation: Operation): RouteSpec {
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    body: returnBody,
     errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
     responses: { 200: urlResponse },
   }) as RouteSpec;

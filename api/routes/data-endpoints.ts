@@ -2,19 +2,9 @@ import { listDataEndpointsOperation, getDataEndpointOperation, createDataEndpoin
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { MAX_RECORDS_LIMIT, DEFAULT_RECORDS_LIMIT } from '../../services/endpoints/records-read';
-import { idParams, listQuery, listResponse } from '../../schemas/common';
-import {
-  checkResultSchema,
-  createDataEndpointBody,
-  dataEndpointSchema,
-  ENDPOINT_ROLES,
-  IDENTITY_LABEL,
-  recordsResponseSchema,
-  updateDataEndpointBody,
-  validationResultSchema,
-} from '../../schemas/data-endpoints';
+import { listResponse } from '../../schemas/common';
+import { checkResultSchema, dataEndpointSchema, recordsResponseSchema, validationResultSchema } from '../../schemas/data-endpoints';
 
-const endpointParams = idParams('endpoint_id');
 const endpointResponse = { type: 'object', required: ['dataEndpoint'], properties: { dataEndpoint: dataEndpointSchema } };
 const BASE = '/api/v1/data-endpoints';
 
@@ -26,7 +16,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    query: listQuery({ name: IDENTITY_LABEL, namespace: IDENTITY_LABEL, role: { type: 'string', enum: [...ENDPOINT_ROLES] } }),
     responses: { 200: { description: 'A page of endpoints', schema: listResponse('dataEndpoints', dataEndpointSchema) } },
   }),
   defineRoute({
@@ -36,7 +25,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 200: { description: 'The endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -46,7 +34,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    body: createDataEndpointBody,
     responses: { 201: { description: 'The new endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -56,8 +43,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    body: updateDataEndpointBody,
     responses: { 200: { description: 'The updated endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -67,7 +52,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 204: { description: 'Deleted' } },
   }),
   defineRoute({
@@ -77,7 +61,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 200: { description: 'Check result (ok false when the remote side failed)', schema: checkResultSchema } },
   }),
   defineRoute({
@@ -87,7 +70,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 200: { description: 'Validation result', schema: validationResultSchema } },
   }),
   defineRoute({
@@ -97,7 +79,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -114,20 +95,6 @@ export const dataEndpointRoutes = [
     tag: 'Data endpoints',
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    query: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        limit: { type: 'integer', minimum: 1, maximum: MAX_RECORDS_LIMIT, default: DEFAULT_RECORDS_LIMIT, description: `Records per page (cap ${MAX_RECORDS_LIMIT}).` },
-        select: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }], description: 'Fields to return: repeated or comma-separated.' },
-        where: { type: 'string', description: 'URL-encoded JSON array of {field, op, value|values}; op is eq, ne, in, exists, gt, gte, lt or lte.' },
-        orderBy: { type: 'string', description: 'URL-encoded JSON array of {field, direction: asc|desc}.' },
-        snapshotId: { type: 'string', minLength: 1, maxLength: 500, description: 'Read one committed snapshot (capabilities with snapshot reads).' },
-        asOf: { type: 'string', format: 'date-time', description: 'Read the snapshot current at this time (capabilities with snapshot reads).' },
-        cursor: { type: 'string', maxLength: 8192, description: 'nextCursor of the previous page.' },
-      },
-    },
     errors: [{ status: 502 }],
     responses: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
   }),

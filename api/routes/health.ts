@@ -21,7 +21,6 @@ export const healthRoutes = [
     input: requestInput,
     respond: asReply,
     internal: true,
-    query: { type: 'object', additionalProperties: false, properties: { worker: { type: 'boolean', default: false } } },
     responses: { 200: { description: 'ready' }, 503: { description: 'a dependency is unreachable' } },
   }),
 ];

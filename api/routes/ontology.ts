@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import { NotAcceptableError } from '../../core/errors';
 import type { JsonSchema } from '../../core/schema-validator';
-import { Collection, collectionSchemas, definitionSchema, LOCAL_NAME_PATTERN } from '../../ontology/definition';
-import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from '../../schemas/common';
+import { Collection, collectionSchemas, definitionSchema } from '../../ontology/definition';
+import { nullableTimestamp, timestamp, uuid } from '../../schemas/common';
 import { MAX_DOCUMENT_BYTES, RDF_UPLOAD_TYPES } from '../../services/ontology/ontology';
 import {
   activateOntologyPackageOperation,
@@ -28,13 +28,6 @@ import { defineRoute, HttpRequest, RouteSpec } from '../route-spec';
 
 const BASE = '/api/v1/projects/:project_id/ontology';
 const TAG = 'Ontology';
-const BRANCH_NAME: JsonSchema = { type: 'string', pattern: '^[A-Za-z0-9._-]{1,100}$' };
-const branchQuery: JsonSchema = { type: 'object', additionalProperties: false, properties: { branch: { ...BRANCH_NAME, default: 'main', description: 'The branch to read or edit (default main).' } } };
-const elementParams = (name: string): JsonSchema => ({
-  type: 'object',
-  required: ['project_id', name],
-  properties: { project_id: uuid, [name]: { type: 'string', pattern: LOCAL_NAME_PATTERN } },
-});
 const versionRef: JsonSchema = {
   type: 'object',
   properties: { id: uuid, number: { type: 'integer' }, branchName: { type: 'string' }, parentVersionId: { anyOf: [uuid, { type: 'null' }] }, message: { type: 'string' }, createdAt: timestamp },
@@ -64,7 +57,7 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
   const param = one;
   const itemSchema = collectionSchemas[collection];
   const itemResponse = (description: string) => ({ description, schema: { type: 'object', required: [one], properties: { [one]: itemSchema, version: versionRef } } });
-  // The body is the element itself: the operations take it whole as `item`, apart from the branch and ids.
+  // The operations take the element's id, its branch, and (adding or replacing) the body whole as `item`.
   const element = ({ params, query }: HttpRequest) => ({ projectId: params.project_id, branch: query.branch, id: params[param] });
   const routes: RouteSpec[] = [
     defineRoute({
@@ -72,8 +65,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       path: `${BASE}/${collection}`,
       operation: operations.list,
       tag: TAG,
-      params: idParams('project_id'),
-      query: listQuery({ branch: { ...BRANCH_NAME, default: 'main' } }),
       responses: { 200: { description: `A page of ${collection}`, schema: { type: 'object', required: [collection, 'pagination'], properties: { [collection]: { type: 'array', items: itemSchema }, pagination: paginationSchema } } } },
     }),
     defineRoute({
@@ -83,9 +74,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       input: ({ params, query, body }) => ({ projectId: params.project_id, branch: query.branch, item: body }),
       status: 201,
       tag: TAG,
-      params: idParams('project_id'),
-      query: branchQuery,
-      body: itemSchema,
       responses: { 201: itemResponse(`The ${one} and the version it made`) },
     }),
     defineRoute({
@@ -94,8 +82,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       operation: operations.get,
       input: element,
       tag: TAG,
-      params: elementParams(param),
-      query: branchQuery,
       responses: { 200: { description: `The ${one}`, schema: { type: 'object', required: [one], properties: { [one]: itemSchema } } } },
     }),
     defineRoute({
@@ -105,8 +91,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       input: element,
       respond: () => ({ status: 204 }),
       tag: TAG,
-      params: elementParams(param),
-      query: branchQuery,
       responses: { 204: { description: 'Removed' } },
     }),
   ];
@@ -118,9 +102,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
         operation: operations.replace,
         input: (request) => ({ ...element(request), item: request.body }),
         tag: TAG,
-        params: elementParams(param),
-        query: branchQuery,
-        body: itemSchema,
         responses: { 200: itemResponse(`The ${one} and the version it made`) },
       }),
     );
@@ -141,7 +122,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: BASE,
     operation: getOntologyOperation,
     tag: TAG,
-    params: idParams('project_id'),
     responses: {
       200: {
         description: 'The ontology',
@@ -178,13 +158,6 @@ export const ontologyRoutes: RouteSpec[] = [
     status: 201,
     description: `The document is parsed (a syntax error is a 422 naming the line), stored as N-Quads, and added as an import with the id given in ?id=; its triples join the package at the next compile. At most ${MAX_DOCUMENT_BYTES} bytes.`,
     tag: TAG,
-    params: idParams('project_id'),
-    query: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['id'],
-      properties: { id: { type: 'string', pattern: LOCAL_NAME_PATTERN, description: 'The import’s id.' }, branch: { ...BRANCH_NAME, default: 'main' } },
-    },
     rawBody: { mediaTypes: RDF_UPLOAD_TYPES, maxBytes: MAX_DOCUMENT_BYTES, description: 'The RDF document.' },
     responses: {
       201: {
@@ -198,8 +171,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/versions`,
     operation: listOntologyVersionsOperation,
     tag: TAG,
-    params: idParams('project_id'),
-    query: listQuery({ branch: BRANCH_NAME }),
     responses: { 200: { description: 'A page of versions', schema: { type: 'object', required: ['versions', 'pagination'], properties: { versions: { type: 'array', items: versionRef }, pagination: paginationSchema } } } },
   }),
   defineRoute({
@@ -207,7 +178,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/versions/:version_id`,
     operation: getOntologyVersionOperation,
     tag: TAG,
-    params: idParams('project_id', 'version_id'),
     responses: { 200: { description: 'The version', schema: { type: 'object', required: ['version'], properties: { version: { ...versionRef, properties: { ...(versionRef.properties as object), definition: definitionSchema } } } } } },
   }),
   defineRoute({
@@ -215,7 +185,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/branches`,
     operation: listOntologyBranchesOperation,
     tag: TAG,
-    params: idParams('project_id'),
     responses: { 200: { description: 'Branches', schema: { type: 'object', required: ['branches'], properties: { branches: { type: 'array', items: { type: 'object' } } } } } },
   }),
   defineRoute({
@@ -224,8 +193,6 @@ export const ontologyRoutes: RouteSpec[] = [
     operation: createOntologyBranchOperation,
     status: 201,
     tag: TAG,
-    params: idParams('project_id'),
-    body: { type: 'object', additionalProperties: false, required: ['name'], properties: { name: BRANCH_NAME, fromVersionId: uuid } },
     responses: { 201: { description: 'The branch', schema: { type: 'object', required: ['branch'], properties: { branch: { type: 'object' } } } } },
   }),
   defineRoute({
@@ -233,8 +200,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/compare`,
     operation: compareOntologyBranchesOperation,
     tag: TAG,
-    params: idParams('project_id'),
-    query: { type: 'object', additionalProperties: false, required: ['head'], properties: { base: { ...BRANCH_NAME, default: 'main' }, head: BRANCH_NAME } },
     responses: {
       200: {
         description: 'A structured diff',
@@ -260,8 +225,6 @@ export const ontologyRoutes: RouteSpec[] = [
     respond: ({ package: compiled, created }) => ({ status: created ? 201 : 200, body: { package: compiled } }),
     description: 'A definition that does not compile is a 422 whose `errors` and `problems` name each element (terms/Customer) and path. Compiling an unchanged definition again returns the same package with 200. Compiling does not activate.',
     tag: TAG,
-    params: idParams('project_id'),
-    body: { type: 'object', additionalProperties: false, properties: { branch: { ...BRANCH_NAME, default: 'main' } } },
     responses: {
       200: { description: 'The same package as before (nothing changed)', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } } },
       201: { description: 'A new package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } } },
@@ -272,8 +235,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/packages`,
     operation: listOntologyPackagesOperation,
     tag: TAG,
-    params: idParams('project_id'),
-    query: listQuery(),
     responses: { 200: { description: 'A page of packages', schema: { type: 'object', required: ['packages', 'pagination'], properties: { packages: { type: 'array', items: packageSchema }, pagination: paginationSchema } } } },
   }),
   defineRoute({
@@ -292,7 +253,6 @@ export const ontologyRoutes: RouteSpec[] = [
       return { body: { package: output.package } };
     },
     tag: TAG,
-    params: idParams('project_id', 'package_id'),
     responses: {
       200: { description: 'The package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } }, alternatives: ['text/turtle', 'application/n-quads'] },
     },
@@ -303,8 +263,6 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/activate`,
     operation: activateOntologyPackageOperation,
     tag: TAG,
-    params: idParams('project_id'),
-    body: { type: 'object', additionalProperties: false, required: ['packageId'], properties: { packageId: uuid } },
     responses: { 200: { description: 'The ontology with its new active package', schema: { type: 'object', required: ['ontology'], properties: { ontology: { type: 'object' } } } } },
   }),
 ];

@@ -29,7 +29,6 @@ export const organizationRoutes = [
     tag: 'Workspace',
     input: requestInput,
     respond: asReply,
-    body: { type: 'object', additionalProperties: false, minProperties: 1, properties: { semanticConsumerMode: workspaceSettingsSchema.properties.semanticConsumerMode } },
     responses: { 200: { description: 'The settings', schema: { type: 'object', required: ['settings'], properties: { settings: workspaceSettingsSchema } } } },
   }),
 ];

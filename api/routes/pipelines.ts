@@ -16,29 +16,11 @@ import {
   validatePipelineDraftOperation,
 } from '../../services/pipelines/operations';
 import { defineRoute } from '../route-spec';
-import { idParams, listQuery, listResponse, uuid } from '../../schemas/common';
-import {
-  activateBody,
-  branchName,
-  branchSchema,
-  commitVersionBody,
-  createBranchBody,
-  createPipelineBody,
-  draftSchema,
-  pipelineSchema,
-  previewBody,
-  previewSchema,
-  problemListSchema,
-  runSchema,
-  saveDraftBody,
-  updatePipelineBody,
-  versionSchema,
-} from '../../schemas/pipelines';
+import { listResponse } from '../../schemas/common';
+import { branchSchema, draftSchema, pipelineSchema, previewSchema, problemListSchema, runSchema, versionSchema } from '../../schemas/pipelines';
 
 const BASE = '/api/v1/projects/:project_id/pipelines';
 const ONE = `${BASE}/:pipeline_id`;
-const projectParams = idParams('project_id');
-const pipelineParams = idParams('project_id', 'pipeline_id');
 const tag = 'Pipelines';
 const wrap = (name: string, schema: unknown) => ({ type: 'object', required: [name], properties: { [name]: schema } });
 
@@ -48,8 +30,6 @@ export const pipelineRoutes = [
     path: BASE,
     operation: listPipelinesOperation,
     tag,
-    params: projectParams,
-    query: listQuery({ name: { type: 'string', minLength: 1, maxLength: 200 }, tag: { type: 'string', minLength: 1, maxLength: 100 } }),
     responses: { 200: { description: 'A page of pipelines', schema: listResponse('pipelines', pipelineSchema) } },
   }),
   defineRoute({
@@ -57,7 +37,6 @@ export const pipelineRoutes = [
     path: ONE,
     operation: getPipelineOperation,
     tag,
-    params: pipelineParams,
     responses: { 200: { description: 'The pipeline', schema: wrap('pipeline', pipelineSchema) } },
   }),
   defineRoute({
@@ -67,8 +46,6 @@ export const pipelineRoutes = [
     status: 201,
     description: 'The document is validated as at every commit: every problem comes back at once, each with its node id.',
     tag,
-    params: projectParams,
-    body: createPipelineBody,
     responses: {
       201: {
         description: 'The pipeline, its initial version and your draft',
@@ -81,7 +58,6 @@ export const pipelineRoutes = [
     path: `${ONE}/draft`,
     operation: getPipelineDraftOperation,
     tag,
-    params: pipelineParams,
     responses: { 200: { description: 'Your draft', schema: wrap('draft', draftSchema) } },
   }),
   defineRoute({
@@ -89,8 +65,6 @@ export const pipelineRoutes = [
     path: `${ONE}/draft`,
     operation: savePipelineDraftOperation,
     tag,
-    params: pipelineParams,
-    body: saveDraftBody,
     responses: { 200: { description: 'Your saved draft', schema: wrap('draft', draftSchema) } },
   }),
   defineRoute({
@@ -98,7 +72,6 @@ export const pipelineRoutes = [
     path: `${ONE}/draft/validate`,
     operation: validatePipelineDraftOperation,
     tag,
-    params: pipelineParams,
     responses: { 200: { description: 'Validation result', schema: problemListSchema } },
   }),
   defineRoute({
@@ -107,8 +80,6 @@ export const pipelineRoutes = [
     operation: commitPipelineVersionOperation,
     status: 201,
     tag,
-    params: pipelineParams,
-    body: commitVersionBody,
     responses: { 201: { description: 'The new version', schema: wrap('version', versionSchema) } },
   }),
   defineRoute({
@@ -116,8 +87,6 @@ export const pipelineRoutes = [
     path: `${ONE}/versions`,
     operation: listPipelineVersionsOperation,
     tag,
-    params: pipelineParams,
-    query: listQuery({ versionId: uuid, branchName }),
     responses: { 200: { description: 'A page of versions', schema: listResponse('versions', versionSchema) } },
   }),
   defineRoute({
@@ -126,8 +95,6 @@ export const pipelineRoutes = [
     operation: activatePipelineVersionOperation,
     input: ({ params, body }) => ({ projectId: params.project_id, pipelineId: params.pipeline_id, versionId: params.version_id, expectedVersionId: body.versionId }),
     tag,
-    params: idParams('project_id', 'pipeline_id', 'version_id'),
-    body: activateBody,
     responses: { 200: { description: 'The pipeline with its new active version', schema: wrap('pipeline', pipelineSchema) } },
   }),
   defineRoute({
@@ -136,8 +103,6 @@ export const pipelineRoutes = [
     operation: createPipelineBranchOperation,
     status: 201,
     tag,
-    params: pipelineParams,
-    body: createBranchBody,
     responses: { 201: { description: 'The new branch', schema: wrap('branch', branchSchema) } },
   }),
   defineRoute({
@@ -145,8 +110,6 @@ export const pipelineRoutes = [
     path: ONE,
     operation: replacePipelineDocumentOperation,
     tag,
-    params: pipelineParams,
-    body: commitVersionBody,
     responses: { 200: { description: 'The pipeline and the new version', schema: { type: 'object', required: ['pipeline', 'version'], properties: { pipeline: pipelineSchema, version: versionSchema } } } },
   }),
   defineRoute({
@@ -154,8 +117,6 @@ export const pipelineRoutes = [
     path: ONE,
     operation: updatePipelineSettingsOperation,
     tag,
-    params: pipelineParams,
-    body: updatePipelineBody,
     responses: { 200: { description: 'The pipeline', schema: wrap('pipeline', pipelineSchema) } },
   }),
   defineRoute({
@@ -164,7 +125,6 @@ export const pipelineRoutes = [
     operation: deletePipelineOperation,
     respond: () => ({ status: 204 }),
     tag,
-    params: pipelineParams,
     responses: { 204: { description: 'Deleted' } },
   }),
   defineRoute({
@@ -173,7 +133,6 @@ export const pipelineRoutes = [
     operation: executePipelineOperation,
     status: 202,
     tag,
-    params: pipelineParams,
     responses: { 202: { description: 'The run, queued', schema: wrap('run', runSchema) } },
   }),
   defineRoute({
@@ -182,8 +141,6 @@ export const pipelineRoutes = [
     operation: previewPipelineOperation,
     description: 'Reads source records, so the key also needs data:read.',
     tag,
-    params: pipelineParams,
-    body: previewBody,
     errors: [{ status: 502 }],
     responses: { 200: { description: 'Each node\'s output', schema: previewSchema } },
   }),

@@ -1,7 +1,7 @@
 import { listPluginsOperation } from '../../services/endpoints/plugin-operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { listQuery, listResponse } from '../../schemas/common';
+import { listResponse } from '../../schemas/common';
 import { pluginSchema } from '../../schemas/data-endpoints';
 
 export const pluginRoutes = [
@@ -13,7 +13,6 @@ export const pluginRoutes = [
     tag: 'Plugins',
     input: requestInput,
     respond: asReply,
-    query: listQuery(),
     responses: { 200: { description: 'A page of installed capabilities', schema: listResponse('plugins', pluginSchema) } },
   }),
 ];

@@ -1,8 +1,8 @@
 import { listProjectsOperation, getProjectOperation, createProjectOperation, updateProjectOperation } from '../../services/tenancy/project-operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { idParams, listQuery, listResponse } from '../../schemas/common';
-import { createProjectBody, projectSchema, updateProjectBody } from '../../schemas/workspace';
+import { listResponse } from '../../schemas/common';
+import { projectSchema } from '../../schemas/workspace';
 
 const projectResponse = { type: 'object', required: ['project'], properties: { project: projectSchema } };
 
@@ -14,7 +14,6 @@ export const projectRoutes = [
     tag: 'Projects',
     input: requestInput,
     respond: asReply,
-    query: listQuery({ name: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact project name.' } }),
     responses: { 200: { description: 'A page of projects', schema: listResponse('projects', projectSchema) } },
   }),
   defineRoute({
@@ -24,7 +23,6 @@ export const projectRoutes = [
     tag: 'Projects',
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
     responses: { 200: { description: 'The project', schema: projectResponse } },
   }),
   defineRoute({
@@ -34,7 +32,6 @@ export const projectRoutes = [
     tag: 'Projects',
     input: requestInput,
     respond: asReply,
-    body: createProjectBody,
     responses: { 201: { description: 'The new project', schema: projectResponse } },
   }),
   defineRoute({
@@ -44,8 +41,6 @@ export const projectRoutes = [
     tag: 'Projects',
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    body: updateProjectBody,
     responses: { 200: { description: 'The updated project', schema: projectResponse } },
   }),
 ];

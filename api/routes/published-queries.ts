@@ -4,33 +4,13 @@ import type { Operation } from '../../services/operations/operation';
 import { executeOntologyQueryOperation, executeQueryOperation } from '../../services/ontology/query-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
-import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
+import { listResponse, timestamp, uuid } from '../../schemas/common';
 import type { JsonSchema } from '../../core/schema-validator';
 
 // Published queries (SPEC 2.5, 3.1, 3.4, 4.5): definitions, releases, execution and jobs.
 
 const BASE = '/api/v1/projects/:project_id/ontology/queries';
 const TAG = 'Published queries';
-
-const queryParams = idParams('project_id', 'query_id');
-
-export const queryInputSchema: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['name', 'sparql', 'inputSchema', 'outputSchema'],
-  properties: {
-    name: { type: 'string', minLength: 1, maxLength: 200 },
-    description: { type: 'string', maxLength: 2000 },
-    sparql: {
-      type: 'string',
-      minLength: 1,
-      maxLength: 100_000,
-      description: 'A SPARQL SELECT over the project’s ontology; ":" is its base IRI. Variables named in inputSchema ($minAge) are input parameters, bound as typed RDF terms in the parsed query, never spliced into text. Every selected variable is described by outputSchema.',
-    },
-    inputSchema: { type: 'object', description: 'JSON Schema of the input object: type object, properties of type string (format uri binds an IRI), integer, number or boolean, and required.' },
-    outputSchema: { type: 'object', description: 'JSON Schema of one result row: type object with a property per selected variable. Rows are checked against it.' },
-  },
-};
 
 const versionSchema: JsonSchema = {
   type: 'object',
@@ -61,22 +41,6 @@ const releaseSchema: JsonSchema = {
     retiredAt: { type: ['string', 'null'], format: 'date-time' },
   },
 };
-const executeBodySchema: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    input: { type: 'object', default: {}, description: 'Checked against the release’s input contract.' },
-    options: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        limit: { type: 'integer', minimum: 1, maximum: EXECUTION_DEFAULTS.maxLimit, description: `Rows per answer (default ${EXECUTION_DEFAULTS.limit}, cap ${EXECUTION_DEFAULTS.maxLimit}).` },
-        offset: { type: 'integer', minimum: 0, maximum: 1_000_000, description: 'Rows to skip (default 0).' },
-      },
-    },
-  },
-};
 const executionResponse: JsonSchema = {
   type: 'object',
   required: ['status', 'data', 'metadata'],
@@ -101,9 +65,6 @@ const executeRoute = (path: string, operation: Operation, alias: boolean) =>
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
-    query: { type: 'object', additionalProperties: false, properties: { version: { type: 'integer', minimum: 1 }, cursor: { type: 'string', maxLength: 2000, description: 'A continuation from an earlier answer.' } } },
-    body: executeBodySchema,
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Succeeded', schema: executionResponse }, 202: { description: 'Pending: follow metadata.continuation', schema: executionResponse } },
   }) as RouteSpec;
@@ -116,8 +77,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    query: listQuery(),
     responses: { 200: { description: 'A page of queries', schema: listResponse('queries', querySchema) } },
   }) as RouteSpec,
   defineRoute({
@@ -127,8 +86,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    body: queryInputSchema,
     responses: { 201: { description: 'The query and its first version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -138,7 +95,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
     responses: { 200: { description: 'The query', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -148,8 +104,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
-    body: queryInputSchema,
     responses: { 200: { description: 'The query and its new version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -159,7 +113,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
     responses: { 204: { description: 'Deleted' } },
   }) as RouteSpec,
   defineRoute({
@@ -169,7 +122,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
     responses: { 200: { description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: releaseSchema } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -179,8 +131,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
-    query: { type: 'object', additionalProperties: false, required: ['queryVersionId'], properties: { queryVersionId: uuid } },
     responses: { 200: { description: 'The diff', schema: { type: 'object', properties: { previous: { type: ['integer', 'null'] }, breakingChanges: releaseSchema.properties && (releaseSchema.properties as Record<string, JsonSchema>).breakingChanges } } } },
   }) as RouteSpec,
   defineRoute({
@@ -191,8 +141,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: queryParams,
-    body: { type: 'object', additionalProperties: false, required: ['expectedQueryVersionId'], properties: { expectedQueryVersionId: uuid, acknowledgeBreakingChanges: { type: 'boolean', default: false } } },
     errors: [{ status: 503 }],
     responses: { 201: { description: 'The release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   }) as RouteSpec,
@@ -203,8 +151,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: { type: 'object', required: ['project_id', 'query_id', 'version'], properties: { project_id: uuid, query_id: uuid, version: { type: 'string', pattern: '^[1-9][0-9]{0,8}$', description: 'The numeric release version.' } } },
-    body: { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { const: 'retired' } } },
     responses: { 200: { description: 'The retired release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   }) as RouteSpec,
   executeRoute('/api/v1/projects/:project_id/queries/:query_id/execute', executeQueryOperation, false),
@@ -216,7 +162,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id', 'query_id', 'job_id'),
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Canceled', schema: { type: 'object', properties: { job: { type: 'object', properties: { id: uuid, status: { const: 'canceled' } } } } } } },
   }) as RouteSpec,
@@ -227,7 +172,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    query: listQuery({ queryId: uuid, projectId: uuid, executionId: uuid }),
     responses: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
   }) as RouteSpec,
 ];

@@ -3,49 +3,14 @@ import { asReply, requestInput } from '../route-spec';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
 import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/endpoints/records-read';
-import { LOCAL_NAME_PATTERN } from '../../ontology/definition';
-import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
+import { listResponse, timestamp, uuid } from '../../schemas/common';
+import { bindingInputSchema } from '../../schemas/ontology';
 import type { JsonSchema } from '../../core/schema-validator';
 
 // Read bindings (SPEC 2.6, 4.5) and the term-record reads and shape checks that go through them.
 
 const BASE = '/api/v1/projects/:project_id/ontology';
 const TAG = 'Ontology bindings';
-const localName: JsonSchema = { type: 'string', pattern: LOCAL_NAME_PATTERN };
-const grant: JsonSchema = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9._:-]+$' };
-
-export const bindingInputSchema: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['ontologyPackageId', 'termId', 'dataEndpointId', 'mapping'],
-  properties: {
-    ontologyPackageId: { ...uuid, description: 'A compiled package of this project’s ontology that defines the term.' },
-    termId: { ...localName, description: 'A class of that package.' },
-    dataEndpointId: { ...uuid, description: 'A source endpoint of this workspace.' },
-    mapping: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['subjectTemplate', 'properties'],
-      properties: {
-        subjectTemplate: { type: 'string', minLength: 1, maxLength: 500, description: 'IRI template for each record’s subject, with {field} placeholders, e.g. https://example.com/customers/{id}.' },
-        properties: { type: 'object', maxProperties: 200, propertyNames: { pattern: LOCAL_NAME_PATTERN }, additionalProperties: { type: 'string', minLength: 1, maxLength: 200 }, description: 'Term property -> endpoint field.' },
-        links: {
-          type: 'object',
-          maxProperties: 50,
-          propertyNames: { pattern: LOCAL_NAME_PATTERN },
-          additionalProperties: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['field', 'targetTemplate'],
-            properties: { field: { type: 'string', minLength: 1, maxLength: 200 }, targetTemplate: { type: 'string', minLength: 1, maxLength: 500 } },
-          },
-          description: 'Link -> the field holding the target’s key and the target’s IRI template.',
-        },
-      },
-    },
-    requiredReadPermissions: { type: 'array', uniqueItems: true, maxItems: 50, items: grant, default: [], description: 'Named read grants a key must hold to see this binding’s records (in term reads and SPARQL).' },
-  },
-};
 
 const bindingSchema: JsonSchema = {
   type: 'object',
@@ -66,8 +31,6 @@ const bindingSchema: JsonSchema = {
 };
 
 const bindingResponse = { type: 'object', required: ['binding'], properties: { binding: bindingSchema } };
-const bindingParams = idParams('project_id', 'binding_id');
-const termParams: JsonSchema = { type: 'object', required: ['project_id', 'term'], properties: { project_id: uuid, term: localName } };
 
 /** Why unbinding is guarded like binding. */
 const UNBINDING = 'A binding’s grants protect its endpoint’s records: an endpoint needs the grants of every binding over it, so removing or moving one can open the data.';
@@ -80,8 +43,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    query: listQuery({ ontologyPackageId: uuid, dataEndpointId: uuid, status: { type: 'string', enum: ['active', 'incompatible'] } }),
     responses: { 200: { description: 'A page of bindings', schema: listResponse('bindings', bindingSchema) } },
   }) as RouteSpec,
   defineRoute({
@@ -92,8 +53,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    body: bindingInputSchema,
     responses: { 201: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -103,7 +62,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: bindingParams,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -114,8 +72,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: bindingParams,
-    body: bindingInputSchema,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -126,7 +82,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: bindingParams,
     responses: { 204: { description: 'Deleted' } },
   }) as RouteSpec,
   defineRoute({
@@ -137,12 +92,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: termParams,
-    query: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { limit: { type: 'integer', minimum: 1, maximum: MAX_RECORDS_LIMIT, default: DEFAULT_RECORDS_LIMIT }, cursor: { type: 'string', maxLength: 12_000 } },
-    },
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -159,7 +108,6 @@ export const readBindingRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: termParams,
     errors: [{ status: 502 }],
     responses: {
       200: {

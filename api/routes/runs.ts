@@ -1,14 +1,13 @@
 import { launchProjectRunOperation, listProjectRunsOperation, getProjectRunOperation, launchRunOperation, listRunsOperation, getRunOperation } from '../../services/pipelines/run-operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
-import { idParams, listQuery, listResponse, uuid } from '../../schemas/common';
-import { launchBody, runSchema, runStatusFilter, runSummarySchema } from '../../schemas/pipelines';
+import { listResponse } from '../../schemas/common';
+import { runSchema, runSummarySchema } from '../../schemas/pipelines';
 
 const PROJECT_RUNS = '/api/v1/projects/:project_id/runs';
 const WORKSPACE_RUNS = '/api/v1/runs';
 const tag = 'Runs';
 const runResponse = { type: 'object', required: ['run'], properties: { run: runSchema } };
-const runsQuery = listQuery({ status: runStatusFilter, pipelineId: uuid });
 
 export const runRoutes = [
   defineRoute({
@@ -18,8 +17,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    body: launchBody,
     responses: { 202: { description: 'The run, queued', schema: runResponse } },
   }),
   defineRoute({
@@ -29,8 +26,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    query: runsQuery,
     responses: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
   }),
   defineRoute({
@@ -40,7 +35,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id', 'run_id'),
     responses: { 200: { description: 'The run', schema: runResponse } },
   }),
   defineRoute({
@@ -50,7 +44,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    body: launchBody,
     responses: { 202: { description: 'The run, queued', schema: runResponse } },
   }),
   defineRoute({
@@ -60,7 +53,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    query: listQuery({ status: runStatusFilter, pipelineId: uuid, projectId: uuid }),
     // The projectId filter must name a project of the workspace (requireProject below).
     errors: [{ status: 404, description: 'projectId names no project of this workspace.' }],
     responses: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
@@ -72,7 +64,6 @@ export const runRoutes = [
     tag,
     input: requestInput,
     respond: asReply,
-    params: idParams('run_id'),
     responses: { 200: { description: 'The run', schema: runResponse } },
   }),
 ];

@@ -2,16 +2,14 @@ import { getWritePolicyOperation, putWritePolicyOperation, deleteWritePolicyOper
 import { asReply, requestInput } from '../route-spec';
 import { approveSourceWriteOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { defineRoute } from '../route-spec';
-import { idParams, listQuery, listResponse, nullableTimestamp, uuid } from '../../schemas/common';
-import { decisionBodySchema, dryRunResultSchema, writeActionRequestSchema, writeActionSchema, writeLogEntrySchema, writePolicyInputSchema, writePolicySchema } from '../../schemas/source-writes';
+import { listResponse, nullableTimestamp } from '../../schemas/common';
+import { dryRunResultSchema, writeActionSchema, writeLogEntrySchema, writePolicySchema } from '../../schemas/source-writes';
 
 // Governed source writes under a data endpoint (SPEC 2.9, 4.4): its write policy, the write
 // route, the actions it creates with their approvals, and the action log.
 
 const BASE = '/api/v1/data-endpoints/:endpoint_id';
 const TAG = 'Governed writes';
-const endpointParams = idParams('endpoint_id');
-const actionParams = idParams('endpoint_id', 'action_id');
 const policyResponse = { type: 'object', required: ['writePolicy'], properties: { writePolicy: writePolicySchema } };
 const actionResponse = { type: 'object', required: ['writeAction'], properties: { writeAction: writeActionSchema } };
 
@@ -27,8 +25,6 @@ function decisionRoute(decision: 'approve' | 'reject') {
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: actionParams,
-    body: decisionBodySchema,
     errors: [{ status: 409, description: 'The action no longer waits for decisions, or this member already decided.' }, { status: 503 }],
     responses: { 200: { description: 'The action after the decision', schema: actionResponse } },
   });
@@ -42,7 +38,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 200: { description: 'The policy', schema: policyResponse } },
   }),
   defineRoute({
@@ -54,8 +49,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    body: writePolicyInputSchema,
     responses: { 200: { description: 'The replaced policy', schema: policyResponse }, 201: { description: 'The new policy', schema: policyResponse } },
   }),
   defineRoute({
@@ -65,7 +58,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     responses: { 204: { description: 'Removed' } },
   }),
   defineRoute({
@@ -77,7 +69,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -103,13 +94,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    query: {
-      type: 'object',
-      additionalProperties: false,
-      properties: { dryRun: { type: 'boolean', default: false, description: 'Work out the change set and write nothing.' } },
-    },
-    body: writeActionRequestSchema,
     errors: [{ status: 409, description: 'snapshot_conflict, idempotency_key_reused, action_id_taken or duplicate_key.' }, { status: 502 }, { status: 503 }],
     responses: {
       200: { description: 'The applied action, or a dry run’s change set', schema: { anyOf: [actionResponse, dryRunResultSchema] } },
@@ -123,8 +107,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    query: listQuery({ status: { type: 'string', enum: ['pending_approval', 'applied', 'rejected', 'expired', 'failed'] } }),
     responses: { 200: { description: 'A page of actions', schema: listResponse('writeActions', writeActionSchema) } },
   }),
   defineRoute({
@@ -134,7 +116,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: actionParams,
     responses: { 200: { description: 'The action', schema: actionResponse } },
   }),
   decisionRoute('approve'),
@@ -146,8 +127,6 @@ export const sourceWriteRoutes = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: endpointParams,
-    query: listQuery({ actionId: uuid, kind: { type: 'string', enum: ['proposed', 'approved', 'rejected', 'expired', 'applied', 'failed'] } }),
     responses: { 200: { description: 'A page of log entries', schema: listResponse('entries', writeLogEntrySchema) } },
   }),
 ];

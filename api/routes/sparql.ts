@@ -3,7 +3,6 @@ import { asReply, requestInput } from '../route-spec';
 import { staticContentOperation } from '../../services/shared/health-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { MAX_SPARQL_BYTES } from '../../services/ontology/sparql';
-import { idParams } from '../../schemas/common';
 import { renderSparqlPage, SPARQL_PAGE_SCRIPT, yasguiAsset } from '../sparql-page';
 import type { JsonSchema } from '../../core/schema-validator';
 import { IDEMPOTENCY_KEY_SCHEMA } from '../../services/operations/idempotency';
@@ -74,15 +73,6 @@ export const sparqlRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    query: {
-      type: 'object',
-      properties: {
-        query: { type: 'string', description: 'The SPARQL query.' },
-        'default-graph-uri': { description: 'Refused (400).' },
-        'named-graph-uri': { description: 'Refused (400).' },
-      },
-    },
     errors: [{ status: 406 }, { status: 413 }, { status: 429 }],
     responses: results,
   }) as RouteSpec,
@@ -94,8 +84,6 @@ export const sparqlRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('project_id'),
-    query: { type: 'object', properties: { 'default-graph-uri': { description: 'Refused (400).' }, 'named-graph-uri': { description: 'Refused (400).' } } },
     rawBody: {
       mediaTypes: ['application/sparql-query', 'application/sparql-update', 'application/x-www-form-urlencoded'],
       maxBytes: MAX_SPARQL_BYTES,

@@ -2,15 +2,12 @@ import { getUsageRatesOperation, getPricingOperation } from '../../services/usag
 import { getUsageOperation, getBillingMonthOperation, listMeteredOperationsOperation, getOperationChargesOperation, getUsageAlertsOperation, putUsageAlertsOperation } from '../../services/usage/operations';
 import { asReply, requestInput } from '../route-spec';
 import { defineRoute, RouteSpec } from '../route-spec';
-import { idParams, listQuery, listResponse, uuid } from '../../schemas/common';
-import type { JsonSchema } from '../../core/schema-validator';
+import { listResponse } from '../../schemas/common';
+import { isoDate, money } from '../../schemas/usage';
 
 // Usage and billing records (SPEC 2.7, 4.2): org:manage, except the public pricing.
 
 const TAG = 'Usage and billing';
-
-const money: JsonSchema = { type: 'string', pattern: '^-?[0-9]+(\\.[0-9]+)?$', description: 'A decimal amount as a string (USD), exact.' };
-const isoDate: JsonSchema = { type: 'string', format: 'date' };
 
 export const usageRoutes: RouteSpec[] = [
   defineRoute({
@@ -20,7 +17,6 @@ export const usageRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    query: { type: 'object', additionalProperties: false, properties: { from: isoDate, to: isoDate } },
     responses: { 200: { description: 'Usage by kind, with exact decimal totals', schema: { type: 'object', required: ['usage'], properties: { usage: { type: 'object', properties: { from: isoDate, to: isoDate, currency: { type: 'string' }, total: money, totalExact: money, byKind: { type: 'array', items: { type: 'object' } } } } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -48,7 +44,6 @@ export const usageRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    query: listQuery({ parentOperationId: uuid }),
     responses: { 200: { description: 'A page of operations', schema: listResponse('operations', { type: 'object' }) } },
   }) as RouteSpec,
   defineRoute({
@@ -58,7 +53,6 @@ export const usageRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    params: idParams('operation_id'),
     responses: { 200: { description: 'The operation and its charges', schema: { type: 'object', properties: { operation: { type: 'object' }, charges: { type: 'array', items: { type: 'object' } } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -77,15 +71,6 @@ export const usageRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    body: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['monthlyBudget', 'thresholds'],
-      properties: {
-        monthlyBudget: { anyOf: [{ ...money, pattern: '^[0-9]{1,12}(\\.[0-9]{1,10})?$' }, { type: 'null' }] },
-        thresholds: { type: 'array', maxItems: 10, items: { type: 'integer', minimum: 1, maximum: 1000 }, description: 'Percentages of the monthly budget.' },
-      },
-    },
     responses: { 200: { description: 'The saved settings', schema: { type: 'object', required: ['alerts'], properties: { alerts: { type: 'object' } } } } },
   }) as RouteSpec,
   defineRoute({

@@ -9,7 +9,7 @@ export interface SnapshotRef {
 export type WriteActionStatus = 'pending_approval' | 'applied' | 'rejected' | 'expired' | 'failed';
 
 /** The operations whose governed writes can wait for approval. */
-export type ProposingOperation = 'submitSourceWrite' | 'sparqlQueryPost';
+export type ProposingOperation = 'submitSourceWrite' | 'sparqlUpdate';
 
 export class WriteAction extends BaseModel {
   static override tableName = 'write_actions';

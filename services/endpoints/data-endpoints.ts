@@ -8,6 +8,7 @@ import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchem
 import { findCapability } from '../../plugins';
 import { openInstallation } from './plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 export interface DataEndpointInput {
   name: string;
@@ -97,7 +98,8 @@ function assertValid(problems: FieldProblem[]): void {
 }
 
 /** Configures an endpoint. Starts no ingestion and grants no database permission. */
-export async function createDataEndpoint(db: Executor, actor: { workspaceId: string; memberId: string }, encryptionKey: Buffer, input: DataEndpointInput): Promise<DataEndpointView> {
+export async function createDataEndpoint(ctx: OperationContext, input: DataEndpointInput): Promise<DataEndpointView> {
+  const { db, deps: { encryptionKey }, principal: actor } = ctx;
   const installation = await requireInstallation(db, actor.workspaceId, input.pluginCapabilityInstallationId);
   const runtime = findCapability(installation.capability);
   // A target may leave defaulted fields out; store the validated form with defaults filled in.
@@ -130,6 +132,7 @@ async function assertNameFree(db: Executor, workspaceId: string, namespace: stri
   if (await query) throw new ConflictError('endpoint_name_taken', `An endpoint named ${namespace}/${name} already exists in this workspace.`);
 }
 
+/** A lookup (db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold. */
 export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
   // One round trip: every data-endpoint route starts here.
   const query = DataEndpoint.query(db)
@@ -141,12 +144,14 @@ export async function requireDataEndpoint(db: Executor, workspaceId: string, end
   return { endpoint, installation: endpoint.installation };
 }
 
-export async function getDataEndpoint(db: Executor, workspaceId: string, endpointId: string): Promise<DataEndpointView> {
+export async function getDataEndpoint(ctx: OperationContext, endpointId: string): Promise<DataEndpointView> {
+  const { db, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   return presentDataEndpoint(endpoint, installation);
 }
 
-export async function listDataEndpoints(db: Executor, workspaceId: string, page: PageRequest, filter: { name?: string; namespace?: string; role?: string }) {
+export async function listDataEndpoints(ctx: OperationContext, page: PageRequest, filter: { name?: string; namespace?: string; role?: string }) {
+  const { db, principal: { workspaceId } } = ctx;
   const base = DataEndpoint.query(db).where({ workspaceId });
   if (filter.name) base.where('name', filter.name);
   if (filter.namespace) base.where('namespace', filter.namespace);
@@ -157,7 +162,8 @@ export async function listDataEndpoints(db: Executor, workspaceId: string, page:
   return { dataEndpoints: rows.map((r) => presentDataEndpoint(r, byId.get(r.pluginInstallationId)!)), pagination };
 }
 
-export async function updateDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
+export async function updateDataEndpoint(ctx: OperationContext, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, true);
   const runtime = findCapability(installation.capability);
   const next = { ...endpoint, ...patch, target: structuredClone(patch.target ?? endpoint.target) };
@@ -172,7 +178,8 @@ export async function updateDataEndpoint(db: Executor, workspaceId: string, encr
 export type EndpointReferenceFinder = (db: Executor, workspaceId: string, endpointId: string) => Promise<Array<{ kind: string; id: string; name?: string }>>;
 export const endpointReferenceFinders: EndpointReferenceFinder[] = [];
 
-export async function deleteDataEndpoint(db: Executor, workspaceId: string, endpointId: string): Promise<void> {
+export async function deleteDataEndpoint(ctx: OperationContext, endpointId: string): Promise<void> {
+  const { db, principal: { workspaceId } } = ctx;
   const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId, true);
   const references = (await Promise.all(endpointReferenceFinders.map((find) => find(db, workspaceId, endpointId)))).flat();
   if (references.length) {
@@ -186,7 +193,8 @@ export function capabilityContext(db: Executor, installation: PluginInstallation
   return { installation: openInstallation(installation, encryptionKey), db: db as CapabilityContext['db'] };
 }
 
-export async function checkDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
+export async function checkDataEndpoint(ctx: OperationContext, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability);
   const result = await runtime.checkConnection(capabilityContext(db, installation, encryptionKey), endpoint.target);
@@ -194,13 +202,15 @@ export async function checkDataEndpoint(db: Executor, workspaceId: string, encry
 }
 
 /** Validates the stored configuration against the installed capability's current contract. */
-export async function validateDataEndpoint(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<{ valid: boolean; problems: FieldProblem[] }> {
+export async function validateDataEndpoint(ctx: OperationContext, endpointId: string): Promise<{ valid: boolean; problems: FieldProblem[] }> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const problems = endpointProblems(findCapability(installation.capability), installation, encryptionKey, { ...endpoint, target: structuredClone(endpoint.target) });
   return { valid: problems.length === 0, problems };
 }
 
-export async function discoverEndpointSchema(db: Executor, workspaceId: string, encryptionKey: Buffer, endpointId: string): Promise<DiscoveredSchema> {
+export async function discoverEndpointSchema(ctx: OperationContext, endpointId: string): Promise<DiscoveredSchema> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability);
   if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);

@@ -1,6 +1,7 @@
 import { NotFoundError, PermissionError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
 import type { DataEndpoint } from '../../db/models';
+import { checkingGrants } from '../operations/current-operation';
 import { authorizeProject, hasScope, isUnrestricted, missingReadPermissions, Principal } from '../tenancy/access';
 
 // The one data guard (SPEC 5.2): every path that reads an endpoint's records or writes them asks
@@ -81,6 +82,7 @@ export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, u
   }
   if (use.projectId !== undefined) authorizeProject(principal, use.projectId, { named: false });
   if (readsRecords(use)) {
+    checkingGrants('read');
     const lacking = missingReadPermissions(principal, grants);
     if (lacking.length) {
       throw new PermissionError('read_grant_required', `The records of ${label(endpoint)} need named read grants this API key lacks: ${lacking.join(', ')}.`, { missingReadPermissions: lacking });
@@ -102,6 +104,7 @@ export async function guardEndpointData(db: Executor, principal: Principal, endp
 export async function mayReadEndpointRecords(db: Executor, principal: Principal, endpoint: DataEndpoint, readScope: ReadScope = 'data:read'): Promise<boolean> {
   if (endpoint.workspaceId !== principal.workspaceId || !hasScope(principal, readScope)) return false;
   if (!isUnrestricted(principal) && !principal.workspaceResources) return false;
+  checkingGrants('read');
   const grants = (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)!;
   return missingReadPermissions(principal, grants).length === 0;
 }
@@ -123,5 +126,6 @@ export async function endpointsReadableThroughBindings(db: Executor, principal: 
 
 /** The same rule with the endpoints' grants already loaded (the SPARQL dataset's catalog reads them with the bindings). */
 export function readableThroughBindings(principal: Principal, endpoints: ReadonlyArray<{ endpointId: string; grants: readonly string[] }>): Set<string> {
+  checkingGrants('read');
   return new Set(endpoints.filter((endpoint) => missingReadPermissions(principal, endpoint.grants).length === 0).map((endpoint) => endpoint.endpointId));
 }

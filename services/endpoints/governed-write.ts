@@ -4,7 +4,8 @@ import { DataEndpoint, PluginInstallation, Project, WriteAction, WritePolicy } f
 import type { CapabilityRuntime, WriteRequest, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { authorizeProject, hasScope, missingReadPermissions, Principal } from '../tenancy/access';
-import type { ActivityDependencies } from '../operations/context';
+import { checkingGrants } from '../operations/current-operation';
+import type { OperationContext } from '../operations/context';
 import { guardEndpointData, ReadScope } from './data-guard';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { meter } from '../usage/usage';
@@ -47,6 +48,7 @@ function authorizeByPolicy(principal: Principal, endpoint: DataEndpoint, policy:
     throw new PermissionError('project_not_allowed', 'The write policy of this endpoint does not let this project write to it.', { projectId: request.projectId });
   }
   const missingRead = missingReadPermissions(principal, policy.requiredReadPermissions);
+  checkingGrants('write');
   const missingWrite = policy.requiredWritePermissions.filter((grant) => !principal.writePermissions.includes(grant));
   if (missingRead.length || missingWrite.length) {
     throw new PermissionError('missing_grants', `The write policy needs named grants this API key lacks: ${[...missingRead.map((g) => `read ${g}`), ...missingWrite.map((g) => `write ${g}`)].join(', ')}.`, {
@@ -81,23 +83,24 @@ export interface WriteOrigin {
 export const showsRecords = (request: WriteActionRequest, origin: WriteOrigin = {}): boolean =>
   Boolean(origin.dryRun) || request.input.operation === 'update' || request.input.operation === 'delete';
 
-export async function prepareWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, origin: WriteOrigin = {}): Promise<PreparedWrite> {
-  const { endpoint, installation } = await requireDataEndpoint(deps.db, principal.workspaceId, endpointId);
+export async function prepareWrite(ctx: OperationContext, endpointId: string, request: WriteActionRequest, origin: WriteOrigin = {}): Promise<PreparedWrite> {
+  const { db, principal } = ctx;
+  const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
-  await requireProjectOf(deps.db, principal, request.projectId);
-  await guardEndpointData(deps.db, principal, endpoint, {
+  await requireProjectOf(db, principal, request.projectId);
+  await guardEndpointData(db, principal, endpoint, {
     channel: 'governed',
     mode: request.input.operation === 'delete' ? 'delete' : 'write',
     projectId: request.projectId,
     reads: showsRecords(request, origin) ? (origin.readScope ?? 'data:read') : undefined,
   });
-  const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(deps.db, principal.workspaceId, endpointId), request);
+  const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(db, principal.workspaceId, endpointId), request);
   return { endpoint, installation, runtime, policy };
 }
 
-/** Writes through the capability: inside `db`'s transaction for stores in Weft's database (as a savepoint), remotely for others. */
-export function writeThrough(db: Executor, deps: ActivityDependencies, prepared: Pick<PreparedWrite, 'endpoint' | 'installation' | 'runtime'>, request: WriteRequest): Promise<WriteResult> {
-  return prepared.runtime.writeRecords!(capabilityContext(db, prepared.installation, deps.encryptionKey), prepared.endpoint.target, request);
+/** Writes through the capability: inside `ctx.db`'s transaction for stores in Weft's database (as a savepoint), remotely for others. */
+export function writeThrough(ctx: OperationContext, prepared: Pick<PreparedWrite, 'endpoint' | 'installation' | 'runtime'>, request: WriteRequest): Promise<WriteResult> {
+  return prepared.runtime.writeRecords!(capabilityContext(ctx.db, prepared.installation, ctx.deps.encryptionKey), prepared.endpoint.target, request);
 }
 
 /** An applied action is metered in its own transaction, keyed by the action: once, however often it is retried. */

@@ -14,15 +14,18 @@ import {
 } from './data-endpoints';
 import { readRecordsMetered, RecordsReadParams } from './records-read';
 import type { PageRequest } from '../shared/pagination';
+import { idParams } from '../../schemas/common';
+import { createDataEndpointBody, listDataEndpointsQuery, recordsQuery, updateDataEndpointBody } from '../../schemas/data-endpoints';
 
 export const listDataEndpointsOperation = defineOperation({
   name: 'listDataEndpoints',
   summary: 'List data endpoints, filtered by name, namespace and role.',
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string; namespace?: string; role?: string }, undefined>): Promise<Reply> {
+  input: { query: listDataEndpointsQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string; namespace?: string; role?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listDataEndpoints(db, principal.workspaceId, { limit, offset }, filter) };
+    return { body: await listDataEndpoints(ctx, { limit, offset }, filter) };
   },
 });
 
@@ -31,8 +34,9 @@ export const getDataEndpointOperation = defineOperation({
   summary: 'One data endpoint.',
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { dataEndpoint: await getDataEndpoint(db, principal.workspaceId, params.endpoint_id) } };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { dataEndpoint: await getDataEndpoint(ctx, params.endpoint_id) } };
   },
 });
 
@@ -41,9 +45,10 @@ export const createDataEndpointOperation = defineOperation({
   summary: 'Configure a data endpoint on an installed capability. Starts no ingestion, grants no permission.',
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
+  input: { body: createDataEndpointBody },
   idempotent: true,
-  async run({ db, principal, deps }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, DataEndpointInput>): Promise<Reply> {
-    return { status: 201, body: { dataEndpoint: await createDataEndpoint(db, principal, deps.encryptionKey, body) } };
+  async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, DataEndpointInput>): Promise<Reply> {
+    return { status: 201, body: { dataEndpoint: await createDataEndpoint(ctx, body) } };
   },
 });
 
@@ -52,8 +57,9 @@ export const updateDataEndpointOperation = defineOperation({
   summary: 'Change an endpoint. The target is revalidated against the capability contract.',
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal, deps }: OperationContext, { params, body }: RequestInput<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>): Promise<Reply> {
-    return { body: { dataEndpoint: await updateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id, body) } };
+  input: { params: idParams('endpoint_id'), body: updateDataEndpointBody },
+  async run(ctx: OperationContext, { params, body }: RequestInput<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>): Promise<Reply> {
+    return { body: { dataEndpoint: await updateDataEndpoint(ctx, params.endpoint_id, body) } };
   },
 });
 
@@ -62,8 +68,9 @@ export const deleteDataEndpointOperation = defineOperation({
   summary: 'Delete an endpoint. Blocked (409 endpoint_referenced) while pipelines or bindings refer to it.',
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    await deleteDataEndpoint(db, principal.workspaceId, params.endpoint_id);
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteDataEndpoint(ctx, params.endpoint_id);
     return { status: 204 };
   },
 });
@@ -73,8 +80,9 @@ export const checkDataEndpointOperation = defineOperation({
   summary: 'Check the connection through the capability. Does not prove every record is readable.',
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'external',
-  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await checkDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await checkDataEndpoint(ctx, params.endpoint_id) };
   },
 });
 
@@ -83,8 +91,9 @@ export const validateDataEndpointOperation = defineOperation({
   summary: "Validate the stored configuration against the installed capability's contract.",
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'external',
-  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await validateDataEndpoint(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await validateDataEndpoint(ctx, params.endpoint_id) };
   },
 });
 
@@ -93,18 +102,20 @@ export const discoverDataEndpointSchemaOperation = defineOperation({
   summary: 'Target fields discovered through the capability.',
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'read',
-  async run({ db, principal, deps }: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await discoverEndpointSchema(db, principal.workspaceId, deps.encryptionKey, params.endpoint_id) };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await discoverEndpointSchema(ctx, params.endpoint_id) };
   },
 });
 
 export const readDataEndpointRecordsOperation = defineOperation({
   name: 'readDataEndpointRecords',
   summary: 'A bounded read of records, with opaque continuation cursors.',
-  access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true },
+  access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal, deps }: OperationContext, { params, query }: RequestInput<{ endpoint_id: string }, RecordsReadParams, undefined>): Promise<Reply> {
-    return { body: await readRecordsMetered(db, principal, deps.encryptionKey, params.endpoint_id, query) };
+  input: { params: idParams('endpoint_id'), query: recordsQuery },
+  async run(ctx: OperationContext, { params, query }: RequestInput<{ endpoint_id: string }, RecordsReadParams, undefined>): Promise<Reply> {
+    return { body: await readRecordsMetered(ctx, params.endpoint_id, query) };
   },
 });
 

@@ -2,14 +2,16 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { listInstalledPlugins } from './plugins';
 import type { PageRequest } from '../shared/pagination';
+import { listQuery } from '../../schemas/common';
 
 export const listPluginsOperation = defineOperation({
   name: 'listPlugins',
   summary: 'Capabilities installed in the workspace, with version, roles and target schema.',
   access: { scopes: { anyOf: ['plugins:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
-    return { body: await listInstalledPlugins(db, principal.workspaceId, query) };
+  input: { query: listQuery() },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
+    return { body: await listInstalledPlugins(ctx, query) };
   },
 });
 

@@ -6,6 +6,7 @@ import { PluginInstallation, Workspace } from '../../db/models';
 import type { InstallationContext } from '../../plugins/capability';
 import { findCapability, listCapabilities } from '../../plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 /** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
 function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
@@ -49,7 +50,8 @@ export function openInstallation(installation: PluginInstallation, encryptionKey
 }
 
 /** Installed capabilities of a workspace, with their contracts, so clients can build forms. */
-export async function listInstalledPlugins(db: Executor, workspaceId: string, page: PageRequest) {
+export async function listInstalledPlugins(ctx: OperationContext, page: PageRequest) {
+  const { db, principal: { workspaceId } } = ctx;
   const { rows, pagination } = await pageOf(PluginInstallation.query(db).where({ workspaceId }), page);
   const known = new Map(listCapabilities().map((c) => [c.definition.name, c.definition]));
   return {

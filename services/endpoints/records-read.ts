@@ -4,13 +4,12 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { InputError, UpstreamError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { checkJsonShape } from '../../core/json-shape';
-import type { Executor } from '../../db/connection';
 import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
 import { findCapability } from '../../plugins';
 import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
-import type { Principal } from '../tenancy/access';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { guardEndpointData } from './data-guard';
+import type { OperationContext } from '../operations/context';
 
 export const DEFAULT_RECORDS_LIMIT = 100;
 /** The handler cap, independent of list paging (SPEC 8). */
@@ -98,7 +97,8 @@ function fieldsUsed(query: RecordsQuery): string[] {
  * A bounded records read (SPEC 4.4): parses and checks the parameters, checks field names against
  * the endpoint's schema, asks the capability for one page, and wraps its continuation in a cursor.
  */
-export async function readEndpointRecords(db: Executor, principal: Principal, encryptionKey: Buffer, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+export async function readEndpointRecords(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  const { db, deps: { encryptionKey }, principal } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const runtime = findCapability(installation.capability);
   if (!runtime.definition.supports.recordsRead) throw new InputError('records_read_not_supported', `${runtime.definition.name} endpoints cannot be read.`);
@@ -131,7 +131,7 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
     query.after = cursor.after;
   }
 
-  const ctx = capabilityContext(db, installation, encryptionKey);
+  const capability = capabilityContext(db, installation, encryptionKey);
   // Stores with a field catalog refuse unknown fields themselves; for the rest the endpoint's
   // declared columns are the contract.
   const used = fieldsUsed(query);
@@ -146,7 +146,7 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
     }
   }
 
-  const page = await runtime.readRecords(ctx, endpoint.target, query);
+  const page = await runtime.readRecords(capability, endpoint.target, query);
   // A remote system chooses cursor values and links; one that would not fit in a URL is refused here.
   if (page.continuation !== null && page.continuation !== undefined && JSON.stringify(page.continuation).length > MAX_CONTINUATION_BYTES) {
     throw new UpstreamError('upstream_invalid_response', `The remote system returned a continuation position longer than ${MAX_CONTINUATION_BYTES} bytes.`);
@@ -172,11 +172,12 @@ export async function readEndpointRecords(db: Executor, principal: Principal, en
  * A caller's records read (the records route and term reads): the read plus its metering. Reads
  * inside other metered work (a SPARQL query's dataset) use readEndpointRecords and are not metered twice.
  */
-export async function readRecordsMetered(db: Executor, principal: Principal, encryptionKey: Buffer, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+export async function readRecordsMetered(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  const { db, principal } = ctx;
   // The direct read of GET …/records: reads through bindings (term reads, SPARQL) ask the guard for the binding's data instead.
   const { endpoint } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
   await guardEndpointData(db, principal, endpoint, { channel: 'records', mode: 'read' });
-  const result = await readEndpointRecords(db, principal, encryptionKey, endpointId, params);
+  const result = await readEndpointRecords(ctx, endpointId, params);
   await meter(db, { workspaceId: principal.workspaceId, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: result.data.length } });
   return result;
 }

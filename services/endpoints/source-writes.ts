@@ -4,13 +4,11 @@ import { ConflictError, DomainError, restoredError, UnavailableError } from '../
 import { canonicalJson } from '../../core/json-shape';
 import { sha256Hex } from '../../core/secrets';
 import { temporalSettings } from '../../core/temporal-config';
-import type { Executor } from '../../db/connection';
 import { ProposingOperation, storedError, WriteAction } from '../../db/models';
 import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { writeActionSearchAttributes, writeApprovalWorkflowId } from '../../workflows/names';
-import type { Principal } from '../tenancy/access';
-import type { ActivityDependencies, ServiceDependencies } from '../operations/context';
+import { inTransaction, OperationContext } from '../operations/context';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { assertCredit } from '../usage/usage';
 import { governedWriteRuntime } from './write-policies';
@@ -27,12 +25,10 @@ import { logEvent } from './write-log';
 // The view a submission answers with; sparql-updates.ts takes it from here with submitSourceWrite.
 export type { WriteActionView } from './write-actions';
 
-export type SourceWriteDependencies = ServiceDependencies;
-
 /** A dry run answers the change set, rows before included: it needs the read guard as well (prepareWrite). */
-export async function dryRunSourceWrite(deps: ActivityDependencies, principal: Principal, endpointId: string, request: WriteActionRequest) {
-  const prepared = await prepareWrite(deps, principal, endpointId, request, { dryRun: true });
-  const result = await writeThrough(deps.db, deps, prepared, writeRequestOf(request.input, request.actionId, { dryRun: true }));
+export async function dryRunSourceWrite(ctx: OperationContext, endpointId: string, request: WriteActionRequest) {
+  const prepared = await prepareWrite(ctx, endpointId, request, { dryRun: true });
+  const result = await writeThrough(ctx, prepared, writeRequestOf(request.input, request.actionId, { dryRun: true }));
   return { dryRun: true as const, operation: request.input.operation, expectedSourceSnapshot: request.input.expectedSourceSnapshot, affected: result.affected, changeSet: result.changes! };
 }
 
@@ -44,14 +40,14 @@ export interface SubmitOutcome {
 }
 
 /** The same key and body returns the first outcome (a failure is raised again); another body is a conflict. */
-async function replay(db: Executor, principal: Principal, existing: WriteAction, digest: string, readScope: ReadScope): Promise<SubmitOutcome> {
+async function replay(ctx: OperationContext, existing: WriteAction, digest: string, readScope: ReadScope): Promise<SubmitOutcome> {
   if (existing.requestDigest !== digest) {
     throw new ConflictError('idempotency_key_reused', 'This idempotencyKey was already used on this endpoint for a different request. Send the same body to get its outcome, or use a new key for a new action.', {
       actionId: existing.actionId,
     });
   }
   if (existing.status === 'failed' && existing.error) throw restoredError({ ...existing.error, details: { ...existing.error.details, actionId: existing.actionId, replayed: true } });
-  return { pending: existing.status === 'pending_approval', replayed: true, writeAction: await viewOf(db, principal, existing, readScope) };
+  return { pending: existing.status === 'pending_approval', replayed: true, writeAction: await viewOf(ctx, existing, readScope) };
 }
 
 const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationError || (error as { code?: string }).code === '23505' || (error as { nativeError?: { code?: string } }).nativeError?.code === '23505';
@@ -61,12 +57,13 @@ const isUniqueViolation = (error: unknown) => error instanceof UniqueViolationEr
  * action record and log; with approval it is checked by a dry run, recorded as pending and
  * handed to a Temporal workflow that waits for decisions or expiry.
  */
-export async function submitSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, request: WriteActionRequest, options: { requestDigest?: string; proposedBy?: ProposingOperation } = {}): Promise<SubmitOutcome> {
+export async function submitSourceWrite(ctx: OperationContext, endpointId: string, request: WriteActionRequest, options: { requestDigest?: string; proposedBy?: ProposingOperation } = {}): Promise<SubmitOutcome> {
+  const { deps, principal } = ctx;
   // The operation that proposed it decides how it is checked again at apply (write-apply.ts), and
   // which scope reads the records where it came from.
   const proposedBy = options.proposedBy ?? 'submitSourceWrite';
-  const readScope: ReadScope = proposedBy === 'sparqlQueryPost' ? 'sparql:query' : 'data:read';
-  const prepared = await prepareWrite(deps, principal, endpointId, request, { readScope });
+  const readScope: ReadScope = proposedBy === 'sparqlUpdate' ? 'sparql:query' : 'data:read';
+  const prepared = await prepareWrite(ctx, endpointId, request, { readScope });
   await assertCredit(deps.db, principal.workspaceId, 'governed_write');
   // What a retry with the same idempotencyKey must repeat to get the first outcome: the body, or
   // for an action derived from another request (a SPARQL update) that request, since each attempt
@@ -77,10 +74,11 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
   let outcome: SubmitOutcome;
   try {
     outcome = await deps.db.transaction(async (trx) => {
+      const inTrx = inTransaction(ctx, trx);
       // Retries of one key queue here; the first decides the outcome every later one returns.
       await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', [`weft.source_write:${endpointId}`, request.idempotencyKey]);
       const existing = await WriteAction.query(trx).findOne({ workspaceId: principal.workspaceId, dataEndpointId: endpointId, idempotencyKey: request.idempotencyKey });
-      if (existing) return replay(trx, principal, existing, digest, readScope);
+      if (existing) return replay(inTrx, existing, digest, readScope);
       const id = randomUUID();
       const approvals = prepared.policy.approvalRequired ? prepared.policy.approvalsRequired : 0;
       const base = {
@@ -104,7 +102,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         // Checked now, so a stale snapshot or a bad field fails the proposal instead of the approval.
         let preview: WriteResult | undefined;
         try {
-          preview = await writeThrough(trx, deps, prepared, writeRequestOf(request.input, request.actionId, { dryRun: true }));
+          preview = await writeThrough(inTrx, prepared, writeRequestOf(request.input, request.actionId, { dryRun: true }));
         } catch (error) {
           if (!(error instanceof DomainError)) throw error;
           failure = error;
@@ -122,7 +120,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         await logEvent(trx, action, 'proposed', actor, { snapshotBefore: request.input.expectedSourceSnapshot as SnapshotInfo, detail: { approvalsRequired: approvals, expiresAt: expiresAt.toISOString() } });
         if (failure) {
           await logEvent(trx, action, 'failed', actor, { snapshotBefore: request.input.expectedSourceSnapshot as SnapshotInfo, detail: storedError(failure) as unknown as Record<string, unknown> });
-          return { pending: false, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
+          return { pending: false, replayed: false, writeAction: await viewOf(inTrx, action, readScope) };
         }
         // Started inside the transaction: if the commit then fails, the workflow finds no action and ends.
         try {
@@ -136,14 +134,14 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
           const cause = (error as { cause?: { message?: string } }).cause?.message;
           throw new UnavailableError('temporal_unavailable', `The approval workflow could not be started, so nothing was recorded; retry with the same idempotencyKey. (${cause ?? (error as Error).message})`);
         }
-        return { pending: true, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
+        return { pending: true, replayed: false, writeAction: await viewOf(inTrx, action, readScope) };
       }
 
       // Recorded before the write: a taken actionId fails here, before anything reaches a remote store.
       const recorded = await WriteAction.query(trx).insertAndFetch({ ...base, status: 'applied', endedAt: new Date() });
       let result: WriteResult | undefined;
       try {
-        result = await writeThrough(trx, deps, prepared, writeRequestOf(request.input, request.actionId));
+        result = await writeThrough(inTrx, prepared, writeRequestOf(request.input, request.actionId));
       } catch (error) {
         if (!(error instanceof DomainError)) throw error;
         failure = error;
@@ -161,7 +159,7 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
         await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
         await meterWrite(trx, action, actor);
       }
-      return { pending: false, replayed: false, writeAction: await viewOf(trx, principal, action, readScope) };
+      return { pending: false, replayed: false, writeAction: await viewOf(inTrx, action, readScope) };
     });
   } catch (error) {
     if (isUniqueViolation(error)) {
@@ -175,8 +173,9 @@ export async function submitSourceWrite(deps: SourceWriteDependencies, principal
 }
 
 /** The snapshot a writer names as expectedSourceSnapshot. */
-export async function currentSourceSnapshot(deps: ActivityDependencies, workspaceId: string, endpointId: string): Promise<SnapshotInfo> {
-  const { endpoint, installation } = await requireDataEndpoint(deps.db, workspaceId, endpointId);
+export async function currentSourceSnapshot(ctx: OperationContext, endpointId: string): Promise<SnapshotInfo> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
-  return runtime.currentSnapshot!(capabilityContext(deps.db, installation, deps.encryptionKey), endpoint.target);
+  return runtime.currentSnapshot!(capabilityContext(db, installation, encryptionKey), endpoint.target);
 }

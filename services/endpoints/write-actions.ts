@@ -1,10 +1,10 @@
 import { NotFoundError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
 import { DataEndpoint, WriteAction, WriteActionDecision } from '../../db/models';
 import { authorizeProject, hasScope, Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
 import { mayReadEndpointRecords, ReadScope } from './data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 // Write actions as callers read them: the view with its decisions (its change set withholding the
 // rows that were there from keys that may not read the endpoint's records), and which actions a caller may see.
@@ -16,12 +16,15 @@ function presentDecision(decision: WriteActionDecision) {
 /**
  * A change set as a key that may not read the endpoint's records sees it. Rows that were there
  * before the write are existing record values: a changed row's before values, and its after values
- * too (they keep every field the write left alone), and a removed row. Those lists are withheld;
- * the counts, the truncation flag and the rows the action itself adds stay.
+ * too (they keep every field the write left alone), and a removed row. Which of the action's rows
+ * were added rather than changed says whether a record with that key existed, so the added list
+ * and the split of the counts go as well: what stays is how many records the action touches (the
+ * rows it writes are in its input) and the truncation flag.
  */
 function withoutExistingRecords(changeSet: Record<string, unknown> | null): Record<string, unknown> | null {
   if (!changeSet) return changeSet;
-  return { ...changeSet, changed: [], removed: [], recordsWithheld: true };
+  const counts = changeSet.counts as { added: number; changed: number; removed: number };
+  return { ...changeSet, added: [], changed: [], removed: [], counts: { affected: counts.added + counts.changed + counts.removed }, recordsWithheld: true };
 }
 
 function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[], mayReadRecords: boolean) {
@@ -53,25 +56,28 @@ function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[
 
 export type WriteActionView = ReturnType<typeof presentWriteAction>;
 
-/** May this viewer see the records of the action's endpoint (the read guard)? Otherwise the change set withholds them. */
-async function mayReadRecordsOf(db: Executor, viewer: Principal, endpointId: string, readScope?: ReadScope): Promise<boolean> {
+/** May the context's key see the records of the action's endpoint (the read guard)? Otherwise the change set withholds them. */
+async function mayReadRecordsOf(ctx: OperationContext, endpointId: string, readScope?: ReadScope): Promise<boolean> {
+  const { db, principal: viewer } = ctx;
   const endpoint = await DataEndpoint.query(db).findOne({ id: endpointId, workspaceId: viewer.workspaceId });
   return Boolean(endpoint) && mayReadEndpointRecords(db, viewer, endpoint!, readScope);
 }
 
 /**
- * An action as this viewer sees it. `readScope` is the scope that reads the records through the
+ * An action as the context's key sees it. `readScope` is the scope that reads the records through the
  * door the viewer came by (sparql:query for the answer to a SPARQL update; data:read otherwise).
  */
-export async function viewOf(db: Executor, viewer: Principal, action: WriteAction, readScope?: ReadScope): Promise<WriteActionView> {
+export async function viewOf(ctx: OperationContext, action: WriteAction, readScope?: ReadScope): Promise<WriteActionView> {
+  const { db } = ctx;
   const decisions = await WriteActionDecision.query(db).where({ writeActionId: action.id }).orderBy('createdAt');
-  return presentWriteAction(action, decisions, await mayReadRecordsOf(db, viewer, action.dataEndpointId, readScope));
+  return presentWriteAction(action, decisions, await mayReadRecordsOf(ctx, action.dataEndpointId, readScope));
 }
 
 const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:approve') || hasScope(principal, 'policy:read');
 
 /** An action of the endpoint that this caller may see: approvers and policy readers see all, a proposer its own. */
-export async function requireVisibleAction(db: Executor, principal: Principal, endpointId: string, actionId: string): Promise<WriteAction> {
+export async function requireVisibleAction(ctx: OperationContext, endpointId: string, actionId: string): Promise<WriteAction> {
+  const { db, principal } = ctx;
   await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const action = await WriteAction.query(db).findOne({ workspaceId: principal.workspaceId, dataEndpointId: endpointId, actionId });
   if (!action || (!canSeeEveryAction(principal) && action.proposedByMemberId !== principal.memberId)) {
@@ -82,11 +88,12 @@ export async function requireVisibleAction(db: Executor, principal: Principal, e
   return action;
 }
 
-export async function getSourceWrite(db: Executor, principal: Principal, endpointId: string, actionId: string): Promise<WriteActionView> {
-  return viewOf(db, principal, await requireVisibleAction(db, principal, endpointId, actionId));
+export async function getSourceWrite(ctx: OperationContext, endpointId: string, actionId: string): Promise<WriteActionView> {
+  return viewOf(ctx, await requireVisibleAction(ctx, endpointId, actionId));
 }
 
-export async function listSourceWrites(db: Executor, principal: Principal, endpointId: string, page: PageRequest, filter: { status?: string }) {
+export async function listSourceWrites(ctx: OperationContext, endpointId: string, page: PageRequest, filter: { status?: string }) {
+  const { db, principal } = ctx;
   await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const base = WriteAction.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
   if (!canSeeEveryAction(principal)) base.where('proposedByMemberId', principal.memberId);
@@ -94,6 +101,6 @@ export async function listSourceWrites(db: Executor, principal: Principal, endpo
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   const decisions = rows.length ? await WriteActionDecision.query(db).whereIn('writeActionId', rows.map((row) => row.id)).orderBy('createdAt') : [];
-  const mayReadRecords = await mayReadRecordsOf(db, principal, endpointId);
+  const mayReadRecords = await mayReadRecordsOf(ctx, endpointId);
   return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id), mayReadRecords)), pagination };
 }

@@ -4,11 +4,11 @@ import { storedError, Workspace, WriteAction } from '../../db/models';
 import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { requireSemanticMode } from '../ontology/sparql-dataset';
-import { sparqlQueryPostOperation } from '../ontology/sparql-operations';
-import { actAsKey, ActivityDependencies } from '../operations/act-as-key';
-import type { OperationContext } from '../operations/context';
+import { sparqlUpdateOperation } from '../ontology/sparql-operations';
+import { actAsKey } from '../operations/act-as-key';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
-import type { Requirement } from '../tenancy/access';
+import { bothRequirements, Requirement } from '../tenancy/access';
 import type { ReadScope } from './data-guard';
 import { meterWrite, prepareWrite, writeRequestOf, writeThrough } from './governed-write';
 import { logEvent } from './write-log';
@@ -23,12 +23,12 @@ import { submitSourceWriteOperation } from './write-operations';
 type ApplyInput = { projectId: string; writeActionId: string };
 
 /** Both apply operations, once their access holds: the action checked again as at proposal, and written. */
-async function applyAction({ db, deps, principal }: OperationContext, writeActionId: string, readScope: ReadScope): Promise<WriteResult> {
+async function applyAction(ctx: OperationContext, writeActionId: string, readScope: ReadScope): Promise<WriteResult> {
   // Locked by the activity's transaction, which this operation's runs inside.
-  const action = (await WriteAction.query(db).findById(writeActionId))!;
+  const action = (await WriteAction.query(ctx.db).findById(writeActionId))!;
   const request = { projectId: action.projectId, actionId: action.actionId, idempotencyKey: action.idempotencyKey, input: action.input } as unknown as WriteActionRequest;
-  const prepared = await prepareWrite({ db, encryptionKey: deps.encryptionKey }, principal, action.dataEndpointId, request, { readScope });
-  return writeThrough(db, deps, prepared, writeRequestOf(request.input, action.actionId));
+  const prepared = await prepareWrite(ctx, action.dataEndpointId, request, { readScope });
+  return writeThrough(ctx, prepared, writeRequestOf(request.input, action.actionId));
 }
 
 /** Applying a write proposed through the governed-write route, with that route's access. */
@@ -41,13 +41,13 @@ export const applyApprovedWriteOperation = defineOperation({
 });
 
 /**
- * Applying a write a SPARQL update proposed, with the access of that update: sparqlQueryPost's on its
- * update branch (sparql:update), and the workspace's semantic consumer mode still write.
+ * Applying a write a SPARQL update proposed, with the access of that update (sparqlUpdate's, and the
+ * governed write's it went through), and the workspace's semantic consumer mode still write.
  */
 export const applyApprovedSparqlUpdateOperation = defineOperation({
   name: 'applyApprovedSparqlUpdate',
   summary: 'Apply an approved governed write that a SPARQL update proposed, as the proposing key, with the SPARQL update’s access checked again.',
-  access: { ...(sparqlQueryPostOperation.access as Requirement), scopes: { allOf: ['sparql:update'] } },
+  access: bothRequirements(sparqlUpdateOperation.access as Requirement, submitSourceWriteOperation.access as Requirement),
   effect: 'write',
   async run(ctx, { writeActionId }: ApplyInput) {
     const workspace = await Workspace.query(ctx.db).findById(ctx.principal.workspaceId);
@@ -69,17 +69,18 @@ const passing = (error: DomainError) => error.kind === 'unavailable' || error.co
  * the write in a savepoint of it. A refusal or a business failure (a stale snapshot) ends the action
  * failed with its reason. The actor of the log is the member whose approval completed the count.
  */
-export async function applyApprovedWrite(deps: ActivityDependencies, writeActionId: string, actor: { memberId: string; apiKeyId: string }): Promise<{ status: string }> {
+export async function applyApprovedWrite(deps: ServiceDependencies, writeActionId: string, actor: { memberId: string; apiKeyId: string }): Promise<{ status: string }> {
   return deps.db.transaction(async (trx) => {
     const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
     if (!action) return { status: 'missing' };
     if (action.status !== 'pending_approval') return { status: action.status };
     const snapshotBefore = action.snapshotBefore as SnapshotInfo;
-    const operation = action.proposedByOperation === 'sparqlQueryPost' ? applyApprovedSparqlUpdateOperation : applyApprovedWriteOperation;
+    const operation = action.proposedByOperation === 'sparqlUpdate' ? applyApprovedSparqlUpdateOperation : applyApprovedWriteOperation;
     let result: WriteResult | undefined;
     let failure: DomainError | undefined;
     try {
-      result = await actAsKey({ db: trx, encryptionKey: deps.encryptionKey }, { workspaceId: action.workspaceId, apiKeyId: action.proposedByApiKeyId }, `write-action:${action.id}`, operation, { projectId: action.projectId, writeActionId });
+      // On the activity's transaction: the operation's own transaction is a savepoint of it.
+      result = await actAsKey({ ...deps, db: trx }, { workspaceId: action.workspaceId, apiKeyId: action.proposedByApiKeyId }, `write-action:${action.id}`, operation, { projectId: action.projectId, writeActionId });
     } catch (error) {
       if (!(error instanceof DomainError) || passing(error)) throw error;
       failure = error;

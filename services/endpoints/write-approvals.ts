@@ -6,8 +6,7 @@ import type { Db } from '../../db/connection';
 import { WriteAction, WriteActionDecision } from '../../db/models';
 import type { SnapshotInfo } from '../../plugins/capability';
 import { decideWriteUpdate, WriteDecision } from '../../workflows/names';
-import type { Principal } from '../tenancy/access';
-import type { SourceWriteDependencies } from './source-writes';
+import type { OperationContext } from '../operations/context';
 import { requireVisibleAction, viewOf, WriteActionView } from './write-actions';
 import { logEvent } from './write-log';
 
@@ -19,8 +18,9 @@ import { logEvent } from './write-log';
  * An approver's decision, carried to the action's workflow as an update. The proposer cannot
  * decide; a member decides once; only a waiting action takes decisions.
  */
-export async function decideSourceWrite(deps: SourceWriteDependencies, principal: Principal, endpointId: string, actionId: string, decision: 'approve' | 'reject', comment: string | null): Promise<WriteActionView> {
-  const action = await requireVisibleAction(deps.db, principal, endpointId, actionId);
+export async function decideSourceWrite(ctx: OperationContext, endpointId: string, actionId: string, decision: 'approve' | 'reject', comment: string | null): Promise<WriteActionView> {
+  const { deps, principal } = ctx;
+  const action = await requireVisibleAction(ctx, endpointId, actionId);
   if (action.proposedByMemberId === principal.memberId) {
     throw new PermissionError('proposer_cannot_decide', 'The member who proposed a write cannot approve or reject it; another member with policy:approve must.');
   }
@@ -40,7 +40,7 @@ export async function decideSourceWrite(deps: SourceWriteDependencies, principal
     if (now && now.status !== 'pending_approval') throw notPending(now.status);
     throw new UnavailableError('temporal_unavailable', 'The decision could not reach the approval workflow; try again.');
   }
-  return viewOf(deps.db, principal, (await WriteAction.query(deps.db).findById(action.id))!);
+  return viewOf(ctx, (await WriteAction.query(deps.db).findById(action.id))!);
 }
 
 // Activities of the approval workflow. Each is a fenced transaction on the action row, so a

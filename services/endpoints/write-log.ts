@@ -1,9 +1,9 @@
 import type { Executor } from '../../db/connection';
 import { WriteAction, WriteActionEvent, WriteActionEventKind } from '../../db/models';
 import type { SnapshotInfo } from '../../plugins/capability';
-import type { Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 // The action log of an endpoint: an event for every step of every action (proposed, approved,
 // rejected, expired, applied, failed), written in the step's own transaction.
@@ -40,7 +40,8 @@ function presentLogEntry(event: WriteActionEvent) {
 }
 
 /** The endpoint's action log, newest first. */
-export async function listWriteLog(db: Executor, principal: Principal, endpointId: string, page: PageRequest, filter: { actionId?: string; kind?: string }) {
+export async function listWriteLog(ctx: OperationContext, endpointId: string, page: PageRequest, filter: { actionId?: string; kind?: string }) {
+  const { db, principal } = ctx;
   await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const base = WriteActionEvent.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
   if (filter.actionId) base.where('actionId', filter.actionId);

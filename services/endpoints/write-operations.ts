@@ -6,7 +6,8 @@ import { getSourceWrite, listSourceWrites } from './write-actions';
 import { decideSourceWrite } from './write-approvals';
 import { listWriteLog } from './write-log';
 import { deleteWritePolicy, getWritePolicy, putWritePolicy } from './write-policies';
-import { WriteActionRequest, WritePolicyInput } from '../../schemas/source-writes';
+import { decisionBodySchema, listWritesQuery, submitWriteQuery, WriteActionRequest, writeActionRequestSchema, WritePolicyInput, writePolicyInputSchema, writeLogQuery } from '../../schemas/source-writes';
+import { idParams } from '../../schemas/common';
 
 /** Who can read actions: approvers and policy readers see every one, writers and proposers their own. */
 const ACTION_READERS = ['policy:read', 'policy:approve', 'policy:propose', 'data:write'] as const;
@@ -19,10 +20,11 @@ function decisionOperation(decision: 'approve' | 'reject') {
   return defineOperation({
     name: decision === 'approve' ? 'approveSourceWrite' : 'rejectSourceWrite',
     summary: decision === 'approve' ? 'Approve a write that waits for approval.' : 'Reject a write that waits for approval.',
-    access: { scopes: { anyOf: ['policy:approve'] }, workspaceResources: true, actor: 'accountable' as const },
+    access: { scopes: { anyOf: ['policy:approve'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read' as const },
     effect: 'external',
-    async run({ principal, deps }: OperationContext, { params, body }: RequestInput<ActionParams, Record<string, never>, { comment?: string }>): Promise<Reply> {
-      return { body: { writeAction: await decideSourceWrite(deps, principal, params.endpoint_id, params.action_id, decision, body?.comment ?? null) } };
+    input: { params: idParams('endpoint_id', 'action_id'), body: decisionBodySchema },
+    async run(ctx: OperationContext, { params, body }: RequestInput<ActionParams, Record<string, never>, { comment?: string }>): Promise<Reply> {
+      return { body: { writeAction: await decideSourceWrite(ctx, params.endpoint_id, params.action_id, decision, body?.comment ?? null) } };
     },
   });
 }
@@ -35,8 +37,9 @@ export const getWritePolicyOperation = defineOperation({
   summary: 'The write policy of an endpoint. 404 while it has none (it then takes no governed writes).',
   access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { writePolicy: await getWritePolicy(db, principal.workspaceId, params.endpoint_id) } };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { writePolicy: await getWritePolicy(ctx, params.endpoint_id) } };
   },
 });
 
@@ -45,8 +48,9 @@ export const putWritePolicyOperation = defineOperation({
   summary: 'Create or replace the write policy of an endpoint.',
   access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { params, body }: RequestInput<EndpointParams, Record<string, never>, WritePolicyInput>): Promise<Reply> {
-    const { policy, created } = await putWritePolicy(db, principal, params.endpoint_id, body);
+  input: { params: idParams('endpoint_id'), body: writePolicyInputSchema },
+  async run(ctx: OperationContext, { params, body }: RequestInput<EndpointParams, Record<string, never>, WritePolicyInput>): Promise<Reply> {
+    const { policy, created } = await putWritePolicy(ctx, params.endpoint_id, body);
     return { status: created ? 201 : 200, body: { writePolicy: policy } };
   },
 });
@@ -56,8 +60,9 @@ export const deleteWritePolicyOperation = defineOperation({
   summary: 'Remove the write policy: the endpoint takes no governed writes until a new one is made.',
   access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
-    await deleteWritePolicy(db, principal.workspaceId, params.endpoint_id);
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteWritePolicy(ctx, params.endpoint_id);
     return { status: 204 };
   },
 });
@@ -67,19 +72,26 @@ export const getDataEndpointSnapshotOperation = defineOperation({
   summary: 'The current snapshot of an endpoint that takes governed writes: the expectedSourceSnapshot to write against.',
   access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ principal, deps }: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { snapshot: await currentSourceSnapshot(deps, principal.workspaceId, params.endpoint_id) } };
+  input: { params: idParams('endpoint_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { snapshot: await currentSourceSnapshot(ctx, params.endpoint_id) } };
   },
 });
+
+/** The SPARQL door adds what a retry of the update repeats (its text), since each attempt derives a new action. */
+type SubmitInput = RequestInput<EndpointParams, { dryRun: boolean }, WriteActionRequest> & { requestDigest?: string };
 
 export const submitSourceWriteOperation = defineOperation({
   name: 'submitSourceWrite',
   summary: 'A governed write (SPEC 2.9): applied at once, or held for approval, as the endpoint’s write policy says.',
-  access: { scopes: { anyOf: ['data:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  access: { scopes: { anyOf: ['data:write'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'external',
-  async run({ principal, deps }: OperationContext, { params, query, body }: RequestInput<EndpointParams, { dryRun: boolean }, WriteActionRequest>): Promise<Reply> {
-    if (query.dryRun) return { body: await dryRunSourceWrite(deps, principal, params.endpoint_id, body) };
-    const outcome = await submitSourceWrite(deps, principal, params.endpoint_id, body);
+  input: { params: idParams('endpoint_id'), query: submitWriteQuery, body: writeActionRequestSchema },
+  async run(ctx: OperationContext, { params, query, body, requestDigest }: SubmitInput): Promise<Reply> {
+    if (query.dryRun) return { body: await dryRunSourceWrite(ctx, params.endpoint_id, body) };
+    // Reached through the sparql door, the write is a SPARQL update's: applied after approval with
+    // sparqlUpdate's access, and replayed by the update text it came from.
+    const outcome = await submitSourceWrite(ctx, params.endpoint_id, body, ctx.door === 'sparql' ? { proposedBy: 'sparqlUpdate', requestDigest } : {});
     return { status: outcome.pending ? 202 : 200, body: { writeAction: outcome.writeAction }, headers: outcome.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
   },
 });
@@ -87,21 +99,23 @@ export const submitSourceWriteOperation = defineOperation({
 export const listSourceWritesOperation = defineOperation({
   name: 'listSourceWrites',
   summary: 'Governed write actions on an endpoint, newest first: every one for approvers and policy readers, a caller’s own otherwise.',
-  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true },
+  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { status?: string }, undefined>): Promise<Reply> {
+  input: { params: idParams('endpoint_id'), query: listWritesQuery },
+  async run(ctx: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { status?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listSourceWrites(db, principal, params.endpoint_id, { limit, offset }, filter) };
+    return { body: await listSourceWrites(ctx, params.endpoint_id, { limit, offset }, filter) };
   },
 });
 
 export const getSourceWriteOperation = defineOperation({
   name: 'getSourceWrite',
   summary: 'One governed write action and its status, readable by its proposer and by approvers.',
-  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true },
+  access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<ActionParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { writeAction: await getSourceWrite(db, principal, params.endpoint_id, params.action_id) } };
+  input: { params: idParams('endpoint_id', 'action_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<ActionParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { writeAction: await getSourceWrite(ctx, params.endpoint_id, params.action_id) } };
   },
 });
 
@@ -110,9 +124,10 @@ export const listWriteLogOperation = defineOperation({
   summary: 'The action log of an endpoint, newest first: every proposal, approval, rejection, expiry, application and failure.',
   access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { actionId?: string; kind?: string }, undefined>): Promise<Reply> {
+  input: { params: idParams('endpoint_id'), query: writeLogQuery },
+  async run(ctx: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { actionId?: string; kind?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listWriteLog(db, principal, params.endpoint_id, { limit, offset }, filter) };
+    return { body: await listWriteLog(ctx, params.endpoint_id, { limit, offset }, filter) };
   },
 });
 

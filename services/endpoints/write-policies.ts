@@ -5,9 +5,9 @@ import { DataEndpoint, PluginInstallation, WritePolicy } from '../../db/models';
 import { findCapability } from '../../plugins';
 import type { CapabilityRuntime } from '../../plugins/capability';
 import type { WritePolicyInput } from '../../schemas/source-writes';
-import type { Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
 import { assertProjectsInWorkspace } from '../tenancy/projects';
+import type { OperationContext } from '../operations/context';
 
 export function presentWritePolicy(policy: WritePolicy) {
   return {
@@ -48,7 +48,8 @@ export async function findWritePolicy(db: Executor, workspaceId: string, endpoin
   return forUpdate ? query.forUpdate() : query;
 }
 
-export async function getWritePolicy(db: Executor, workspaceId: string, endpointId: string): Promise<WritePolicyView> {
+export async function getWritePolicy(ctx: OperationContext, endpointId: string): Promise<WritePolicyView> {
+  const { db, principal: { workspaceId } } = ctx;
   await requireDataEndpoint(db, workspaceId, endpointId);
   const policy = await findWritePolicy(db, workspaceId, endpointId);
   if (!policy) throw new NotFoundError('write_policy', 'This endpoint has no write policy, so it takes no governed writes. Create one with PUT (policy:manage).');
@@ -59,7 +60,8 @@ export async function getWritePolicy(db: Executor, workspaceId: string, endpoint
  * Creates or replaces an endpoint's policy. A change applies to actions proposed from then on;
  * actions already waiting keep the approval count and expiry they were proposed with.
  */
-export async function putWritePolicy(db: Executor, principal: Principal, endpointId: string, input: WritePolicyInput): Promise<{ policy: WritePolicyView; created: boolean }> {
+export async function putWritePolicy(ctx: OperationContext, endpointId: string, input: WritePolicyInput): Promise<{ policy: WritePolicyView; created: boolean }> {
+  const { db, principal } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId, true);
   governedWriteRuntime(endpoint, installation);
   await assertProjectsInWorkspace(db, principal.workspaceId, input.projectIds);
@@ -83,7 +85,8 @@ export async function putWritePolicy(db: Executor, principal: Principal, endpoin
 }
 
 /** Removes the policy: the endpoint takes no governed writes until a new one is made. Waiting actions still apply if approved. */
-export async function deleteWritePolicy(db: Executor, workspaceId: string, endpointId: string): Promise<void> {
+export async function deleteWritePolicy(ctx: OperationContext, endpointId: string): Promise<void> {
+  const { db, principal: { workspaceId } } = ctx;
   await requireDataEndpoint(db, workspaceId, endpointId);
   const deleted = await WritePolicy.query(db).delete().where({ workspaceId, dataEndpointId: endpointId });
   if (!deleted) throw new NotFoundError('write_policy', 'This endpoint has no write policy.');

@@ -3,6 +3,8 @@ import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from './read-bindings';
 import { checkTermShapes, readTermRecords } from './term-records';
+import { idParams } from '../../schemas/common';
+import { bindingInputSchema, bindingParams, listBindingsQuery, termParams, termRecordsQuery } from '../../schemas/ontology';
 
 type ProjectParams = { project_id: string };
 type BindingParams = ProjectParams & { binding_id: string };
@@ -13,20 +15,22 @@ export const listReadBindingsOperation = defineOperation({
   summary: 'Read bindings of the project, filtered by ontologyPackageId, dataEndpointId and status.',
   access: { scopes: { anyOf: ['bindings:read'] }, project: true },
   effect: 'read',
-  async run({ db, project }: OperationContext, { query }: RequestInput<ProjectParams, PageRequest & { ontologyPackageId?: string; dataEndpointId?: string; status?: string }, undefined>): Promise<Reply> {
+  input: { params: idParams('project_id'), query: listBindingsQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<ProjectParams, PageRequest & { ontologyPackageId?: string; dataEndpointId?: string; status?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listBindings(db, project, { limit, offset }, filter) };
+    return { body: await listBindings(ctx, { limit, offset }, filter) };
   },
 });
 
 export const createReadBindingOperation = defineOperation({
   name: 'createReadBinding',
   summary: 'Bind a term to a source endpoint. Copies no records; the endpoint cannot be deleted while bound.',
-  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const, grants: 'read' as const },
   effect: 'write',
+  input: { params: idParams('project_id'), body: bindingInputSchema },
   idempotent: true,
-  async run({ db, principal, project, deps }: OperationContext, { body }: RequestInput<ProjectParams, Record<string, never>, BindingInput>): Promise<Reply> {
-    return { status: 201, body: { binding: await createBinding(db, deps.encryptionKey, principal, project, body) } };
+  async run(ctx: OperationContext, { body }: RequestInput<ProjectParams, Record<string, never>, BindingInput>): Promise<Reply> {
+    return { status: 201, body: { binding: await createBinding(ctx, body) } };
   },
 });
 
@@ -35,6 +39,7 @@ export const getReadBindingOperation = defineOperation({
   summary: 'One read binding.',
   access: { scopes: { anyOf: ['bindings:read'] }, project: true },
   effect: 'read',
+  input: { params: bindingParams },
   async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { binding: presentBinding(await requireBinding(db, project, params.binding_id)) } };
   },
@@ -43,20 +48,22 @@ export const getReadBindingOperation = defineOperation({
 export const replaceReadBindingOperation = defineOperation({
   name: 'replaceReadBinding',
   summary: 'Replace a read binding; validated as on creation. Needs the named read grants of the endpoint it covered, and of the one it covers next.',
-  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const, grants: 'read' as const },
   effect: 'write',
-  async run({ db, principal, project, deps }: OperationContext, { params, body }: RequestInput<BindingParams, Record<string, never>, BindingInput>): Promise<Reply> {
-    return { body: { binding: await replaceBinding(db, deps.encryptionKey, principal, project, params.binding_id, body) } };
+  input: { params: bindingParams, body: bindingInputSchema },
+  async run(ctx: OperationContext, { params, body }: RequestInput<BindingParams, Record<string, never>, BindingInput>): Promise<Reply> {
+    return { body: { binding: await replaceBinding(ctx, params.binding_id, body) } };
   },
 });
 
 export const deleteReadBindingOperation = defineOperation({
   name: 'deleteReadBinding',
   summary: 'Delete a read binding (its endpoint can then be deleted). Needs the endpoint’s named read grants, like binding it.',
-  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const },
+  access: { scopes: { anyOf: ['bindings:write'] }, project: true, actor: 'accountable' as const, grants: 'read' as const },
   effect: 'write',
-  async run({ db, principal, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
-    await deleteBinding(db, principal, project, params.binding_id);
+  input: { params: bindingParams },
+  async run(ctx: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteBinding(ctx, params.binding_id);
     return { status: 204 };
   },
 });
@@ -64,20 +71,22 @@ export const deleteReadBindingOperation = defineOperation({
 export const readTermRecordsOperation = defineOperation({
   name: 'readTermRecords',
   summary: 'The records of a term through its active bindings, as the term’s properties, cursor-paged.',
-  access: { scopes: { anyOf: ['data:read'] }, project: true },
+  access: { scopes: { anyOf: ['data:read'] }, project: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal, project, deps }: OperationContext, { params, query }: RequestInput<TermParams, { limit?: number; cursor?: string }, undefined>): Promise<Reply> {
-    return { body: await readTermRecords(db, principal, deps.encryptionKey, project, params.term, query) };
+  input: { params: termParams, query: termRecordsQuery },
+  async run(ctx: OperationContext, { params, query }: RequestInput<TermParams, { limit?: number; cursor?: string }, undefined>): Promise<Reply> {
+    return { body: await readTermRecords(ctx, params.term, query) };
   },
 });
 
 export const checkTermShapesOperation = defineOperation({
   name: 'checkTermShapes',
   summary: 'How the term’s records conform to its SHACL shapes (and its properties’ cardinalities and datatypes).',
-  access: { scopes: { anyOf: ['data:read'] }, project: true },
+  access: { scopes: { anyOf: ['data:read'] }, project: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal, project, deps }: OperationContext, { params }: RequestInput<TermParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await checkTermShapes(db, principal, deps.encryptionKey, project, params.term) };
+  input: { params: termParams },
+  async run(ctx: OperationContext, { params }: RequestInput<TermParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await checkTermShapes(ctx, params.term) };
   },
 });
 

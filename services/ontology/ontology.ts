@@ -7,10 +7,11 @@ import type { Executor } from '../../db/connection';
 import { Ontology, OntologyBranch, OntologyDocument, OntologyPackage, OntologyVersion, PackageTerms, Project } from '../../db/models';
 import { compilePackage, CompileProblem, defaultBaseIri, definitionProblems, serialize } from '../../ontology/compile';
 import { Collection, collectionSchemas, COLLECTIONS, emptyDefinition, OntologyDefinition } from '../../ontology/definition';
-import { isUnrestricted, type Principal } from '../tenancy/access';
+import { isUnrestricted } from '../tenancy/access';
 import { PageRequest, paginate, pageOf } from '../shared/pagination';
 import { refreshBindingStatuses } from './read-bindings';
 import { activePackage, findOntology, requirePackage } from './packages';
+import type { OperationContext } from '../operations/context';
 
 export { activePackage, requirePackage };
 
@@ -49,7 +50,8 @@ export function presentPackage(p: OntologyPackage) {
 
 
 /** The project's ontology, created with an empty first version on main the first time anyone edits it; locked for the edit. */
-async function ontologyForEdit(db: Executor, principal: Principal, project: Project): Promise<Ontology> {
+async function ontologyForEdit(ctx: OperationContext): Promise<Ontology> {
+  const { db, principal, project } = ctx;
   const existing = await findOntology(db, project, true);
   if (existing) return existing;
   await Ontology.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, baseIri: defaultBaseIri(project.id) }).onConflict('projectId').ignore();
@@ -76,22 +78,25 @@ async function definitionAt(db: Executor, project: Project, branch: string): Pro
   return (await branchHead(db, await findOntology(db, project), branch))?.definition ?? emptyDefinition();
 }
 
-export async function listItems(db: Executor, project: Project, collection: Collection, branch: string, page: PageRequest) {
+export async function listItems(ctx: OperationContext, collection: Collection, branch: string, page: PageRequest) {
+  const { db, project } = ctx;
   const items = (await definitionAt(db, project, branch))[collection] as Item[];
   return { [collection]: items.slice(page.offset, page.offset + page.limit), pagination: paginate(page, items.length) };
 }
 
 const itemNotFound = (collection: Collection, id: string) => new NotFoundError(collection.slice(0, -1), `No ${collection.slice(0, -1)} "${id}" on this branch of the ontology.`);
 
-export async function getItem(db: Executor, project: Project, collection: Collection, branch: string, id: string): Promise<Item> {
+export async function getItem(ctx: OperationContext, collection: Collection, branch: string, id: string): Promise<Item> {
+  const { db, project } = ctx;
   const item = ((await definitionAt(db, project, branch))[collection] as Item[]).find((candidate) => candidate.id === id);
   if (!item) throw itemNotFound(collection, id);
   return item;
 }
 
 /** One edit of a branch: a new version holding the changed definition, as its head. */
-async function commitEdit(db: Executor, principal: Principal, project: Project, branch: string, edit: (definition: OntologyDefinition) => string): Promise<OntologyVersion> {
-  const ontology = await ontologyForEdit(db, principal, project);
+async function commitEdit(ctx: OperationContext, branch: string, edit: (definition: OntologyDefinition) => string): Promise<OntologyVersion> {
+  const { db, principal } = ctx;
+  const ontology = await ontologyForEdit(ctx);
   const head = (await branchHead(db, ontology, branch))!;
   const definition = structuredClone(head.definition);
   const message = edit(definition);
@@ -113,7 +118,8 @@ function checkItem(collection: Collection, item: unknown): void {
  * package belongs to, or a key restricted to this project could read another project's ontology
  * through it. (Unknown ids, and other workspaces' packages, stay a compile problem of the import.)
  */
-async function assertImportablePackage(db: Executor, principal: Principal, project: Project, item: Item): Promise<void> {
+async function assertImportablePackage(ctx: OperationContext, item: Item): Promise<void> {
+  const { db, principal, project } = ctx;
   if (!('ontologyPackageId' in item) || isUnrestricted(principal)) return;
   const source = await OntologyPackage.query(db).join('ontologies', 'ontologies.id', 'ontology_packages.ontology_id')
     .where('ontology_packages.workspace_id', project.workspaceId).where('ontology_packages.id', item.ontologyPackageId)
@@ -123,10 +129,10 @@ async function assertImportablePackage(db: Executor, principal: Principal, proje
   }
 }
 
-export async function addItem(db: Executor, principal: Principal, project: Project, collection: Collection, branch: string, item: Item) {
+export async function addItem(ctx: OperationContext, collection: Collection, branch: string, item: Item) {
   checkItem(collection, item);
-  if (collection === 'imports') await assertImportablePackage(db, principal, project, item);
-  const version = await commitEdit(db, principal, project, branch, (definition) => {
+  if (collection === 'imports') await assertImportablePackage(ctx, item);
+  const version = await commitEdit(ctx, branch, (definition) => {
     const items = definition[collection] as Item[];
     if (items.some((existing) => existing.id === item.id)) throw new ConflictError('element_exists', `This branch already has a ${collection.slice(0, -1)} "${item.id}"; change it with PUT or pick another id.`);
     items.push(item);
@@ -135,10 +141,10 @@ export async function addItem(db: Executor, principal: Principal, project: Proje
   return { item, version: presentVersion(version, false) };
 }
 
-export async function replaceItem(db: Executor, principal: Principal, project: Project, collection: Collection, branch: string, id: string, item: Item) {
+export async function replaceItem(ctx: OperationContext, collection: Collection, branch: string, id: string, item: Item) {
   checkItem(collection, item);
   if (item.id !== id) throw new InputError('id_mismatch', `The body's id "${item.id}" differs from the path's "${id}"; ids are fixed (delete and add to rename).`, [{ path: '/id', message: 'must equal the id in the path' }]);
-  const version = await commitEdit(db, principal, project, branch, (definition) => {
+  const version = await commitEdit(ctx, branch, (definition) => {
     const items = definition[collection] as Item[];
     const index = items.findIndex((existing) => existing.id === id);
     if (index < 0) throw itemNotFound(collection, id);
@@ -148,8 +154,8 @@ export async function replaceItem(db: Executor, principal: Principal, project: P
   return { item, version: presentVersion(version, false) };
 }
 
-export async function removeItem(db: Executor, principal: Principal, project: Project, collection: Collection, branch: string, id: string) {
-  await commitEdit(db, principal, project, branch, (definition) => {
+export async function removeItem(ctx: OperationContext, collection: Collection, branch: string, id: string) {
+  await commitEdit(ctx, branch, (definition) => {
     const items = definition[collection] as Item[];
     const index = items.findIndex((existing) => existing.id === id);
     if (index < 0) throw itemNotFound(collection, id);
@@ -195,12 +201,13 @@ async function parseDocument(text: string, mediaType: string): Promise<string> {
 }
 
 /** Uploads an RDF document and adds it as an import (one new version). */
-export async function importDocument(db: Executor, principal: Principal, project: Project, branch: string, importId: string, mediaType: string, text: string) {
+export async function importDocument(ctx: OperationContext, branch: string, importId: string, mediaType: string, text: string) {
+  const { db, principal } = ctx;
   const bytes = Buffer.byteLength(text);
   if (bytes > MAX_DOCUMENT_BYTES) throw new PayloadTooLargeError('document_too_large', `An imported RDF document may be at most ${MAX_DOCUMENT_BYTES} bytes; this one is ${bytes}.`);
   checkItem('imports', { id: importId, kind: 'document', documentId: '00000000-0000-4000-8000-000000000000' });
   const nquads = await parseDocument(text, mediaType);
-  const ontology = await ontologyForEdit(db, principal, project);
+  const ontology = await ontologyForEdit(ctx);
   const document = await OntologyDocument.query(db).insertAndFetch({
     ontologyId: ontology.id,
     mediaType,
@@ -211,11 +218,12 @@ export async function importDocument(db: Executor, principal: Principal, project
     createdByMemberId: principal.memberId,
   });
   const item = { id: importId, kind: 'document' as const, documentId: document.id };
-  const { version } = await addItem(db, principal, project, 'imports', branch, item);
+  const { version } = await addItem(ctx, 'imports', branch, item);
   return { item, document: { id: document.id, mediaType, byteSize: bytes, tripleCount: document.tripleCount, contentHash: document.contentHash }, version };
 }
 
-export async function listVersions(db: Executor, project: Project, page: PageRequest, branch?: string) {
+export async function listVersions(ctx: OperationContext, page: PageRequest, branch?: string) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   if (!ontology) return { versions: [], pagination: paginate(page, 0) };
   const base = OntologyVersion.query(db).where({ ontologyId: ontology.id });
@@ -224,21 +232,24 @@ export async function listVersions(db: Executor, project: Project, page: PageReq
   return { versions: rows.map((v) => presentVersion(v, false)), pagination };
 }
 
-export async function getVersion(db: Executor, project: Project, versionId: string) {
+export async function getVersion(ctx: OperationContext, versionId: string) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   const version = ontology ? await OntologyVersion.query(db).findOne({ id: versionId, ontologyId: ontology.id }) : undefined;
   if (!version) throw new NotFoundError('ontology_version', 'No version with this id in this ontology.');
   return presentVersion(version, true);
 }
 
-export async function listBranches(db: Executor, project: Project) {
+export async function listBranches(ctx: OperationContext) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   const rows = ontology ? await OntologyBranch.query(db).where({ ontologyId: ontology.id }).orderBy('createdAt') : [];
   return { branches: rows.map(presentBranch) };
 }
 
-export async function createBranch(db: Executor, principal: Principal, project: Project, input: { name: string; fromVersionId?: string }) {
-  const ontology = await ontologyForEdit(db, principal, project);
+export async function createBranch(ctx: OperationContext, input: { name: string; fromVersionId?: string }) {
+  const { db, principal } = ctx;
+  const ontology = await ontologyForEdit(ctx);
   if (await OntologyBranch.query(db).findOne({ ontologyId: ontology.id, name: input.name })) throw new ConflictError('branch_exists', `This ontology already has a branch "${input.name}".`);
   const from = input.fromVersionId ? await OntologyVersion.query(db).findOne({ id: input.fromVersionId, ontologyId: ontology.id }) : await branchHead(db, ontology, MAIN_BRANCH);
   if (!from) throw new NotFoundError('ontology_version', 'No version with this fromVersionId in this ontology.');
@@ -247,7 +258,8 @@ export async function createBranch(db: Executor, principal: Principal, project: 
 }
 
 /** What changed from one branch's head to another's, per collection, by element id. */
-export async function compareBranches(db: Executor, project: Project, base: string, head: string) {
+export async function compareBranches(ctx: OperationContext, base: string, head: string) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   const [from, to] = [(await branchHead(db, ontology, base))?.definition ?? emptyDefinition(), (await branchHead(db, ontology, head))?.definition ?? emptyDefinition()];
   const diff = { added: {} as Record<string, Item[]>, removed: {} as Record<string, Item[]>, changed: {} as Record<string, Array<{ id: string; before: Item; after: Item }>> };
@@ -284,8 +296,9 @@ const countsOf = (definition: OntologyDefinition, tripleCount: number) => ({
  * Compiles a branch head: every problem listed with its element, or a content-addressed package
  * (compiling an unchanged definition again returns the same package). Does not activate it.
  */
-export async function compileOntology(db: Executor, principal: Principal, project: Project, branch: string): Promise<{ package: ReturnType<typeof presentPackage>; created: boolean }> {
-  const ontology = await ontologyForEdit(db, principal, project);
+export async function compileOntology(ctx: OperationContext, branch: string): Promise<{ package: ReturnType<typeof presentPackage>; created: boolean }> {
+  const { db, principal, project } = ctx;
+  const ontology = await ontologyForEdit(ctx);
   const head = (await branchHead(db, ontology, branch))!;
   const definition = head.definition;
   const packageIds = definition.imports.flatMap((i) => (i.kind === 'package' ? [i.ontologyPackageId] : []));
@@ -324,24 +337,27 @@ function compileFailed(problems: CompileProblem[]): InputError {
 }
 
 
-export async function listPackages(db: Executor, project: Project, page: PageRequest) {
+export async function listPackages(ctx: OperationContext, page: PageRequest) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   if (!ontology) return { packages: [], pagination: paginate(page, 0) };
   const { rows, pagination } = await pageOf(OntologyPackage.query(db).where({ ontologyId: ontology.id }).select('id', 'contentHash', 'versionId', 'baseIri', 'tripleCount', 'counts', 'compiledByMemberId', 'compiledAt'), page, { column: 'compiledAt', order: 'desc' });
   return { packages: rows.map(presentPackage), pagination };
 }
 
-export async function activatePackage(db: Executor, project: Project, packageId: string) {
+export async function activatePackage(ctx: OperationContext, packageId: string) {
+  const { db, project } = ctx;
   const pkg = await requirePackage(db, project, packageId);
   await Ontology.query(db).patch({ activePackageId: pkg.id, updatedAt: raw('now()') as unknown as Date }).where({ id: pkg.ontologyId });
   await refreshBindingStatuses(db, project);
-  return getOntology(db, project);
+  return getOntology(ctx);
 }
 
 /** The active package of a project, or undefined while none is compiled and activated. */
 
 /** GET /ontology: package metadata and collection counts; 404 while no package is compiled and active (SPEC 7). */
-export async function getOntology(db: Executor, project: Project) {
+export async function getOntology(ctx: OperationContext) {
+  const { db, project } = ctx;
   const ontology = await findOntology(db, project);
   const pkg = await activePackage(db, project);
   if (!ontology || !pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: add terms, compile, then activate the package.');

@@ -1,4 +1,4 @@
-import type { Collection, OntologyDefinition } from '../../ontology/definition';
+import { collectionSchemas, type Collection, type OntologyDefinition } from '../../ontology/definition';
 import { defineOperation } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import {
@@ -21,6 +21,8 @@ import {
   replaceItem,
   requirePackage,
 } from './ontology';
+import { idParams, listQuery } from '../../schemas/common';
+import { activatePackageBody, branchQuery, collectionListQuery, compareBranchesQuery, compileOntologyBody, createOntologyBranchBody, elementParams, importDocumentQuery, ontologyVersionsQuery } from '../../schemas/ontology';
 
 // The ontology operations (SPEC 2.6, 4.5): collections edited on branches (each edit a version),
 // compiled into content-addressed packages, one of them active. Each declares its access once;
@@ -53,29 +55,34 @@ function collectionOperations(collection: Collection, title: string) {
       summary: `The ${collection} of the ontology on a branch.`,
       access: read,
       effect: 'read',
-      run: ({ db, project }, { branch = MAIN_BRANCH, limit, offset }: OnBranch & PageRequest) => listItems(db, project, collection, branch, { limit, offset }),
+      input: { flat: true, params: idParams('project_id'), query: collectionListQuery },
+      run: (ctx, { branch = MAIN_BRANCH, limit, offset }: OnBranch & PageRequest) => listItems(ctx, collection, branch, { limit, offset }),
     }),
     add: defineOperation({
       name: `addOntology${title}`,
       summary: `Add a ${one} on a branch: a new version of the definition.`,
       access: write,
       effect: 'write',
-      run: async ({ db, principal, project }, { branch = MAIN_BRANCH, item }: OnBranch & { item: Item }) => mapItem(one, await addItem(db, principal, project, collection, branch, item)),
+      // The body is the element itself: the operation takes it whole as `item`.
+      input: { flat: true, params: idParams('project_id'), query: branchQuery, body: collectionSchemas[collection] },
+      run: async (ctx, { branch = MAIN_BRANCH, item }: OnBranch & { item: Item }) => mapItem(one, await addItem(ctx, collection, branch, item)),
     }),
     get: defineOperation({
       name: `getOntology${title}`,
       summary: `One ${one} on a branch.`,
       access: read,
       effect: 'read',
-      run: async ({ db, project }, { branch = MAIN_BRANCH, id }: OneElement) => ({ [one]: await getItem(db, project, collection, branch, id) }),
+      input: { flat: true, params: elementParams(one), query: branchQuery },
+      run: async (ctx, { branch = MAIN_BRANCH, id }: OneElement) => ({ [one]: await getItem(ctx, collection, branch, id) }),
     }),
     remove: defineOperation({
       name: `removeOntology${title}`,
       summary: `Remove a ${one} on a branch: a new version of the definition.`,
       access: write,
       effect: 'write',
-      run: async ({ db, principal, project }, { branch = MAIN_BRANCH, id }: OneElement) => {
-        await removeItem(db, principal, project, collection, branch, id);
+      input: { flat: true, params: elementParams(one), query: branchQuery },
+      run: async (ctx, { branch = MAIN_BRANCH, id }: OneElement) => {
+        await removeItem(ctx, collection, branch, id);
         return { removed: true, id };
       },
     }),
@@ -89,8 +96,9 @@ function replaceOperation(collection: Collection, title: string) {
     summary: `Replace a ${one} on a branch (its id stays): a new version of the definition.`,
     access: write,
     effect: 'write',
-    run: async ({ db, principal, project }, { branch = MAIN_BRANCH, id, item }: OneElement & { item: Item }) =>
-      mapItem(one, await replaceItem(db, principal, project, collection, branch, id, item)),
+    input: { flat: true, params: elementParams(one), query: branchQuery, body: collectionSchemas[collection] },
+    run: async (ctx, { branch = MAIN_BRANCH, id, item }: OneElement & { item: Item }) =>
+      mapItem(one, await replaceItem(ctx, collection, branch, id, item)),
   });
 }
 
@@ -147,7 +155,8 @@ export const getOntologyOperation = defineOperation({
   summary: 'The project’s ontology: the active compiled package and collection counts. 404 while no package is compiled and active.',
   access: read,
   effect: 'read',
-  run: async ({ db, project }, _input: InProject) => ({ ontology: await getOntology(db, project) }),
+  input: { flat: true, params: idParams('project_id') },
+  run: async (ctx, _input: InProject) => ({ ontology: await getOntology(ctx) }),
 });
 
 export const importOntologyDocumentOperation = defineOperation({
@@ -155,9 +164,10 @@ export const importOntologyDocumentOperation = defineOperation({
   summary: 'Upload an RDF document (Turtle, N-Triples, N-Quads or JSON-LD) and import it whole.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: idParams('project_id'), query: importDocumentQuery },
   // id: the import's id; body: the document's text; bodyType: its media type (one of RDF_UPLOAD_TYPES).
-  run: async ({ db, principal, project }, { branch = MAIN_BRANCH, id, body, bodyType }: OneElement & { body: string; bodyType: string }) => {
-    const result = await importDocument(db, principal, project, branch, id, bodyType, body);
+  run: async (ctx, { branch = MAIN_BRANCH, id, body, bodyType }: OneElement & { body: string; bodyType: string }) => {
+    const result = await importDocument(ctx, branch, id, bodyType, body);
     return { import: result.item, document: result.document, version: result.version };
   },
 });
@@ -167,8 +177,9 @@ export const listOntologyVersionsOperation = defineOperation({
   summary: 'Version history of the ontology, newest first; every edit is a version.',
   access: read,
   effect: 'read',
+  input: { flat: true, params: idParams('project_id'), query: ontologyVersionsQuery },
   // Without a branch, the versions of every branch.
-  run: ({ db, project }, { branch, limit, offset }: OnBranch & PageRequest) => listVersions(db, project, { limit, offset }, branch),
+  run: (ctx, { branch, limit, offset }: OnBranch & PageRequest) => listVersions(ctx, { limit, offset }, branch),
 });
 
 export const getOntologyVersionOperation = defineOperation({
@@ -176,7 +187,8 @@ export const getOntologyVersionOperation = defineOperation({
   summary: 'One version with its whole definition.',
   access: read,
   effect: 'read',
-  run: async ({ db, project }, { versionId }: InProject & { versionId: string }) => ({ version: await getVersion(db, project, versionId) }),
+  input: { flat: true, params: idParams('project_id', 'version_id') },
+  run: async (ctx, { versionId }: InProject & { versionId: string }) => ({ version: await getVersion(ctx, versionId) }),
 });
 
 export const listOntologyBranchesOperation = defineOperation({
@@ -184,7 +196,8 @@ export const listOntologyBranchesOperation = defineOperation({
   summary: 'The ontology’s branches and their head versions.',
   access: read,
   effect: 'read',
-  run: ({ db, project }, _input: InProject) => listBranches(db, project),
+  input: { flat: true, params: idParams('project_id') },
+  run: (ctx, _input: InProject) => listBranches(ctx),
 });
 
 export const createOntologyBranchOperation = defineOperation({
@@ -192,8 +205,9 @@ export const createOntologyBranchOperation = defineOperation({
   summary: 'Start a branch at a version (default: the head of main).',
   access: write,
   effect: 'write',
-  run: async ({ db, principal, project }, { name, fromVersionId }: InProject & { name: string; fromVersionId?: string }) => ({
-    branch: await createBranch(db, principal, project, { name, fromVersionId }),
+  input: { flat: true, params: idParams('project_id'), body: createOntologyBranchBody },
+  run: async (ctx, { name, fromVersionId }: InProject & { name: string; fromVersionId?: string }) => ({
+    branch: await createBranch(ctx, { name, fromVersionId }),
   }),
 });
 
@@ -202,7 +216,8 @@ export const compareOntologyBranchesOperation = defineOperation({
   summary: 'What changed from the head of one branch to another: added, removed and changed elements per collection.',
   access: read,
   effect: 'read',
-  run: ({ db, project }, { base = MAIN_BRANCH, head }: InProject & { base?: string; head: string }) => compareBranches(db, project, base, head),
+  input: { flat: true, params: idParams('project_id'), query: compareBranchesQuery },
+  run: (ctx, { base = MAIN_BRANCH, head }: InProject & { base?: string; head: string }) => compareBranches(ctx, base, head),
 });
 
 export const compileOntologyOperation = defineOperation({
@@ -210,9 +225,10 @@ export const compileOntologyOperation = defineOperation({
   summary: 'Compile a branch head into a content-addressed package (Turtle and N-Quads). Every problem is listed with its element.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: idParams('project_id'), body: compileOntologyBody },
   // `created` is false when an unchanged definition gave back the same package: the route answers 200
   // instead of 201 and leaves `created` out of the body.
-  run: ({ db, principal, project }, { branch = MAIN_BRANCH }: OnBranch) => compileOntology(db, principal, project, branch),
+  run: (ctx, { branch = MAIN_BRANCH }: OnBranch) => compileOntology(ctx, branch),
 });
 
 export const listOntologyPackagesOperation = defineOperation({
@@ -220,7 +236,8 @@ export const listOntologyPackagesOperation = defineOperation({
   summary: 'Compiled packages, newest first.',
   access: read,
   effect: 'read',
-  run: ({ db, project }, { limit, offset }: InProject & PageRequest) => listPackages(db, project, { limit, offset }),
+  input: { flat: true, params: idParams('project_id'), query: listQuery() },
+  run: (ctx, { limit, offset }: InProject & PageRequest) => listPackages(ctx, { limit, offset }),
 });
 
 /** The representations of a compiled package: its metadata, or its triples as Turtle or N-Quads. */
@@ -231,6 +248,7 @@ export const getOntologyPackageOperation = defineOperation({
   summary: 'A compiled package: metadata as JSON, or its triples with Accept: text/turtle or application/n-quads.',
   access: read,
   effect: 'read',
+  input: { flat: true, params: idParams('project_id', 'package_id') },
   // The metadata always; with format turtle or nquads, the triples in that syntax as well (the route
   // answers them as the body, by the caller's Accept header).
   run: async ({ db, project }, { packageId, format = 'json' }: InProject & { packageId: string; format?: PackageFormat }) => {
@@ -248,7 +266,8 @@ export const activateOntologyPackageOperation = defineOperation({
   summary: 'Make a compiled package the active one: SPARQL and term-record reads use it.',
   access: write,
   effect: 'write',
-  run: async ({ db, project }, { packageId }: InProject & { packageId: string }) => ({ ontology: await activatePackage(db, project, packageId) }),
+  input: { flat: true, params: idParams('project_id'), body: activatePackageBody },
+  run: async (ctx, { packageId }: InProject & { packageId: string }) => ({ ontology: await activatePackage(ctx, packageId) }),
 });
 
 export const ontologyOperations = [

@@ -3,7 +3,8 @@ import type { Executor } from '../../db/connection';
 import { Ontology, OntologyPackage, Project } from '../../db/models';
 
 // A project's ontology and its compiled packages, read by the ontology service and by read
-// bindings alike (so neither imports the other).
+// bindings alike (so neither imports the other). Lookups, so (db, project, …): they run on the
+// executor the caller holds, often its transaction.
 
 export async function findOntology(db: Executor, project: Project, forUpdate = false): Promise<Ontology | undefined> {
   const query = Ontology.query(db).findOne({ projectId: project.id, workspaceId: project.workspaceId });

@@ -4,9 +4,9 @@ import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
 import { Project, PublishedQuery, QueryDefinition, QueryJob, QueryRelease, QueryVersion, ReadBinding } from '../../db/models';
 import { analyzeTemplate, TemplateFacts } from '../../ontology/query-template';
-import type { Principal } from '../tenancy/access';
 import { activePackage } from './ontology';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 // Published queries (SPEC 2.5, 3.1, 3.4, 4.5): a SPARQL template with input and output contracts;
 // every edit a version (UUID). Numeric releases pin a version (query-releases.ts); execution answers
@@ -37,7 +37,10 @@ async function presentQuery(db: Executor, query: PublishedQuery) {
   };
 }
 
-/** Authoring checks against the active ontology, its bindings and the contracts; returns the grants the query needs. */
+/**
+ * Authoring checks against the active ontology, its bindings and the contracts; returns the grants
+ * the query needs. (db, project, …): the release workflow's validate step calls it with no key.
+ */
 export async function validateDefinition(db: Executor, project: Project, input: QueryInput): Promise<{ facts: TemplateFacts; requiredReadPermissions: string[] }> {
   const pkg = await activePackage(db, project);
   if (!pkg) throw new InputError('ontology_required', 'Queries run over the ontology: compile and activate a package first.');
@@ -79,6 +82,7 @@ export async function validateDefinition(db: Executor, project: Project, input: 
   return { facts: facts!, requiredReadPermissions: [...new Set(bindings.flatMap((b) => b.requiredReadPermissions))].sort() };
 }
 
+/** A lookup (db, project, …): it runs on the executor the caller holds. */
 export async function requireQuery(db: Executor, project: Project, queryId: string, forUpdate = false): Promise<PublishedQuery> {
   const q = PublishedQuery.query(db).findOne({ id: queryId, projectId: project.id, workspaceId: project.workspaceId });
   const found = await (forUpdate ? q.forUpdate() : q);
@@ -86,7 +90,8 @@ export async function requireQuery(db: Executor, project: Project, queryId: stri
   return found;
 }
 
-async function addVersion(db: Executor, principal: Principal, query: PublishedQuery, input: QueryInput, requiredReadPermissions: string[]): Promise<QueryVersion> {
+async function addVersion(ctx: OperationContext, query: PublishedQuery, input: QueryInput, requiredReadPermissions: string[]): Promise<QueryVersion> {
+  const { db, principal } = ctx;
   const last = await QueryVersion.query(db).where({ queryId: query.id }).max('number as max').first() as unknown as { max: number | null };
   const definition: QueryDefinition = { description: input.description, sparql: input.sparql, inputSchema: input.inputSchema, outputSchema: input.outputSchema };
   const version = await QueryVersion.query(db).insertAndFetch({ queryId: query.id, number: (last?.max ?? 0) + 1, definition, requiredReadPermissions, createdByMemberId: principal.memberId });
@@ -94,33 +99,38 @@ async function addVersion(db: Executor, principal: Principal, query: PublishedQu
   return version;
 }
 
-export async function createQuery(db: Executor, principal: Principal, project: Project, input: QueryInput) {
+export async function createQuery(ctx: OperationContext, input: QueryInput) {
+  const { db, principal, project } = ctx;
   const { requiredReadPermissions } = await validateDefinition(db, project, input);
   if (await PublishedQuery.query(db).findOne({ projectId: project.id, name: input.name })) throw new ConflictError('query_name_taken', `This project already has a query named "${input.name}".`);
   const query = await PublishedQuery.query(db).insertAndFetch({ workspaceId: project.workspaceId, projectId: project.id, name: input.name, createdByMemberId: principal.memberId });
-  await addVersion(db, principal, query, input, requiredReadPermissions);
+  await addVersion(ctx, query, input, requiredReadPermissions);
   return presentQuery(db, (await PublishedQuery.query(db).findById(query.id))!);
 }
 
 /** Every edit is a new query version (a new UUID); releases keep pointing at theirs. */
-export async function replaceQuery(db: Executor, principal: Principal, project: Project, queryId: string, input: QueryInput) {
+export async function replaceQuery(ctx: OperationContext, queryId: string, input: QueryInput) {
+  const { db, project } = ctx;
   const query = await requireQuery(db, project, queryId, true);
   const { requiredReadPermissions } = await validateDefinition(db, project, input);
   if (input.name !== query.name && (await PublishedQuery.query(db).findOne({ projectId: project.id, name: input.name }))) throw new ConflictError('query_name_taken', `This project already has a query named "${input.name}".`);
-  await addVersion(db, principal, query, input, requiredReadPermissions);
+  await addVersion(ctx, query, input, requiredReadPermissions);
   return presentQuery(db, (await PublishedQuery.query(db).findById(query.id))!);
 }
 
-export async function getQuery(db: Executor, project: Project, queryId: string) {
+export async function getQuery(ctx: OperationContext, queryId: string) {
+  const { db, project } = ctx;
   return presentQuery(db, await requireQuery(db, project, queryId));
 }
 
-export async function listQueries(db: Executor, project: Project, page: PageRequest) {
+export async function listQueries(ctx: OperationContext, page: PageRequest) {
+  const { db, project } = ctx;
   const { rows, pagination } = await pageOf(PublishedQuery.query(db).where({ projectId: project.id, workspaceId: project.workspaceId }), page);
   return { queries: await Promise.all(rows.map((q) => presentQuery(db, q))), pagination };
 }
 
-export async function deleteQuery(db: Executor, project: Project, queryId: string) {
+export async function deleteQuery(ctx: OperationContext, queryId: string) {
+  const { db, project } = ctx;
   const query = await requireQuery(db, project, queryId, true);
   if (await QueryJob.query(db).findOne({ queryId, status: 'active' })) throw new ConflictError('query_has_active_jobs', 'The query has active result jobs; cancel them or let them finish first.');
   await query.$query(db).delete();

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { ConflictError, DomainError, GoneError, InputError, NotFoundError, PermissionError, restoredError } from '../../core/errors';
 import { canonicalJson } from '../../core/json-shape';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
@@ -10,7 +9,7 @@ import { resultOf } from '../../ontology/sparql-threads/plain-result';
 import { analyzeTemplate, bindTemplate, jsonValue } from '../../ontology/query-template';
 import { queryJobWorkflowId } from '../../workflows/names';
 import { missingReadPermissions, Principal } from '../tenancy/access';
-import type { ServiceDependencies } from '../operations/context';
+import type { OperationContext } from '../operations/context';
 import { assertCredit, meter } from '../usage/usage';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { requireQuery, selectedRelease } from './published-queries';
@@ -21,8 +20,6 @@ import { runDatasetQuery, sparqlDataset } from './sparql';
 // continuation cursor.
 
 export const EXECUTION_DEFAULTS = { limit: 100, maxLimit: 1000, syncBudgetMs: Number(process.env.WEFT_QUERY_SYNC_BUDGET_MS ?? 2000), jobTimeoutMs: 5 * 60_000, resultsTtlMs: 60 * 60_000, maxRows: 10_000 };
-
-type Deps = ServiceDependencies;
 
 export interface ExecuteBody {
   input?: Record<string, unknown>;
@@ -54,8 +51,9 @@ export function checkGrants(principal: Principal, version: QueryVersion): void {
 const inputHash = (input: Record<string, unknown>) => createHash('sha256').update(canonicalJson(input)).digest('hex');
 
 /** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
-export async function runQuery(deps: Deps, principal: Principal, project: Project, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
-  const dataset = await sparqlDataset(deps.db, principal, deps.encryptionKey, project);
+export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
+  const { principal } = ctx;
+  const dataset = await sparqlDataset(ctx);
   const { facts } = analyzeTemplate(version.definition.sparql, dataset.pkg.baseIri);
   if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
   const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
@@ -72,7 +70,8 @@ export async function runQuery(deps: Deps, principal: Principal, project: Projec
   return rows;
 }
 
-async function recordExecution(db: Executor, principal: Principal, project: Project, resolved: Resolved, fields: Partial<QueryExecution>) {
+async function recordExecution(ctx: OperationContext, resolved: Resolved, fields: Partial<QueryExecution>) {
+  const { db, principal, project } = ctx;
   const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, apiKeyId: principal.apiKeyId, memberId: principal.memberId, mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
   if (execution.status === 'succeeded') {
     await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
@@ -96,8 +95,9 @@ function openJobCursor(text: string): { job: string; offset: number } {
  * job (a Temporal workflow runs the query again with a longer limit and stores the rows) and a
  * continuation cursor; POST execute again with ?cursor= to follow it until 200.
  */
-export async function executeQuery(deps: Deps, principal: Principal, project: Project, queryId: string, body: ExecuteBody, params: { version?: number; cursor?: string }) {
-  if (params.cursor) return continueJob(deps.db, principal, project, queryId, params.cursor, body.options?.limit);
+export async function executeQuery(ctx: OperationContext, queryId: string, body: ExecuteBody, params: { version?: number; cursor?: string }) {
+  const { deps, principal, project } = ctx;
+  if (params.cursor) return continueJob(ctx, queryId, params.cursor, body.options?.limit);
   const resolved = await resolveRelease(deps.db, project, queryId, params.version);
   checkGrants(principal, resolved.version);
   await assertCredit(deps.db, project.workspaceId, 'query_execution');
@@ -108,12 +108,12 @@ export async function executeQuery(deps: Deps, principal: Principal, project: Pr
   const hash = inputHash(input);
   const started = Date.now();
   try {
-    const rows = await runQuery(deps, principal, project, resolved.version, input, page, EXECUTION_DEFAULTS.syncBudgetMs);
-    await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, durationMs: Date.now() - started, rowCount: rows.length });
+    const rows = await runQuery(ctx, resolved.version, input, page, EXECUTION_DEFAULTS.syncBudgetMs);
+    await recordExecution(ctx, resolved, { inputHash: hash, durationMs: Date.now() - started, rowCount: rows.length });
     return { status: 200, body: { status: 'succeeded', data: rows, metadata: { queryId, release: resolved.release.version, queryVersionId: resolved.version.id, rowCount: rows.length, limit: page.limit, offset: page.offset, durationMs: Date.now() - started } } };
   } catch (error) {
     if (!(error instanceof DomainError) || error.code !== 'query_timeout') {
-      await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, durationMs: Date.now() - started, status: 'failed' });
+      await recordExecution(ctx, resolved, { inputHash: hash, durationMs: Date.now() - started, status: 'failed' });
       throw error;
     }
   }
@@ -134,7 +134,7 @@ export async function executeQuery(deps: Deps, principal: Principal, project: Pr
   const workflowId = queryJobWorkflowId(job.id);
   await job.$query(deps.db).patch({ workflowId });
   await deps.temporal.workflow.start('queryJobWorkflow', { workflowId, taskQueue: temporalSettings().taskQueues.main, args: [{ jobId: job.id }] });
-  await recordExecution(deps.db, principal, project, resolved, { inputHash: hash, mode: 'async', status: 'pending', jobId: job.id });
+  await recordExecution(ctx, resolved, { inputHash: hash, mode: 'async', status: 'pending', jobId: job.id });
   return { status: 202, body: pendingBody(job, 0) };
 }
 
@@ -143,7 +143,8 @@ function pendingBody(job: QueryJob, offset: number) {
 }
 
 /** The continuation flow: a page of a finished job's rows, or 202 while it runs; 410 once expired. */
-async function continueJob(db: Executor, principal: Principal, project: Project, queryId: string, cursor: string, limit?: number) {
+async function continueJob(ctx: OperationContext, queryId: string, cursor: string, limit?: number) {
+  const { db, principal, project } = ctx;
   const { job: jobId, offset } = openJobCursor(cursor);
   const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId, apiKeyId: principal.apiKeyId });
   if (!job) throw new NotFoundError('query_job', 'No result job of yours for this query with this cursor.');
@@ -161,7 +162,8 @@ async function continueJob(db: Executor, principal: Principal, project: Project,
 }
 
 /** DELETE of the job route: the caller's own active job (same key, workspace, project and query) is canceled. */
-export async function cancelJob(db: Executor, temporal: Client, principal: Principal, project: Project, queryId: string, jobId: string) {
+export async function cancelJob(ctx: OperationContext, queryId: string, jobId: string) {
+  const { db, deps: { temporal }, principal, project } = ctx;
   const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId });
   if (!job || job.apiKeyId !== principal.apiKeyId) throw new NotFoundError('query_job', 'No result job of this API key with this id for this query.');
   if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) throw new GoneError('results_expired', 'This job has expired.', { jobId });
@@ -171,7 +173,8 @@ export async function cancelJob(db: Executor, temporal: Client, principal: Princ
   return { job: { id: job.id, status: 'canceled' } };
 }
 
-export async function listExecutions(db: Executor, principal: Principal, page: PageRequest, filter: { queryId?: string; projectId?: string; executionId?: string }) {
+export async function listExecutions(ctx: OperationContext, page: PageRequest, filter: { queryId?: string; projectId?: string; executionId?: string }) {
+  const { db, principal } = ctx;
   const base = QueryExecution.query(db).where({ workspaceId: principal.workspaceId });
   if (filter.executionId) base.where('id', filter.executionId);
   if (filter.queryId) base.where('queryId', filter.queryId);

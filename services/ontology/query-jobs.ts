@@ -1,9 +1,10 @@
-import { DomainError } from '../../core/errors';
+import { DomainError, UnavailableError } from '../../core/errors';
 import type { Db } from '../../db/connection';
-import { Project, QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
-import type { Principal, Requirement } from '../tenancy/access';
+import { QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
+import type { Requirement } from '../tenancy/access';
 import { meter } from '../usage/usage';
-import { actAsKey, ActivityDependencies, isRefusal } from '../operations/act-as-key';
+import { actAsKey, isRefusal } from '../operations/act-as-key';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { checkGrants, EXECUTION_DEFAULTS, runQuery } from './query-execution';
 import { executeQueryOperation } from './query-operations';
@@ -19,9 +20,9 @@ import { executeQueryOperation } from './query-operations';
 export const runQueryJobOperation = defineOperation({
   name: 'runQueryJob',
   summary: 'Run an accepted async query job and store its rows.',
-  access: { ...(executeQueryOperation.access as Requirement), actor: 'accountable' },
+  access: { ...(executeQueryOperation.access as Requirement), actor: 'accountable', grants: 'read' as const },
   effect: 'external',
-  run: ({ deps, principal }, { jobId }: { projectId: string; jobId: string }) => runQueryJob(deps, jobId, principal),
+  run: (ctx, { jobId }: { projectId: string; jobId: string }) => runQueryJob(ctx, jobId),
 });
 
 /**
@@ -29,7 +30,7 @@ export const runQueryJobOperation = defineOperation({
  * fails the job with its reason; anything else, such as a lost race or a database briefly away,
  * is thrown so the activity is retried and the job stays active meanwhile.
  */
-export async function runQueryJobAsItsKey(deps: ActivityDependencies, jobId: string): Promise<{ status: string }> {
+export async function runQueryJobAsItsKey(deps: ServiceDependencies, jobId: string): Promise<{ status: string }> {
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   try {
@@ -40,11 +41,14 @@ export async function runQueryJobAsItsKey(deps: ActivityDependencies, jobId: str
   }
 }
 
-/** The job workflow's activity: runs the query with the job limit and stores the rows, unless the job was canceled meanwhile. */
-export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId: string, principal: Principal): Promise<{ status: string }> {
+/**
+ * The job workflow's activity: runs the query with the job limit and stores the rows, unless the
+ * job was canceled meanwhile. The job's project is the operation's (its input names the job's).
+ */
+export async function runQueryJob(ctx: OperationContext, jobId: string): Promise<{ status: string }> {
+  const { deps, principal } = ctx;
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
-  const project = (await Project.query(deps.db).findById(job.projectId))!;
   const version = await QueryVersion.query(deps.db).join('query_releases', 'query_releases.query_version_id', 'query_versions.id').where({ 'query_releases.query_id': job.queryId, 'query_releases.version': job.releaseVersion }).select('query_versions.*').first();
   const { input, page } = job.input as { input: Record<string, unknown>; page: { limit: number; offset: number } };
   const started = Date.now();
@@ -53,7 +57,7 @@ export async function runQueryJob(deps: { db: Db; encryptionKey: Buffer }, jobId
   try {
     // The key's grants as they are now, not as they were when the job was accepted.
     checkGrants(principal, version!);
-    rows = await runQuery({ ...deps, temporal: undefined as never }, principal, project, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
+    rows = await runQuery(ctx, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     failure = error;
@@ -83,4 +87,13 @@ export async function refuseQueryJob(db: Db, jobId: string, refusal: DomainError
   }).where({ id: jobId, status: 'active' });
   await QueryExecution.query(db).patch({ status: 'failed' }).where({ jobId });
   return { status: updated ? 'failed' : 'canceled' };
+}
+
+/**
+ * A job whose activity ran out of retries (a database away for longer than the retry policy, a
+ * worker bug) fails with the last error's message instead of staying active forever; its
+ * workflow calls this once the activity gave up.
+ */
+export async function failQueryJob(db: Db, jobId: string, cause: string): Promise<{ status: string }> {
+  return refuseQueryJob(db, jobId, new UnavailableError('query_job_failed', `The query job could not be run, after every retry: ${cause.slice(0, 500)} Execute the query again.`));
 }

@@ -4,6 +4,8 @@ import type { PageRequest } from '../shared/pagination';
 import { createQuery, deleteQuery, getQuery, listQueries, QueryInput, replaceQuery } from './published-queries';
 import { cancelJob, ExecuteBody, executeQuery, listExecutions } from './query-execution';
 import { listReleases, publishRelease, PublishInput, releaseDiff, retireRelease } from './query-releases';
+import { idParams, listQuery } from '../../schemas/common';
+import { executeBodySchema, executeOptionsQuery, jobParams, publishReleaseBody, queryExecutionsQuery, queryInputSchema, queryParams, releaseDiffQuery, releaseParams, retireReleaseBody } from '../../schemas/published-queries';
 
 const PROJECT = { project: true } as const;
 
@@ -13,10 +15,11 @@ type QueryParams = { project_id: string; query_id: string };
 const executeOperation = (name: string, alias: boolean) => defineOperation({
   name,
   summary: alias ? 'Alias of POST /api/v1/projects/{project_id}/queries/{query_id}/execute.' : 'Execute a published query release.',
-  access: { scopes: { anyOf: ['queries:execute'] }, ...PROJECT },
+  access: { scopes: { anyOf: ['queries:execute'] }, ...PROJECT, grants: 'read' as const },
   effect: 'external',
-  async run({ principal, project, deps }: OperationContext, { params, query, body }: RequestInput<QueryParams, { version?: number; cursor?: string }, ExecuteBody>): Promise<Reply> {
-    return executeQuery(deps, principal, project, params.query_id, body ?? {}, query);
+  input: { params: queryParams, query: executeOptionsQuery, body: executeBodySchema },
+  async run(ctx: OperationContext, { params, query, body }: RequestInput<QueryParams, { version?: number; cursor?: string }, ExecuteBody>): Promise<Reply> {
+    return executeQuery(ctx, params.query_id, body ?? {}, query);
   },
 });
 
@@ -28,8 +31,9 @@ export const listQueriesOperation = defineOperation({
   summary: 'Published queries of the project.',
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
-  async run({ db, project }: OperationContext, { query }: RequestInput<{ project_id: string }, PageRequest, undefined>): Promise<Reply> {
-    return { body: await listQueries(db, project, query) };
+  input: { params: idParams('project_id'), query: listQuery() },
+  async run(ctx: OperationContext, { query }: RequestInput<{ project_id: string }, PageRequest, undefined>): Promise<Reply> {
+    return { body: await listQueries(ctx, query) };
   },
 });
 
@@ -38,9 +42,10 @@ export const createQueryOperation = defineOperation({
   summary: 'Define a query: validated against the active ontology, its bindings and its contracts.',
   access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
+  input: { params: idParams('project_id'), body: queryInputSchema },
   idempotent: true,
-  async run({ db, principal, project }: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, QueryInput>): Promise<Reply> {
-    return { status: 201, body: { query: await createQuery(db, principal, project, body) } };
+  async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, QueryInput>): Promise<Reply> {
+    return { status: 201, body: { query: await createQuery(ctx, body) } };
   },
 });
 
@@ -49,8 +54,9 @@ export const getQueryOperation = defineOperation({
   summary: 'One query with its current version.',
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
-  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { query: await getQuery(db, project, params.query_id) } };
+  input: { params: queryParams },
+  async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { query: await getQuery(ctx, params.query_id) } };
   },
 });
 
@@ -59,8 +65,9 @@ export const replaceQueryOperation = defineOperation({
   summary: 'Edit a query: a new query version UUID. Releases keep the versions they pinned.',
   access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
-  async run({ db, principal, project }: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, QueryInput>): Promise<Reply> {
-    return { body: { query: await replaceQuery(db, principal, project, params.query_id, body) } };
+  input: { params: queryParams, body: queryInputSchema },
+  async run(ctx: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, QueryInput>): Promise<Reply> {
+    return { body: { query: await replaceQuery(ctx, params.query_id, body) } };
   },
 });
 
@@ -69,8 +76,9 @@ export const deleteQueryOperation = defineOperation({
   summary: 'Delete a query and its releases (consumers lose it).',
   access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
-  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
-    await deleteQuery(db, project, params.query_id);
+  input: { params: queryParams },
+  async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    await deleteQuery(ctx, params.query_id);
     return { status: 204 };
   },
 });
@@ -80,8 +88,9 @@ export const listQueryReleasesOperation = defineOperation({
   summary: 'Releases of a query, newest first.',
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
-  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await listReleases(db, project, params.query_id) };
+  input: { params: queryParams },
+  async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await listReleases(ctx, params.query_id) };
   },
 });
 
@@ -90,19 +99,21 @@ export const diffQueryReleaseOperation = defineOperation({
   summary: 'The breaking changes a release of a query version would make against the previous release.',
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
-  async run({ db, project }: OperationContext, { params, query }: RequestInput<QueryParams, { queryVersionId: string }, undefined>): Promise<Reply> {
-    await getQuery(db, project, params.query_id);
-    return { body: await releaseDiff(db, params.query_id, query.queryVersionId) };
+  input: { params: queryParams, query: releaseDiffQuery },
+  async run(ctx: OperationContext, { params, query }: RequestInput<QueryParams, { queryVersionId: string }, undefined>): Promise<Reply> {
+    await getQuery(ctx, params.query_id);
+    return { body: await releaseDiff(ctx.db, params.query_id, query.queryVersionId) };
   },
 });
 
 export const publishQueryReleaseOperation = defineOperation({
   name: 'publishQueryRelease',
   summary: 'Publish the expected query version as the next numeric release (a Temporal workflow: validate, diff, activate).',
-  access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT },
+  access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT, grants: 'read' as const },
   effect: 'external',
-  async run({ principal, project, deps, requestId }: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, PublishInput>): Promise<Reply> {
-    return { status: 201, body: { release: await publishRelease(deps, principal, project, params.query_id, body, requestId) } };
+  input: { params: queryParams, body: publishReleaseBody },
+  async run(ctx: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, PublishInput>): Promise<Reply> {
+    return { status: 201, body: { release: await publishRelease(ctx, params.query_id, body) } };
   },
 });
 
@@ -111,8 +122,9 @@ export const retireQueryReleaseOperation = defineOperation({
   summary: 'Retire a release by its number: executing it then answers 410. A consumer-facing change.',
   access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
-  async run({ db, project }: OperationContext, { params }: RequestInput<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>): Promise<Reply> {
-    return { body: { release: await retireRelease(db, project, params.query_id, Number(params.version)) } };
+  input: { params: releaseParams, body: retireReleaseBody },
+  async run(ctx: OperationContext, { params }: RequestInput<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>): Promise<Reply> {
+    return { body: { release: await retireRelease(ctx, params.query_id, Number(params.version)) } };
   },
 });
 
@@ -121,8 +133,9 @@ export const cancelQueryJobOperation = defineOperation({
   summary: 'Cancel your own active result job (same key, workspace, project and query). Finished jobs are not targets (409); expired ones are 410.',
   access: { scopes: { anyOf: ['queries:execute'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'external',
-  async run({ db, principal, project, deps }: OperationContext, { params }: RequestInput<QueryParams & { job_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await cancelJob(db, deps.temporal, principal, project, params.query_id, params.job_id) };
+  input: { params: jobParams },
+  async run(ctx: OperationContext, { params }: RequestInput<QueryParams & { job_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await cancelJob(ctx, params.query_id, params.job_id) };
   },
 });
 
@@ -131,9 +144,10 @@ export const listQueryExecutionsOperation = defineOperation({
   summary: 'Every query execution (who, release, input hash, mode, status, duration, rows), newest first: the record metering reads.',
   access: { scopes: { anyOf: ['org:manage'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }, undefined>): Promise<Reply> {
+  input: { query: queryExecutionsQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listExecutions(db, principal, { limit, offset }, filter) };
+    return { body: await listExecutions(ctx, { limit, offset }, filter) };
   },
 });
 

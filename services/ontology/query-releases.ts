@@ -4,26 +4,24 @@ import { temporalSettings } from '../../core/temporal-config';
 import type { Db, Executor } from '../../db/connection';
 import { BreakingChange, Project, PublishedQuery, QueryRelease, QueryVersion } from '../../db/models';
 import { releaseWorkflowId } from '../../workflows/names';
-import type { Principal } from '../tenancy/access';
-import type { ServiceDependencies } from '../operations/context';
+import type { OperationContext } from '../operations/context';
 import { requireQuery, validateDefinition } from './published-queries';
 import { contractChanges } from './query-contract-changes';
 
 // Releases pin a query version under a number (SPEC 2.5, 3.4): a Temporal workflow validates the
 // version, diffs its contracts against the previous release and activates it. A retired release no longer executes.
 
-type Deps = ServiceDependencies;
-
 export function presentRelease(r: QueryRelease) {
   return { version: r.version, queryVersionId: r.queryVersionId, status: r.status, breakingChanges: r.breakingChanges, publishedByMemberId: r.publishedByMemberId, workflowId: r.workflowId, publishedAt: r.publishedAt.toISOString(), retiredAt: r.retiredAt?.toISOString() ?? null };
 }
 
-export async function listReleases(db: Executor, project: Project, queryId: string) {
+export async function listReleases(ctx: OperationContext, queryId: string) {
+  const { db, project } = ctx;
   await requireQuery(db, project, queryId);
   return { releases: (await QueryRelease.query(db).where({ queryId }).orderBy('version', 'desc')).map(presentRelease) };
 }
 
-/** The diff a release would publish, without publishing (also the workflow's diff step). */
+/** The diff a release would publish, without publishing (also the workflow's diff step, so (db, …): it runs with no key). */
 export async function releaseDiff(db: Executor, queryId: string, queryVersionId: string): Promise<{ previous: number | null; breakingChanges: BreakingChange[] }> {
   const version = await QueryVersion.query(db).findOne({ id: queryVersionId, queryId });
   if (!version) throw new NotFoundError('query_version', 'No version with this id of this query.');
@@ -39,7 +37,8 @@ export interface PublishInput {
 }
 
 /** Checks a publish request before the workflow runs: the expected version is the current one. */
-export async function checkPublish(db: Executor, principal: Principal, project: Project, queryId: string, input: PublishInput) {
+export async function checkPublish(ctx: OperationContext, queryId: string, input: PublishInput) {
+  const { db, principal, project } = ctx;
   const query = await requireQuery(db, project, queryId);
   if (principal.memberRole === undefined) throw new PermissionError('actor_not_accountable', 'Publishing needs an accountable member.');
   if (query.currentVersionId !== input.expectedQueryVersionId) {
@@ -66,7 +65,8 @@ export async function activateRelease(db: Db, args: { queryId: string; queryVers
   });
 }
 
-export async function retireRelease(db: Executor, project: Project, queryId: string, version: number) {
+export async function retireRelease(ctx: OperationContext, queryId: string, version: number) {
+  const { db, project } = ctx;
   await requireQuery(db, project, queryId);
   const release = await QueryRelease.query(db).findOne({ queryId, version }).forUpdate();
   if (!release) throw new NotFoundError('release', `The query has no release ${version}.`);
@@ -88,8 +88,9 @@ export async function checkReleaseVersion(db: Db, queryId: string, queryVersionI
  * POST releases: a Temporal workflow validates, diffs and activates; the request waits for it.
  * A breaking change without acknowledgement, or a stale expected version, fails with 409.
  */
-export async function publishRelease(deps: Deps, principal: Principal, project: Project, queryId: string, input: PublishInput, requestId: string) {
-  await checkPublish(deps.db, principal, project, queryId, input);
+export async function publishRelease(ctx: OperationContext, queryId: string, input: PublishInput) {
+  const { deps, principal, requestId } = ctx;
+  await checkPublish(ctx, queryId, input);
   const workflowId = releaseWorkflowId(queryId, input.expectedQueryVersionId, requestId);
   try {
     return (await deps.temporal.workflow.execute('publishReleaseWorkflow', {

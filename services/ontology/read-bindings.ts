@@ -9,6 +9,7 @@ import { capabilityContext, endpointReferenceFinders } from '../endpoints/data-e
 import { endpointsReadableThroughBindings, guardEndpointData } from '../endpoints/data-guard';
 import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 // Read bindings (SPEC 2.6): a term of a compiled package read from a workspace endpoint through a
 // field mapping. Saving one copies no records; reads and SPARQL go through it at query time.
@@ -134,19 +135,22 @@ async function validated(db: Executor, encryptionKey: Buffer, project: Project, 
  * Binding an endpoint exposes its records to the project's ontology readers, and unbinding it may
  * remove the grant that protects them: both are the data guard's 'bind' use of that endpoint.
  */
-async function guardBinding(db: Executor, principal: Principal, project: Project, dataEndpointId: string): Promise<void> {
+async function guardBinding(ctx: OperationContext, dataEndpointId: string): Promise<void> {
+  const { db, principal, project } = ctx;
   const endpoint = await DataEndpoint.query(db).findOne({ id: dataEndpointId, workspaceId: project.workspaceId });
   // An unknown endpoint is a validation problem of the binding.
   if (endpoint) await guardEndpointData(db, principal, endpoint, { channel: 'bind', mode: 'read', projectId: project.id });
 }
 
-export async function createBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, input: BindingInput): Promise<BindingView> {
-  await guardBinding(db, principal, project, input.dataEndpointId);
+export async function createBinding(ctx: OperationContext, input: BindingInput): Promise<BindingView> {
+  const { db, deps: { encryptionKey }, principal, project } = ctx;
+  await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
   return presentBinding(binding);
 }
 
+/** A lookup (db, project, …): it runs on whatever executor the caller holds. */
 export async function requireBinding(db: Executor, project: Project, bindingId: string, forUpdate = false): Promise<ReadBinding> {
   const query = ReadBinding.query(db).findOne({ id: bindingId, projectId: project.id, workspaceId: project.workspaceId });
   const binding = await (forUpdate ? query.forUpdate() : query);
@@ -159,22 +163,25 @@ export async function requireBinding(db: Executor, project: Project, bindingId: 
  * grants): the key must be one that may bind that endpoint as it is now (its grants included),
  * as well as the endpoint it binds next.
  */
-export async function replaceBinding(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, bindingId: string, input: BindingInput): Promise<BindingView> {
+export async function replaceBinding(ctx: OperationContext, bindingId: string, input: BindingInput): Promise<BindingView> {
+  const { db, deps: { encryptionKey }, project } = ctx;
   const binding = await requireBinding(db, project, bindingId, true);
-  await guardBinding(db, principal, project, binding.dataEndpointId);
-  if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(db, principal, project, input.dataEndpointId);
+  await guardBinding(ctx, binding.dataEndpointId);
+  if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   return presentBinding(await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
 
 /** Deleting a binding may remove the grant that protects its endpoint: only a key that may bind that endpoint (its grants included) may. */
-export async function deleteBinding(db: Executor, principal: Principal, project: Project, bindingId: string): Promise<void> {
+export async function deleteBinding(ctx: OperationContext, bindingId: string): Promise<void> {
+  const { db, project } = ctx;
   const binding = await requireBinding(db, project, bindingId, true);
-  await guardBinding(db, principal, project, binding.dataEndpointId);
+  await guardBinding(ctx, binding.dataEndpointId);
   await binding.$query(db).delete();
 }
 
-export async function listBindings(db: Executor, project: Project, page: PageRequest, filter: { ontologyPackageId?: string; dataEndpointId?: string; status?: string }) {
+export async function listBindings(ctx: OperationContext, page: PageRequest, filter: { ontologyPackageId?: string; dataEndpointId?: string; status?: string }) {
+  const { db, project } = ctx;
   const base = ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId });
   if (filter.ontologyPackageId) base.where('ontologyPackageId', filter.ontologyPackageId);
   if (filter.dataEndpointId) base.where('dataEndpointId', filter.dataEndpointId);
@@ -183,7 +190,7 @@ export async function listBindings(db: Executor, project: Project, page: PageReq
   return { bindings: rows.map(presentBinding), pagination };
 }
 
-/** After a package is activated: each binding of the project is active again, or incompatible with it. */
+/** After a package is activated: each binding of the project is active again, or incompatible with it. (db, project): it runs in the activation's transaction. */
 export async function refreshBindingStatuses(db: Executor, project: Project): Promise<void> {
   const bindings = await ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId });
   for (const binding of bindings) {
@@ -193,7 +200,8 @@ export async function refreshBindingStatuses(db: Executor, project: Project): Pr
 }
 
 /** The active bindings of a term (or of every term) that this caller may read, and how many it may not. */
-export async function readableBindings(db: Executor, principal: Principal, project: Project, termId?: string): Promise<{ readable: ReadBinding[]; withheld: number }> {
+export async function readableBindings(ctx: OperationContext, termId?: string): Promise<{ readable: ReadBinding[]; withheld: number }> {
+  const { db, principal, project } = ctx;
   const query = ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId, status: 'active' }).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
   if (termId) query.where('termId', termId);
   const bindings = await query;

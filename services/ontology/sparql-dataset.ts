@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Parser } from 'n3';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
-import { BindingMapping, DataEndpoint, OntologyPackage, Project } from '../../db/models';
+import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
 import { WeightedLru } from '../../ontology/dataset-cache';
@@ -12,7 +12,7 @@ import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import { capabilityContext } from '../endpoints/data-endpoints';
 import { readableThroughBindings } from '../endpoints/data-guard';
-import type { Principal } from '../tenancy/access';
+import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 
 // The SPARQL dataset of a project, built once per data version and shared by every key: the active
@@ -214,7 +214,8 @@ export interface QueryDatasetHandles {
  * endpoints the data guard lets this key read through bindings. Refuses (never truncates) a dataset
  * past the configured bound.
  */
-export async function queryDataset(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
+export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
+  const { db, deps: { encryptionKey }, principal } = ctx;
   const pkg = catalog.pkg;
   if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
   const readable = readableThroughBindings(principal, catalog.bindings.map((binding) => ({ endpointId: binding.endpointId, grants: binding.grants })));

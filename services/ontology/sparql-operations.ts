@@ -1,39 +1,89 @@
 import type { OperationContext } from '../operations/context';
+import { invokeWithin } from '../operations/invoke';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
-import { answerSparql, sparqlRequestFrom } from './sparql';
+import { answerSparqlQuery, readSparqlAsk, SparqlAnswer, sparqlRequestFrom } from './sparql';
 import { checkIdempotencyKey } from '../operations/idempotency';
+import { applySparqlUpdate } from './sparql-updates';
+import { loadDatasetCatalog, requireSemanticMode } from './sparql-dataset';
+import { InputError } from '../../core/errors';
+import { idParams } from '../../schemas/common';
+import { sparqlGetQuery, sparqlPostQuery } from '../../schemas/ontology';
 
 export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
 
 type Params = { project_id: string };
 
-export const sparqlQueryGetOperation = defineOperation({
-  name: 'sparqlQueryGet',
-  summary: 'SPARQL query by GET ?query= (reads only; updates need POST).',
-  access: { scopes: { anyOf: ['sparql:query'] }, project: true },
+const replyOf = (answer: SparqlAnswer): Reply => ({ status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers });
+
+type QueryInput = { projectId: string; text: string; queryType?: string; accept?: string };
+type UpdateInput = { projectId: string; text: string; sentAsQuery: boolean; idempotencyKey?: string };
+
+/** A SPARQL query over the caller's dataset: the package and the bound records its key may read. */
+export const sparqlQueryOperation = defineOperation({
+  name: 'sparqlQuery',
+  summary: 'Evaluate a SPARQL query over the project’s dataset (reached by GET or POST of the protocol).',
+  access: { scopes: { allOf: ['sparql:query'] }, project: true, grants: 'read' as const },
   effect: 'read',
-  async run({ db, principal, project, deps }: OperationContext, { rawQuery, headers }: RequestInput<Params, Record<string, unknown>, undefined>): Promise<Reply> {
-    const request = sparqlRequestFrom('GET', rawQuery ?? {}, undefined, undefined, headers?.accept || undefined);
-    const answer = await answerSparql({ ...deps, db }, principal, project, request);
-    return { status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers };
+  async run(ctx: OperationContext, input: QueryInput): Promise<Reply> {
+    return replyOf(await answerSparqlQuery(ctx, input, input.accept));
   },
 });
 
+/**
+ * A SPARQL update: INSERT DATA and DELETE DATA on bound records, each proposed as a governed write
+ * through submitSourceWrite (its data scopes, shared-resource access, the endpoint's grants and
+ * write policy), reached through the `sparql` door.
+ */
+export const sparqlUpdateOperation = defineOperation({
+  name: 'sparqlUpdate',
+  summary: 'Apply a SPARQL update as governed writes on the bound endpoints (reached by POST of the protocol).',
+  access: { scopes: { allOf: ['sparql:update'] }, project: true, actor: 'accountable' as const, grants: 'read and write' as const },
+  effect: 'external',
+  async run(ctx: OperationContext, input: UpdateInput): Promise<Reply> {
+    requireSemanticMode(await loadDatasetCatalog(ctx.db, ctx.principal.workspaceId, ctx.project.id), 'write');
+    if (input.sentAsQuery) throw new InputError('update_in_query', 'An update was sent as a query: POST it as application/sparql-update or in update=.');
+    const { replayed, ...applied } = await applySparqlUpdate(ctx, input.text, input.idempotencyKey);
+    // A retry's answer is the first outcome, marked like every idempotent replay.
+    return { status: applied.pending ? 202 : 200, body: JSON.stringify(applied), contentType: 'application/json; charset=utf-8', headers: replayed ? { 'Idempotent-Replayed': 'true' } : {} };
+  },
+});
+
+export const sparqlQueryGetOperation = defineOperation({
+  name: 'sparqlQueryGet',
+  summary: 'SPARQL query by GET ?query= (reads only; updates need POST).',
+  access: sparqlQueryOperation.access,
+  effect: 'read',
+  input: { params: idParams('project_id'), query: sparqlGetQuery },
+  async run(ctx: OperationContext, { rawQuery, headers }: RequestInput<Params, Record<string, unknown>, undefined>): Promise<Reply> {
+    const ask = readSparqlAsk(sparqlRequestFrom('GET', rawQuery ?? {}, undefined, undefined, undefined));
+    return sparqlQueryOperation.run(ctx, { projectId: ctx.project.id, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined });
+  },
+});
+
+/**
+ * The protocol's POST: the request itself says whether it is a query or an update (its media type,
+ * its form field, its text), and each is its own operation with its own declared access, invoked
+ * as this key. This operation only admits keys that may do one of the two.
+ */
 export const sparqlQueryPostOperation = defineOperation({
   name: 'sparqlQueryPost',
-  summary: 'SPARQL query or update by POST: application/sparql-query, application/sparql-update, or a form with query= or update=.',
-  access: { scopes: { anyOf: ['sparql:query', 'sparql:update'] }, project: true, actor: 'accountable' as const },
+  summary: 'SPARQL query or update by POST: application/sparql-query, application/sparql-update, or a form with query= or update=. A query has sparqlQuery’s access, an update sparqlUpdate’s.',
+  access: { scopes: { anyOf: ['sparql:query', 'sparql:update'] }, project: true },
   effect: 'external',
-  async run({ principal, project, deps }: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
+  input: { params: idParams('project_id'), query: sparqlPostQuery },
+  async run(ctx: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
+    const ask = readSparqlAsk(sparqlRequestFrom('POST', rawQuery ?? {}, bodyType, body, undefined));
+    const projectId = ctx.project.id;
+    if (!ask.update) return (await invokeWithin(ctx, ctx.door, sparqlQueryOperation, { projectId, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined })).output;
     // The same rule as on every idempotent route: the key was passed on unchecked before.
     const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;
-    const request = { ...sparqlRequestFrom('POST', rawQuery ?? {}, bodyType, body, headers?.accept || undefined), idempotencyKey };
-    const answer = await answerSparql(deps, principal, project, request);
-    return { status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers };
+    return (await invokeWithin(ctx, ctx.door, sparqlUpdateOperation, { projectId, text: ask.text, sentAsQuery: ask.sentAsQuery, idempotencyKey })).output;
   },
 });
 
 export const sparqlOperations = [
   sparqlQueryGetOperation,
   sparqlQueryPostOperation,
+  sparqlQueryOperation,
+  sparqlUpdateOperation,
 ];

@@ -2,13 +2,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import type { Quad_Object, Quad_Subject, Term } from '@rdfjs/types';
 import { InputError } from '../../core/errors';
-import type { OntologyPackage, Project, ReadBinding } from '../../db/models';
+import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { NS } from '../../ontology/compile';
 import { templateFields } from '../../ontology/term-records';
-import type { Principal } from '../tenancy/access';
 import { activePackage } from './ontology';
 import { readableBindings } from './read-bindings';
-import { currentSourceSnapshot, SourceWriteDependencies, submitSourceWrite, WriteActionView } from '../endpoints/source-writes';
+import { currentSourceSnapshot, WriteActionView } from '../endpoints/source-writes';
+import { submitSourceWriteOperation } from '../endpoints/write-operations';
+import type { OperationContext } from '../operations/context';
+import { invokeWithin } from '../operations/invoke';
 import { NotFoundError } from '../../core/errors';
 import { findCapability } from '../../plugins';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
@@ -108,10 +110,11 @@ function dataTriples(text: string): Array<{ inserting: boolean; triples: Triple[
  * against the endpoint's current snapshot, under its policy. The idempotency key derives from
  * the caller, the update text and that snapshot, so a retried request writes once.
  */
-export async function applySparqlUpdate(deps: SourceWriteDependencies, principal: Principal, project: Project, text: string, idempotencyKey: string | undefined): Promise<{ pending: boolean; writeActions: WriteActionView[]; replayed: boolean }> {
-  const pkg = await activePackage(deps.db, project);
+export async function applySparqlUpdate(ctx: OperationContext, text: string, idempotencyKey: string | undefined): Promise<{ pending: boolean; writeActions: WriteActionView[]; replayed: boolean }> {
+  const { db, principal, project } = ctx;
+  const pkg = await activePackage(db, project);
   if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet.');
-  const { readable } = await readableBindings(deps.db, principal, project);
+  const { readable } = await readableBindings(ctx);
   const changes = dataTriples(text).flatMap(({ inserting, triples }) => changesOf(triples, inserting, readable, pkg).map((change) => ({ ...change, inserting })));
   if (!changes.length) return { pending: false, writeActions: [], replayed: false };
   if (new Set(changes.map((c) => c.binding.dataEndpointId)).size > 1 || new Set(changes.map((c) => `${c.inserting}/${c.remove}`)).size > 1) {
@@ -119,9 +122,9 @@ export async function applySparqlUpdate(deps: SourceWriteDependencies, principal
   }
   const [first] = changes;
   const endpointId = first.binding.dataEndpointId;
-  const cast = await keyCaster(deps, principal.workspaceId, endpointId);
+  const cast = await keyCaster(ctx, endpointId);
   const typedKey = (change: Change) => Object.fromEntries(Object.entries(change.key).map(([field, text]) => [field, cast(field, text)]));
-  const snapshot = await currentSourceSnapshot(deps, principal.workspaceId, endpointId);
+  const snapshot = await currentSourceSnapshot(ctx, endpointId);
   const input = first.inserting
     ? { operation: 'upsert' as const, rows: changes.map((c) => ({ ...typedKey(c), ...c.set })) }
     : first.remove
@@ -131,20 +134,24 @@ export async function applySparqlUpdate(deps: SourceWriteDependencies, principal
     throw new InputError('update_spans_actions', 'DELETE DATA of property values must clear the same properties on every subject of one update.');
   }
   const key = idempotencyKey ?? `sparql-${createHash('sha256').update(`${principal.apiKeyId}\n${snapshot.id}\n${snapshot.version}\n${text}`).digest('hex').slice(0, 48)}`;
-  const outcome = await submitSourceWrite(deps, principal, endpointId, {
-    actionId: randomUUID(),
-    projectId: project.id,
-    idempotencyKey: key,
-    input: { contractVersion: 1, expectedSourceSnapshot: { id: snapshot.id, version: snapshot.version }, ...input },
-  }, {
+  // The governed write is its own operation, reached through the sparql door: its declared access
+  // (data:write, shared-resource access, an accountable actor) holds here as on its route.
+  const { output } = await invokeWithin(ctx, 'sparql', submitSourceWriteOperation, {
+    params: { endpoint_id: endpointId },
+    query: { dryRun: false },
+    body: {
+      actionId: randomUUID(),
+      projectId: project.id,
+      idempotencyKey: key,
+      input: { contractVersion: 1, expectedSourceSnapshot: { id: snapshot.id, version: snapshot.version }, ...input },
+    },
     // A retry derives a new actionId (and, after the first applied, a new snapshot): matching the
     // key's first action on those refused every retry with idempotency_key_reused. The update text
     // in this project is what a retry repeats.
     requestDigest: createHash('sha256').update(JSON.stringify({ sparqlUpdate: text, projectId: project.id })).digest('hex'),
-    // Applied after approval only while the SPARQL update's own access still holds (write-apply.ts).
-    proposedBy: 'sparqlQueryPost',
   });
-  return { pending: outcome.pending, writeActions: [outcome.writeAction], replayed: outcome.replayed };
+  const { writeAction } = output.body as { writeAction: WriteActionView };
+  return { pending: output.status === 202, writeActions: [writeAction], replayed: output.headers?.['Idempotent-Replayed'] === 'true' };
 }
 
 /** Conditions selecting the changed records by key: eq for one, in for several (single-field keys). */
@@ -158,11 +165,12 @@ function keyConditions(keys: Array<Record<string, unknown>>): Array<{ field: str
 const NUMERIC_TYPES = new Set(['number', 'integer', 'bigint', 'smallint', 'numeric', 'decimal', 'real', 'double precision']);
 
 /** Keys come out of IRIs as text: a field the endpoint stores as a number is written and matched as one. */
-async function keyCaster(deps: SourceWriteDependencies, workspaceId: string, endpointId: string): Promise<(field: string, text: string) => unknown> {
-  const { endpoint, installation } = await requireDataEndpoint(deps.db, workspaceId, endpointId);
+async function keyCaster(ctx: OperationContext, endpointId: string): Promise<(field: string, text: string) => unknown> {
+  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const declared = new Map((endpoint.schemaHints?.columns ?? []).map((c) => [c.name, c.type ?? '']));
   if (!declared.size) {
-    const discovered = await findCapability(installation.capability).discoverSchema(capabilityContext(deps.db, installation, deps.encryptionKey), endpoint.target);
+    const discovered = await findCapability(installation.capability).discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
     for (const field of discovered.fields) declared.set(field.name, field.type);
   }
   return (field, text) => (NUMERIC_TYPES.has(declared.get(field) ?? '') && /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text);

@@ -1,17 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { assertCredit, meter } from '../usage/usage';
-import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, PermissionError, UnsupportedMediaTypeError } from '../../core/errors';
+import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import type { Executor } from '../../db/connection';
-import type { Project } from '../../db/models';
 import { parseSparql, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
-import { hasScope, Principal } from '../tenancy/access';
-import type { SourceWriteDependencies } from '../endpoints/source-writes';
-import { applySparqlUpdate } from './sparql-updates';
+import type { OperationContext } from '../operations/context';
 import { loadDatasetCatalog, queryDataset, QueryDatasetHandles, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
@@ -66,9 +62,10 @@ export async function runDatasetQuery(dataset: QueryDatasetHandles, workspaceId:
 }
 
 /** The caller's dataset for a query: the catalog (one statement), then the kept or newly built graphs. */
-export async function sparqlDataset(db: Executor, principal: Principal, encryptionKey: Buffer, project: Project): Promise<QueryDatasetHandles> {
+export async function sparqlDataset(ctx: OperationContext): Promise<QueryDatasetHandles> {
+  const { db, principal, project } = ctx;
   const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
-  return queryDataset(db, encryptionKey, principal, project, catalog);
+  return queryDataset(ctx, catalog);
 }
 
 export interface SparqlAnswer {
@@ -78,35 +75,42 @@ export interface SparqlAnswer {
   headers: Record<string, string>;
 }
 
-/** Answers one protocol request: checks mode, scopes and parameters, then evaluates a query or applies an update as governed writes. */
-export async function answerSparql(deps: SourceWriteDependencies, principal: Principal, project: Project, request: SparqlRequest): Promise<SparqlAnswer> {
-  const { db, encryptionKey } = deps;
+/** What a protocol request asks for, before any access is checked beyond the endpoint's own: its text, parsed. */
+export interface SparqlAsk {
+  text: string;
+  /** The update form was chosen by the request (application/sparql-update, update=) or by the text. */
+  update: boolean;
+  /** The text was sent as a query (GET ?query=, application/sparql-query, query=). */
+  sentAsQuery: boolean;
+  queryType?: string;
+}
+
+/** Checks what every protocol request must satisfy (no graph parameters, the size bound) and parses it. */
+export function readSparqlAsk(request: SparqlRequest): SparqlAsk {
   if (request.graphParameters) {
     throw new BadRequestError('graph_parameters_refused', 'default-graph-uri and named-graph-uri are not accepted: the dataset is the project’s active package and the bound records your key may read.');
   }
   const text = request.update ?? request.query ?? '';
   if (Buffer.byteLength(text) > MAX_SPARQL_BYTES) throw new PayloadTooLargeError('request_too_large', `SPARQL request text may be at most ${MAX_SPARQL_BYTES} bytes.`);
   const parsed = parseSparql(text);
-  if (request.update !== undefined || parsed.kind === 'update') {
-    if (request.method !== 'POST') throw new BadRequestError('update_over_get', 'SPARQL updates must be sent with POST.');
-    requireSemanticMode(await loadDatasetCatalog(db, principal.workspaceId, project.id), 'write');
-    if (!hasScope(principal, 'sparql:update')) throw new PermissionError('insufficient_scope', 'SPARQL updates need the sparql:update scope.', { requiredScopes: ['sparql:update'] });
-    if (request.query !== undefined) throw new InputError('update_in_query', 'An update was sent as a query: POST it as application/sparql-update or in update=.');
-    const { replayed, ...applied } = await applySparqlUpdate(deps, principal, project, text, request.idempotencyKey);
-    // A retry's answer is the first outcome, marked like every idempotent replay.
-    return { status: applied.pending ? 202 : 200, body: JSON.stringify(applied), contentType: 'application/json; charset=utf-8', headers: replayed ? { 'Idempotent-Replayed': 'true' } : {} };
-  }
+  const update = request.update !== undefined || parsed.kind === 'update';
+  if (update && request.method !== 'POST') throw new BadRequestError('update_over_get', 'SPARQL updates must be sent with POST.');
+  return { text, update, sentAsQuery: request.query !== undefined, queryType: parsed.kind === 'update' ? undefined : parsed.queryType };
+}
+
+/** Evaluates a query in a query thread over the caller's dataset, metered; the operation has checked its access. */
+export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlAsk, 'text' | 'queryType'>, accept: string | undefined): Promise<SparqlAnswer> {
+  const { db, principal, project } = ctx;
   const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
   requireSemanticMode(catalog, 'read');
-  if (!hasScope(principal, 'sparql:query')) throw new PermissionError('insufficient_scope', 'SPARQL queries need the sparql:query scope.', { requiredScopes: ['sparql:query'] });
-  const kind = parsed.queryType === 'CONSTRUCT' || parsed.queryType === 'DESCRIBE' ? 'quads' : parsed.queryType === 'ASK' ? 'boolean' : 'bindings';
-  const mediaType = negotiate(request.accept, kind);
+  const kind = ask.queryType === 'CONSTRUCT' || ask.queryType === 'DESCRIBE' ? 'quads' : ask.queryType === 'ASK' ? 'boolean' : 'bindings';
+  const mediaType = negotiate(accept, kind);
   if (!mediaType) throw new NotAcceptable(kind);
   await assertCredit(db, principal.workspaceId, 'sparql_query');
-  const dataset = await queryDataset(db, encryptionKey, principal, project, catalog);
-  const answer = await runDatasetQuery(dataset, principal.workspaceId, text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
+  const dataset = await queryDataset(ctx, catalog);
+  const answer = await runDatasetQuery(dataset, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
   await meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } });
-  logger.debug({ projectId: project.id, queryType: parsed.queryType, evaluationMs: answer.evaluationMs, path: answer.path, triples: dataset.triples }, 'sparql query');
+  logger.debug({ projectId: project.id, queryType: ask.queryType, evaluationMs: answer.evaluationMs, path: answer.path, triples: dataset.triples }, 'sparql query');
   return {
     status: 200,
     body: answer.body!,

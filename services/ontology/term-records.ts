@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { Parser, Store } from 'n3';
 import { meter } from '../usage/usage';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
-import type { OntologyPackage, Project, ReadBinding } from '../../db/models';
+import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { mapRecord } from '../../ontology/term-records';
-import type { Principal } from '../tenancy/access';
 import { activePackage } from './ontology';
 import { authorizeTermRead, bindingFields, readableBindings } from './read-bindings';
 import { DEFAULT_RECORDS_LIMIT, readEndpointRecords } from '../endpoints/records-read';
+import type { OperationContext } from '../operations/context';
 
 // The records of a term through its bindings (SPEC 2.6), cursor-paged like records reads, and a
 // SHACL shape check of them. Named grants are checked per binding: a binding whose grants the
@@ -36,12 +35,13 @@ function decodeCursor(text: string): TermCursor {
   throw new InputError('invalid_cursor', 'The cursor is not one this read returned. Start again without it.', [{ path: 'query:cursor', message: 'is not a cursor of this read' }]);
 }
 
-async function termContext(db: Executor, principal: Principal, project: Project, termId: string): Promise<{ pkg: OntologyPackage; readable: ReadBinding[]; withheld: number }> {
+async function termContext(ctx: OperationContext, termId: string): Promise<{ pkg: OntologyPackage; readable: ReadBinding[]; withheld: number }> {
+  const { db, principal, project } = ctx;
   authorizeTermRead(principal);
   const pkg = await activePackage(db, project);
   if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet.');
   if (!pkg.terms.classes.includes(termId)) throw new NotFoundError('term', `The active ontology package has no class "${termId}".`);
-  const { readable, withheld } = await readableBindings(db, principal, project, termId);
+  const { readable, withheld } = await readableBindings(ctx, termId);
   if (!readable.length && withheld) {
     throw new PermissionError('read_grant_required', 'Every binding of this term requires named read grants this API key lacks.', { withheldBindings: withheld });
   }
@@ -52,8 +52,9 @@ async function termContext(db: Executor, principal: Principal, project: Project,
  * One page of a term's records: bindings are read one after another, each with the records read
  * of its endpoint (same caps and cursors), and each record mapped to the term's properties.
  */
-export async function readTermRecords(db: Executor, principal: Principal, encryptionKey: Buffer, project: Project, termId: string, params: { limit?: number; cursor?: string }) {
-  const { pkg, readable, withheld } = await termContext(db, principal, project, termId);
+export async function readTermRecords(ctx: OperationContext, termId: string, params: { limit?: number; cursor?: string }) {
+  const { db, principal, project } = ctx;
+  const { pkg, readable, withheld } = await termContext(ctx, termId);
   const limit = params.limit ?? DEFAULT_RECORDS_LIMIT;
   const cursor = params.cursor ? decodeCursor(params.cursor) : undefined;
   let index = cursor ? readable.findIndex((b) => b.id === cursor.b) : 0;
@@ -64,7 +65,7 @@ export async function readTermRecords(db: Executor, principal: Principal, encryp
   let next: TermCursor | null = null;
   while (index < readable.length && data.length < limit) {
     const binding = readable[index];
-    const page = await readEndpointRecords(db, principal, encryptionKey, binding.dataEndpointId, { limit: limit - data.length, select: bindingFields(binding.mapping).join(','), cursor: inner });
+    const page = await readEndpointRecords(ctx, binding.dataEndpointId, { limit: limit - data.length, select: bindingFields(binding.mapping).join(','), cursor: inner });
     for (const record of page.data) {
       const mapped = mapRecord(record, termId, binding.mapping, pkg.terms, pkg.baseIri);
       if (mapped) data.push({ ...mapped.term, '@binding': binding.id });
@@ -104,8 +105,8 @@ export async function readTermRecords(db: Executor, principal: Principal, encryp
  * cardinalities of its properties), checked with rdf-validate-shacl on at most
  * SHAPE_CHECK_MAX_RECORDS records.
  */
-export async function checkTermShapes(db: Executor, principal: Principal, encryptionKey: Buffer, project: Project, termId: string, maxRecords = SHAPE_CHECK_MAX_RECORDS) {
-  const { pkg, readable, withheld } = await termContext(db, principal, project, termId);
+export async function checkTermShapes(ctx: OperationContext, termId: string, maxRecords = SHAPE_CHECK_MAX_RECORDS) {
+  const { pkg, readable, withheld } = await termContext(ctx, termId);
   const data = new Store();
   let checked = 0;
   let truncated = false;
@@ -116,7 +117,7 @@ export async function checkTermShapes(db: Executor, principal: Principal, encryp
     }
     let cursor: string | undefined;
     do {
-      const page = await readEndpointRecords(db, principal, encryptionKey, binding.dataEndpointId, { limit: Math.min(1000, maxRecords - checked), select: bindingFields(binding.mapping).join(','), cursor });
+      const page = await readEndpointRecords(ctx, binding.dataEndpointId, { limit: Math.min(1000, maxRecords - checked), select: bindingFields(binding.mapping).join(','), cursor });
       for (const record of page.data) {
         const mapped = mapRecord(record, termId, binding.mapping, pkg.terms, pkg.baseIri);
         if (mapped) data.addQuads(mapped.quads);

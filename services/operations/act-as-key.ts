@@ -1,26 +1,18 @@
 import { DomainError } from '../../core/errors';
 import { principalOfKey } from '../tenancy/api-keys';
-import type { ActivityDependencies, ServiceDependencies } from './context';
+import type { ServiceDependencies } from './context';
 import { invoke } from './invoke';
 import type { Operation } from './operation';
-
-export type { ActivityDependencies };
-
-const noTemporal = new Proxy({}, {
-  get() {
-    throw new Error('Activities reach Temporal only through their workflow.');
-  },
-}) as ServiceDependencies['temporal'];
 
 /**
  * Work started by a key and run later (an async job, a scheduled launch, an approved write, a run's
  * commit) invokes its operation as that key, rebuilt from its id now: a key revoked or expired
  * since, a narrowed allowlist, a removed member or a withdrawn grant refuses the work like a
- * request would be.
+ * request would be. `deps` are the worker's (workerDependencies): Temporal only through the workflow.
  */
-export async function actAsKey<I, O>(deps: ActivityDependencies, key: { workspaceId: string; apiKeyId: string }, requestId: string, operation: Operation<I, O>, input: I): Promise<O> {
+export async function actAsKey<I, O>(deps: ServiceDependencies, key: { workspaceId: string; apiKeyId: string }, requestId: string, operation: Operation<I, O>, input: I): Promise<O> {
   const principal = await principalOfKey(deps.db, key.workspaceId, key.apiKeyId);
-  return invoke({ deps: { ...deps, temporal: noTemporal }, principal, door: 'activity', requestId }, operation, input);
+  return invoke({ deps, principal, door: 'activity', requestId }, operation, input);
 }
 
 /**

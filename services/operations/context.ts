@@ -13,8 +13,21 @@ export interface ServiceDependencies {
   keyUsage?: KeyUsageRecorder;
 }
 
-/** What activities have: the database and the encryption key; Temporal only through their workflow. */
-export type ActivityDependencies = Pick<ServiceDependencies, 'db' | 'encryptionKey'>;
+/**
+ * Temporal for a process that must not reach it from the service layer: activities reach Temporal
+ * only through their workflow (an activity that started or signalled workflows itself would do so
+ * again on every retry), so any use of it here is a bug and throws.
+ */
+const noTemporal = new Proxy({}, {
+  get() {
+    throw new Error('Activities reach Temporal only through their workflow.');
+  },
+}) as Client;
+
+/** The worker's dependencies: the database and the encryption key; Temporal only through workflows (see noTemporal). */
+export function workerDependencies({ db, encryptionKey }: { db: Db; encryptionKey: Buffer }): ServiceDependencies {
+  return { db, temporal: noTemporal, encryptionKey };
+}
 
 /** The door a call came through: for logs and the few answers that differ by transport. */
 export type Door = 'http' | 'mcp' | 'sparql' | 'activity' | 'admin';
@@ -35,6 +48,19 @@ export interface Caller {
 /**
  * What an operation's function gets: the one context object of the service layer. `db` is the
  * operation's transaction when it writes, the pool otherwise.
+ *
+ * The signature convention of the service layer: a function that does work for the operation's
+ * caller takes this context first, as `ctx`, and then only what it acts on (ids, input, a page, a
+ * filter): `getDraft(ctx, pipelineId)`. It reads the principal, the project, the dependencies,
+ * the request id and the idempotency key from it; a transaction of its own reaches the functions it
+ * calls as inTransaction(ctx, trx). What differs, and why:
+ * - lookups and records by id that need no key (requirePipeline(db, project, id), meter(db, …),
+ *   getApiLimits(db, workspaceId)) take the executor they run on first, often a caller's transaction;
+ * - what runs before a context exists takes what it has: requireProject(db, principal, id) (invoke
+ *   builds the context's project with it), authentication (deps), activities (deps, ids) until
+ *   actAsKey invokes their operation, and the admin CLI's functions (db, workspaceId, …);
+ * - checks of a key alone take the principal first (authorize, authorizeDataUse, checkGrants), and
+ *   the data guard takes (db, principal, …): it is asked with the key and the executor at hand.
  */
 export interface OperationContext {
   db: Executor;
@@ -46,4 +72,13 @@ export interface OperationContext {
   door: Door;
   requestId: string;
   idempotencyKey?: string;
+}
+
+/**
+ * The same context on another executor, usually a transaction the service opened itself, so the
+ * functions it calls run in that transaction. Keeps the principal and project getters (a spread
+ * would call them, and the project's throws for operations that declare none).
+ */
+export function inTransaction(ctx: OperationContext, db: Executor): OperationContext {
+  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(ctx), db: { value: db, enumerable: true, writable: true } }) as OperationContext;
 }

@@ -8,7 +8,8 @@ import { requireProject } from '../tenancy/projects';
 import type { Caller, OperationContext } from './context';
 import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
-import { isPublic, Operation } from './operation';
+import { runningAs } from './current-operation';
+import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 
 export interface Invocation<O> {
   output: O;
@@ -30,7 +31,9 @@ function contentOf(input: unknown): unknown {
 
 /** The key-level layers of the operation's access; the principal, or none for public operations. */
 function admitKey(caller: Caller, operation: Operation): Principal | undefined {
-  if (isPublic(operation.access)) return undefined;
+  // The admin door is the operator's, and only the operator's operations are reached through it.
+  if (isOperator(operation.access) !== (caller.door === 'admin')) throw new Error(`${operation.name} cannot be invoked through the ${caller.door} door`);
+  if (isKeyless(operation.access)) return undefined;
   if (!caller.principal) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   authorize(caller.principal, operation.access);
   return caller.principal;
@@ -43,7 +46,7 @@ function admitKey(caller: Caller, operation: Operation): Principal | undefined {
  */
 export async function admit(caller: Caller, operation: Operation, projectId?: string): Promise<Project | undefined> {
   const principal = admitKey(caller, operation);
-  if (!principal || isPublic(operation.access) || !operation.access.project || projectId === undefined) return undefined;
+  if (!principal || isKeyless(operation.access) || !operation.access.project || projectId === undefined) return undefined;
   return requireProject(caller.deps.db, principal, projectId);
 }
 
@@ -54,17 +57,34 @@ function projectIdOf(input: unknown, operation: Operation): string {
 }
 
 /**
+ * The parts of an operation that takes them (RequestInput), checked against its declared schemas as
+ * the HTTP router checks a request, with the same 422 answers: an absent part is empty, as on HTTP,
+ * and each part is checked on a copy, since defaults (and the query's coercion) fill it in.
+ */
+function checkRequestParts<I>(operation: Operation<I>, input: I): I {
+  const declared = operation.input;
+  if (!declared || declared.flat) return input;
+  const parts = (input ?? {}) as Partial<RequestInput<unknown, unknown, unknown>>;
+  const checked = { ...parts };
+  if (declared.params) checked.params = validateWithSchema(declared.params, structuredClone(parts.params ?? {}), 'path');
+  if (declared.query) checked.query = validateWithSchema(declared.query, structuredClone(parts.query ?? {}), 'query string', { query: true });
+  if (declared.body) checked.body = validateWithSchema(declared.body, structuredClone(parts.body ?? {}), 'request body');
+  return checked as I;
+}
+
+/**
  * The one way into the service layer, for every door: checks the operation's declared access
  * against the caller's key (scopes, restrictions, accountable actor), loads and checks the project
- * its input names, validates the input when the operation has a schema, and runs it; a write runs
- * in one transaction, once per idempotency key. Database errors leave as business errors.
+ * its input names, validates the request parts it declares (unless the door already did:
+ * `validated`, the HTTP router) and runs it; a write runs in one transaction, once per idempotency
+ * key. Database errors leave as business errors.
  */
-export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, input: I, options: { admitted?: Project; transaction?: Knex.Transaction } = {}): Promise<Invocation<O>> {
+export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, input: I, options: { admitted?: Project; transaction?: Knex.Transaction; validated?: boolean } = {}): Promise<Invocation<O>> {
   const principal = admitKey(caller, operation);
-  const checked = operation.input ? validateWithSchema<I>(operation.input, input, 'input') : input;
+  const checked = options.validated ? input : checkRequestParts(operation, input);
   try {
     let project: Project | undefined;
-    if (principal && !isPublic(operation.access) && operation.access.project) {
+    if (principal && !isKeyless(operation.access) && operation.access.project) {
       const projectId = projectIdOf(checked, operation);
       project = options.admitted?.id === projectId ? options.admitted : await requireProject(caller.deps.db, principal, projectId);
     }
@@ -83,11 +103,11 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
         return project;
       },
     });
-    if (operation.effect !== 'write') return { output: await operation.run(context(caller.deps.db), checked), replayed: false };
+    if (operation.effect !== 'write') return { output: await runningAs(operation, () => operation.run(context(caller.deps.db), checked)), replayed: false };
     const inTransaction = async (trx: Knex.Transaction): Promise<Invocation<O>> => {
-      if (!caller.idempotencyKey || !principal || !operation.idempotent) return { output: await operation.run(context(trx), checked), replayed: false };
+      if (!caller.idempotencyKey || !principal || !operation.idempotent) return { output: await runningAs(operation, () => operation.run(context(trx), checked)), replayed: false };
       const fingerprint = requestFingerprint(operation.name, { projectId: project?.id ?? null }, contentOf(checked));
-      const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await operation.run(context(trx), checked) }));
+      const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await runningAs(operation, () => operation.run(context(trx), checked)) }));
       return { output: outcome.body as O, replayed: Boolean(outcome.replayed) };
     };
     return options.transaction ? await inTransaction(options.transaction) : await caller.deps.db.transaction(inTransaction);
@@ -99,4 +119,20 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
 /** execute() for callers that need only the output. */
 export async function invoke<I, O>(caller: Caller, operation: Operation<I, O>, input: I): Promise<O> {
   return (await execute(caller, operation, input)).output;
+}
+
+/**
+ * An operation that hands part of its work to another operation (a SPARQL request to its query or
+ * update, an update to governed writes) invokes it as the same key, checked again by that
+ * operation's own declared access; `door` names how the inner operation was reached.
+ */
+export async function invokeWithin<I, O>(ctx: OperationContext, door: Caller['door'], operation: Operation<I, O>, input: I): Promise<Invocation<O>> {
+  const caller: Caller = { deps: ctx.deps, principal: ctx.principal, door, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey };
+  let admitted: Project | undefined;
+  try {
+    admitted = ctx.project;
+  } catch {
+    admitted = undefined;
+  }
+  return execute(caller, operation, input, { admitted });
 }

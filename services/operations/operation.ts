@@ -2,7 +2,12 @@ import { Requirement, ScopeRule, scopesOf } from '../tenancy/access';
 import type { JsonSchema } from '../../core/schema-validator';
 import type { OperationContext } from './context';
 
-export type Access = { public: string } | Requirement;
+/**
+ * Who may call: `public` anyone, with no key (health, the document); `operator` the operator of the
+ * installation, through the admin door only (the admin CLI), with no key either; otherwise a key
+ * meeting the requirement.
+ */
+export type Access = { public: string } | { operator: string } | Requirement;
 
 /**
  * - read: no transaction, safe to retry.
@@ -12,14 +17,33 @@ export type Access = { public: string } | Requirement;
  */
 export type Effect = 'read' | 'write' | 'external';
 
+/**
+ * The request an operation reads, by part: `params` the identifiers in the path (snake_case, as the
+ * path names them: project_id), `query` its options, `body` its JSON payload. The HTTP router
+ * validates each part against these schemas and the OpenAPI document publishes them; what is
+ * transport only (a non-JSON body, headers, statuses) stays on the route.
+ */
+export interface InputSchema {
+  params?: JsonSchema;
+  query?: JsonSchema;
+  body?: JsonSchema;
+  /**
+   * The operation takes flat fields (projectId, pipelineId, the body's fields), not the parts
+   * themselves (RequestInput): each door validates before it maps the parts onto those fields (HTTP
+   * against these schemas, an MCP tool against its arguments), so invoke() does not. Without it,
+   * invoke() validates each part for every door but HTTP, whose router already did.
+   */
+  flat?: true;
+}
+
 export interface Operation<I = any, O = any> {
   /** Stable name, the OpenAPI operationId of its route. */
   name: string;
   summary: string;
   access: Access;
   effect: Effect;
-  /** The input's schema, when the operation is reached by a door that has no schema of its own. */
-  input?: JsonSchema;
+  /** The request it reads: the one declaration of its input's schema, for every door. */
+  input?: InputSchema;
   /** Accepts an idempotency key (write operations only). */
   idempotent?: boolean;
   run(ctx: OperationContext, input: I): Promise<O>;
@@ -29,6 +53,9 @@ export interface Operation<I = any, O = any> {
 export const defineOperation = <I = Record<string, never>, O = unknown>(operation: Operation<I, O>): Operation<I, O> => operation;
 
 export const isPublic = (access: Access): access is { public: string } => 'public' in access;
+export const isOperator = (access: Access): access is { operator: string } => 'operator' in access;
+/** Public and operator operations: no key asks. */
+export const isKeyless = (access: Access): access is { public: string } | { operator: string } => isPublic(access) || isOperator(access);
 
 export { scopesOf };
 export type { Requirement, ScopeRule };

@@ -9,10 +9,11 @@ import { queryOperations } from '../ontology/query-operations';
 import { sparqlOperations } from '../ontology/sparql-operations';
 import { pipelineOperations } from '../pipelines/operations';
 import { launchScheduledRunOperation } from '../pipelines/pipeline-schedules';
-import { commitRunOperation } from '../pipelines/run-commit';
+import { commitRunOperation, extractRunSourceOperation } from '../pipelines/run-commit';
 import { runOperations, toolOnlyRunOperations } from '../pipelines/run-operations';
 import { publicOperations } from '../shared/health-operations';
 import { openProjectConnectionOperation } from '../tenancy/connections';
+import { operatorOperations } from '../tenancy/operator-operations';
 import { apiKeyOperations } from '../tenancy/api-key-operations';
 import { apiLimitOperations } from '../tenancy/api-limit-operations';
 import { organizationOperations } from '../tenancy/organization-operations';
@@ -42,6 +43,7 @@ export const operations: readonly Operation[] = [
   ...runOperations,
   ...toolOnlyRunOperations,
   commitRunOperation,
+  extractRunSourceOperation,
   launchScheduledRunOperation,
   ...ontologyOperations,
   ...readBindingOperations,
@@ -50,6 +52,7 @@ export const operations: readonly Operation[] = [
   runQueryJobOperation,
   ...usageOperations,
   ...billingOperations,
+  ...operatorOperations,
 ];
 
 export const operationsByName: ReadonlyMap<string, Operation> = new Map(operations.map((operation) => [operation.name, operation]));

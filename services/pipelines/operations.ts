@@ -20,12 +20,15 @@ import {
   validateDraft,
 } from './pipelines';
 import { launchRun } from './runs';
+import { idParams } from '../../schemas/common';
+import { activateBody, commitVersionBody, createBranchBody, createPipelineBody, listPipelinesQuery, listVersionsQuery, pipelineParams, previewBody, saveDraftBody, updatePipelineBody } from '../../schemas/pipelines';
 
 // The pipeline operations (SPEC 2.3): each declares its access once; HTTP routes and MCP tools
 // invoke them (services/operations/invoke.ts).
 
 const read = { scopes: { anyOf: ['pipelines:read'] }, project: true } as const;
-const write = { scopes: { anyOf: ['pipelines:write'] }, project: true, actor: 'accountable' } as const;
+/** Pipeline documents name endpoints: creating or committing one passes the data guard on each (named read grants). */
+const write = { scopes: { anyOf: ['pipelines:write'] }, project: true, actor: 'accountable', grants: 'read' } as const;
 
 type InProject = { projectId: string };
 type OnePipeline = InProject & { pipelineId: string };
@@ -35,7 +38,8 @@ export const listPipelinesOperation = defineOperation({
   summary: 'List the project\'s pipelines, filtered by exact name or tag.',
   access: read,
   effect: 'read',
-  run: ({ db, project }, { limit, offset, name, tag }: InProject & PageRequest & { name?: string; tag?: string }) => listPipelines(db, project, { limit, offset }, { name, tag }),
+  input: { flat: true, params: idParams('project_id'), query: listPipelinesQuery },
+  run: (ctx, { limit, offset, name, tag }: InProject & PageRequest & { name?: string; tag?: string }) => listPipelines(ctx, { limit, offset }, { name, tag }),
 });
 
 export const getPipelineOperation = defineOperation({
@@ -43,7 +47,8 @@ export const getPipelineOperation = defineOperation({
   summary: 'One pipeline, with its active version and document.',
   access: read,
   effect: 'read',
-  run: async ({ db, project }, { pipelineId }: OnePipeline) => ({ pipeline: await getPipeline(db, project, pipelineId) }),
+  input: { flat: true, params: pipelineParams },
+  run: async (ctx, { pipelineId }: OnePipeline) => ({ pipeline: await getPipeline(ctx, pipelineId) }),
 });
 
 export const createPipelineOperation = defineOperation({
@@ -51,8 +56,9 @@ export const createPipelineOperation = defineOperation({
   summary: 'Create a pipeline: its first version (active, on branch main) and your draft. Launches nothing.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: idParams('project_id'), body: createPipelineBody },
   idempotent: true,
-  run: ({ db, principal, project }, { projectId: _projectId, ...input }: InProject & PipelineInput) => createPipeline(db, principal, project, input),
+  run: (ctx, { projectId: _projectId, ...input }: InProject & PipelineInput) => createPipeline(ctx, input),
 });
 
 export const getPipelineDraftOperation = defineOperation({
@@ -60,7 +66,8 @@ export const getPipelineDraftOperation = defineOperation({
   summary: 'Your own draft (one per accountable member); before you save one, a draft that starts from the active version.',
   access: read,
   effect: 'read',
-  run: async ({ db, principal, project }, { pipelineId }: OnePipeline) => ({ draft: await getDraft(db, principal, project, pipelineId) }),
+  input: { flat: true, params: pipelineParams },
+  run: async (ctx, { pipelineId }: OnePipeline) => ({ draft: await getDraft(ctx, pipelineId) }),
 });
 
 export const savePipelineDraftOperation = defineOperation({
@@ -68,18 +75,20 @@ export const savePipelineDraftOperation = defineOperation({
   summary: 'Replace your draft. It may be unfinished; the active version is unchanged.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: pipelineParams, body: saveDraftBody },
   idempotent: true,
-  run: async ({ db, principal, project }, { pipelineId, document, workspaceState, basedOnVersionId }: OnePipeline & { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) => ({
-    draft: await saveDraft(db, principal, project, pipelineId, { document, workspaceState, basedOnVersionId }),
+  run: async (ctx, { pipelineId, document, workspaceState, basedOnVersionId }: OnePipeline & { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) => ({
+    draft: await saveDraft(ctx, pipelineId, { document, workspaceState, basedOnVersionId }),
   }),
 });
 
 export const validatePipelineDraftOperation = defineOperation({
   name: 'validatePipelineDraft',
   summary: 'Validate your draft: the graph, endpoint references, roles, capability support and field compatibility, every problem at once.',
-  access: { ...read, actor: 'accountable' },
+  access: { ...read, actor: 'accountable', grants: 'read' as const },
   effect: 'read',
-  run: ({ db, principal, project }, { pipelineId }: OnePipeline) => validateDraft(db, principal, project, pipelineId),
+  input: { flat: true, params: pipelineParams },
+  run: (ctx, { pipelineId }: OnePipeline) => validateDraft(ctx, pipelineId),
 });
 
 export const commitPipelineVersionOperation = defineOperation({
@@ -87,8 +96,9 @@ export const commitPipelineVersionOperation = defineOperation({
   summary: 'Commit a document as a new version on a branch (default main). The active version is unchanged.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: pipelineParams, body: commitVersionBody },
   idempotent: true,
-  run: async ({ db, principal, project }, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => ({ version: await commitVersion(db, principal, project, pipelineId, input) }),
+  run: async (ctx, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => ({ version: await commitVersion(ctx, pipelineId, input) }),
 });
 
 export const listPipelineVersionsOperation = defineOperation({
@@ -96,8 +106,9 @@ export const listPipelineVersionsOperation = defineOperation({
   summary: 'Committed versions, newest first; versionId selects one, branchName one branch.',
   access: read,
   effect: 'read',
-  run: ({ db, project }, { pipelineId, limit, offset, versionId, branchName }: OnePipeline & PageRequest & { versionId?: string; branchName?: string }) =>
-    listVersions(db, project, pipelineId, { limit, offset }, { versionId, branchName }),
+  input: { flat: true, params: pipelineParams, query: listVersionsQuery },
+  run: (ctx, { pipelineId, limit, offset, versionId, branchName }: OnePipeline & PageRequest & { versionId?: string; branchName?: string }) =>
+    listVersions(ctx, pipelineId, { limit, offset }, { versionId, branchName }),
 });
 
 export const activatePipelineVersionOperation = defineOperation({
@@ -105,8 +116,9 @@ export const activatePipelineVersionOperation = defineOperation({
   summary: 'Make a committed version the one launches run. A body versionId that differs from the path is a 409.',
   access: write,
   effect: 'write',
-  run: async ({ db, project }, input: OnePipeline & { versionId: string; expectedVersionId?: string }) => ({
-    pipeline: await activateVersion(db, project, input.pipelineId, input.versionId, input.expectedVersionId),
+  input: { flat: true, params: idParams('project_id', 'pipeline_id', 'version_id'), body: activateBody },
+  run: async (ctx, input: OnePipeline & { versionId: string; expectedVersionId?: string }) => ({
+    pipeline: await activateVersion(ctx, input.pipelineId, input.versionId, input.expectedVersionId),
   }),
 });
 
@@ -115,9 +127,10 @@ export const createPipelineBranchOperation = defineOperation({
   summary: 'Create a branch at a version (default the active one); commit to it with branchName.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: pipelineParams, body: createBranchBody },
   idempotent: true,
-  run: async ({ db, principal, project }, { pipelineId, name, sourceVersionId }: OnePipeline & { name: string; sourceVersionId?: string }) => ({
-    branch: await createBranch(db, principal, project, pipelineId, { name, sourceVersionId }),
+  run: async (ctx, { pipelineId, name, sourceVersionId }: OnePipeline & { name: string; sourceVersionId?: string }) => ({
+    branch: await createBranch(ctx, pipelineId, { name, sourceVersionId }),
   }),
 });
 
@@ -126,7 +139,8 @@ export const replacePipelineDocumentOperation = defineOperation({
   summary: 'Replace the document: commits it as a new version (on branchName, default main) and makes that version active.',
   access: write,
   effect: 'write',
-  run: ({ db, principal, project }, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => replaceDocument(db, principal, project, pipelineId, input),
+  input: { flat: true, params: pipelineParams, body: commitVersionBody },
+  run: (ctx, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => replaceDocument(ctx, pipelineId, input),
 });
 
 export const updatePipelineSettingsOperation = defineOperation({
@@ -134,8 +148,9 @@ export const updatePipelineSettingsOperation = defineOperation({
   summary: 'Change name, description or tags.',
   access: write,
   effect: 'write',
-  run: async ({ db, project }, { pipelineId, name, description, tags }: OnePipeline & { name?: string; description?: string; tags?: string[] }) => ({
-    pipeline: await updatePipelineSettings(db, project, pipelineId, { name, description, tags }),
+  input: { flat: true, params: pipelineParams, body: updatePipelineBody },
+  run: async (ctx, { pipelineId, name, description, tags }: OnePipeline & { name?: string; description?: string; tags?: string[] }) => ({
+    pipeline: await updatePipelineSettings(ctx, pipelineId, { name, description, tags }),
   }),
 });
 
@@ -144,9 +159,10 @@ export const deletePipelineOperation = defineOperation({
   summary: 'Delete the pipeline: definition, versions, branches, drafts, positions and schedules. Its runs stay readable.',
   access: write,
   effect: 'write',
+  input: { flat: true, params: pipelineParams },
   idempotent: true,
-  run: async ({ db, deps, project }, { pipelineId }: OnePipeline) => {
-    await deletePipeline(db, deps.temporal, project, pipelineId);
+  run: async (ctx, { pipelineId }: OnePipeline) => {
+    await deletePipeline(ctx, pipelineId);
     return { deleted: true, pipelineId };
   },
 });
@@ -154,20 +170,22 @@ export const deletePipelineOperation = defineOperation({
 export const executePipelineOperation = defineOperation({
   name: 'executePipeline',
   summary: 'Launch the active version. 202 with the run (queued behind an open run of this pipeline); poll it with runs:read.',
-  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
+  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable', grants: 'read' as const },
   effect: 'write',
+  input: { flat: true, params: pipelineParams },
   idempotent: true,
-  run: async ({ db, deps, principal, project }, { pipelineId }: OnePipeline) => ({ run: await launchRun(db, deps.temporal, principal, project, pipelineId) }),
+  run: async (ctx, { pipelineId }: OnePipeline) => ({ run: await launchRun(ctx, pipelineId) }),
 });
 
 export const previewPipelineOperation = defineOperation({
   name: 'previewPipeline',
   summary: 'Run your draft (or a version) on a sample of each source through the whole graph: every node\'s output. Nothing is written and no position moves.',
   // A preview reads source records: it needs data:read as well, and the data guard checks each source.
-  access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable' },
+  access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable', grants: 'read' as const },
   effect: 'external',
-  run: async ({ db, deps, principal, project }, { pipelineId, versionId, sampleSize }: OnePipeline & { versionId?: string; sampleSize?: number }) => ({
-    preview: await previewPipeline(db, deps.encryptionKey, principal, project, pipelineId, { versionId, sampleSize }),
+  input: { flat: true, params: pipelineParams, body: previewBody },
+  run: async (ctx, { pipelineId, versionId, sampleSize }: OnePipeline & { versionId?: string; sampleSize?: number }) => ({
+    preview: await previewPipeline(ctx, pipelineId, { versionId, sampleSize }),
   }),
 });
 

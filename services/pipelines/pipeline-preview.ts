@@ -1,12 +1,11 @@
 import { DomainError, InputError } from '../../core/errors';
 import { schemaProblems } from '../../core/schema-validator';
-import type { Executor } from '../../db/connection';
-import { PipelineVersion, Project } from '../../db/models';
+import { PipelineVersion } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
 import { FlowCounts, flowPage, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
-import type { Principal } from '../tenancy/access';
+import type { OperationContext } from '../operations/context';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
 import { assertRunnableDocument, getDraft, guardPipelineData, requirePipeline } from './pipelines';
 
@@ -28,7 +27,8 @@ interface NodePreview {
  * full read (no position is used or moved); destinations show what they would receive. Nothing is
  * written anywhere.
  */
-export async function previewPipeline(db: Executor, encryptionKey: Buffer, principal: Principal, project: Project, pipelineId: string, input: { versionId?: string; sampleSize?: number }) {
+export async function previewPipeline(ctx: OperationContext, pipelineId: string, input: { versionId?: string; sampleSize?: number }) {
+  const { db, deps: { encryptionKey }, principal, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   let document: PipelineDocument;
   if (input.versionId) {
@@ -36,7 +36,7 @@ export async function previewPipeline(db: Executor, encryptionKey: Buffer, princ
     if (!version) throw new InputError('unknown_version', 'versionId is not a version of this pipeline.', [{ path: '/versionId', message: 'is not a version of this pipeline' }]);
     document = version.document as unknown as PipelineDocument;
   } else {
-    document = (await getDraft(db, principal, project, pipelineId)).document as unknown as PipelineDocument;
+    document = (await getDraft(ctx, pipelineId)).document as unknown as PipelineDocument;
     const shape = schemaProblems(pipelineDocumentSchema, structuredClone(document), { prefix: '/document' });
     if (shape.length) throw new InputError('pipeline_invalid', 'The draft is not a complete pipeline document yet: validate it to see every problem.', shape);
   }

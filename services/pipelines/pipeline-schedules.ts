@@ -1,4 +1,3 @@
-import type { Client } from '@temporalio/client';
 import { assertCredit } from '../usage/usage';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { DomainError, InputError, NotFoundError, PermissionError } from '../../core/errors';
@@ -7,9 +6,9 @@ import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
 import { runSearchAttributes, ScheduledLaunchInput, scheduleWorkflowIdPrefix } from '../../workflows/names';
-import { actAsKey, ActivityDependencies, isRefusal } from '../operations/act-as-key';
+import { actAsKey, isRefusal } from '../operations/act-as-key';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
-import type { Principal } from '../tenancy/access';
 import { executePipelineOperation } from './operations';
 import { errorEvidence } from './run-execution';
 import { requirePipeline } from './pipelines';
@@ -50,7 +49,8 @@ function checkSpec(input: ScheduleSpecInput): void {
   }
 }
 
-export async function createPipelineSchedule(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string, input: ScheduleSpecInput) {
+export async function createPipelineSchedule(ctx: OperationContext, pipelineId: string, input: ScheduleSpecInput) {
+  const { db, deps: { temporal }, principal, project } = ctx;
   checkSpec(input);
   const pipeline = await requirePipeline(db, project, pipelineId);
   const schedule = await PipelineSchedule.query(db).insertAndFetch({
@@ -85,7 +85,8 @@ export async function createPipelineSchedule(db: Executor, temporal: Client, pri
   return presentSchedule(await schedule.$query(db).patchAndFetch({ temporalScheduleId }));
 }
 
-export async function listPipelineSchedules(db: Executor, project: Project, pipelineId: string) {
+export async function listPipelineSchedules(ctx: OperationContext, pipelineId: string) {
+  const { db, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   return (await PipelineSchedule.query(db).where({ pipelineId: pipeline.id }).orderBy('createdAt')).map(presentSchedule);
 }
@@ -98,14 +99,16 @@ async function requireSchedule(db: Executor, project: Project, pipelineId: strin
 }
 
 /** Deletes a schedule (the MCP tool asks for confirm: true before calling this). Runs it launched stay. */
-export async function deletePipelineSchedule(db: Executor, temporal: Client, project: Project, pipelineId: string, scheduleId: string): Promise<void> {
+export async function deletePipelineSchedule(ctx: OperationContext, pipelineId: string, scheduleId: string): Promise<void> {
+  const { db, deps: { temporal }, project } = ctx;
   const schedule = await requireSchedule(db, project, pipelineId, scheduleId);
   await temporal.schedule.getHandle(schedule.temporalScheduleId).delete();
   await schedule.$query(db).delete();
 }
 
 /** Starts a scheduled launch now, outside the schedule's times (operators and tests). */
-export async function triggerPipelineSchedule(db: Executor, temporal: Client, project: Project, pipelineId: string, scheduleId: string): Promise<void> {
+export async function triggerPipelineSchedule(ctx: OperationContext, pipelineId: string, scheduleId: string): Promise<void> {
+  const { db, deps: { temporal }, project } = ctx;
   const schedule = await requireSchedule(db, project, pipelineId, scheduleId);
   await temporal.schedule.getHandle(schedule.temporalScheduleId).trigger();
 }
@@ -120,12 +123,13 @@ export const launchScheduledRunOperation = defineOperation({
   summary: 'Record a queued run of the pipeline’s active version for its schedule, as the key that made the schedule.',
   access: executePipelineOperation.access,
   effect: 'write',
-  async run({ db, principal, project }, { scheduleId }: { projectId: string; scheduleId: string }): Promise<PipelineRun | null> {
+  async run(ctx, { scheduleId }: { projectId: string; scheduleId: string }): Promise<PipelineRun | null> {
+    const { db, project } = ctx;
     const schedule = await PipelineSchedule.query(db).findOne({ id: scheduleId, projectId: project.id });
     const pipeline = schedule && (await Pipeline.query(db).findOne({ id: schedule.pipelineId, projectId: project.id }));
     if (!schedule || !pipeline) return null;
     await assertCredit(db, project.workspaceId, 'pipeline_run');
-    return recordRun(db, pipeline, { trigger: 'schedule', actorMemberId: schedule.createdByMemberId, scheduleId: schedule.id }, principal);
+    return recordRun(ctx, pipeline, { trigger: 'schedule', actorMemberId: schedule.createdByMemberId, scheduleId: schedule.id });
   },
 });
 
@@ -153,7 +157,7 @@ async function recordRefusedRun(db: Executor, schedule: PipelineSchedule, pipeli
  * with its reason. A schedule made before schedules had keys has no key to act as, and is refused
  * the same way. Anything else (a database that is briefly away) is thrown, for the activity to retry.
  */
-export async function recordScheduledRun(deps: ActivityDependencies, scheduleId: string): Promise<{ runId: string; workspaceId: string; projectId: string; pipelineId: string } | null> {
+export async function recordScheduledRun(deps: ServiceDependencies, scheduleId: string): Promise<{ runId: string; workspaceId: string; projectId: string; pipelineId: string } | null> {
   const { db } = deps;
   const schedule = await PipelineSchedule.query(db).findById(scheduleId);
   const pipeline = schedule && (await Pipeline.query(db).findById(schedule.pipelineId));

@@ -1,5 +1,4 @@
 import { raw } from 'objection';
-import type { Client } from '@temporalio/client';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
@@ -11,6 +10,7 @@ import type { Principal } from '../tenancy/access';
 import { endpointReferenceFinders } from '../endpoints/data-endpoints';
 import { guardEndpointsData } from '../endpoints/data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 export const MAIN_BRANCH = 'main';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -77,7 +77,10 @@ function presentDraft(d: PipelineDraft, saved = true) {
 
 const presentBranch = (b: PipelineBranch) => ({ name: b.name, headVersionId: b.headVersionId, createdByMemberId: b.createdByMemberId, createdAt: b.createdAt.toISOString(), updatedAt: b.updatedAt.toISOString() });
 
-/** A pipeline of this project (another project's or workspace's is a 404), locked for changes when asked. */
+/**
+ * A pipeline of this project (another project's or workspace's is a 404), locked for changes when
+ * asked. A lookup, so (db, project, …): it runs on whatever executor the caller holds.
+ */
 export async function requirePipeline(db: Executor, project: Project, pipelineId: string, forUpdate = false): Promise<Pipeline> {
   const query = Pipeline.query(db).findOne({ id: pipelineId, projectId: project.id, workspaceId: project.workspaceId });
   const pipeline = await (forUpdate ? query.forUpdate() : query);
@@ -132,6 +135,8 @@ export async function assertRunnableDocument(db: Executor, workspaceId: string, 
  * The data guard for a pipeline's endpoints: its sources are read and its destinations written in
  * the project, as this key. Asked when a document is authored, validated, previewed and launched,
  * and when a run commits; endpoints the document names wrongly are validation problems instead.
+ * A data-guard primitive like guardEndpointsData, so it takes the executor and the key at hand:
+ * a run's launcher, on the run's transaction, when the run commits.
  */
 export async function guardPipelineData(db: Executor, principal: Principal, projectId: string, document: PipelineDocument): Promise<void> {
   const nodes = (Array.isArray(document.nodes) ? document.nodes : []).filter((node) => (isSource(node) || isDestination(node)) && typeof node.endpointId === 'string' && UUID.test(node.endpointId));
@@ -159,7 +164,8 @@ async function assertNameFree(db: Executor, projectId: string, name: string, exc
 }
 
 /** Inserts a validated version at the head of a branch: numbers are sequential per pipeline (the pipeline row is locked). */
-async function insertVersion(db: Executor, principal: Principal, pipeline: Pipeline, input: CommitInput, branch: PipelineBranch | undefined): Promise<PipelineVersion> {
+async function insertVersion(ctx: OperationContext, pipeline: Pipeline, input: CommitInput, branch: PipelineBranch | undefined): Promise<PipelineVersion> {
+  const { db, principal } = ctx;
   const { max } = (await PipelineVersion.query(db).where({ pipelineId: pipeline.id }).max('number as max').first()) as unknown as { max: number | null };
   const version = await PipelineVersion.query(db).insertAndFetch({
     pipelineId: pipeline.id,
@@ -176,7 +182,8 @@ async function insertVersion(db: Executor, principal: Principal, pipeline: Pipel
   return version;
 }
 
-async function saveDraftRow(db: Executor, principal: Principal, pipeline: Pipeline, input: { document: PipelineDocument; workspaceState?: Record<string, unknown> | null; basedOnVersionId: string | null }): Promise<PipelineDraft> {
+async function saveDraftRow(ctx: OperationContext, pipeline: Pipeline, input: { document: PipelineDocument; workspaceState?: Record<string, unknown> | null; basedOnVersionId: string | null }): Promise<PipelineDraft> {
+  const { db, principal } = ctx;
   const row = {
     pipelineId: pipeline.id,
     memberId: principal.memberId,
@@ -193,7 +200,8 @@ async function saveDraftRow(db: Executor, principal: Principal, pipeline: Pipeli
 }
 
 /** Creates a pipeline with its first version (active, on branch main) and the caller's draft. Launches nothing. */
-export async function createPipeline(db: Executor, principal: Principal, project: Project, input: PipelineInput) {
+export async function createPipeline(ctx: OperationContext, input: PipelineInput) {
+  const { db, principal, project } = ctx;
   await assertRunnableDocument(db, principal.workspaceId, input.document);
   await guardPipelineData(db, principal, project.id, input.document);
   const name = input.name ?? (await untitledName(db, project.id));
@@ -206,18 +214,20 @@ export async function createPipeline(db: Executor, principal: Principal, project
     tags: input.tags ?? [],
     createdByMemberId: principal.memberId,
   });
-  const version = await insertVersion(db, principal, pipeline, { document: input.document, commitMessage: input.commitMessage ?? 'Initial version' }, undefined);
+  const version = await insertVersion(ctx, pipeline, { document: input.document, commitMessage: input.commitMessage ?? 'Initial version' }, undefined);
   await PipelineBranch.query(db).insert({ pipelineId: pipeline.id, name: MAIN_BRANCH, headVersionId: version.id, createdByMemberId: principal.memberId });
   const active = await pipeline.$query(db).patchAndFetch({ activeVersionId: version.id });
-  const draft = await saveDraftRow(db, principal, pipeline, { document: input.document, workspaceState: input.workspaceState, basedOnVersionId: version.id });
+  const draft = await saveDraftRow(ctx, pipeline, { document: input.document, workspaceState: input.workspaceState, basedOnVersionId: version.id });
   return { pipeline: presentPipeline(active, version), version: presentVersion(version), draft: presentDraft(draft) };
 }
 
-export async function getPipeline(db: Executor, project: Project, pipelineId: string): Promise<PipelineView> {
+export async function getPipeline(ctx: OperationContext, pipelineId: string): Promise<PipelineView> {
+  const { db, project } = ctx;
   return viewOf(db, await requirePipeline(db, project, pipelineId));
 }
 
-export async function listPipelines(db: Executor, project: Project, page: PageRequest, filter: { name?: string; tag?: string }) {
+export async function listPipelines(ctx: OperationContext, page: PageRequest, filter: { name?: string; tag?: string }) {
+  const { db, project } = ctx;
   const base = Pipeline.query(db).where({ projectId: project.id, workspaceId: project.workspaceId });
   if (filter.name) base.where('name', filter.name);
   if (filter.tag) base.whereRaw('? = ANY(tags)', [filter.tag]);
@@ -229,7 +239,8 @@ export async function listPipelines(db: Executor, project: Project, page: PageRe
 }
 
 /** The caller's draft, or (before the caller saved one) a draft that starts from the active version. */
-export async function getDraft(db: Executor, principal: Principal, project: Project, pipelineId: string) {
+export async function getDraft(ctx: OperationContext, pipelineId: string) {
+  const { db, principal, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   const draft = await PipelineDraft.query(db).findById([pipeline.id, principal.memberId]);
   if (draft) return presentDraft(draft);
@@ -241,12 +252,13 @@ export async function getDraft(db: Executor, principal: Principal, project: Proj
 }
 
 /** Replaces the caller's draft. Drafts may be incomplete: they are checked on validate and on commit, and the active version is unchanged. */
-export async function saveDraft(db: Executor, principal: Principal, project: Project, pipelineId: string, input: { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) {
+export async function saveDraft(ctx: OperationContext, pipelineId: string, input: { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) {
+  const { db, project } = ctx;
   // The lock orders this check against commits and activations of the same pipeline.
   const pipeline = await requirePipeline(db, project, pipelineId, Boolean(input.basedOnVersionId));
   let basedOn = pipeline.activeVersionId;
   if (input.basedOnVersionId) basedOn = await assertCurrentBase(db, pipeline, input.basedOnVersionId);
-  return presentDraft(await saveDraftRow(db, principal, pipeline, { document: input.document, workspaceState: input.workspaceState, basedOnVersionId: basedOn }));
+  return presentDraft(await saveDraftRow(ctx, pipeline, { document: input.document, workspaceState: input.workspaceState, basedOnVersionId: basedOn }));
 }
 
 /**
@@ -265,8 +277,9 @@ async function assertCurrentBase(db: Executor, pipeline: Pipeline, basedOnVersio
   });
 }
 
-export async function validateDraft(db: Executor, principal: Principal, project: Project, pipelineId: string): Promise<{ valid: boolean; problems: PipelineProblem[] }> {
-  const draft = await getDraft(db, principal, project, pipelineId);
+export async function validateDraft(ctx: OperationContext, pipelineId: string): Promise<{ valid: boolean; problems: PipelineProblem[] }> {
+  const { db, principal, project } = ctx;
+  const draft = await getDraft(ctx, pipelineId);
   // An unfinished draft first answers to the document schema; the graph rules need a complete one.
   const shape = schemaProblems(pipelineDocumentSchema, structuredClone(draft.document));
   const problems = shape.length ? shape.map((p) => withNodeId(p, draft.document)) : await pipelineDocumentProblems(db, principal.workspaceId, draft.document as unknown as PipelineDocument);
@@ -296,23 +309,26 @@ async function requireBranch(db: Executor, pipeline: Pipeline, name: string): Pr
 }
 
 /** Commits a document as a new version on a branch (default main). The active version is unchanged. */
-export async function commitVersion(db: Executor, principal: Principal, project: Project, pipelineId: string, input: CommitInput): Promise<PipelineVersionView> {
+export async function commitVersion(ctx: OperationContext, pipelineId: string, input: CommitInput): Promise<PipelineVersionView> {
+  const { db, principal, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const branch = await requireBranch(db, pipeline, input.branchName ?? MAIN_BRANCH);
   await assertRunnableDocument(db, principal.workspaceId, input.document);
   await guardPipelineData(db, principal, project.id, input.document);
-  return presentVersion(await insertVersion(db, principal, pipeline, input, branch));
+  return presentVersion(await insertVersion(ctx, pipeline, input, branch));
 }
 
 /** PUT: commits the document as a new version and makes it the active one. */
-export async function replaceDocument(db: Executor, principal: Principal, project: Project, pipelineId: string, input: CommitInput) {
-  const version = await commitVersion(db, principal, project, pipelineId, input);
+export async function replaceDocument(ctx: OperationContext, pipelineId: string, input: CommitInput) {
+  const { db, project } = ctx;
+  const version = await commitVersion(ctx, pipelineId, input);
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const updated = await pipeline.$query(db).patchAndFetch({ activeVersionId: version.id, updatedAt: raw('now()') as unknown as Date });
   return { pipeline: await viewOf(db, updated), version };
 }
 
-export async function listVersions(db: Executor, project: Project, pipelineId: string, page: PageRequest, filter: { versionId?: string; branchName?: string }) {
+export async function listVersions(ctx: OperationContext, pipelineId: string, page: PageRequest, filter: { versionId?: string; branchName?: string }) {
+  const { db, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   const base = PipelineVersion.query(db).where({ pipelineId: pipeline.id });
   if (filter.versionId) base.where('id', filter.versionId);
@@ -323,7 +339,8 @@ export async function listVersions(db: Executor, project: Project, pipelineId: s
 }
 
 /** Makes a committed version the one launches run. A body versionId must match the path's. Launches nothing. */
-export async function activateVersion(db: Executor, project: Project, pipelineId: string, versionId: string, expectedVersionId?: string): Promise<PipelineView> {
+export async function activateVersion(ctx: OperationContext, pipelineId: string, versionId: string, expectedVersionId?: string): Promise<PipelineView> {
+  const { db, project } = ctx;
   if (expectedVersionId !== undefined && expectedVersionId !== versionId) {
     throw new ConflictError('version_mismatch', `The body names version ${expectedVersionId}, but the path activates ${versionId}.`);
   }
@@ -333,7 +350,8 @@ export async function activateVersion(db: Executor, project: Project, pipelineId
   return presentPipeline(await pipeline.$query(db).patchAndFetch({ activeVersionId: version.id, updatedAt: raw('now()') as unknown as Date }), version);
 }
 
-export async function createBranch(db: Executor, principal: Principal, project: Project, pipelineId: string, input: { name: string; sourceVersionId?: string }) {
+export async function createBranch(ctx: OperationContext, pipelineId: string, input: { name: string; sourceVersionId?: string }) {
+  const { db, principal, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const sourceId = input.sourceVersionId ?? pipeline.activeVersionId;
   if (!sourceId) throw new InputError('source_version_required', 'The pipeline has no active version: name sourceVersionId.');
@@ -343,12 +361,14 @@ export async function createBranch(db: Executor, principal: Principal, project: 
   return presentBranch(branch);
 }
 
-export async function listBranches(db: Executor, project: Project, pipelineId: string) {
+export async function listBranches(ctx: OperationContext, pipelineId: string) {
+  const { db, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   return (await PipelineBranch.query(db).where({ pipelineId: pipeline.id }).orderBy('name')).map(presentBranch);
 }
 
-export async function updatePipelineSettings(db: Executor, project: Project, pipelineId: string, patch: { name?: string; description?: string; tags?: string[] }): Promise<PipelineView> {
+export async function updatePipelineSettings(ctx: OperationContext, pipelineId: string, patch: { name?: string; description?: string; tags?: string[] }): Promise<PipelineView> {
+  const { db, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   if (patch.name !== undefined) await assertNameFree(db, project.id, patch.name, pipeline.id);
   return viewOf(db, await pipeline.$query(db).patchAndFetch({ ...patch, updatedAt: raw('now()') as unknown as Date }));
@@ -359,7 +379,8 @@ export async function updatePipelineSettings(db: Executor, project: Project, pip
  * readable (they keep their own snapshot). Temporal schedules are deleted first: a schedule left
  * behind would only launch nothing, but should not linger.
  */
-export async function deletePipeline(db: Executor, temporal: Client, project: Project, pipelineId: string): Promise<void> {
+export async function deletePipeline(ctx: OperationContext, pipelineId: string): Promise<void> {
+  const { db, deps: { temporal }, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const schedules = await PipelineSchedule.query(db).where({ pipelineId: pipeline.id });
   for (const schedule of schedules) {

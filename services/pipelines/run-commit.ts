@@ -1,9 +1,10 @@
-import { PermissionError } from '../../core/errors';
+import { ConflictError, PermissionError } from '../../core/errors';
 import { PipelineRun } from '../../db/models';
-import { actAsKey, ActivityDependencies } from '../operations/act-as-key';
+import { actAsKey } from '../operations/act-as-key';
+import type { ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { executePipelineOperation } from './operations';
-import { commitRun, RunEnd } from './run-execution';
+import { commitRun, ExtractHooks, extractSource, RunEnd } from './run-execution';
 
 /**
  * A run commits as the key that launched it, with the launch operation's access checked again
@@ -14,21 +15,46 @@ export const commitRunOperation = defineOperation({
   summary: 'Commit a run\'s staged records to its destinations, as the key that launched it.',
   access: executePipelineOperation.access,
   effect: 'external',
-  run: ({ deps, principal }, { runId }: { projectId: string; runId: string }) => commitRun(deps, runId, principal),
+  run: (ctx, { runId }: { projectId: string; runId: string }) => commitRun(ctx, runId),
 });
 
 /**
- * The commit activity's work, always as the run's key. A run with none (launched by a schedule made
- * before schedules had keys, and still queued when they got them) is refused: the workflow ends it
- * failed with this reason, and nothing is committed.
+ * A run reads its sources as the key that launched it too: the launch operation's access and the
+ * data guard hold before the first page is read, not only at commit.
  */
-export async function commitRunAsItsLauncher(deps: ActivityDependencies, runId: string): Promise<RunEnd> {
+export const extractRunSourceOperation = defineOperation({
+  name: 'extractRunSource',
+  summary: 'Read one source of a run into staging, as the key that launched it.',
+  access: executePipelineOperation.access,
+  effect: 'external',
+  run: (ctx, { runId, nodeId, hooks }: { projectId: string; runId: string; nodeId: string; hooks: ExtractHooks }) => extractSource(ctx, runId, nodeId, hooks),
+});
+
+const RUN_WITHOUT_KEY = 'This run was launched by a schedule made before schedules had API keys, so there is no key to run it as, and nothing was read or committed: recreate the schedule (pipeline_schedule_create) with the key its runs should act as.';
+
+/** The run's launching key, or the refusal of a run that has none. */
+async function launcherOf(deps: ServiceDependencies, runId: string): Promise<PipelineRun | undefined> {
   const run = await PipelineRun.query(deps.db).findById(runId);
+  if (run && !run.apiKeyId && run.status === 'running') throw new PermissionError('run_without_key', RUN_WITHOUT_KEY);
+  return run;
+}
+
+/**
+ * The extract activity's work, as the run's key. A run with none (launched by a schedule made
+ * before schedules had keys, and still queued when they got them) is refused before it reads
+ * anything: the workflow ends it failed with this reason.
+ */
+export async function extractAsItsLauncher(deps: ServiceDependencies, runId: string, nodeId: string, hooks: ExtractHooks): Promise<{ recordsRead: number; pages: number; stopReason: unknown }> {
+  const run = await launcherOf(deps, runId);
+  if (!run?.apiKeyId) throw new ConflictError('run_not_running', `Run ${runId} is not running, so there is nothing to read.`);
+  return actAsKey(deps, { workspaceId: run.workspaceId, apiKeyId: run.apiKeyId }, `run:${runId}`, extractRunSourceOperation, { projectId: run.projectId, runId, nodeId, hooks });
+}
+
+/** The commit activity's work, always as the run's key; a run without one is refused as above, and nothing is committed. */
+export async function commitRunAsItsLauncher(deps: ServiceDependencies, runId: string): Promise<RunEnd> {
+  const run = await launcherOf(deps, runId);
   if (!run) return { status: 'missing', nextWorkflowId: null };
-  if (!run.apiKeyId) {
-    // A retried commit of a run that already ended changes nothing, as commitRun would answer.
-    if (run.status !== 'running') return { status: run.status, nextWorkflowId: null };
-    throw new PermissionError('run_without_key', 'This run was launched by a schedule made before schedules had API keys, so there is no key to commit it as and nothing was committed: recreate the schedule (pipeline_schedule_create) with the key its runs should act as.');
-  }
+  // A retried commit of a run that already ended changes nothing, as commitRun would answer.
+  if (!run.apiKeyId) return { status: run.status, nextWorkflowId: null };
   return actAsKey(deps, { workspaceId: run.workspaceId, apiKeyId: run.apiKeyId }, `run:${runId}`, commitRunOperation, { projectId: run.projectId, runId });
 }

@@ -10,16 +10,12 @@ import type { Row } from '../../pipelines/transforms';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
 import { meter } from '../usage/usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';
-import type { ActivityDependencies } from '../operations/context';
-import type { Principal } from '../tenancy/access';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { guardPipelineData } from './pipelines';
 
-/**
- * The rules of executing a run, called by the run workflow's activities. Every step reads and
- * writes PostgreSQL only (never workflow history): the run row and its node rows are what users
- * read over HTTP while the run is in flight.
- */
-export type ExecutionDependencies = ActivityDependencies;
+// The rules of executing a run, called by the run workflow's activities. Every step reads and
+// writes PostgreSQL only (never workflow history): the run row and its node rows are what users
+// read over HTTP while the run is in flight.
 
 /**
  * Records asked of a source per read call: one staged page, one heartbeat, one progress update.
@@ -100,7 +96,7 @@ async function loadRun(db: Executor, runId: string): Promise<RunContext> {
 }
 
 /** An endpoint a node names, with its capability and decrypted installation, in the run's workspace. */
-async function openEndpoint(deps: ExecutionDependencies, db: Executor, workspaceId: string, nodeId: string, endpointId: string) {
+async function openEndpoint(deps: ServiceDependencies, db: Executor, workspaceId: string, nodeId: string, endpointId: string) {
   try {
     const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
     return { endpoint, runtime: findCapability(installation.capability), ctx: capabilityContext(db, installation, deps.encryptionKey) };
@@ -137,7 +133,7 @@ const larger = (a: string | number | null, b: unknown): string | number | null =
 };
 
 /** The record key of each destination downstream of a source: staging keys records with it. */
-async function destinationKeys(deps: ExecutionDependencies, db: Executor, context: RunContext, plan: FlowPlan): Promise<Map<string, string[] | null>> {
+async function destinationKeys(deps: ServiceDependencies, db: Executor, context: RunContext, plan: FlowPlan): Promise<Map<string, string[] | null>> {
   const keys = new Map<string, string[] | null>();
   for (const id of plan.destinationIds) {
     const node = context.document.nodes.find((n): n is DestinationNode => n.id === id && isDestination(n))!;
@@ -183,9 +179,13 @@ async function holdNode(trx: Executor, runId: string, nodeId: string, attempt: n
  * dead attempt left), so nothing is staged twice. The next page is read while one is staged, so
  * memory holds at most two pages.
  */
-export async function extractSource(deps: ExecutionDependencies, runId: string, nodeId: string, hooks: ExtractHooks): Promise<{ recordsRead: number; pages: number; stopReason: StopReason | null }> {
+export async function extractSource(ctx: OperationContext, runId: string, nodeId: string, hooks: ExtractHooks): Promise<{ recordsRead: number; pages: number; stopReason: StopReason | null }> {
+  const { deps } = ctx;
   const { db } = deps;
   const context = await loadRun(db, runId);
+  // As the launching key, before anything is read: the data guard over every endpoint of the run,
+  // as at launch and at commit (a key narrowed since reads nothing).
+  await guardPipelineData(db, ctx.principal, context.run.projectId, context.document);
   const node = context.document.nodes.find((n): n is SourceNode => n.id === nodeId && isSource(n));
   if (!node) throw new InputError('node_missing', `Run ${runId} has no source node "${nodeId}".`);
   const claimed = await db('pipelineRunNodes').where({ runId, nodeId }).where('attempt', '<', hooks.attempt).whereIn('status', ['pending', 'running'])
@@ -250,7 +250,7 @@ async function readPage(runtime: CapabilityRuntime, ctx: Parameters<CapabilityRu
  * Where the source's position moves when the run commits. A read cut short by maxPages (or a
  * looping remote cursor) does not move it: the records it did not read are read next time.
  */
-async function finishExtraction(deps: ExecutionDependencies, context: RunContext, node: SourceNode, progress: ExtractProgress, attempt: number) {
+async function finishExtraction(deps: ServiceDependencies, context: RunContext, node: SourceNode, progress: ExtractProgress, attempt: number) {
   const warnings: RunWarning[] = [];
   const truncated = progress.stopReason === 'max_pages' || progress.stopReason === 'repeated_cursor';
   if (progress.stopReason === 'max_pages') {
@@ -290,7 +290,8 @@ async function nextQueuedWorkflow(db: Executor, pipelineId: string): Promise<str
  * External destinations commit their own transaction inside it (see README: at-least-once there).
  * Idempotent: a retried commit of a run already ended changes nothing.
  */
-export async function commitRun(deps: ExecutionDependencies, runId: string, launcher: Principal): Promise<RunEnd> {
+export async function commitRun(ctx: OperationContext, runId: string): Promise<RunEnd> {
+  const { deps, principal: launcher } = ctx;
   return deps.db.transaction(async (trx) => {
     const run = await PipelineRun.query(trx).findById(runId).forUpdate();
     if (!run) return { status: 'missing', nextWorkflowId: null };

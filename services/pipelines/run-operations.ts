@@ -6,8 +6,11 @@ import type { RunStatus } from '../../db/models';
 import type { PageRequest } from '../shared/pagination';
 import { getRun, launchRun, listRuns, projectOfPipeline } from './runs';
 import { requireProject } from '../tenancy/projects';
+import { idParams } from '../../schemas/common';
+import { launchBody, projectRunsQuery, runsQuery } from '../../schemas/pipelines';
 
-const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const } as const;
+/** Launching passes the data guard over the pipeline's endpoints, named read grants included. */
+const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const, grants: 'read' as const } as const;
 // Run detail needs an accountable actor; listings need one who administers the workspace (SPEC 4.3).
 const detailAuth = { scopes: { anyOf: ['runs:read'] }, actor: 'accountable' as const } as const;
 const listAuth = { scopes: { anyOf: ['runs:read'] }, actor: 'administrator' as const } as const;
@@ -19,9 +22,10 @@ export const launchProjectRunOperation = defineOperation({
   summary: 'Launch a pipeline of this project (the alternate launch route). 202 with the queued run.',
   access: { ...launchAuth, project: true },
   effect: 'write',
+  input: { params: idParams('project_id'), body: launchBody },
   idempotent: true,
-  async run({ db, principal, project, deps }: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
-    return { status: 202, body: { run: await launchRun(db, deps.temporal, principal, project, body.pipelineId) } };
+  async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
+    return { status: 202, body: { run: await launchRun(ctx, body.pipelineId) } };
   },
 });
 
@@ -30,9 +34,10 @@ export const listProjectRunsOperation = defineOperation({
   summary: 'Runs of this project\'s pipelines, newest first, filtered by status and pipelineId.',
   access: { ...listAuth, project: true },
   effect: 'read',
-  async run({ db, principal, project }: OperationContext, { query }: RequestInput<{ project_id: string }, RunsQuery, undefined>): Promise<Reply> {
+  input: { params: idParams('project_id'), query: projectRunsQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<{ project_id: string }, RunsQuery, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listRuns(db, principal, { limit, offset }, { ...filter, project }) };
+    return { body: await listRuns(ctx, { limit, offset }, { ...filter, project: ctx.project }) };
   },
 });
 
@@ -41,8 +46,9 @@ export const getProjectRunOperation = defineOperation({
   summary: 'One run of a pipeline of this project: status, per-node results (live while running), error evidence and its Temporal workflow.',
   access: { ...detailAuth, project: true },
   effect: 'read',
-  async run({ db, principal, project }: OperationContext, { params }: RequestInput<{ project_id: string; run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { run: await getRun(db, principal, params.run_id, project) } };
+  input: { params: idParams('project_id', 'run_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ project_id: string; run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { run: await getRun(ctx, params.run_id, ctx.project) } };
   },
 });
 
@@ -51,10 +57,11 @@ export const launchRunOperation = defineOperation({
   summary: 'Launch a pipeline by id (its project must be in the key\'s allowlist). 202 with the queued run.',
   access: launchAuth,
   effect: 'write',
+  input: { body: launchBody },
   idempotent: true,
-  async run({ db, principal, deps }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
-    const project = await projectOfPipeline(db, principal, body.pipelineId);
-    return { status: 202, body: { run: await launchRun(db, deps.temporal, principal, project, body.pipelineId) } };
+  async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
+    const project = await projectOfPipeline(ctx, body.pipelineId);
+    return { status: 202, body: { run: await launchRun(ctx, body.pipelineId, project) } };
   },
 });
 
@@ -63,10 +70,11 @@ export const listRunsOperation = defineOperation({
   summary: 'Runs across the projects the key may use, newest first, filtered by status, pipelineId and projectId.',
   access: listAuth,
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, RunsQuery & { projectId?: string }, undefined>): Promise<Reply> {
+  input: { query: runsQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, RunsQuery & { projectId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, projectId, ...filter } = query;
-    const project = projectId ? await requireProject(db, principal, projectId) : undefined;
-    return { body: await listRuns(db, principal, { limit, offset }, { ...filter, project }) };
+    const project = projectId ? await requireProject(ctx.db, ctx.principal, projectId) : undefined;
+    return { body: await listRuns(ctx, { limit, offset }, { ...filter, project }) };
   },
 });
 
@@ -75,8 +83,9 @@ export const getRunOperation = defineOperation({
   summary: 'One run, in a project the key may use.',
   access: detailAuth,
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<{ run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { run: await getRun(db, principal, params.run_id) } };
+  input: { params: idParams('run_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { run: await getRun(ctx, params.run_id) } };
   },
 });
 
@@ -100,9 +109,9 @@ export const cancelRunOperation = defineOperation({
   access: { scopes: { allOf: ['pipelines:execute', 'runs:read'] }, project: true, actor: 'accountable' },
   effect: 'write',
   idempotent: true,
-  async run({ db, deps, principal, project }: OperationContext, { runId }: OneRun) {
-    await getRun(db, principal, runId, project); // the run must belong to the project
-    return { run: await cancelRun(db, deps.temporal, principal, runId) };
+  async run(ctx: OperationContext, { runId }: OneRun) {
+    await getRun(ctx, runId, ctx.project); // the run must belong to the project
+    return { run: await cancelRun(ctx, runId) };
   },
 });
 
@@ -114,8 +123,8 @@ export const createPipelineScheduleOperation = defineOperation({
   access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
   effect: 'write',
   idempotent: true,
-  async run({ db, deps, principal, project }: OperationContext, { projectId: _projectId, pipelineId, ...plan }: { projectId: string; pipelineId: string } & ScheduleSpecInput) {
-    return { schedule: await createPipelineSchedule(db, deps.temporal, principal, project, pipelineId, plan) };
+  async run(ctx: OperationContext, { projectId: _projectId, pipelineId, ...plan }: { projectId: string; pipelineId: string } & ScheduleSpecInput) {
+    return { schedule: await createPipelineSchedule(ctx, pipelineId, plan) };
   },
 });
 
@@ -124,8 +133,8 @@ export const listPipelineSchedulesOperation = defineOperation({
   summary: 'The pipeline’s schedules.',
   access: { scopes: { anyOf: ['pipelines:read'] }, project: true },
   effect: 'read',
-  async run({ db, project }: OperationContext, { pipelineId }: { projectId: string; pipelineId: string }) {
-    return { schedules: await listPipelineSchedules(db, project, pipelineId) };
+  async run(ctx: OperationContext, { pipelineId }: { projectId: string; pipelineId: string }) {
+    return { schedules: await listPipelineSchedules(ctx, pipelineId) };
   },
 });
 
@@ -135,8 +144,8 @@ export const deletePipelineScheduleOperation = defineOperation({
   access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
   effect: 'write',
   idempotent: true,
-  async run({ db, deps, project }: OperationContext, { pipelineId, scheduleId }: OneSchedule) {
-    await deletePipelineSchedule(db, deps.temporal, project, pipelineId, scheduleId);
+  async run(ctx: OperationContext, { pipelineId, scheduleId }: OneSchedule) {
+    await deletePipelineSchedule(ctx, pipelineId, scheduleId);
     return { deleted: true, scheduleId };
   },
 });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
@@ -8,10 +7,11 @@ import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../../db/models';
 import type { PipelineDocument } from '../../pipelines/document';
 import { PipelineRunInput, runSearchAttributes, runWorkflowId } from '../../workflows/names';
-import { authorizeProject, isUnrestricted, Principal } from '../tenancy/access';
+import { authorizeProject, isUnrestricted } from '../tenancy/access';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { assertRunnableDocument, guardPipelineData, requirePipeline } from './pipelines';
 import { endRun } from './run-execution';
+import type { OperationContext } from '../operations/context';
 
 export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
 
@@ -109,10 +109,11 @@ export type RunView = Awaited<ReturnType<typeof presentRun>>;
 
 /**
  * Records a queued run of the pipeline's active version (a snapshot of its document: later edits
- * never change it), launched by `launcher`: every run has a key it acts as, and the data guard
- * checks it over the run's sources and destinations.
+ * never change it), launched by the context's key: every run has a key it acts as, and the data
+ * guard checks it over the run's sources and destinations.
  */
-export async function recordRun(db: Executor, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; scheduleId?: string }, launcher: Principal): Promise<PipelineRun> {
+export async function recordRun(ctx: OperationContext, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; scheduleId?: string }): Promise<PipelineRun> {
+  const { db, principal: launcher } = ctx;
   const version = pipeline.activeVersionId ? await PipelineVersion.query(db).findById(pipeline.activeVersionId) : undefined;
   if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
   await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
@@ -150,12 +151,14 @@ export function runOfVersion(pipeline: Pipeline, version: PipelineVersion): Part
 /**
  * Launches the active version: records a queued run and starts its workflow (id from the run id,
  * with the WorkspaceId, ProjectId and PipelineId search attributes). A launch while another run of
- * the pipeline is open is queued behind it. Answered 202 by the routes: poll the run.
+ * the pipeline is open is queued behind it. Answered 202 by the routes: poll the run. The project
+ * is the operation's, or given: a workspace-level launch names none and finds it through the pipeline.
  */
-export async function launchRun(db: Executor, temporal: Client, principal: Principal, project: Project, pipelineId: string): Promise<RunView> {
+export async function launchRun(ctx: OperationContext, pipelineId: string, project: Project = ctx.project): Promise<RunView> {
+  const { db, deps: { temporal }, principal } = ctx;
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
-  const run = await recordRun(db, pipeline, { trigger: 'api', actorMemberId: principal.memberId }, principal);
+  const run = await recordRun(ctx, pipeline, { trigger: 'api', actorMemberId: principal.memberId });
   // A run just recorded has no node rows yet (its claim creates them, after this transaction
   // commits): the answer is ready before the workflow starts, so the commit follows the start at once.
   const view = presentRunWithNodes(run, []);
@@ -170,8 +173,13 @@ export async function launchRun(db: Executor, temporal: Client, principal: Princ
   return view;
 }
 
-/** A run of this workspace; with a project, one whose pipeline belongs to it. Runs of projects outside a key's allowlist are refused. */
-export async function getRun(db: Executor, principal: Principal, runId: string, project?: Project): Promise<RunView> {
+/**
+ * A run of this workspace; with a project, one whose pipeline belongs to it. Runs of projects
+ * outside a key's allowlist are refused. The project is an explicit optional parameter, not
+ * ctx.project: the workspace-level operations declare none.
+ */
+export async function getRun(ctx: OperationContext, runId: string, project?: Project): Promise<RunView> {
+  const { db, principal } = ctx;
   const run = await PipelineRun.query(db).findOne({ id: runId, workspaceId: principal.workspaceId, ...(project ? { projectId: project.id } : {}) });
   if (!run) throw new NotFoundError('run', project ? 'No run with this id in this project.' : 'No run with this id in this workspace.');
   // Found through the run: refuse without naming its project to a key that may not know it.
@@ -179,7 +187,8 @@ export async function getRun(db: Executor, principal: Principal, runId: string, 
   return presentRun(db, run);
 }
 
-export async function listRuns(db: Executor, principal: Principal, page: PageRequest, filter: { project?: Project; pipelineId?: string; status?: RunStatus }) {
+export async function listRuns(ctx: OperationContext, page: PageRequest, filter: { project?: Project; pipelineId?: string; status?: RunStatus }) {
+  const { db, principal } = ctx;
   const base = PipelineRun.query(db).where({ workspaceId: principal.workspaceId });
   if (filter.project) base.where('projectId', filter.project.id);
   else if (!isUnrestricted(principal)) base.whereIn('projectId', principal.projectIds as string[]);
@@ -190,7 +199,8 @@ export async function listRuns(db: Executor, principal: Principal, page: PageReq
 }
 
 /** The project a workspace-level launch names through its pipeline (a pipeline of another workspace is a 404). */
-export async function projectOfPipeline(db: Executor, principal: Principal, pipelineId: string): Promise<Project> {
+export async function projectOfPipeline(ctx: OperationContext, pipelineId: string): Promise<Project> {
+  const { db, principal } = ctx;
   const pipeline = await Pipeline.query(db).findOne({ id: pipelineId, workspaceId: principal.workspaceId });
   const project = pipeline && (await Project.query(db).findOne({ id: pipeline.projectId, workspaceId: principal.workspaceId }));
   if (!project) throw new InputError('unknown_pipeline', 'pipelineId is not a pipeline of this workspace.', [{ path: '/pipelineId', message: 'is not a pipeline of this workspace' }]);
@@ -203,8 +213,9 @@ export async function projectOfPipeline(db: Executor, principal: Principal, pipe
  * Cancels a queued or running run (no public route: for MCP tools and operators). The workflow
  * is canceled; the run ends canceled with nothing committed. A run already ended is returned as is.
  */
-export async function cancelRun(db: Executor, temporal: Client, principal: Principal, runId: string): Promise<RunView> {
-  const run = await getRun(db, principal, runId);
+export async function cancelRun(ctx: OperationContext, runId: string): Promise<RunView> {
+  const { db, deps: { temporal } } = ctx;
+  const run = await getRun(ctx, runId);
   if (run.status !== 'queued' && run.status !== 'running') return run;
   try {
     await temporal.workflow.getHandle(run.workflow.workflowId).cancel();
@@ -213,5 +224,5 @@ export async function cancelRun(db: Executor, temporal: Client, principal: Princ
     if (!(error instanceof WorkflowNotFoundError)) throw error;
     await endRun(db, runId, 'canceled', null);
   }
-  return getRun(db, principal, runId);
+  return getRun(ctx, runId);
 }

@@ -44,6 +44,7 @@ export const readinessOperation = defineOperation({
   summary: 'Readiness: PostgreSQL and Temporal reachable; with ?worker=true also a worker round trip',
   access: { public: 'probed by orchestrators without credentials' },
   effect: 'read',
+  input: { query: { type: 'object', additionalProperties: false, properties: { worker: { type: 'boolean', default: false } } } },
   async run({ deps }: OperationContext, { query }: RequestInput<Record<string, string>, { worker?: boolean }, undefined>): Promise<Reply> {
     const checks: Record<string, string> = {};
     const failures: string[] = [];

@@ -9,8 +9,7 @@ export const scopesOf = (rule: ScopeRule): readonly Scope[] => ('anyOf' in rule 
 
 /**
  * What a key must hold to call an operation (SPEC 5.2 layers). Declared once, on the operation;
- * invoke() enforces it for every door. Named read and write grants depend on the data touched, so
- * the data guard (services/endpoints/data-guard.ts) checks them with the endpoint in hand.
+ * invoke() enforces it for every door.
  */
 export interface Requirement {
   scopes: ScopeRule;
@@ -22,7 +21,19 @@ export interface Requirement {
   workspaceResources?: boolean;
   /** accountable: the key's creating member must still be in the workspace; administrator: as owner or admin. */
   actor?: 'accountable' | 'administrator';
+  /**
+   * The named grants of the data the operation touches: `read`, the endpoints' named read grants
+   * (the union over their read bindings); `write`, the write grants their write policies require.
+   * They depend on which endpoint, so the data guard and the write policy check them with the
+   * endpoint in hand, and refuse to check for an operation that did not declare them (data-guard.ts).
+   */
+  grants?: NamedGrants;
 }
+
+export type NamedGrants = 'read' | 'write' | 'read and write';
+
+/** Does a declaration of named grants cover this kind? */
+export const declaresGrants = (declared: NamedGrants | undefined, kind: 'read' | 'write'): boolean => declared === 'read and write' || declared === kind;
 
 /** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers). */
 export interface Principal {
@@ -95,4 +106,26 @@ export function authorizeProject(principal: Principal, projectId: string, { name
 /** Named read grants that a binding requires: queries:execute alone does not satisfy them. */
 export function missingReadPermissions(principal: Principal, required: readonly string[]): string[] {
   return required.filter((permission) => !principal.readPermissions.includes(permission));
+}
+
+/**
+ * The requirement of work that must pass two operations' access at once (an approved SPARQL update
+ * is applied with the update's access and the governed write's): every scope of both, every layer
+ * either states. Only rules without alternatives combine into one all-of rule.
+ */
+export function bothRequirements(first: Requirement, second: Requirement): Requirement {
+  const definite = (rule: ScopeRule): readonly Scope[] => {
+    if ('anyOf' in rule && rule.anyOf.length > 1) throw new Error(`Cannot combine the alternatives ${rule.anyOf.join(', ')} into one all-of rule.`);
+    return scopesOf(rule);
+  };
+  const grants = [first.grants, second.grants].flatMap((declared) => (declared === 'read and write' ? ['read', 'write'] : declared ? [declared] : []));
+  const actor = first.actor === 'administrator' || second.actor === 'administrator' ? 'administrator' : first.actor ?? second.actor;
+  return {
+    scopes: { allOf: [...new Set([...definite(first.scopes), ...definite(second.scopes)])] },
+    ...(first.project || second.project ? { project: true } : {}),
+    ...(first.unrestrictedKey || second.unrestrictedKey ? { unrestrictedKey: true } : {}),
+    ...(first.workspaceResources || second.workspaceResources ? { workspaceResources: true } : {}),
+    ...(actor ? { actor } : {}),
+    ...(grants.length ? { grants: grants.includes('read') && grants.includes('write') ? 'read and write' : (grants[0] as NamedGrants) } : {}),
+  };
 }

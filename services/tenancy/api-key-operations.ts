@@ -2,12 +2,15 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { createApiKey, CreateApiKeyInput, listApiKeys, revokeApiKey, updateApiKey, UpdateApiKeyInput } from './api-keys';
 import type { PageRequest } from '../shared/pagination';
+import { idParams, listQuery } from '../../schemas/common';
+import { createApiKeyBody, updateApiKeyBody } from '../../schemas/workspace';
 
 export const createApiKeyOperation = defineOperation({
   name: 'createApiKey',
   summary: 'Create an API key. The secret is in this response only.',
   access: { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'accountable' as const },
   effect: 'write',
+  input: { body: createApiKeyBody },
   async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, CreateApiKeyInput>): Promise<Reply> {
     const { key, secret } = await createApiKey(db, principal, body);
     return { status: 201, body: { key: { ...key, secret } } };
@@ -19,8 +22,9 @@ export const listApiKeysOperation = defineOperation({
   summary: 'List the workspace’s keys that are not revoked (never their secrets).',
   access: { scopes: { anyOf: ['org:manage'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
-    return { body: await listApiKeys(db, principal.workspaceId, query) };
+  input: { query: listQuery() },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
+    return { body: await listApiKeys(ctx, query) };
   },
 });
 
@@ -29,8 +33,9 @@ export const updateApiKeyOperation = defineOperation({
   summary: 'Change a key’s project allowlist, workspaceResources or read grants.',
   access: { scopes: { anyOf: ['org:manage'] }, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { params, body }: RequestInput<{ key_id: string }, Record<string, never>, UpdateApiKeyInput>): Promise<Reply> {
-    return { body: { key: await updateApiKey(db, principal.workspaceId, params.key_id, body) } };
+  input: { params: idParams('key_id'), body: updateApiKeyBody },
+  async run(ctx: OperationContext, { params, body }: RequestInput<{ key_id: string }, Record<string, never>, UpdateApiKeyInput>): Promise<Reply> {
+    return { body: { key: await updateApiKey(ctx, params.key_id, body) } };
   },
 });
 
@@ -39,8 +44,9 @@ export const revokeApiKeyOperation = defineOperation({
   summary: 'Revoke a key, irreversibly. Earlier writes and run history remain.',
   access: { scopes: { anyOf: ['org:manage'] }, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<{ key_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    await revokeApiKey(db, principal.workspaceId, params.key_id);
+  input: { params: idParams('key_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ key_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    await revokeApiKey(ctx, params.key_id);
     return { status: 204 };
   },
 });

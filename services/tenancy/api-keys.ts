@@ -8,6 +8,7 @@ import { ApiKey } from '../../db/models';
 import { assertProjectsInWorkspace } from './projects';
 import type { Principal } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 // Key lifecycle: create, list, narrow, revoke, and the principal of a key by its id. Checking a
 // Bearer key on a request lives in request-authentication.ts.
@@ -86,7 +87,10 @@ function assertNoManageRestriction(scopes: string[], projectIds: string[]): void
   }
 }
 
-/** Creates a key for the caller's workspace, made by the caller's accountable member. Returns the raw secret once. */
+/**
+ * Creates a key for the caller's workspace, made by the caller's accountable member. Returns the raw
+ * secret once. Takes the creator rather than a context: the admin CLI creates keys as no key.
+ */
 export async function createApiKey(db: Executor, creator: { workspaceId: string; memberId: string }, input: CreateApiKeyInput): Promise<{ key: ApiKeyView; secret: string }> {
   const scopes = [...new Set(input.scopes)];
   const invalid = scopes.filter((s) => !isScope(s));
@@ -115,7 +119,8 @@ export async function createApiKey(db: Executor, creator: { workspaceId: string;
   return { key: presentApiKey(key), secret };
 }
 
-export async function listApiKeys(db: Executor, workspaceId: string, page: PageRequest) {
+export async function listApiKeys(ctx: OperationContext, page: PageRequest) {
+  const { db, principal: { workspaceId } } = ctx;
   const { rows, pagination } = await pageOf(ApiKey.query(db).where({ workspaceId }).whereNull('revokedAt'), page, { column: 'createdAt', order: 'desc' });
   return { keys: rows.map(presentApiKey), pagination };
 }
@@ -134,7 +139,8 @@ export interface UpdateApiKeyInput {
   writePermissions?: string[];
 }
 
-export async function updateApiKey(db: Executor, workspaceId: string, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyView> {
+export async function updateApiKey(ctx: OperationContext, keyId: string, input: UpdateApiKeyInput): Promise<ApiKeyView> {
+  const { db, principal: { workspaceId } } = ctx;
   const key = await findActiveKey(db, workspaceId, keyId, true);
   const patch: Partial<ApiKey> = {};
   if (input.projectIds !== undefined) {
@@ -151,7 +157,8 @@ export async function updateApiKey(db: Executor, workspaceId: string, keyId: str
 }
 
 /** Irreversible. Earlier writes and run history stay; only new authentication fails. */
-export async function revokeApiKey(db: Executor, workspaceId: string, keyId: string): Promise<void> {
+export async function revokeApiKey(ctx: OperationContext, keyId: string): Promise<void> {
+  const { db, principal: { workspaceId } } = ctx;
   const key = await findActiveKey(db, workspaceId, keyId, true);
   await key.$query(db).patch({ revokedAt: raw('now()') as unknown as Date });
 }

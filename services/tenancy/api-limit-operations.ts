@@ -1,6 +1,7 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { getApiLimits, putApiLimits } from './api-limits';
+import { putApiLimitsBody } from '../../schemas/workspace';
 
 export const getApiLimitsOperation = defineOperation({
   name: 'getApiLimits',
@@ -17,6 +18,7 @@ export const putApiLimitsOperation = defineOperation({
   summary: 'Save both request limits. The current window’s usage is kept.',
   access: { scopes: { anyOf: ['org:manage'] }, actor: 'accountable' as const },
   effect: 'write',
+  input: { body: putApiLimitsBody },
   async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { workspaceRequests: number; apiKeyRequests: number }>): Promise<Reply> {
     return { body: await putApiLimits(db, principal.workspaceId, body) };
   },

@@ -22,7 +22,10 @@ export function limitsFrom(workspaceRequests: number | null | undefined, apiKeyR
   };
 }
 
-/** The workspace's saved settings, or the defaults. Also backs the MCP tool organization_api_limits_get. */
+/**
+ * The workspace's saved settings, or the defaults. Also backs the MCP tool organization_api_limits_get.
+ * (db, workspaceId), as putApiLimits: records of the workspace by id, which tests set as no key.
+ */
 export async function getApiLimits(db: Executor, workspaceId: string): Promise<ApiLimits> {
   const saved = await ApiLimitSettings.query(db).findById(workspaceId);
   return limitsFrom(saved?.workspaceRequests, saved?.apiKeyRequests);

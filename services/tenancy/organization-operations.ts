@@ -1,14 +1,15 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { getOrganization, getWorkspaceSettings, updateWorkspaceSettings, WorkspaceSettings } from './organization';
+import { updateWorkspaceSettingsBody } from '../../schemas/workspace';
 
 export const getOrganizationOperation = defineOperation({
   name: 'getOrganization',
   summary: "The API key's workspace. Also the way to verify a key.",
   access: { scopes: { anyOf: ['org:read'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { organization: await getOrganization(db, principal) } };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { organization: await getOrganization(ctx) } };
   },
 });
 
@@ -17,8 +18,8 @@ export const getWorkspaceSettingsOperation = defineOperation({
   summary: 'Workspace settings: the semantic consumer mode of the SPARQL endpoint.',
   access: { scopes: { anyOf: ['org:read'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { settings: await getWorkspaceSettings(db, principal.workspaceId) } };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { settings: await getWorkspaceSettings(ctx) } };
   },
 });
 
@@ -27,8 +28,9 @@ export const updateWorkspaceSettingsOperation = defineOperation({
   summary: 'Change workspace settings (unrestricted org:manage). semanticConsumerMode turns the SPARQL endpoint on for queries (read) or queries and updates (write).',
   access: { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, Partial<WorkspaceSettings>>): Promise<Reply> {
-    return { body: { settings: await updateWorkspaceSettings(db, principal.workspaceId, body) } };
+  input: { body: updateWorkspaceSettingsBody },
+  async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, Partial<WorkspaceSettings>>): Promise<Reply> {
+    return { body: { settings: await updateWorkspaceSettings(ctx, body) } };
   },
 });
 

@@ -2,14 +2,17 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { createProject, listProjects, presentProject, updateProject } from './projects';
 import type { PageRequest } from '../shared/pagination';
+import { idParams, listQuery } from '../../schemas/common';
+import { createProjectBody, updateProjectBody } from '../../schemas/workspace';
 
 export const listProjectsOperation = defineOperation({
   name: 'listProjects',
   summary: 'List projects. A project-restricted key sees only its allowlist.',
   access: { scopes: { anyOf: ['projects:read'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string }, undefined>): Promise<Reply> {
-    return { body: await listProjects(db, principal, { limit: query.limit, offset: query.offset }, { name: query.name }) };
+  input: { query: listQuery({ name: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact project name.' } }) },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string }, undefined>): Promise<Reply> {
+    return { body: await listProjects(ctx, { limit: query.limit, offset: query.offset }, { name: query.name }) };
   },
 });
 
@@ -18,6 +21,7 @@ export const getProjectOperation = defineOperation({
   summary: 'One project.',
   access: { scopes: { anyOf: ['projects:read'] }, project: true },
   effect: 'read',
+  input: { params: idParams('project_id') },
   async run({ project }: OperationContext, _input: RequestInput<{ project_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { project: presentProject(project) } };
   },
@@ -28,6 +32,7 @@ export const createProjectOperation = defineOperation({
   summary: 'Create a project. Project-restricted keys cannot: they would never see it.',
   access: { scopes: { anyOf: ['projects:write'] }, unrestrictedKey: true, actor: 'accountable' as const },
   effect: 'write',
+  input: { body: createProjectBody },
   idempotent: true,
   async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { name: string; description?: string }>): Promise<Reply> {
     return { status: 201, body: { project: await createProject(db, principal.workspaceId, body) } };
@@ -39,8 +44,9 @@ export const updateProjectOperation = defineOperation({
   summary: 'Rename or describe a project.',
   access: { scopes: { anyOf: ['projects:write'] }, project: true, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, project }: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { name?: string; description?: string }>): Promise<Reply> {
-    return { body: { project: await updateProject(db, project, body) } };
+  input: { params: idParams('project_id'), body: updateProjectBody },
+  async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { name?: string; description?: string }>): Promise<Reply> {
+    return { body: { project: await updateProject(ctx, body) } };
   },
 });
 

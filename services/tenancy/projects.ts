@@ -4,6 +4,7 @@ import type { Executor } from '../../db/connection';
 import { Project } from '../../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 export interface ProjectView {
   id: string;
@@ -23,7 +24,8 @@ export const presentProject = (p: Project): ProjectView => ({
 
 /**
  * Loads a project the principal may use: another workspace's project is a 404 (tenants never
- * learn of each other's ids), one outside the key's allowlist a 403.
+ * learn of each other's ids), one outside the key's allowlist a 403. Takes (db, principal), not a
+ * context: invoke calls it to build the context's project.
  */
 export async function requireProject(db: Executor, principal: Principal, projectId: string): Promise<Project> {
   const project = await Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
@@ -32,7 +34,8 @@ export async function requireProject(db: Executor, principal: Principal, project
   return project;
 }
 
-export async function listProjects(db: Executor, principal: Principal, page: PageRequest, filter: { name?: string } = {}) {
+export async function listProjects(ctx: OperationContext, page: PageRequest, filter: { name?: string } = {}) {
+  const { db, principal } = ctx;
   const base = Project.query(db).where({ workspaceId: principal.workspaceId });
   if (!isUnrestricted(principal)) base.whereIn('id', principal.projectIds as string[]);
   if (filter.name) base.where('name', filter.name);
@@ -40,13 +43,15 @@ export async function listProjects(db: Executor, principal: Principal, page: Pag
   return { projects: rows.map(presentProject), pagination };
 }
 
+/** Takes (db, workspaceId), not a context: fixtures create projects as no key. */
 export async function createProject(db: Executor, workspaceId: string, input: { name: string; description?: string }): Promise<ProjectView> {
   const project = await Project.query(db).insertAndFetch({ workspaceId, name: input.name, description: input.description ?? '' });
   return presentProject(project);
 }
 
-/** Changes a project already loaded (and authorized) with requireProject. */
-export async function updateProject(db: Executor, project: Project, input: { name?: string; description?: string }): Promise<ProjectView> {
+/** Changes the operation's project (loaded and authorized by invoke with requireProject). */
+export async function updateProject(ctx: OperationContext, input: { name?: string; description?: string }): Promise<ProjectView> {
+  const { db, project } = ctx;
   const updated = await project.$query(db).patchAndFetch({ ...input, updatedAt: raw('now()') as unknown as Date });
   return presentProject(updated);
 }

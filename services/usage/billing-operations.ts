@@ -1,6 +1,7 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { downgrade, listInvoices, openPortal, receiveWebhook, startCheckout } from './billing';
+import { billingReturnBody } from '../../schemas/usage';
 
 const ADMIN = { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'accountable' as const } as const;
 
@@ -11,8 +12,9 @@ function sessionOperation(name: string, summary: string, open: typeof startCheck
     summary,
     access: ADMIN,
     effect: 'external',
-    async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { returnPath?: string }>): Promise<Reply> {
-      return { body: await open(db, principal, body?.returnPath) };
+    input: { body: billingReturnBody },
+    async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { returnPath?: string }>): Promise<Reply> {
+      return { body: await open(ctx, body?.returnPath) };
     },
   });
 }
@@ -25,8 +27,8 @@ export const listInvoicesOperation = defineOperation({
   summary: 'Invoices as Stripe reported them through the webhook, newest first.',
   access: { scopes: { anyOf: ['org:manage'] } },
   effect: 'read',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await listInvoices(db, principal) };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await listInvoices(ctx) };
   },
 });
 
@@ -35,8 +37,8 @@ export const downgradePlanOperation = defineOperation({
   summary: 'Cancel the subscription and return to the free plan now. An intentional administration action.',
   access: ADMIN,
   effect: 'write',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await downgrade(db, principal) };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await downgrade(ctx) };
   },
 });
 

@@ -5,7 +5,7 @@ import { logger } from '../../core/logger';
 import { scrubSecrets } from '../../core/secrets';
 import type { Db, Executor } from '../../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../../db/models';
-import type { Principal } from '../tenancy/access';
+import type { OperationContext } from '../operations/context';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
@@ -96,7 +96,8 @@ async function customerOf(db: Executor, config: BillingConfig, stripe: Stripe, w
   return customer.id;
 }
 
-export async function startCheckout(db: Executor, principal: Principal, returnPath?: string) {
+export async function startCheckout(ctx: OperationContext, returnPath?: string) {
+  const { db, principal } = ctx;
   const { config, stripe } = requireBilling();
   const back = returnUrl(config, returnPath);
   const customer = await customerOf(db, config, stripe, principal.workspaceId);
@@ -111,7 +112,8 @@ export async function startCheckout(db: Executor, principal: Principal, returnPa
   return { url: session.url };
 }
 
-export async function openPortal(db: Executor, principal: Principal, returnPath?: string) {
+export async function openPortal(ctx: OperationContext, returnPath?: string) {
+  const { db, principal } = ctx;
   const { config, stripe } = requireBilling();
   const back = returnUrl(config, returnPath);
   const customer = await customerOf(db, config, stripe, principal.workspaceId);
@@ -119,7 +121,8 @@ export async function openPortal(db: Executor, principal: Principal, returnPath?
   return { url: session.url };
 }
 
-export async function listInvoices(db: Executor, principal: Principal) {
+export async function listInvoices(ctx: OperationContext) {
+  const { db, principal } = ctx;
   requireBilling();
   const rows = await Invoice.query(db).where({ workspaceId: principal.workspaceId }).orderBy('periodStart', 'desc');
   return {
@@ -128,7 +131,8 @@ export async function listInvoices(db: Executor, principal: Principal) {
 }
 
 /** An intentional administration action: cancels the subscription at Stripe and moves to the free plan now. */
-export async function downgrade(db: Executor, principal: Principal) {
+export async function downgrade(ctx: OperationContext) {
+  const { db, principal } = ctx;
   const { config, stripe } = requireBilling();
   const workspace = (await Workspace.query(db).findById(principal.workspaceId).forUpdate())!;
   const subscriptionId = workspace.stripeSubscriptionId;

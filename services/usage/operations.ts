@@ -2,6 +2,8 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import { billingMonth, getAlerts, listOperations, MAX_USAGE_DAYS, operationCharges, pricing, putAlerts, usageSummary, workspaceRates } from './usage';
+import { idParams, listQuery, uuid } from '../../schemas/common';
+import { usageAlertsBody, usageQuery } from '../../schemas/usage';
 
 const ADMIN = { scopes: { anyOf: ['org:manage'] } } as const;
 
@@ -10,8 +12,9 @@ export const getUsageOperation = defineOperation({
   summary: `Metered usage of the workspace between two inclusive UTC dates (default the last 30 days; at most ${MAX_USAGE_DAYS} days).`,
   access: ADMIN,
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, { from?: string; to?: string }, undefined>): Promise<Reply> {
-    return { body: { usage: await usageSummary(db, principal, query) } };
+  input: { query: usageQuery },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, { from?: string; to?: string }, undefined>): Promise<Reply> {
+    return { body: { usage: await usageSummary(ctx, query) } };
   },
 });
 
@@ -20,8 +23,8 @@ export const getBillingMonthOperation = defineOperation({
   summary: 'The current billing month: plan, included credit, used, remaining, overage, and whether paid work is paused.',
   access: ADMIN,
   effect: 'read',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { billing: await billingMonth(db, principal) } };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { billing: await billingMonth(ctx) } };
   },
 });
 
@@ -30,9 +33,10 @@ export const listMeteredOperationsOperation = defineOperation({
   summary: 'Metered operations, newest first; filter by parent operation.',
   access: ADMIN,
   effect: 'read',
-  async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { parentOperationId?: string }, undefined>): Promise<Reply> {
+  input: { query: listQuery({ parentOperationId: uuid }) },
+  async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { parentOperationId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
-    return { body: await listOperations(db, principal, { limit, offset }, filter) };
+    return { body: await listOperations(ctx, { limit, offset }, filter) };
   },
 });
 
@@ -41,8 +45,9 @@ export const getOperationChargesOperation = defineOperation({
   summary: 'The charges of one metered operation: item, quantity, unit price and amount.',
   access: ADMIN,
   effect: 'read',
-  async run({ db, principal }: OperationContext, { params }: RequestInput<{ operation_id: string }, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: await operationCharges(db, principal, params.operation_id) };
+  input: { params: idParams('operation_id') },
+  async run(ctx: OperationContext, { params }: RequestInput<{ operation_id: string }, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: await operationCharges(ctx, params.operation_id) };
   },
 });
 
@@ -51,8 +56,8 @@ export const getUsageAlertsOperation = defineOperation({
   summary: 'Alert settings (monthlyBudget and thresholds in percent) and the alerts raised. Alerts never stop work.',
   access: ADMIN,
   effect: 'read',
-  async run({ db, principal }: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { alerts: await getAlerts(db, principal) } };
+  async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { alerts: await getAlerts(ctx) } };
   },
 });
 
@@ -61,8 +66,9 @@ export const putUsageAlertsOperation = defineOperation({
   summary: 'Save the monthly budget and thresholds. Crossing a threshold records an alert event; it is never a hard stop.',
   access: { ...ADMIN, actor: 'accountable' as const },
   effect: 'write',
-  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { monthlyBudget: string | null; thresholds: number[] }>): Promise<Reply> {
-    return { body: { alerts: await putAlerts(db, principal, body) } };
+  input: { body: usageAlertsBody },
+  async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { monthlyBudget: string | null; thresholds: number[] }>): Promise<Reply> {
+    return { body: { alerts: await putAlerts(ctx, body) } };
   },
 });
 

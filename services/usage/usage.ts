@@ -3,8 +3,8 @@ import { InputError, NotFoundError, PaymentRequiredError } from '../../core/erro
 import type { Executor } from '../../db/connection';
 import { snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
-import type { Principal } from '../tenancy/access';
 import { PageRequest, pageOf } from '../shared/pagination';
+import type { OperationContext } from '../operations/context';
 
 /** Raw rows come back with column names; models use properties. */
 const columnsToProperties = snakeCaseMappers();
@@ -133,7 +133,8 @@ export function usageRange(from?: string, to?: string): { from: Date; to: Date }
   return { from: start, to: new Date(end.getTime() + DAY) };
 }
 
-export async function usageSummary(db: Executor, principal: Principal, params: { from?: string; to?: string }) {
+export async function usageSummary(ctx: OperationContext, params: { from?: string; to?: string }) {
+  const { db, principal } = ctx;
   const { from, to } = usageRange(params.from, params.to);
   const rows = (await MeteredOperation.query(db)
     .where({ workspaceId: principal.workspaceId })
@@ -154,7 +155,8 @@ export async function usageSummary(db: Executor, principal: Principal, params: {
   };
 }
 
-export async function billingMonth(db: Executor, principal: Principal) {
+export async function billingMonth(ctx: OperationContext) {
+  const { db, principal } = ctx;
   const workspace = (await Workspace.query(db).findById(principal.workspaceId))!;
   const plan = PLANS[workspace.plan] ?? PLANS.free;
   const now = new Date();
@@ -194,14 +196,16 @@ const presentOperation = (o: MeteredOperation) => ({
   createdAt: o.createdAt.toISOString(),
 });
 
-export async function listOperations(db: Executor, principal: Principal, page: PageRequest, filter: { parentOperationId?: string }) {
+export async function listOperations(ctx: OperationContext, page: PageRequest, filter: { parentOperationId?: string }) {
+  const { db, principal } = ctx;
   const base = MeteredOperation.query(db).where({ workspaceId: principal.workspaceId });
   if (filter.parentOperationId) base.where('parentOperationId', filter.parentOperationId);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   return { operations: rows.map(presentOperation), pagination };
 }
 
-export async function operationCharges(db: Executor, principal: Principal, operationId: string) {
+export async function operationCharges(ctx: OperationContext, operationId: string) {
+  const { db, principal } = ctx;
   const operation = await MeteredOperation.query(db).findOne({ id: operationId, workspaceId: principal.workspaceId });
   if (!operation) throw new NotFoundError('operation', 'No metered operation with this id in this workspace.');
   const charges = await OperationCharge.query(db).where({ operationId }).orderBy('item');
@@ -211,7 +215,8 @@ export async function operationCharges(db: Executor, principal: Principal, opera
   };
 }
 
-export async function getAlerts(db: Executor, principal: Principal) {
+export async function getAlerts(ctx: OperationContext) {
+  const { db, principal } = ctx;
   const settings = await UsageAlertSettings.query(db).findById(principal.workspaceId);
   const events = await UsageAlertEvent.query(db).where({ workspaceId: principal.workspaceId }).orderBy('createdAt', 'desc').limit(50);
   return {
@@ -221,8 +226,9 @@ export async function getAlerts(db: Executor, principal: Principal) {
   };
 }
 
-export async function putAlerts(db: Executor, principal: Principal, input: { monthlyBudget: string | null; thresholds: number[] }) {
+export async function putAlerts(ctx: OperationContext, input: { monthlyBudget: string | null; thresholds: number[] }) {
+  const { db, principal } = ctx;
   const fields = { monthlyBudget: input.monthlyBudget, thresholds: [...new Set(input.thresholds)].sort((a, b) => a - b), updatedAt: new Date() };
   await UsageAlertSettings.query(db).insert({ workspaceId: principal.workspaceId, ...fields }).onConflict('workspaceId').merge();
-  return getAlerts(db, principal);
+  return getAlerts(ctx);
 }

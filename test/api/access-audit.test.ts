@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { toolRefusal } from '../support/mcp-client';
+import { createActivities } from '../../activities';
+import { temporalSettings } from '../../core/temporal-config';
+import { workflowBundlePath } from '../../worker/workflow-bundle';
 import { createPipelineRunActivities } from '../../activities/pipeline-runs';
 import { PipelineRun, PipelineSchedule, Project, QueryJob } from '../../db/models';
 import { runQueryJobAsItsKey } from '../../services/ontology/query-jobs';
-import { commitRunAsItsLauncher } from '../../services/pipelines/run-commit';
+import { workerDependencies } from '../../services/operations/context';
+import { commitRunAsItsLauncher, extractAsItsLauncher } from '../../services/pipelines/run-commit';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
-import { as, keyIdOf, newKey, request } from '../support/fixtures';
+import { as, keyIdOf, newKey, request, revokeKey } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 import { createPipeline, EventsApi, eventsSource, linearDocument, pipelineTenant, PipelineTenant, tableDestination } from '../support/pipelines';
 import { tableRows } from '../support/source-writes';
@@ -154,8 +160,10 @@ describe('Access gaps found by the audit, closed', function () {
       assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
       // The proposer holds no data:read: its own answer does not show Ada's stored row either.
       const own = proposed.body.writeAction.changeSet;
-      assert.deepEqual(own.counts, { added: 1, changed: 1, removed: 0 });
+      // Nor which of its keys existed: added against changed would say it.
+      assert.deepEqual(own.counts, { affected: 2 });
       assert.deepEqual(own.changed, []);
+      assert.deepEqual(own.added, []);
       assert.equal(own.recordsWithheld, true);
       assert.equal(JSON.stringify(proposed.body).includes('"years"'), false, 'no stored field came back');
 
@@ -169,8 +177,8 @@ describe('Access gaps found by the audit, closed', function () {
         assert.equal(one.status, 200, JSON.stringify(one.body));
         assert.deepEqual(one.body.writeAction.changeSet.changed, [], 'the row before is withheld');
         assert.equal(one.body.writeAction.changeSet.recordsWithheld, true);
-        assert.deepEqual(one.body.writeAction.changeSet.counts, { added: 1, changed: 1, removed: 0 }, 'the counts stay');
-        assert.deepEqual(one.body.writeAction.changeSet.added.map((row: { after: { full_name: string } }) => row.after.full_name), ['Nia'], 'the action’s own new rows stay');
+        assert.deepEqual(one.body.writeAction.changeSet.counts, { affected: 2 }, 'how many it touches stays, not which existed');
+        assert.deepEqual(one.body.writeAction.changeSet.added, [], 'which keys are new is withheld too');
         const listed = await as(viewer).get(writes(endpoint));
         assert.equal(listed.status, 200, JSON.stringify(listed.body));
         assert.equal(JSON.stringify(listed.body).includes('"years"'), false, 'the listing withholds them too');
@@ -179,6 +187,7 @@ describe('Access gaps found by the audit, closed', function () {
       const full = (await as(reader).get(url)).body.writeAction.changeSet;
       assert.deepEqual(full.changed[0].before, { id: 1, full_name: 'Ada', years: 36 }, 'a key that may read the records sees them');
       assert.equal(full.recordsWithheld, undefined);
+      assert.deepEqual(full.counts, { added: 1, changed: 1, removed: 0 });
     });
   });
 
@@ -212,7 +221,7 @@ describe('Access gaps found by the audit, closed', function () {
           return original.apply(this, args);
         } as typeof Project.query;
         try {
-          await assert.rejects(runQueryJobAsItsKey({ db, encryptionKey: env().encryptionKey }, job.id), (error: { code?: string }) => ['concurrent_change', 'database_unavailable'].includes(error.code ?? ''));
+          await assert.rejects(runQueryJobAsItsKey(workerDependencies({ db, encryptionKey: env().encryptionKey }), job.id), (error: { code?: string }) => ['concurrent_change', 'database_unavailable'].includes(error.code ?? ''));
         } finally {
           Project.query = original;
         }
@@ -222,12 +231,50 @@ describe('Access gaps found by the audit, closed', function () {
       }
     });
 
+    it('fails a job whose activity ran out of retries, with the last error recorded, instead of leaving it active', async function () {
+      this.timeout(120_000);
+      const t = await ontologyTenant();
+      const job = await activeJob(t, await newKey(t.ws, { scopes: ['queries:execute'] }));
+      // The real workflow and activities on a queue of their own, but a job activity that meets a
+      // database away on every attempt (as the test above does once): the retry policy gives up.
+      const taskQueue = `query-job-retries-${randomUUID()}`;
+      const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+      let attempts = 0;
+      const worker = await Worker.create({
+        connection,
+        namespace: temporalSettings().namespace,
+        taskQueue,
+        workflowBundle: { codePath: (await workflowBundlePath()).codePath },
+        activities: {
+          ...createActivities({ db: env().db, encryptionKey: env().encryptionKey }),
+          runQueryJob: async () => {
+            attempts += 1;
+            throw ApplicationFailure.retryable('terminating connection due to administrator command', 'database_unavailable');
+          },
+        },
+      });
+      const running = worker.run();
+      try {
+        const status = await env().temporal.workflow.execute('queryJobWorkflow', { taskQueue, workflowId: job.workflowId, args: [{ jobId: job.id }] });
+        assert.equal(status, 'failed');
+      } finally {
+        worker.shutdown();
+        await running;
+        await connection.close();
+      }
+      assert.equal(attempts, 3, 'every attempt of the retry policy was made first');
+      const stored = (await QueryJob.query(env().db).findById(job.id))!;
+      assert.equal(stored.status, 'failed');
+      assert.equal(stored.error?.code, 'query_job_failed');
+      assert.match(stored.error!.message, /terminating connection/);
+    });
+
     it('fails a job whose key’s creator has left the workspace, with the reason recorded', async () => {
       const t = await ontologyTenant();
       const leaver = await addMember(env().db, t.ws.workspaceId, { name: 'leaver', role: 'member' });
       const job = await activeJob(t, await newKey(t.ws, { scopes: ['queries:execute'] }, leaver.id));
       await removeMember(env().db, t.ws.workspaceId, leaver.id);
-      const outcome = await runQueryJobAsItsKey(env(), job.id);
+      const outcome = await runQueryJobAsItsKey(workerDependencies(env()), job.id);
       assert.equal(outcome.status, 'failed');
       const stored = (await QueryJob.query(env().db).findById(job.id))!;
       assert.equal((stored.error as { code: string }).code, 'actor_not_accountable');
@@ -256,7 +303,7 @@ describe('Access gaps found by the audit, closed', function () {
 
     it('records a refused run, and launches nothing, for a schedule made before schedules had keys', async () => {
       const made = await schedule(null);
-      const launch = await createPipelineRunActivities(env()).createScheduledRun({ scheduleId: made.id });
+      const launch = await createPipelineRunActivities(workerDependencies(env())).createScheduledRun({ scheduleId: made.id });
       assert.equal(launch, null, 'nothing is launched');
       const runs = await runsOf(made.id);
       assert.equal(runs.length, 1, 'the refusal is recorded as a run');
@@ -270,7 +317,7 @@ describe('Access gaps found by the audit, closed', function () {
       const key = await newKey(p.ws, { scopes: ['pipelines:execute'] }, leaver.id);
       const made = await schedule(await keyIdOf(key), leaver.id);
       await removeMember(env().db, p.ws.workspaceId, leaver.id);
-      assert.equal(await createPipelineRunActivities(env()).createScheduledRun({ scheduleId: made.id }), null);
+      assert.equal(await createPipelineRunActivities(workerDependencies(env())).createScheduledRun({ scheduleId: made.id }), null);
       const runs = await runsOf(made.id);
       assert.equal(runs.length, 1, 'the owner sees why nothing ran');
       assert.equal(runs[0].status, 'failed');
@@ -280,7 +327,7 @@ describe('Access gaps found by the audit, closed', function () {
     it('launches as the schedule’s key when it may', async () => {
       const key = await newKey(p.ws, { scopes: ['pipelines:execute'] });
       const made = await schedule(await keyIdOf(key));
-      const launch = await createPipelineRunActivities(env()).createScheduledRun({ scheduleId: made.id });
+      const launch = await createPipelineRunActivities(workerDependencies(env())).createScheduledRun({ scheduleId: made.id });
       assert.ok(launch, 'a run was launched');
       const [run] = await runsOf(made.id);
       assert.equal(run.status, 'queued');
@@ -288,25 +335,33 @@ describe('Access gaps found by the audit, closed', function () {
       await PipelineRun.query(env().db).patch({ status: 'canceled' }).where({ id: run.id });
     });
 
-    it('never commits a run that has no key to act as', async () => {
-      const id = randomUUID();
-      await PipelineRun.query(env().db).insert({
-        id,
-        workspaceId: p.ws.workspaceId,
-        projectId: p.projectId,
-        pipelineId,
-        pipelineName: 'keyless',
-        versionId: randomUUID(),
-        versionNumber: 1,
-        document: { nodes: [], edges: [] },
-        trigger: 'schedule',
-        actorMemberId: p.ws.memberId,
-        apiKeyId: null,
-        status: 'running',
-        workflowId: `audit-run-${id}`,
-      } as never);
-      await assert.rejects(commitRunAsItsLauncher(env(), id), (error: { code?: string }) => error.code === 'run_without_key');
-      assert.equal((await PipelineRun.query(env().db).findById(id))!.status, 'running', 'nothing was committed');
+    it('never reads for, nor commits, a run that has no key to act as, or whose key was revoked', async () => {
+      const revoked = await newKey(p.ws, { scopes: ['pipelines:execute'] });
+      await revokeKey(revoked);
+      const revokedRun = randomUUID();
+      const hooks = { attempt: 1, checkpoint: () => undefined };
+      for (const [id, apiKeyId] of [[revokedRun, await keyIdOf(revoked)], [randomUUID(), null]] as const) {
+        await PipelineRun.query(env().db).insert({
+          id,
+          workspaceId: p.ws.workspaceId,
+          projectId: p.projectId,
+          pipelineId,
+          pipelineName: 'keyless',
+          versionId: randomUUID(),
+          versionNumber: 1,
+          document: { nodes: [], edges: [] },
+          trigger: 'schedule',
+          actorMemberId: p.ws.memberId,
+          apiKeyId,
+          status: 'running',
+          workflowId: `audit-run-${id}`,
+        } as never);
+        // Refused before the run is even loaded for reading: no node is claimed, no page is read.
+        const code = apiKeyId ? 'credential_revoked' : 'run_without_key';
+        await assert.rejects(extractAsItsLauncher(workerDependencies(env()), id, 'source', hooks), (error: { code?: string }) => error.code === code);
+        await assert.rejects(commitRunAsItsLauncher(workerDependencies(env()), id), (error: { code?: string }) => error.code === code);
+        assert.equal((await PipelineRun.query(env().db).findById(id))!.status, 'running', 'nothing was committed');
+      }
     });
 
     it('checks an approved SPARQL update again against the SPARQL update’s access: the semantic mode turned back to read stops it', async () => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { toolRefusal } from '../support/mcp-client';
 import { QueryJob, WriteAction } from '../../db/models';
 import { runQueryJobAsItsKey } from '../../services/ontology/query-jobs';
+import { workerDependencies } from '../../services/operations/context';
 import { env } from '../support/environment';
 import { as, keyIdOf, newKey, request, revokeKey } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
@@ -163,7 +164,7 @@ describe('Access holes between the doors, closed', function () {
       expiresAt: new Date(Date.now() + 3_600_000),
     } as never);
     await revokeKey(key);
-    const outcome = await runQueryJobAsItsKey(env(), job.id);
+    const outcome = await runQueryJobAsItsKey(workerDependencies(env()), job.id);
     assert.equal(outcome.status, 'failed');
     const stored = (await QueryJob.query(env().db).findById(job.id))!;
     assert.equal(stored.status, 'failed');

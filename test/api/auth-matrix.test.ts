@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { RouteSpec } from '../../api/route-spec';
+import { inputOf, type RouteSpec } from '../../api/route-spec';
 import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
 import { actAsKey } from '../../services/operations/act-as-key';
+import { workerDependencies } from '../../services/operations/context';
+import { invoke } from '../../services/operations/invoke';
+import { principalOfKey } from '../../services/tenancy/api-keys';
 import { Operation, Requirement, scopesOf } from '../../services/operations/operation';
 import { operations } from '../../services/operations/registry';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
-import { coverageProblems, FLOORS, internalOperations, keyedOperations, routesOf } from '../support/doors';
+import { coverageProblems, FLOORS, INTERNAL_OPERATIONS, internalOperations, keyedOperations, routesOf } from '../support/doors';
 import { sampleValue } from '../support/schema-samples';
 import {
   expireKey,
@@ -46,8 +49,9 @@ const pathParams = (route: RouteSpec) => (route.path.match(/:([A-Za-z_]+)/g) ?? 
 const SAMPLE_BODIES: Record<string, () => unknown> = {};
 
 function sampleBody(route: RouteSpec): unknown {
-  if (!route.body) return undefined;
-  return SAMPLE_BODIES[route.operation.name]?.() ?? sampleValue(route.body);
+  const { body } = inputOf(route);
+  if (!body) return undefined;
+  return SAMPLE_BODIES[route.operation.name]?.() ?? sampleValue(body);
 }
 
 /** One tenant for one case, plus a second tenant whose ids must stay invisible to the first. */
@@ -78,7 +82,7 @@ function pathFor(route: RouteSpec, ids: { projectId: string; keyId: string }): s
     if (name === 'project_id') return ids.projectId;
     if (name === 'key_id') return ids.keyId;
     // Other parameters get a well-formed value of their declared kind: ids are UUIDs, element names and release numbers are not.
-    const schema = ((route.params?.properties ?? {}) as Record<string, { format?: string; pattern?: string }>)[name];
+    const schema = ((inputOf(route).params?.properties ?? {}) as Record<string, { format?: string; pattern?: string }>)[name];
     if (schema?.format === 'uuid' || !schema?.pattern) return randomUUID();
     return /\[1-9\]/.test(schema.pattern) ? '7' : `x${randomUUID().slice(0, 8)}`;
   });
@@ -135,9 +139,9 @@ describe('The authorization matrix', () => {
   it('covers the keyed routes and builds a schema-valid sample body for each', () => {
     assert.ok(keyedRoutes.length >= FLOORS.keyedRoutes, `the matrix lost keyed routes: ${keyedRoutes.length}`);
     const invalid: string[] = [];
-    for (const route of keyedRoutes.filter((r) => r.body)) {
+    for (const route of keyedRoutes.filter((r) => inputOf(r).body)) {
       try {
-        validateWithSchema(route.body as JsonSchema, structuredClone(sampleBody(route)), 'sample body');
+        validateWithSchema(inputOf(route).body as JsonSchema, structuredClone(sampleBody(route)), 'sample body');
       } catch (error) {
         invalid.push(`${label(route)} (${route.operation.name}): ${(error as Error).message}; add an entry to SAMPLE_BODIES`);
       }
@@ -381,7 +385,8 @@ describe('The authorization matrix', () => {
  * and test/api/access-holes.test.ts.
  */
 describe('The access matrix of work acting as its key', () => {
-  const activityOperations = internalOperations('activity');
+  // Work acting as its key (activities) and the operations the SPARQL protocol hands a request to.
+  const activityOperations = [...internalOperations('activity'), ...internalOperations('sparql')];
   const activityAccess = (operation: Operation) => operation.access as Requirement;
   const exact = (operation: Operation): string[] => {
     const rule = activityAccess(operation).scopes;
@@ -393,7 +398,10 @@ describe('The access matrix of work acting as its key', () => {
     const input = { projectId, jobId: randomUUID(), runId: randomUUID(), scheduleId: randomUUID(), writeActionId: randomUUID() };
     try {
       // A key the access admits would go on to the work itself: stop it at the first database read.
-      await actAsKey({ db: env().db, encryptionKey: env().encryptionKey }, { workspaceId, apiKeyId: await keyIdOf(key) }, `matrix:${operation.name}`, operation, input);
+      if (INTERNAL_OPERATIONS[operation.name].door === 'sparql') {
+        const principal = await principalOfKey(env().db, workspaceId, await keyIdOf(key));
+        await invoke({ deps: workerDependencies(env()), principal, door: 'sparql', requestId: `matrix:${operation.name}` }, operation, { projectId, text: 'ASK {}', sentAsQuery: false });
+      } else await actAsKey(workerDependencies(env()), { workspaceId, apiKeyId: await keyIdOf(key) }, `matrix:${operation.name}`, operation, input);
       return 'admitted';
     } catch (error) {
       return (error as { code?: string }).code ?? `unexpected ${(error as Error).message}`;
@@ -401,7 +409,7 @@ describe('The access matrix of work acting as its key', () => {
   }
 
   it('refuses each internal operation to keys missing its scopes, its project, shared resources or an accountable actor', async () => {
-    assert.ok(activityOperations.length >= 5, `internal operations went missing: ${activityOperations.map((o) => o.name).join(', ')}`);
+    assert.ok(activityOperations.length >= 7, `internal operations went missing: ${activityOperations.map((o) => o.name).join(', ')}`);
     const t = await tenants();
     const leaver = await addMember(env().db, t.ws.workspaceId, { name: 'leaver', role: 'admin' });
     const cases: Array<{ operation: Operation; label: string; key: string; code: string }> = [];

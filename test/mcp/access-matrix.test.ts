@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RouteSpec } from '../../api/route-spec';
+import { inputOf, type RouteSpec } from '../../api/route-spec';
 import { SCOPES } from '../../core/scopes';
 import { toolInputSchema, tools, ToolSpec } from '../../mcp/tools';
 import { Requirement, scopesOf } from '../../services/operations/operation';
@@ -45,7 +45,7 @@ function argumentsFor(tool: ToolSpec, projectId: string): Record<string, unknown
 /** The code the operation's HTTP route answers this key, for the same project (other ids fresh). */
 async function httpCode(route: RouteSpec, key: string, projectId: string): Promise<string | undefined> {
   const path = route.path.replace(':project_id', projectId).replace(/:([A-Za-z_]+)/g, () => randomUUID());
-  const res = await request(route.method.toUpperCase(), path, { key, body: route.body ? sampleValue(route.body as Record<string, unknown>) : undefined });
+  const res = await request(route.method.toUpperCase(), path, { key, body: inputOf(route).body ? sampleValue(inputOf(route).body as Record<string, unknown>) : undefined });
   return res.body?.code;
 }
 
@@ -68,7 +68,7 @@ describe('The MCP access matrix, generated from the tools’ operations', functi
     assert.deepEqual(tools.filter((tool) => !matrixTools.includes(tool)).map((tool) => tool.name), [], 'a tool invokes an operation that is not a keyed operation of the registry');
     assert.deepEqual(coverageProblems(), []);
     const routeless = keyedOperations.filter((operation) => routesOf(operation).length === 0);
-    assert.deepEqual(routeless.filter((operation) => toolsOf(operation).length === 0 && !internalOperations('activity').includes(operation) && !internalOperations('mcp-connection').includes(operation)).map((o) => o.name), []);
+    assert.deepEqual(routeless.filter((operation) => toolsOf(operation).length === 0 && !internalOperations('activity').includes(operation) && !internalOperations('sparql').includes(operation) && !internalOperations('mcp-connection').includes(operation)).map((o) => o.name), []);
   });
 
   it('refuses to open a project-bound connection outside the key’s allowlist, as the project routes do', async () => {

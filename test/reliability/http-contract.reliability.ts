@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import fc from 'fast-check';
 import { allRoutes } from '../../api/app';
+import { inputOf } from '../../api/route-spec';
 import { RESULT_TYPES } from '../../api/routes/sparql';
 import { env } from '../support/environment';
 import { request } from '../support/fixtures';
@@ -204,9 +205,9 @@ describe('The HTTP contract around the operations', function () {
     });
 
     it('states the body media types (Content-Type) and their 415, and answers another media type with a 415 problem', async () => {
-      for (const { op, route, method, template } of operations().filter(({ route: r }) => r.body || r.rawBody)) {
+      for (const { op, route, method, template } of operations().filter(({ route: r }) => inputOf(r).body || r.rawBody)) {
         const types = Object.keys(op.requestBody?.content ?? {});
-        assert.deepEqual(types, route.body ? ['application/json'] : [...route.rawBody!.mediaTypes], op.operationId);
+        assert.deepEqual(types, inputOf(route).body ? ['application/json'] : [...route.rawBody!.mediaTypes], op.operationId);
         assert.ok(op.responses['415'], `${op.operationId} does not document 415`);
         const res = await rawRequest(baseUrl, { method, path: concrete(template), headers: { Authorization: `Bearer ${tenant.key}`, 'Content-Type': 'application/x-not-a-type' }, body: 'x' });
         // The project, path and query checks come first (the webhook needs a signature): any other answer is the 415.

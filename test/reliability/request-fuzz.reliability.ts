@@ -4,7 +4,7 @@ import querystring from 'node:querystring';
 import fc from 'fast-check';
 import Stripe from 'stripe';
 import { allRoutes } from '../../api/app';
-import type { RouteSpec } from '../../api/route-spec';
+import { inputOf, type RouteSpec } from '../../api/route-spec';
 import { JsonSchema, schemaProblems } from '../../core/schema-validator';
 import { env } from '../support/environment';
 import { raiseRequestLimits, request } from '../support/fixtures';
@@ -152,7 +152,8 @@ function invalidPath(op: Operation): fc.Arbitrary<Part<string>> | undefined {
     const parts = matchTemplate(op.template, valid.value) ?? {};
     const filled = params.map(({ name }, i) => (i === index ? segment : parts[name]));
     const decoded = Object.fromEntries(params.map(({ name }, i) => [name, safeDecode(filled[i])]));
-    const wrong = op.route.params ? schemaProblems(op.route.params, decoded).length > 0 : false;
+    const schema = inputOf(op.route).params;
+    const wrong = schema ? schemaProblems(schema, decoded).length > 0 : false;
     return { value: fill(op.template, params, filled), note: `path parameter ${params[index].name} = ${segment.slice(0, 40)}`, wrong };
   });
 }
@@ -274,9 +275,10 @@ function invalidQuery(op: Operation): fc.Arbitrary<Part<string>> {
 
 /** What the server's validator says about a query string, parsed as Koa parses it. */
 function classifyQuery(op: Operation, query: string): boolean {
-  if (!op.route.query) return false;
+  const schema = inputOf(op.route).query;
+  if (!schema) return false;
   const parsed = { ...querystring.parse(query.replace(/^\?/, '')) };
-  return schemaProblems(op.route.query, parsed, { query: true }).length > 0;
+  return schemaProblems(schema, parsed, { query: true }).length > 0;
 }
 
 /* ---------------- bodies ---------------- */
@@ -364,7 +366,8 @@ function validBody(op: Operation): fc.Arbitrary<BodyPart> {
 }
 
 function classifyBody(op: Operation, value: unknown): boolean {
-  return op.route.body ? schemaProblems(op.route.body, structuredClone(value)).length > 0 : false;
+  const schema = inputOf(op.route).body;
+  return schema ? schemaProblems(schema, structuredClone(value)).length > 0 : false;
 }
 
 const INVALID_UTF8 = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc3, 0x28, 0x22, 0x7d]);
@@ -374,7 +377,7 @@ function transportBodies(op: Operation): fc.Arbitrary<BodyPart> {
   // The body parser reads POST, PUT and PATCH bodies only (of every route: a POST without a body
   // schema still refuses malformed JSON); GET and DELETE bodies are never read.
   const parsed = ['POST', 'PUT', 'PATCH'].includes(op.method);
-  const takesBody = Boolean(op.route.body || (op.route.rawBody && !op.route.rawBody.optional));
+  const takesBody = Boolean(inputOf(op.route).body || (op.route.rawBody && !op.route.rawBody.optional));
   const json = 'application/json';
   const cases: BodyPart[] = [
     { text: '{"a":', contentType: json, note: 'truncated JSON', wrong: parsed },
@@ -404,7 +407,7 @@ function transportBodies(op: Operation): fc.Arbitrary<BodyPart> {
 
 function invalidBody(op: Operation): fc.Arbitrary<BodyPart> {
   const schema = op.spec.requestBody?.content?.['application/json']?.schema as JsonSchema | undefined;
-  if (!schema || !op.route.body) return transportBodies(op);
+  if (!schema || !inputOf(op.route).body) return transportBodies(op);
   const mutated = invalidArbitrary(schema, ctx).map((value): BodyPart => {
     let text: string;
     try {

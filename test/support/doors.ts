@@ -1,7 +1,7 @@
 import { apiRoutes } from '../../api/routes';
 import type { RouteSpec } from '../../api/route-spec';
 import { tools, ToolSpec } from '../../mcp/tools';
-import { isPublic, Operation } from '../../services/operations/operation';
+import { isKeyless, isOperator, Operation } from '../../services/operations/operation';
 import { operations } from '../../services/operations/registry';
 
 // Which door reaches each operation of the registry, for the access matrices: they iterate the
@@ -13,21 +13,29 @@ import { operations } from '../../services/operations/registry';
  * later acts as its key through actAsKey (services/operations/act-as-key.ts); the access matrix of
  * that door is in test/api/auth-matrix.test.ts.
  */
-export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: 'activity' | 'mcp-connection'; why: string }>> = {
+export type InternalDoor = 'activity' | 'sparql' | 'mcp-connection';
+
+export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: InternalDoor; why: string }>> = {
   commitRun: { door: 'activity', why: 'a run commits as the key that launched it' },
+  extractRunSource: { door: 'activity', why: 'a run reads its sources as the key that launched it' },
   runQueryJob: { door: 'activity', why: 'an async query job runs as the key that asked for it' },
   launchScheduledRun: { door: 'activity', why: 'a scheduled launch acts as the key that made the schedule' },
   applyApprovedWrite: { door: 'activity', why: 'an approved governed write is applied as the key that proposed it' },
   applyApprovedSparqlUpdate: { door: 'activity', why: 'an approved SPARQL update is applied as the key that proposed it' },
+  sparqlQuery: { door: 'sparql', why: 'the SPARQL protocol’s GET and POST hand a query to it' },
+  sparqlUpdate: { door: 'sparql', why: 'the SPARQL protocol’s POST hands an update to it' },
   openProjectConnection: { door: 'mcp-connection', why: 'opening /mcp/projects/{project_id}: the MCP middleware binds the connection' },
 };
 
 /** The registry's keyed operations: what every matrix starts from. */
-export const keyedOperations: readonly Operation[] = operations.filter((operation) => !isPublic(operation.access));
+export const keyedOperations: readonly Operation[] = operations.filter((operation) => !isKeyless(operation.access));
+
+/** The operator's operations: the admin CLI's door only (test/cli/admin.test.ts). */
+export const operatorOperationsOf: readonly Operation[] = operations.filter((operation) => isOperator(operation.access));
 
 export const routesOf = (operation: Operation): RouteSpec[] => apiRoutes.filter((route) => route.operation === operation);
 export const toolsOf = (operation: Operation): ToolSpec[] => tools.filter((tool) => tool.operation === operation);
-export const internalOperations = (door: 'activity' | 'mcp-connection'): Operation[] => keyedOperations.filter((operation) => INTERNAL_OPERATIONS[operation.name]?.door === door);
+export const internalOperations = (door: InternalDoor): Operation[] => keyedOperations.filter((operation) => INTERNAL_OPERATIONS[operation.name]?.door === door);
 
 /** The real counts when this was written: the matrices refuse to pass on fewer (an emptied registry, routes or tools). */
 export const FLOORS = { operations: 135, keyedRoutes: 120, tools: 14 } as const;
@@ -44,6 +52,9 @@ export function coverageProblems(): string[] {
     const internal = INTERNAL_OPERATIONS[operation.name];
     if (!reached && !internal) problems.push(`${operation.name}: no route, tool or internal door reaches it (add a door, or an INTERNAL_OPERATIONS entry with its door)`);
     if (reached && internal) problems.push(`${operation.name}: listed as internal, but a route or tool reaches it`);
+  }
+  for (const operation of operatorOperationsOf) {
+    if (routesOf(operation).length + toolsOf(operation).length) problems.push(`${operation.name}: an operator operation, but a route or tool reaches it`);
   }
   for (const name of Object.keys(INTERNAL_OPERATIONS)) {
     if (!keyedOperations.some((operation) => operation.name === name)) problems.push(`${name}: listed as internal, but the registry has no keyed operation of that name`);

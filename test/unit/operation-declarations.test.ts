@@ -3,14 +3,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { allRoutes } from '../../api/app';
 import { buildOpenApiDocument } from '../../api/openapi';
-import { defineRoute, RouteSpec } from '../../api/route-spec';
+import { defineRoute, inputOf, requestInput, RouteSpec } from '../../api/route-spec';
 import { apiRoutes } from '../../api/routes';
 import { projectRoot } from '../../core/paths';
 import type { JsonSchema } from '../../core/schema-validator';
 import { isScope } from '../../core/scopes';
 import { tools } from '../../mcp/tools';
-import { defineOperation, isPublic, scopesOf } from '../../services/operations/operation';
+import type { Caller } from '../../services/operations/context';
+import { execute } from '../../services/operations/invoke';
+import { defineOperation, isKeyless, isOperator, isPublic, RequestInput, Requirement, scopesOf } from '../../services/operations/operation';
+import { sparqlUpdateOperation } from '../../services/ontology/sparql-operations';
 import { operations, operationsByName } from '../../services/operations/registry';
+import { FLOORS } from '../support/doors';
+import { idParams, listQuery } from '../../schemas/common';
 
 const label = (route: RouteSpec) => `${route.method.toUpperCase()} ${route.path}`;
 const pathParams = (route: RouteSpec) => (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((p) => p.slice(1));
@@ -25,6 +30,7 @@ const NON_MUTATING_POSTS: Record<string, string> = {
   validateDataEndpoint: 'validates a stored endpoint against its capability contract; stores nothing (SPEC 4.4: read scope as applicable)',
   executeQuery: 'executes a published release for a consumer: reads data, changes none (SPEC 4.5)',
   executeOntologyQuery: 'the alias of executeQuery',
+  sparqlQueryPost: 'the SPARQL protocol’s POST hands a query to sparqlQuery (reads) and an update to sparqlUpdate, which needs the accountable actor itself (checked in the next test)',
 };
 
 /** Words that state an access rule. A door (api/, mcp/) that contains one restates what an operation declares. */
@@ -50,6 +56,9 @@ describe('Operation declarations', () => {
       if (!access) problems.push(`${operation.name}: no access`);
       else if (isPublic(operation.access)) {
         if (typeof operation.access.public !== 'string' || operation.access.public.trim().length < 5) problems.push(`${operation.name}: public without a reason`);
+      } else if (isOperator(operation.access)) {
+        if (typeof operation.access.operator !== 'string' || operation.access.operator.trim().length < 5) problems.push(`${operation.name}: operator access without a reason`);
+        if (!operation.input) problems.push(`${operation.name}: the admin door validates nothing of its own, so an operator operation declares its input`);
       } else {
         const rule = operation.access.scopes as unknown as Record<string, unknown>;
         const listed = rule && (Array.isArray(rule.anyOf) ? rule.anyOf : rule.allOf);
@@ -127,17 +136,49 @@ describe('Operation declarations', () => {
     }
   });
 
-  it('every path parameter is validated, and every *_id parameter is a UUID', () => {
+  it('a route carries no request schema: params, query and body are declared by its operation', () => {
+    const routes = allRoutes();
+    assert.ok(routes.length >= FLOORS.keyedRoutes, `the routes were lost: ${routes.length}`);
+    const problems: string[] = [];
+    for (const route of routes) {
+      const own = declaredKeys(route).filter((key) => ['params', 'query', 'body'].includes(key));
+      if (own.length) problems.push(`${label(route)}: declares ${own.join(', ')} (declare them in its operation's input)`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('every operation a route with path parameters reaches declares them in input.params, each *_id a UUID', () => {
+    const problems: string[] = [];
+    let checked = 0;
+    for (const operation of operations) {
+      const names = new Set(allRoutes().filter((route) => route.operation === operation).flatMap(pathParams));
+      if (names.size === 0) continue;
+      checked += 1;
+      const params = operation.input?.params;
+      if (!params) {
+        problems.push(`${operation.name}: its routes have path parameters (${[...names].join(', ')}) but it declares no input.params`);
+        continue;
+      }
+      const properties = (params.properties ?? {}) as Record<string, JsonSchema>;
+      const required = new Set((params.required as string[] | undefined) ?? []);
+      for (const name of names) {
+        if (!properties[name] || !required.has(name)) problems.push(`${operation.name}: :${name} is not a required property of input.params`);
+        else if (name.endsWith('_id') && properties[name].format !== 'uuid') problems.push(`${operation.name}: :${name} is not format uuid`);
+      }
+    }
+    assert.ok(checked >= 80, `too few operations with path parameters were checked (${checked}): was the registry or the route list emptied?`);
+    assert.deepEqual(problems, []);
+  });
+
+  it('an operation that takes the request parts is reached by routes that hand them over as they are, and only then', () => {
+    // invoke() validates the parts of an operation that is not flat for every door but HTTP: it
+    // must be the shape the operation takes, so a route's own mapping needs a flat operation.
     const problems: string[] = [];
     for (const route of allRoutes()) {
-      const names = pathParams(route);
-      if (names.length === 0) continue;
-      const properties = (route.params?.properties ?? {}) as Record<string, JsonSchema>;
-      const required = new Set((route.params?.required as string[] | undefined) ?? []);
-      for (const name of names) {
-        if (!properties[name] || !required.has(name)) problems.push(`${label(route)}: :${name} is not a required property of params`);
-        else if (name.endsWith('_id') && properties[name].format !== 'uuid') problems.push(`${label(route)}: :${name} is not format uuid`);
-      }
+      const input = route.operation.input;
+      if (!input || !(input.params || input.query || input.body)) continue;
+      if (route.input === requestInput && input.flat) problems.push(`${label(route)}: hands over the request parts, but ${route.operation.name} is declared flat`);
+      if (route.input !== requestInput && !input.flat) problems.push(`${label(route)}: maps the request onto fields, so ${route.operation.name} must be declared flat`);
     }
     assert.deepEqual(problems, []);
   });
@@ -145,7 +186,7 @@ describe('Operation declarations', () => {
   it('an operation that names a project is reached by routes whose path names it', () => {
     for (const route of apiRoutes) {
       const access = route.operation.access;
-      if (isPublic(access) || !access.project) continue;
+      if (isKeyless(access) || !access.project) continue;
       assert.ok(pathParams(route).includes('project_id') || route.input, `${label(route)}: the operation needs a project, and neither the path nor the route's input mapping gives one`);
     }
   });
@@ -153,9 +194,11 @@ describe('Operation declarations', () => {
   it('every state-changing route invokes an operation that needs an accountable actor', () => {
     const missing = apiRoutes
       .filter((r) => !publicRoute(r) && r.method !== 'get' && !NON_MUTATING_POSTS[r.operation.name])
-      .filter((r) => { const access = r.operation.access; return isPublic(access) || !access.actor; })
+      .filter((r) => { const access = r.operation.access; return isKeyless(access) || !access.actor; })
       .map(label);
     assert.deepEqual(missing, []);
+    // What the SPARQL protocol hands an update to changes state: it needs the actor itself.
+    assert.equal((sparqlUpdateOperation.access as Requirement).actor, 'accountable');
   });
 
   it('Idempotency-Key is offered on write operations only, never by GET routes or key creation', () => {
@@ -180,13 +223,48 @@ describe('Operation declarations', () => {
       const operation = document.paths[route.path.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[route.method];
       assert.ok(operation, `${label(route)} is missing from the OpenAPI document`);
       const access = route.operation.access;
-      if (isPublic(access)) continue;
+      if (isKeyless(access)) continue;
       assert.equal(operation.operationId, route.operation.name);
       assert.deepEqual(operation['x-weft-scopes'], scopesOf(access.scopes));
       assert.deepEqual(operation['x-weft-access'], access);
       for (const status of ['401', '403', '429']) assert.ok(operation.responses[status], `${label(route)} does not document ${status}`);
       if (pathParams(route).length) assert.ok(operation.responses['404'], `${label(route)} does not document 404`);
-      if (route.body || route.query || route.params) assert.ok(operation.responses['422'], `${label(route)} does not document 422`);
+      const { params, query, body } = inputOf(route);
+      if (body || query || params) assert.ok(operation.responses['422'], `${label(route)} does not document 422`);
     }
+  });
+});
+
+describe('Request parts at every door', () => {
+  // A public operation needs no key or database: what it answers is the input invoke() handed it.
+  const echo = defineOperation({
+    name: 'echoRequest',
+    summary: 'Answers its input.',
+    access: { public: 'a test double' },
+    effect: 'read',
+    input: { params: idParams('thing_id'), query: listQuery(), body: { type: 'object', additionalProperties: false, properties: { note: { type: 'string', default: 'none' } } } },
+    run: async (_ctx, input: RequestInput<{ thing_id: string }, { limit: number }, { note: string }>) => input,
+  });
+  const caller = (door: Caller['door']): Caller => ({ deps: {} as Caller['deps'], door, requestId: 'test' });
+  const thingId = '0b0e4d5c-0000-4000-8000-000000000001';
+  const refusal = async (work: Promise<unknown>) => work.then(() => undefined, (error: { code?: string; message?: string; details?: Record<string, unknown> }) => error);
+
+  it('checks each declared part for doors other than HTTP, with the same 422 problem and the query coerced', async () => {
+    const { output } = await execute(caller('mcp'), echo, { params: { thing_id: thingId }, query: { limit: '10' } as never, body: undefined as never });
+    assert.deepEqual(output.query, { limit: 10, offset: 0 });
+    assert.deepEqual(output.body, { note: 'none' });
+    const bad = await refusal(execute(caller('activity'), echo, { params: { thing_id: 'X' }, query: { limit: 10 }, body: { note: 'n' } }));
+    assert.equal(bad?.code, 'validation_failed');
+    assert.match(String(bad?.message), /^The path is invalid: \/thing_id must match format "uuid"/);
+    assert.deepEqual(bad?.details?.part, 'path');
+    const extra = await refusal(execute(caller('sparql'), echo, { params: { thing_id: thingId }, query: { limit: 10 }, body: { note: 'n', other: 1 } as never }));
+    assert.match(String(extra?.message), /^The request body is invalid: \/other is not an accepted field/);
+  });
+
+  it('leaves the parts to the HTTP router (validated) and to the doors of a flat operation', async () => {
+    const unchecked = { params: { thing_id: 'X' }, query: { limit: 10 }, body: { note: 'n' } };
+    assert.deepEqual((await execute(caller('http'), echo, unchecked, { validated: true })).output, unchecked);
+    const flat = defineOperation({ ...echo, name: 'echoFlat', input: { ...echo.input, flat: true } });
+    assert.deepEqual((await execute(caller('mcp'), flat, unchecked)).output, unchecked);
   });
 });

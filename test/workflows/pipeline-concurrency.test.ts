@@ -5,6 +5,8 @@ import { installPlugin } from '../../services/endpoints/plugins';
 import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipelines/pipeline-schedules';
 import { cancelRun } from '../../services/pipelines/runs';
 import { Project } from '../../db/models';
+import type { OperationContext } from '../../services/operations/context';
+import type { Principal } from '../../services/tenancy/access';
 import { env } from '../support/environment';
 import { keyIdOf } from '../support/fixtures';
 import { externalDatabase, installationSettingsFor } from '../support/external-postgres';
@@ -22,6 +24,22 @@ import {
   waitForRun,
 } from '../support/pipelines';
 
+
+/** The context the MCP tools' operations get, for calling the schedule and cancel services directly as this key. */
+function contextOf(principal: Principal, project?: Project): OperationContext {
+  const { db, temporal, encryptionKey } = env();
+  return {
+    db,
+    deps: { db, temporal, encryptionKey },
+    principal,
+    get project(): Project {
+      if (!project) throw new Error('no project');
+      return project;
+    },
+    door: 'mcp',
+    requestId: 'pipeline-concurrency-test',
+  };
+}
 describe('Pipeline runs: queueing, cancellation, replace, schedules and external destinations', function () {
   this.timeout(180_000);
   const fixture = useEventsApi(() => EventsApi.events(100));
@@ -61,7 +79,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const queued = await launch(t, pipeline.id);
     await waitForRun(t, queued.id, (run) => sourceNode(run).recordsRead >= 200);
     const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
-    await cancelRun(env().db, env().temporal, principal, queued.id);
+    await cancelRun(contextOf(principal), queued.id);
     const run = await waitForRun(t, queued.id);
     assert.equal(run.status, 'canceled');
     assert.deepEqual(await tableRecords(t, destination), []);
@@ -105,10 +123,11 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const pipeline = await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }));
     const project = (await Project.query(env().db).findById(t.projectId))!;
     const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
-    const schedule = await createPipelineSchedule(env().db, env().temporal, principal, project, pipeline.id, { intervalSeconds: 3600, paused: true });
+    const ctx = contextOf(principal, project);
+    const schedule = await createPipelineSchedule(ctx, pipeline.id, { intervalSeconds: 3600, paused: true });
     const described = await env().temporal.schedule.getHandle(schedule.temporalScheduleId).describe();
     assert.equal(described.action.type, 'startWorkflow');
-    await triggerPipelineSchedule(env().db, env().temporal, project, pipeline.id, schedule.id);
+    await triggerPipelineSchedule(ctx, pipeline.id, schedule.id);
     let runs: any[] = [];
     for (let i = 0; i < 100 && !runs.length; i++) {
       runs = (await t.client.get(`/api/v1/projects/${t.projectId}/runs?pipelineId=${pipeline.id}`)).body.runs;
@@ -120,7 +139,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const run = await waitForRun(t, runs[0].id);
     assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
     assert.equal(run.actor.memberId, t.ws.memberId);
-    await deletePipelineSchedule(env().db, env().temporal, project, pipeline.id, schedule.id);
+    await deletePipelineSchedule(ctx, pipeline.id, schedule.id);
     await assert.rejects(env().temporal.schedule.getHandle(schedule.temporalScheduleId).describe(), /not found/i);
   });
 
