@@ -72,11 +72,11 @@ export const sparqlQueryPostOperation = defineOperation({
   effect: 'external',
   input: { params: idParams('project_id'), query: sparqlPostQuery },
   async run(ctx: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
+    // The same rule as on every idempotent route, whatever the request turns out to be.
+    const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;
     const ask = readSparqlAsk(sparqlRequestFrom('POST', rawQuery ?? {}, bodyType, body, undefined));
     const projectId = ctx.project.id;
     if (!ask.update) return (await invokeWithin(ctx, ctx.door, sparqlQueryOperation, { projectId, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined })).output;
-    // The same rule as on every idempotent route: the key was passed on unchecked before.
-    const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;
     return (await invokeWithin(ctx, ctx.door, sparqlUpdateOperation, { projectId, text: ask.text, sentAsQuery: ask.sentAsQuery, idempotencyKey })).output;
   },
 });
