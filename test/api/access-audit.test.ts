@@ -15,7 +15,7 @@ import { createProject } from '../../services/tenancy/projects';
 import { addMember, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, keyIdOf, newKey, request, revokeKey } from '../support/fixtures';
-import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { activeQueryJob, bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 import { createPipeline, EventsApi, eventsSource, linearDocument, pipelineTenant, PipelineTenant, tableDestination } from '../support/pipelines';
 import { tableRows } from '../support/source-writes';
 
@@ -192,22 +192,7 @@ describe('Access gaps found by the audit, closed', function () {
   });
 
   describe('async query jobs', () => {
-    async function activeJob(t: OntologyTenant, key: string): Promise<QueryJob> {
-      const query = await env().db('published_queries').insert({ workspaceId: t.ws.workspaceId, projectId: t.ws.projectId, name: `q-${randomUUID().slice(0, 8)}`, createdByMemberId: t.ws.memberId }).returning('id');
-      return QueryJob.query(env().db).insertAndFetch({
-        workspaceId: t.ws.workspaceId,
-        projectId: t.ws.projectId,
-        queryId: query[0].id,
-        releaseVersion: 1,
-        apiKeyId: await keyIdOf(key),
-        memberId: t.ws.memberId,
-        status: 'active',
-        input: { input: {}, page: { limit: 10, offset: 0 } },
-        inputHash: 'test',
-        workflowId: `test-job-${randomUUID()}`,
-        expiresAt: new Date(Date.now() + 3_600_000),
-      } as never);
-    }
+    const activeJob = activeQueryJob;
 
     it('leaves a job active, for the activity to retry, when the database loses a race or is away', async () => {
       const t = await ontologyTenant();

@@ -5,8 +5,8 @@ import { QueryJob, WriteAction } from '../../db/models';
 import { runQueryJobAsItsKey } from '../../services/ontology/query-jobs';
 import { workerDependencies } from '../../services/operations/context';
 import { env } from '../support/environment';
-import { as, keyIdOf, newKey, request, revokeKey } from '../support/fixtures';
-import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { as, newKey, request, revokeKey } from '../support/fixtures';
+import { activeQueryJob, bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 import { createPipeline, EventsApi, eventsSource, linearDocument, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant } from '../support/source-writes';
 
@@ -149,20 +149,7 @@ describe('Access holes between the doors, closed', function () {
   it('fails an async query job whose key was revoked before it ran, with the reason recorded', async () => {
     const t = await ontologyTenant();
     const key = await newKey(t.ws, { scopes: ['queries:execute'] });
-    const query = await env().db('published_queries').insert({ workspaceId: t.ws.workspaceId, projectId: t.ws.projectId, name: `q-${randomUUID().slice(0, 8)}`, createdByMemberId: t.ws.memberId }).returning('id');
-    const job = await QueryJob.query(env().db).insertAndFetch({
-      workspaceId: t.ws.workspaceId,
-      projectId: t.ws.projectId,
-      queryId: query[0].id,
-      releaseVersion: 1,
-      apiKeyId: await keyIdOf(key),
-      memberId: t.ws.memberId,
-      status: 'active',
-      input: { input: {}, page: { limit: 10, offset: 0 } },
-      inputHash: 'test',
-      workflowId: `test-job-${randomUUID()}`,
-      expiresAt: new Date(Date.now() + 3_600_000),
-    } as never);
+    const job = await activeQueryJob(t, key);
     await revokeKey(key);
     const outcome = await runQueryJobAsItsKey(workerDependencies(env()), job.id);
     assert.equal(outcome.status, 'failed');

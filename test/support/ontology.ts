@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { PluginInstallation } from '../../db/models';
+import { PluginInstallation, QueryJob } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { installPlugin } from '../../services/endpoints/plugins';
 import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
-import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
+import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 
 export const ONTOLOGY_SCOPES = ['ontologies:read', 'ontologies:write', 'bindings:read', 'bindings:write', 'data:read', 'endpoints:read', 'endpoints:write', 'sparql:query', 'sparql:update', 'org:read'];
 
@@ -67,4 +67,22 @@ export async function bind(t: OntologyTenant, body: Record<string, unknown>): Pr
   const res = await t.client.post(`${t.base}/read-bindings`, body);
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.binding.id;
+}
+
+/** An accepted async query job of this key, as the execute operation leaves it for its workflow (none is started). */
+export async function activeQueryJob(t: OntologyTenant, key: string): Promise<QueryJob> {
+  const query = await env().db('published_queries').insert({ workspaceId: t.ws.workspaceId, projectId: t.ws.projectId, name: `q-${randomUUID().slice(0, 8)}`, createdByMemberId: t.ws.memberId }).returning('id');
+  return QueryJob.query(env().db).insertAndFetch({
+    workspaceId: t.ws.workspaceId,
+    projectId: t.ws.projectId,
+    queryId: query[0].id,
+    releaseVersion: 1,
+    apiKeyId: await keyIdOf(key),
+    memberId: t.ws.memberId,
+    status: 'active',
+    input: { input: {}, page: { limit: 10, offset: 0 } },
+    inputHash: 'test',
+    workflowId: `test-job-${randomUUID()}`,
+    expiresAt: new Date(Date.now() + 3_600_000),
+  } as never);
 }
