@@ -219,7 +219,7 @@ function comunicaQuery(text: string, context: Record<string, unknown>): Promise<
  */
 const parsedTexts = new WeightedLru<ParsedSparql>(256, 4 * 1024 * 1024);
 
-function keptParse(text: string, options: { baseIri?: string; allowDatasetClauses?: boolean }): ParsedSparql {
+export function keptParse(text: string, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): ParsedSparql {
   if (text.length > MAX_KEPT_QUERY_CHARS) return parseSparql(text, options);
   const key = `${options.allowDatasetClauses ? 1 : 0}${options.baseIri ?? ''}\n${text}`;
   return parsedTexts.get(key) ?? parsedTexts.set(key, parseSparql(text, options), key.length);

@@ -11,6 +11,7 @@ import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
+import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 
 export interface RunningService {
@@ -63,6 +64,7 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
+      await closeDefinitionCache();
       await db.destroy();
     },
   };
@@ -81,6 +83,7 @@ export async function startWorkerProcess(): Promise<RunningService> {
     async stop() {
       await worker.shutdown();
       await closePostgresTablePools();
+      await closeDefinitionCache();
       await db.destroy();
     },
   };

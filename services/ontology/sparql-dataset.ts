@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { Parser } from 'n3';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
+import { definitionCache } from '../shared/definition-cache';
 import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
@@ -44,13 +45,35 @@ export interface DatasetCatalog {
   semanticConsumerMode: 'off' | 'read' | 'write';
   pkg?: PackageHead;
   bindings: CatalogBinding[];
+  /** The bound endpoints with their installations, by id. */
+  endpoints: Map<string, DataEndpoint>;
 }
 
 /**
- * The workspace's SPARQL mode, the project's active package and its active bindings with their
- * endpoints and the endpoints' grants: one statement.
+ * The workspace's SPARQL mode, the project's active package, its active bindings with the
+ * endpoints' grants, and the bound endpoints with their installations. Definitions only (data
+ * versions are read per query), so the process's definition cache keeps it until they change.
  */
 export async function loadDatasetCatalog(db: Executor, workspaceId: string, projectId: string): Promise<DatasetCatalog> {
+  const read = async () => {
+    const catalog = await readCatalog(db, workspaceId, projectId);
+    return { ...catalog, endpoints: await boundEndpoints(db, workspaceId, catalog.bindings) };
+  };
+  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, `sparql-catalog:${projectId}`, read);
+}
+
+/** The bindings' endpoints with their installations: one query. */
+async function boundEndpoints(db: Executor, workspaceId: string, bindings: CatalogBinding[]): Promise<Map<string, DataEndpoint>> {
+  if (!bindings.length) return new Map();
+  const endpoints = await DataEndpoint.query(db)
+    .withGraphJoined('installation', { joinOperation: 'innerJoin' })
+    .whereIn('data_endpoints.id', [...new Set(bindings.map((binding) => binding.endpointId))])
+    .where('data_endpoints.workspaceId', workspaceId);
+  return new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
+}
+
+/** The catalog's definitions in one statement. */
+async function readCatalog(db: Executor, workspaceId: string, projectId: string): Promise<Omit<DatasetCatalog, 'endpoints'>> {
   const { rows } = await db.raw<{ rows: Array<{ mode: DatasetCatalog['semanticConsumerMode']; pkg: (PackageHead & { id: string }) | null; bindings: CatalogBinding[] | null }> }>(
     `SELECT w.semantic_consumer_mode AS mode,
             (SELECT json_build_object('id', p.id, 'baseIri', p.base_iri, 'terms', p.terms, 'tripleCount', p.triple_count)
@@ -152,16 +175,11 @@ interface BoundSource {
   snapshot?: SnapshotInfo;
 }
 
-/** The bindings' endpoints (one query) and their current snapshots (one call per installation). */
-async function boundSources(db: Executor, encryptionKey: Buffer, workspaceId: string, bindings: CatalogBinding[]): Promise<BoundSource[]> {
+/** The bindings' endpoints (from the catalog) and their current snapshots (one call per installation). */
+async function boundSources(db: Executor, encryptionKey: Buffer, catalog: DatasetCatalog, bindings: CatalogBinding[]): Promise<BoundSource[]> {
   if (!bindings.length) return [];
-  const endpoints = await DataEndpoint.query(db)
-    .withGraphJoined('installation', { joinOperation: 'innerJoin' })
-    .whereIn('data_endpoints.id', [...new Set(bindings.map((binding) => binding.endpointId))])
-    .where('data_endpoints.workspaceId', workspaceId);
-  const byId = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
   const sources = bindings.map((binding): BoundSource => {
-    const endpoint = byId.get(binding.endpointId);
+    const endpoint = catalog.endpoints.get(binding.endpointId);
     if (!endpoint) throw new NotFoundError('data_endpoint', 'A bound endpoint was removed while the query started; retry.');
     return { binding, endpoint };
   });
@@ -224,7 +242,7 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
   const handles = [await packageGraph(db, pkg)];
   let triples = handles[0].graph.tripleCount;
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
-  for (const source of await boundSources(db, encryptionKey, principal.workspaceId, bindings)) {
+  for (const source of await boundSources(db, encryptionKey, catalog, bindings)) {
     const handle = await bindingGraph(db, encryptionKey, pkg, source, bound - triples);
     handles.push(handle);
     triples += handle.graph.tripleCount;

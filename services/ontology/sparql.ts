@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { assertCredit, meter } from '../usage/usage';
+import { assertCredit, meter, withdrawCharge } from '../usage/usage';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import { parseSparql, SparqlLimits } from '../../ontology/sparql-engine';
+import { keptParse, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
@@ -92,13 +92,17 @@ export function readSparqlAsk(request: SparqlRequest): SparqlAsk {
   }
   const text = request.update ?? request.query ?? '';
   if (Buffer.byteLength(text) > MAX_SPARQL_BYTES) throw new PayloadTooLargeError('request_too_large', `SPARQL request text may be at most ${MAX_SPARQL_BYTES} bytes.`);
-  const parsed = parseSparql(text);
+  // Only read here: the kept parse (the query thread keeps its own) spares re-parsing a repeated text.
+  const parsed = keptParse(text);
   const update = request.update !== undefined || parsed.kind === 'update';
   if (update && request.method !== 'POST') throw new BadRequestError('update_over_get', 'SPARQL updates must be sent with POST.');
   return { text, update, sentAsQuery: request.query !== undefined, queryType: parsed.kind === 'update' ? undefined : parsed.queryType };
 }
 
-/** Evaluates a query in a query thread over the caller's dataset, metered; the operation has checked its access. */
+/**
+ * Evaluates a query in a query thread over the caller's dataset, metered; the operation has checked
+ * its access. The catalog comes from the definition cache.
+ */
 export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlAsk, 'text' | 'queryType'>, accept: string | undefined): Promise<SparqlAnswer> {
   const { db, principal, project } = ctx;
   const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
@@ -106,10 +110,20 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   const kind = ask.queryType === 'CONSTRUCT' || ask.queryType === 'DESCRIBE' ? 'quads' : ask.queryType === 'ASK' ? 'boolean' : 'bindings';
   const mediaType = negotiate(accept, kind);
   if (!mediaType) throw new NotAcceptable(kind);
-  await assertCredit(db, principal.workspaceId, 'sparql_query');
-  const dataset = await queryDataset(ctx, catalog);
-  const answer = await runDatasetQuery(dataset, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
-  await meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } });
+  // The charge is written beside the credit check and the data versions (each its own round trip,
+  // run at once); it is committed before the answer leaves, and withdrawn if the query fails.
+  const ref = randomUUID();
+  const charged = meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
+  const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
+  let answer: QueryAnswer;
+  let dataset: QueryDatasetHandles;
+  try {
+    [, dataset] = await Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), queryDataset(ctx, catalog), charged]);
+    answer = await runDatasetQuery(dataset, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
+  } catch (error) {
+    await withdraw();
+    throw error;
+  }
   logger.debug({ projectId: project.id, queryType: ask.queryType, evaluationMs: answer.evaluationMs, path: answer.path, triples: dataset.triples }, 'sparql query');
   return {
     status: 200,

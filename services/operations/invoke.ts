@@ -9,6 +9,7 @@ import type { Caller, OperationContext } from './context';
 import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
 import { runningAs } from './current-operation';
+import { definitionCache } from '../shared/definition-cache';
 import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 
 export interface Invocation<O> {
@@ -110,7 +111,12 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
       const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await runningAs(operation, () => operation.run(context(trx), checked)) }));
       return { output: outcome.body as O, replayed: Boolean(outcome.replayed) };
     };
-    return options.transaction ? await inTransaction(options.transaction) : await caller.deps.db.transaction(inTransaction);
+    if (options.transaction) return await inTransaction(options.transaction);
+    const invocation = await caller.deps.db.transaction(inTransaction);
+    // What the write changed is this process's to see at once; other processes hear of it by NOTIFY.
+    if (principal) definitionCache().changed(principal.workspaceId);
+    else definitionCache().changedEverywhere();
+    return invocation;
   } catch (error) {
     throw domainErrorFromDatabase(error) ?? error;
   }

@@ -1,9 +1,10 @@
 import { raw } from 'objection';
 import { InputError, NotFoundError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
 import { Project } from '../../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
+import { definitionCache } from '../shared/definition-cache';
 import type { OperationContext } from '../operations/context';
 
 export interface ProjectView {
@@ -28,7 +29,10 @@ export const presentProject = (p: Project): ProjectView => ({
  * context: invoke calls it to build the context's project.
  */
 export async function requireProject(db: Executor, principal: Principal, projectId: string): Promise<Project> {
-  const project = await Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
+  // Outside a transaction the process's definition cache answers (projects change rarely); a
+  // transaction reads its own view.
+  const find = () => Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
+  const project = db.isTransaction ? await find() : await definitionCache().get(db as Db, principal.workspaceId, `project:${projectId}`, async () => (await find()) ?? null);
   if (!project) throw new NotFoundError('project', 'No project with this id in this workspace.');
   authorizeProject(principal, projectId);
   return project;

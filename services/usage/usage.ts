@@ -1,6 +1,8 @@
 import Decimal from 'decimal.js';
 import { InputError, NotFoundError, PaymentRequiredError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
+import { logger } from '../../core/logger';
+import { definitionCache } from '../shared/definition-cache';
 import { snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
 import { PageRequest, pageOf } from '../shared/pagination';
@@ -80,19 +82,72 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
   );
   if (!rows[0]) return undefined;
   const operation = MeteredOperation.fromDatabaseJson(columnsToProperties.parse(rows[0]));
-  await raiseAlerts(db, input.workspaceId);
+  // In a caller's transaction the alert is part of its unit of work; a charge committed on its own
+  // (a query, a read) has its alert checked after the request, off its critical path.
+  if (db.isTransaction) await raiseAlerts(db, input.workspaceId);
+  else checkAlertsSoon(db as Db, input.workspaceId);
   return operation;
 }
 
+/** Withdraws the charge of a request that failed after it was metered (metering ran beside the work). */
+export async function withdrawCharge(db: Executor, workspaceId: string, kind: MeteredKind, ref: string): Promise<void> {
+  await db.raw('DELETE FROM metered_operations WHERE workspace_id = ? AND kind = ? AND operation_ref = ? AND reported_at IS NULL', [workspaceId, kind, ref]);
+}
+
+/**
+ * Alert checks of charges committed on their own: at most one running and one waiting per
+ * workspace, so a burst of charges is checked once or twice, not once per charge. A failure is
+ * logged; the next charge checks again (events are per period and threshold, so a late check
+ * records the same event).
+ */
+const alertChecks = new Map<string, { running: Promise<void>; again: boolean }>();
+
+function checkAlertsSoon(db: Db, workspaceId: string): void {
+  const pending = alertChecks.get(workspaceId);
+  if (pending) {
+    pending.again = true;
+    return;
+  }
+  const state = { running: Promise.resolve(), again: false };
+  const run = async (): Promise<void> => {
+    do {
+      state.again = false;
+      await raiseAlerts(db, workspaceId).catch((error) => logger.error({ err: error, workspaceId }, 'usage alert check failed'));
+    } while (state.again);
+    alertChecks.delete(workspaceId);
+  };
+  alertChecks.set(workspaceId, state);
+  state.running = run();
+}
+
+/** Waits for this process's alert checks of the workspace (a read of the alerts sees its own charges). */
+async function settledAlerts(workspaceId: string): Promise<void> {
+  await alertChecks.get(workspaceId)?.running;
+}
+
+/** The workspace's alert settings, from the definition cache outside transactions. */
+function alertSettings(db: Executor, workspaceId: string): Promise<UsageAlertSettings | undefined> {
+  const read = async () => UsageAlertSettings.query(db).findById(workspaceId);
+  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'usage-alert-settings', read);
+}
+
+/** The workspace's plan, from the definition cache outside transactions. */
+async function planOf(db: Executor, workspaceId: string): Promise<string> {
+  const read = async () => (await Workspace.query(db).findById(workspaceId).select('plan'))?.plan ?? 'free';
+  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'plan', read);
+}
+
 /** The exact total of a workspace's charges in [from, to), as a Decimal. */
-async function spend(db: Executor, workspaceId: string, from: Date, to: Date): Promise<Decimal> {
-  const row = (await MeteredOperation.query(db).where({ workspaceId }).where('createdAt', '>=', from).where('createdAt', '<', to).sum('amount as total').first()) as unknown as { total: string | null };
+async function spend(db: Executor, workspaceId: string, from: Date, to: Date, excluding?: { kind: MeteredKind; ref: string }): Promise<Decimal> {
+  const query = MeteredOperation.query(db).where({ workspaceId }).where('createdAt', '>=', from).where('createdAt', '<', to);
+  if (excluding) query.whereNot({ kind: excluding.kind, operationRef: excluding.ref });
+  const row = (await query.sum('amount as total').first()) as unknown as { total: string | null };
   return new Decimal(row?.total ?? 0);
 }
 
 /** Crossing a threshold of the monthly budget records an alert event once per period; it never stops work. */
 async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
-  const settings = await UsageAlertSettings.query(db).findById(workspaceId);
+  const settings = await alertSettings(db, workspaceId);
   if (!settings?.monthlyBudget) return;
   const now = new Date();
   const total = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000));
@@ -104,13 +159,16 @@ async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
   }
 }
 
-/** Refuses new paid work once the plan's included credit for this month is spent (402 usage_limit_reached). */
-export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind): Promise<void> {
-  const workspace = await Workspace.query(db).findById(workspaceId);
-  const plan = PLANS[workspace?.plan ?? 'free'] ?? PLANS.free;
+/**
+ * Refuses new paid work once the plan's included credit for this month is spent (402
+ * usage_limit_reached). `chargingRef` names the work's own charge when it is written beside this
+ * check: the credit is what was spent before it.
+ */
+export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
+  const plan = PLANS[await planOf(db, workspaceId)] ?? PLANS.free;
   if (plan.overage || (plan.freeReads && READS.includes(kind))) return;
   const now = new Date();
-  const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000));
+  const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000), chargingRef ? { kind, ref: chargingRef } : undefined);
   if (used.gte(plan.includedCredit)) {
     throw new PaymentRequiredError('usage_limit_reached', `This workspace has used its ${plan.title} plan’s included credit for ${monthOf(now)} (${plan.includedCredit}); new paid work is paused until the next month or an upgrade. Raising request limits does not help; work already running finishes.`, {
       includedCredit: plan.includedCredit,
@@ -217,6 +275,7 @@ export async function operationCharges(ctx: OperationContext, operationId: strin
 
 export async function getAlerts(ctx: OperationContext) {
   const { db, principal } = ctx;
+  await settledAlerts(principal.workspaceId);
   const settings = await UsageAlertSettings.query(db).findById(principal.workspaceId);
   const events = await UsageAlertEvent.query(db).where({ workspaceId: principal.workspaceId }).orderBy('createdAt', 'desc').limit(50);
   return {

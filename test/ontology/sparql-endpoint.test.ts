@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { env } from '../support/environment';
-import { as, newKey, request } from '../support/fixtures';
+import { as, keyIdOf, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 
 const PREFIXES = (baseIri: string) => `PREFIX : <${baseIri}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> `;
@@ -120,6 +120,24 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     const noScope = await newKey(t.ws, { scopes: ['sparql:query'] });
     res = await request('POST', `${t.base}/sparql`, { key: noScope, rawBody: 'CLEAR ALL', headers: { 'Content-Type': 'application/sparql-update' } });
     assert.equal(res.status, 403);
+  });
+
+  it('meters an answered query once and keeps no charge for a query that fails while it runs', async () => {
+    const key = await newKey(t.ws, { scopes: ['sparql:query'] });
+    const apiKeyId = await keyIdOf(key);
+    const charges = () => env().db('metered_operations').where({ workspaceId: t.ws.workspaceId, kind: 'sparql_query', apiKeyId });
+    const answered = await request('POST', `${t.base}/sparql`, { key, rawBody: 'ASK { ?s ?p ?o }', headers: { 'Content-Type': 'application/sparql-query' } });
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    const [charge] = await charges();
+    assert.equal((await charges()).length, 1, 'the charge is committed before the answer');
+    assert.equal(charge.projectId, t.ws.projectId);
+    assert.deepEqual(charge.quantities, { query: 1 });
+    // Parses, then fails in evaluation: more rows than one answer may hold.
+    const values = Array.from({ length: 10_001 }, (_, i) => i).join(' ');
+    const failed = await request('POST', `${t.base}/sparql`, { key, rawBody: `SELECT ?n WHERE { VALUES ?n { ${values} } }`, headers: { 'Content-Type': 'application/sparql-query' } });
+    assert.equal(failed.status, 422, JSON.stringify(failed.body));
+    assert.equal(failed.body.code, 'result_too_large');
+    assert.equal((await charges()).length, 1, 'the failed query’s charge was withdrawn before its answer');
   });
 
   it('applies INSERT DATA and DELETE DATA on bound records as governed writes, never around them', async () => {

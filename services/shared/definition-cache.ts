@@ -1,0 +1,123 @@
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import type { Db } from '../../db/connection';
+import { logger } from '../../core/logger';
+
+// Definitions every request reads (a project, the SPARQL catalog, a workspace's plan and alert
+// settings) change rarely, so each process keeps them in memory per workspace and drops a
+// workspace's entries when its definitions change:
+// - at once in the process that changed them (invoke, after the transaction commits);
+// - in every other process through PostgreSQL NOTIFY weft_definitions, sent at commit by the
+//   triggers of migration 20261129090000;
+// - after TTL_MS at the latest, the backstop should a notification ever be missed.
+// Nothing is cached while the process is not listening (before the LISTEN is confirmed, and from
+// a lost listening connection until it is back), so a missed notification cannot leave a stale
+// entry beyond the TTL. A load that overlaps a change is used once and not kept (the generations
+// below), so an entry never predates the last change it was told of.
+
+const CHANNEL = 'weft_definitions';
+const TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
+const RECONNECT_MS = 1_000;
+
+interface Entry {
+  value: unknown;
+  expiresAt: number;
+}
+
+class DefinitionCache {
+  private readonly entries = new Map<string, Map<string, Entry>>();
+  /** Bumped by every change of a workspace; a load started under an older generation is not kept. */
+  private readonly generations = new Map<string, number>();
+  private epoch = 0;
+  private listener?: { connection?: pg.Client; closed: boolean; retry?: NodeJS.Timeout };
+  private listening = false;
+
+  /** The cached value of `key` in `workspaceId`, or what `load` reads (and keeps, when it may). */
+  async get<T>(db: Db, workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
+    this.listen(db);
+    const kept = this.entries.get(workspaceId)?.get(key);
+    if (kept && kept.expiresAt > Date.now()) return kept.value as T;
+    const generation = this.generationOf(workspaceId);
+    const epoch = this.epoch;
+    const value = await load();
+    if (this.listening && epoch === this.epoch && generation === this.generationOf(workspaceId)) {
+      let workspace = this.entries.get(workspaceId);
+      if (!workspace) this.entries.set(workspaceId, (workspace = new Map()));
+      workspace.set(key, { value, expiresAt: Date.now() + TTL_MS });
+    }
+    return value;
+  }
+
+  /** The workspace's definitions changed: its entries go, and loads under way are not kept. */
+  changed(workspaceId: string): void {
+    this.entries.delete(workspaceId);
+    this.generations.set(workspaceId, this.generationOf(workspaceId) + 1);
+  }
+
+  /** Something changed whose workspace is unknown here (or notifications may have been missed). */
+  changedEverywhere(): void {
+    this.entries.clear();
+    this.generations.clear();
+    this.epoch += 1;
+  }
+
+  private generationOf(workspaceId: string): number {
+    return this.generations.get(workspaceId) ?? 0;
+  }
+
+  /** Starts listening on a connection of its own, outside the pool (LISTEN holds its connection). */
+  private listen(db: Db): void {
+    if (this.listener) return;
+    const listener: NonNullable<DefinitionCache['listener']> = { closed: false };
+    this.listener = listener;
+    const connect = async () => {
+      try {
+        const connection = (await (db.client as Knex.Client).acquireRawConnection()) as pg.Client;
+        if (listener.closed) return void connection.end().catch(() => undefined);
+        listener.connection = connection;
+        // The listener must not keep a finished process alive (close() ends it on a clean stop).
+        (connection as unknown as { connection?: { stream?: { unref?(): void } } }).connection?.stream?.unref?.();
+        connection.on('notification', (message) => (message.payload ? this.changed(message.payload) : this.changedEverywhere()));
+        connection.on('error', (error) => logger.warn({ err: error }, 'the definition-change listener lost its connection; reconnecting'));
+        connection.on('end', () => {
+          this.listening = false;
+          this.changedEverywhere();
+          listener.connection = undefined;
+          if (!listener.closed) listener.retry = setTimeout(() => void connect(), RECONNECT_MS).unref();
+        });
+        await connection.query(`LISTEN ${CHANNEL}`);
+        // Whatever changed before LISTEN took effect was never cached: nothing is kept until now.
+        this.changedEverywhere();
+        this.listening = true;
+      } catch (error) {
+        logger.warn({ err: error }, 'the definition-change listener could not connect; retrying');
+        if (!listener.closed) listener.retry = setTimeout(() => void connect(), RECONNECT_MS).unref();
+      }
+    };
+    void connect();
+  }
+
+  /** Stops listening and forgets everything (a database pool is closing; the next read listens again). */
+  async close(): Promise<void> {
+    const listener = this.listener;
+    if (!listener) return;
+    listener.closed = true;
+    clearTimeout(listener.retry);
+    this.listener = undefined;
+    this.listening = false;
+    this.changedEverywhere();
+    await listener.connection?.end().catch(() => undefined);
+  }
+}
+
+const cache = new DefinitionCache();
+
+/** The process's definition cache (see above). */
+export function definitionCache(): DefinitionCache {
+  return cache;
+}
+
+/** Stops the process's listener; call before destroying the database pool. */
+export function closeDefinitionCache(): Promise<void> {
+  return cache.close();
+}
