@@ -16,14 +16,14 @@
  * Weft's figure is an HTTP POST of the query (application/sparql-query, Accept SPARQL JSON or
  * N-Triples) with the body read in full; Oxigraph's is `store.query` with every result
  * materialised; Comunica's is `queryBindings/queryQuads(...).toArray()` or `queryBoolean`. Every
- * figure is the median of --runs runs (default 5) after --warmup warm-ups (default 2), the three
- * engines taking turns run by run; the mix's figure is the geometric mean of the query medians.
+ * figure is the median of --runs runs (default 5) after --warmup warm-ups (default 2), the
+ * endpoint and Oxigraph taking turns run by run, then Comunica on its own; the mix's figure is the
+ * geometric mean of the query medians.
  * Next to wall time, each query's CPU time is kept (the API process's for Weft, this process's for
  * the peers): on a shared machine it moves less than wall time.
  *
- * Weft maps at most 50,000 bound records per query (MAX_BOUND_RECORDS). When a scale holds more,
- * the endpoint answers over the first 50,000 with Weft-Dataset-Truncated: the peers then get every
- * record, Weft's figures are reported without a ratio, and the results are not compared.
+ * The endpoint answers over every bound record, or refuses a dataset past WEFT_SPARQL_MAX_DATASET_TRIPLES
+ * (422 dataset_too_large): such a refusal of the first request stops the scale with an error.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -42,9 +42,6 @@ import { findCapability } from '../plugins';
 import { capabilityContext } from '../services/endpoints/data-endpoints';
 import { authenticateRequest } from '../services/tenancy/request-authentication';
 import { sparqlDataset } from '../services/ontology/sparql';
-
-/** Datasets are no longer cut: the endpoint answers over every record or refuses past WEFT_SPARQL_MAX_DATASET_TRIPLES. */
-const MAX_BOUND_RECORDS = Number.POSITIVE_INFINITY;
 import { readEndpointRecords } from '../services/endpoints/records-read';
 import { OperationContext, workerDependencies } from '../services/operations/context';
 import { bindingFields, mapRecord } from '../ontology/term-records';
@@ -249,7 +246,7 @@ interface Endpoint {
 }
 
 /** One request as a client makes it; the body is read in full (the timed part ends there). */
-async function post(endpoint: Endpoint, text: string, accept: string, retry = true): Promise<{ status: number; body: string; headers: Headers }> {
+async function post(endpoint: Endpoint, text: string, accept: string, retry = true): Promise<{ status: number; body: string }> {
   let response: Response;
   try {
     response = await fetch(endpoint.url, { method: 'POST', headers: { Authorization: `Bearer ${endpoint.key}`, 'Content-Type': 'application/sparql-query', Accept: accept }, body: text });
@@ -258,7 +255,7 @@ async function post(endpoint: Endpoint, text: string, accept: string, retry = tr
     if (retry && (error as { cause?: { code?: string } }).cause?.code === 'UND_ERR_SOCKET') return post(endpoint, text, accept, false);
     throw error;
   }
-  return { status: response.status, body: await response.text(), headers: response.headers };
+  return { status: response.status, body: await response.text() };
 }
 
 const acceptFor = (query: MixQuery) => (query.kind === 'construct' ? 'application/n-triples' : 'application/sparql-results+json');
@@ -324,38 +321,17 @@ export async function load(weft: BenchWeft, data: BsbmData): Promise<Loaded> {
   return { endpoint: { url: `${weft.baseUrl}${base}/sparql`, key: tenant.key }, baseIri, packageId: compiled.package.id, ontologyBase: base, bindingIds };
 }
 
-/** The triples Weft maps from these records (ontology/term-records.ts), plus the package: the whole dataset, without the 50,000-record bound. */
-async function mappedInProcess(weft: BenchWeft, loaded: Loaded, data: BsbmData): Promise<{ quads: Quad[]; packageTriples: number; perTable: number[] }> {
+/** The triples Weft maps from these records (ontology/term-records.ts), plus the package: the whole dataset. */
+async function mappedInProcess(weft: BenchWeft, loaded: Loaded, data: BsbmData): Promise<{ quads: Quad[] }> {
   const pkg = (await OntologyPackage.query(weft.db).findById(loaded.packageId))!;
   const quads: Quad[] = new Parser({ format: 'application/n-quads' }).parse(pkg.nquads);
-  const packageTriples = quads.length;
-  const perTable: number[] = [];
   for (const spec of data.tables) {
-    const before = quads.length;
     for (const record of spec.rows) {
       const mapped = mapRecord(record, spec.term, spec.mapping, pkg.terms, pkg.baseIri);
       if (mapped) quads.push(...mapped.quads);
     }
-    perTable.push(quads.length - before);
   }
-  return { quads, packageTriples, perTable };
-}
-
-/**
- * The size of the dataset Weft serves under the bound, computed: the package, then whole tables in
- * binding order while the records fit, then the cut table's share at its mean triples per record
- * (exact when its records all map to as many triples, as offers do here).
- */
-function boundedTriples(data: BsbmData, mapped: { packageTriples: number; perTable: number[] }): number {
-  let budget = MAX_BOUND_RECORDS;
-  let triples = mapped.packageTriples;
-  for (const [i, spec] of data.tables.entries()) {
-    const taken = Math.min(budget, spec.rows.length);
-    triples += taken === spec.rows.length ? mapped.perTable[i] : Math.round((mapped.perTable[i] * taken) / spec.rows.length);
-    budget -= taken;
-    if (budget <= 0) break;
-  }
-  return triples;
+  return { quads };
 }
 
 const PAGE = 10_000;
@@ -422,18 +398,15 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   let records: Array<{ binding: ReadBinding; rows: Array<Record<string, unknown>> }> = [];
   const read = await timed(async () => {
     const out: typeof records = [];
-    let budget = MAX_BOUND_RECORDS;
     for (const binding of bindings) {
       const rows: Array<Record<string, unknown>> = [];
       let cursor: string | undefined;
       do {
-        const page = await readEndpointRecords(ctx, binding.dataEndpointId, { limit: Math.min(1000, budget), select: bindingFields(binding.mapping).join(','), cursor });
+        const page = await readEndpointRecords(ctx, binding.dataEndpointId, { limit: 1000, select: bindingFields(binding.mapping).join(','), cursor });
         rows.push(...page.data);
-        budget -= page.data.length;
         cursor = page.metadata.nextCursor ?? undefined;
-      } while (cursor && budget > 0);
+      } while (cursor);
       out.push({ binding, rows });
-      if (budget <= 0) break;
     }
     return out;
   });
@@ -499,40 +472,27 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     // ASK { ?s ?p ?o } stops at the first triple, so its time is the build's.
     const probe = 'ASK { ?s ?p ?o }';
     const first = await timed(() => post(loaded.endpoint, probe, 'application/sparql-results+json'));
+    if (first.value.status === 422 && problemCode(first.value.body) === 'dataset_too_large') {
+      throw new Error(`first request: 422 dataset_too_large: the dataset at ${at} passes the bound WEFT_SPARQL_MAX_DATASET_TRIPLES (raise it to run this scale): ${first.value.body}`);
+    }
     if (first.value.status !== 200) throw new Error(`first request: ${first.value.status} ${first.value.body}`);
-    const truncated = first.value.headers.get('weft-dataset-truncated') === 'true';
     const again = await bench(() => post(loaded.endpoint, probe, 'application/sparql-results+json'), 5, 1);
-    const mapped = await mappedInProcess(weft, loaded, data);
-    const expected = mapped.quads;
-    say(`first request (ASK, builds the dataset) ${fmt(first.ms)} ms, then ${fmt(again.median)} ms${truncated ? ` (Weft-Dataset-Truncated: the ${MAX_BOUND_RECORDS.toLocaleString('en')}-record bound; all ${data.records.toLocaleString('en')} records map to ${expected.length.toLocaleString('en')} triples)` : ''}`);
-    rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: first query (builds the dataset)`, weft: first.ms, unit: 'ms', note: `ASK { ?s ?p ?o }; the same query again: ${fmt(again.median)} ms${truncated ? '; Weft-Dataset-Truncated' : ''}` }));
+    const expected = (await mappedInProcess(weft, loaded, data)).quads;
+    say(`first request (ASK, builds the dataset) ${fmt(first.ms)} ms, then ${fmt(again.median)} ms`);
+    rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: first query (builds the dataset)`, weft: first.ms, unit: 'ms', note: `ASK { ?s ?p ?o }; the same query again: ${fmt(again.median)} ms` }));
 
     // The peers' triples: the endpoint's own dataset, read back through the endpoint.
-    let ntriples: string;
-    let quads: Quad[];
-    let weftTriples: number;
-    if (!truncated) {
-      const dump = await timed(() => dumpThroughEndpoint(weft, loaded, data));
-      ntriples = dump.value.ntriples;
-      quads = new Parser({ format: 'application/n-triples' }).parse(ntriples);
-      weftTriples = quads.length;
-      const unique = new Set(quads.map((q) => `${q.subject.termType}:${q.subject.value} ${q.predicate.value} ${q.object.termType}:${q.object.value}:${(q.object as { datatype?: { value: string } }).datatype?.value ?? ''}`)).size;
-      const read = namedTriples(quads);
-      const mapped = namedTriples(expected);
-      const same = read.size === mapped.size && [...read].every((t) => mapped.has(t));
-      say(`read back through the endpoint: ${quads.length.toLocaleString('en')} triples (${unique === quads.length ? 'no duplicates' : `!!! ${quads.length - unique} DUPLICATES`}; ${dump.value.predicates} predicates, ${dump.value.requests} requests, ${(dump.ms / 1000).toFixed(1)} s); mapped in this process: ${expected.length.toLocaleString('en')}, ${same ? 'the same triples' : '!!! OTHER TRIPLES'} (blank nodes compared by count)`);
-      if (quads.length !== expected.length || unique !== quads.length || !same) say('!!! THE READ-BACK DATASET DIFFERS FROM THE MAPPED RECORDS');
-    } else {
-      quads = expected;
-      ntriples = new Writer({ format: 'N-Triples' }).quadsToString(quads);
-      // COUNT(*) over the truncated dataset may itself pass the endpoint's time limit: then the size is computed.
-      const counted = await post(loaded.endpoint, 'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }', 'application/sparql-results+json');
-      const computed = boundedTriples(data, mapped);
-      weftTriples = counted.status === 200 ? Number((JSON.parse(counted.body) as { results: { bindings: Array<{ n: { value: string } }> } }).results.bindings[0].n.value) : computed;
-      const how = counted.status === 200 ? `counted (computed from the bound: ${computed.toLocaleString('en')})` : `computed from the bound; COUNT(*) over it answered ${counted.status} ${problemCode(counted.body)}`;
-      say(`Weft serves ${weftTriples.toLocaleString('en')} of these triples (${how}); the peers get every record mapped in this process with ontology/term-records.ts (${quads.length.toLocaleString('en')} triples)`);
-    }
-    rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: triples in the dataset`, weft: weftTriples, unit: 'triples', note: truncated ? `truncated at ${MAX_BOUND_RECORDS.toLocaleString('en')} records (a count computed from the bound when COUNT(*) passes the time limit); the peers hold all ${quads.length.toLocaleString('en')} triples of the ${data.records.toLocaleString('en')} records` : `peers loaded with the same ${quads.length.toLocaleString('en')} triples, read back through the endpoint` }));
+    const dump = await timed(() => dumpThroughEndpoint(weft, loaded, data));
+    const ntriples = dump.value.ntriples;
+    const quads: Quad[] = new Parser({ format: 'application/n-triples' }).parse(ntriples);
+    const weftTriples = quads.length;
+    const unique = new Set(quads.map((q) => `${q.subject.termType}:${q.subject.value} ${q.predicate.value} ${q.object.termType}:${q.object.value}:${(q.object as { datatype?: { value: string } }).datatype?.value ?? ''}`)).size;
+    const read = namedTriples(quads);
+    const mapped = namedTriples(expected);
+    const same = read.size === mapped.size && [...read].every((t) => mapped.has(t));
+    say(`read back through the endpoint: ${quads.length.toLocaleString('en')} triples (${unique === quads.length ? 'no duplicates' : `!!! ${quads.length - unique} DUPLICATES`}; ${dump.value.predicates} predicates, ${dump.value.requests} requests, ${(dump.ms / 1000).toFixed(1)} s); mapped in this process: ${expected.length.toLocaleString('en')}, ${same ? 'the same triples' : '!!! OTHER TRIPLES'} (blank nodes compared by count)`);
+    if (quads.length !== expected.length || unique !== quads.length || !same) say('!!! THE READ-BACK DATASET DIFFERS FROM THE MAPPED RECORDS');
+    rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: triples in the dataset`, weft: weftTriples, unit: 'triples', note: `peers loaded with the same ${quads.length.toLocaleString('en')} triples, read back through the endpoint` }));
 
     const oxLoad = await timed(() => {
       const store = new oxigraph.Store();
@@ -551,12 +511,15 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     for (const query of queries) {
       const text = texts.get(query.id)!;
       const apiPid = weft.api.pid!;
-      const [w, o, c] = (await benchTogether(
-        [() => post(loaded.endpoint, text, acceptFor(query)), () => runOxigraph(oxStore, query, text), () => runComunica(n3Store, query, text)],
-        [() => processCpuMs(apiPid), ownCpuMs, ownCpuMs],
+      // Weft and Oxigraph take turns; Comunica runs after them, on its own: its garbage (gigabytes
+      // at 1M) would otherwise be collected in this process during the next HTTP request it times.
+      const [w, o] = (await benchTogether(
+        [() => post(loaded.endpoint, text, acceptFor(query)), () => runOxigraph(oxStore, query, text)],
+        [() => processCpuMs(apiPid), ownCpuMs],
         opts.runs,
         opts.warmup,
-      )) as [Timing<{ status: number; body: string }> & { cpu: number }, Timing<Results> & { cpu: number }, Timing<Results> & { cpu: number }];
+      )) as [Timing<{ status: number; body: string }> & { cpu: number }, Timing<Results> & { cpu: number }];
+      const [c] = (await benchTogether([() => runComunica(n3Store, query, text)], [ownCpuMs], opts.runs, opts.warmup)) as [Timing<Results> & { cpu: number }];
       cpu.weft.push(Math.max(w.cpu, 0.1));
       cpu.ox.push(Math.max(o.cpu, 0.01));
       cpu.com.push(Math.max(c.cpu, 0.01));
@@ -569,39 +532,30 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
         medians.weft.push(w.median);
         medians.ox.push(o.median);
         medians.com.push(c.median);
-        const note = `Weft answered ${w.value.status} ${code} after ${fmt(w.median)} ms (a lower bound)${truncated ? ' over its truncated dataset' : ''}; Comunica in-process ${fmt(c.median)} ms`;
-        rows.push(truncated ? figure({ benchmark: BENCHMARK, measure: `${at}: ${query.id}, Oxigraph`, weft: o.median, unit: 'ms', note }) : row({ benchmark: BENCHMARK, measure: `${at}: ${query.id}`, weft: w.median, peer: o.median, peerName: 'Oxigraph', unit: 'ms', note }));
+        const note = `Weft answered ${w.value.status} ${code} after ${fmt(w.median)} ms (a lower bound); Comunica in-process ${fmt(c.median)} ms`;
+        rows.push(row({ benchmark: BENCHMARK, measure: `${at}: ${query.id}`, weft: w.median, peer: o.median, peerName: 'Oxigraph', unit: 'ms', note }));
         continue;
       }
       const wr = weftResults(query, w.value.body);
       const checks = [compare(wr, o.value) && `Weft/Oxigraph ${compare(wr, o.value)}`, compare(c.value, o.value) && `Comunica/Oxigraph ${compare(c.value, o.value)}`].filter(Boolean);
-      const check = truncated ? 'n/a (truncated)' : checks.length ? `DIFFER: ${checks.join('; ')}` : 'same';
-      if (!truncated && checks.length) say(`!!! ${query.id}: RESULTS DIFFER: ${checks.join('; ')}`);
+      const check = checks.length ? `DIFFER: ${checks.join('; ')}` : 'same';
+      if (checks.length) say(`!!! ${query.id}: RESULTS DIFFER: ${checks.join('; ')}`);
       table.push([query.id, String(count(o.value)), check, runs, fmt(w.median), fmt(o.median), fmt(c.median), `${fmt(w.cpu)}/${fmt(o.cpu)}/${fmt(c.cpu)}`, (w.median / o.median).toFixed(1), (w.median / c.median).toFixed(2)]);
       medians.weft.push(w.median);
       medians.ox.push(o.median);
       medians.com.push(c.median);
-      if (truncated) {
-        rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: ${query.id}, Oxigraph`, weft: o.median, unit: 'ms', note: `Comunica in-process ${fmt(c.median)} ms; Weft over its truncated dataset ${fmt(w.median)} ms (not comparable)` }));
-      } else {
-        rows.push(row({ benchmark: BENCHMARK, measure: `${at}: ${query.id}`, weft: w.median, peer: o.median, peerName: 'Oxigraph', unit: 'ms', note: `Comunica in-process ${fmt(c.median)} ms; ${count(o.value)} results${check === 'same' ? '' : `; ${check}`}` }));
-      }
+      rows.push(row({ benchmark: BENCHMARK, measure: `${at}: ${query.id}`, weft: w.median, peer: o.median, peerName: 'Oxigraph', unit: 'ms', note: `Comunica in-process ${fmt(c.median)} ms; ${count(o.value)} results${check === 'same' ? '' : `; ${check}`}` }));
     }
     const gm = { weft: geomean(medians.weft), ox: geomean(medians.ox), com: geomean(medians.com) };
     const gmCpu = { weft: geomean(cpu.weft), ox: geomean(cpu.ox), com: geomean(cpu.com) };
     table.push(['(geometric mean)', '', '', '', fmt(gm.weft), fmt(gm.ox), fmt(gm.com), `${fmt(gmCpu.weft)}/${fmt(gmCpu.ox)}/${fmt(gmCpu.com)}`, (gm.weft / gm.ox).toFixed(1), (gm.weft / gm.com).toFixed(2)]);
     say('');
     say(markdown(['query', 'results', 'check', 'runs W/O/C', 'Weft ms', 'Oxigraph ms', 'Comunica ms', 'CPU ms W/O/C', 'Weft/Ox', 'Weft/Comunica'], table));
-    if (truncated) {
-      rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: mix geomean, Oxigraph`, weft: gm.ox, unit: 'ms', note: `Comunica in-process ${fmt(gm.com)} ms (${(gm.com / gm.ox).toFixed(1)}x Oxigraph)` }));
-      rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: mix geomean, Weft (truncated dataset)`, weft: gm.weft, unit: 'ms', note: `over the first ${MAX_BOUND_RECORDS.toLocaleString('en')} records only (${weftTriples.toLocaleString('en')} of ${quads.length.toLocaleString('en')} triples): no ratio` }));
-    } else {
-      rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean vs Oxigraph`, weft: gm.weft, peer: gm.ox, peerName: `Oxigraph (in-process)`, unit: 'ms', target: target === 100_000 ? '<= 3' : undefined, note: target === 100_000 ? 'goal <= 2' : undefined }));
-      rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean vs Comunica`, weft: gm.weft, peer: gm.com, peerName: 'Comunica over n3 (in-process)', unit: 'ms' }));
-      rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean CPU time vs Oxigraph`, weft: gmCpu.weft, peer: gmCpu.ox, peerName: 'Oxigraph (in-process)', unit: 'CPU ms', note: `load-independent view: the API process's CPU per query (PostgreSQL's not included) against the bench process's; Comunica in-process ${fmt(gmCpu.com)} CPU ms` }));
-    }
+    rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean vs Oxigraph`, weft: gm.weft, peer: gm.ox, peerName: `Oxigraph (in-process)`, unit: 'ms', target: target === 100_000 ? '<= 3' : undefined, note: target === 100_000 ? 'goal <= 2' : undefined }));
+    rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean vs Comunica`, weft: gm.weft, peer: gm.com, peerName: 'Comunica over n3 (in-process)', unit: 'ms' }));
+    rows.push(row({ benchmark: BENCHMARK, measure: `${at}: mix geomean CPU time vs Oxigraph`, weft: gmCpu.weft, peer: gmCpu.ox, peerName: 'Oxigraph (in-process)', unit: 'CPU ms', note: `load-independent view: the API process's CPU per query (PostgreSQL's not included) against the bench process's; Comunica in-process ${fmt(gmCpu.com)} CPU ms` }));
 
-    if (opts.profile && !truncated) {
+    if (opts.profile) {
       const b = await breakdown(weft, loaded, queries, texts, opts.runs);
       const evalGm = geomean(queries.map((q) => b.evaluate.get(q.id)!));
       const serGm = geomean(queries.map((q) => Math.max(b.serialize.get(q.id)!, 0.001)));
