@@ -32,7 +32,8 @@ export async function requireProject(db: Executor, principal: Principal, project
   // Outside a transaction the process's definition cache answers (projects change rarely); a
   // transaction reads its own view.
   const find = () => Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
-  const project = db.isTransaction ? await find() : await definitionCache().get(db as Db, principal.workspaceId, `project:${projectId}`, async () => (await find()) ?? null);
+  // A kept project is handed out as a copy: an operation may change its own (patch() updates the instance).
+  const project = db.isTransaction ? await find() : (await definitionCache().get(db as Db, principal.workspaceId, `project:${projectId}`, async () => (await find()) ?? null))?.$clone();
   if (!project) throw new NotFoundError('project', 'No project with this id in this workspace.');
   authorizeProject(principal, projectId);
   return project;
