@@ -12,6 +12,7 @@ import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
+import { closeRequestBudgets } from '../services/tenancy/request-budgets';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 
 export interface RunningService {
@@ -61,6 +62,7 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
         server.closeIdleConnections();
       });
       await keyUsage.close();
+      await closeRequestBudgets(db);
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();

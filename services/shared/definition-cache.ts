@@ -19,6 +19,12 @@ const CHANNEL = 'weft_definitions';
 const TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
 const RECONNECT_MS = 1_000;
 
+interface Ticket {
+  workspaceId?: string;
+  generation: number;
+  epoch: number;
+}
+
 interface Entry {
   value: unknown;
   expiresAt: number;
@@ -29,29 +35,63 @@ class DefinitionCache {
   /** Bumped by every change of a workspace; a load started under an older generation is not kept. */
   private readonly generations = new Map<string, number>();
   private epoch = 0;
+  /** Every change counted, for tickets taken before the workspace is known. */
+  private changes = 0;
   private listener?: { connection?: pg.Client; closed: boolean; retry?: NodeJS.Timeout };
   private listening = false;
+  private readonly listeners = new Set<(workspaceId: string | undefined) => void>();
 
   /** The cached value of `key` in `workspaceId`, or what `load` reads (and keeps, when it may). */
   async get<T>(db: Db, workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
     this.listen(db);
-    const kept = this.entries.get(workspaceId)?.get(key);
-    if (kept && kept.expiresAt > Date.now()) return kept.value as T;
-    const generation = this.generationOf(workspaceId);
-    const epoch = this.epoch;
+    const kept = this.peek<T>(workspaceId, key);
+    if (kept !== undefined) return kept;
+    const ticket = this.ticket(workspaceId);
     const value = await load();
-    if (this.listening && epoch === this.epoch && generation === this.generationOf(workspaceId)) {
-      let workspace = this.entries.get(workspaceId);
-      if (!workspace) this.entries.set(workspaceId, (workspace = new Map()));
-      workspace.set(key, { value, expiresAt: Date.now() + TTL_MS });
-    }
+    this.keep(workspaceId, key, value, ticket);
     return value;
+  }
+
+  /** A kept value, if there is a fresh one. */
+  peek<T>(workspaceId: string, key: string): T | undefined {
+    const kept = this.entries.get(workspaceId)?.get(key);
+    return kept && kept.expiresAt > Date.now() ? (kept.value as T) : undefined;
+  }
+
+  /**
+   * Taken before reading a definition: keep() refuses the value if its workspace changed meanwhile.
+   * Without a workspace (a read that learns it, such as a key's), any change anywhere refuses it.
+   */
+  ticket(workspaceId?: string): Ticket {
+    return { workspaceId, generation: workspaceId ? this.generationOf(workspaceId) : this.changes, epoch: this.epoch };
+  }
+
+  /** Keeps a value read under `ticket`, unless the workspace changed since or the process is not listening. */
+  keep(workspaceId: string, key: string, value: unknown, ticket: Ticket): void {
+    if (!this.listening || ticket.epoch !== this.epoch) return;
+    if (ticket.workspaceId === undefined ? ticket.generation !== this.changes : ticket.workspaceId !== workspaceId || ticket.generation !== this.generationOf(workspaceId)) return;
+    let workspace = this.entries.get(workspaceId);
+    if (!workspace) this.entries.set(workspaceId, (workspace = new Map()));
+    workspace.set(key, { value, expiresAt: Date.now() + TTL_MS });
+  }
+
+  /** Starts listening for changes (the first read does it too), so later reads may be kept. */
+  start(db: Db): void {
+    this.listen(db);
   }
 
   /** The workspace's definitions changed: its entries go, and loads under way are not kept. */
   changed(workspaceId: string): void {
+    this.changes += 1;
     this.entries.delete(workspaceId);
     this.generations.set(workspaceId, this.generationOf(workspaceId) + 1);
+    for (const listener of this.listeners) listener(workspaceId);
+  }
+
+  /** Calls `listener` on every change: with the workspace, or with none when everything changed. */
+  onChange(listener: (workspaceId: string | undefined) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** Something changed whose workspace is unknown here (or notifications may have been missed). */
@@ -59,6 +99,7 @@ class DefinitionCache {
     this.entries.clear();
     this.generations.clear();
     this.epoch += 1;
+    for (const listener of this.listeners) listener(undefined);
   }
 
   private generationOf(workspaceId: string): number {
@@ -80,6 +121,8 @@ class DefinitionCache {
         connection.on('notification', (message) => (message.payload ? this.changed(message.payload) : this.changedEverywhere()));
         connection.on('error', (error) => logger.warn({ err: error }, 'the definition-change listener lost its connection; reconnecting'));
         connection.on('end', () => {
+          // The end of a listener that close() replaced says nothing about the current one.
+          if (this.listener !== listener) return;
           this.listening = false;
           this.changedEverywhere();
           listener.connection = undefined;

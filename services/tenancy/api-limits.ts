@@ -1,5 +1,6 @@
 import { InputError, RateLimitError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
+import { definitionCache } from '../shared/definition-cache';
 import { ApiLimitSettings } from '../../db/models';
 
 export const WINDOW_SECONDS = 60;
@@ -46,6 +47,9 @@ export async function putApiLimits(db: Executor, workspaceId: string, input: { w
     .insert({ workspaceId, workspaceRequests, apiKeyRequests, updatedAt: db.fn.now() })
     .onConflict('workspaceId')
     .merge();
+  // Committed already outside a transaction: this process's kept keys carry the old limits (within
+  // one, invoke drops them once it commits).
+  if (!db.isTransaction) definitionCache().changed(workspaceId);
   return { workspaceRequests, apiKeyRequests, windowSeconds: WINDOW_SECONDS };
 }
 

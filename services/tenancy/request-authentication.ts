@@ -1,11 +1,14 @@
 import { AuthenticationError } from '../../core/errors';
 import { isScope } from '../../core/scopes';
 import { sha256Hex } from '../../core/secrets';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
 import type { Principal } from './access';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
+import { requestBudgets } from './request-budgets';
+import { definitionCache } from '../shared/definition-cache';
 
-// The request path: a Bearer key checked and counted against both request-limit buckets in one
+// The request path: a key this process knows is taken from memory and counted against a leased
+// budget; any other Bearer key is checked and counted against both request-limit buckets in one
 // statement, with the requests that arrive while one is in flight sent together in the next.
 
 const KEY_PATTERN = /^(weft_sk_[A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$/;
@@ -97,43 +100,91 @@ export interface AuthenticatedRequest extends Authentication {
   limit: LimitHeaders;
 }
 
+/** A key this process has authenticated, kept in its workspace's definition cache. */
+interface KeptKey {
+  principal: Principal;
+  limits: ApiLimits;
+  expiresAtMs: number | null;
+}
+
+/** Secret digest → workspace of the keys kept in the definition cache (the cache is per workspace). */
+const keptKeyWorkspaces = new Map<string, string>();
+
+function keptKey(secretHash: string): KeptKey | undefined {
+  const workspaceId = keptKeyWorkspaces.get(secretHash);
+  if (!workspaceId) return undefined;
+  const kept = definitionCache().peek<KeptKey>(workspaceId, `key:${secretHash}`);
+  if (!kept) keptKeyWorkspaces.delete(secretHash);
+  return kept;
+}
+
+/** Keeps an authenticated key with its expiry (read once, here) for the next requests. */
+async function keepKey(db: Executor, secretHash: string, key: Omit<KeptKey, 'expiresAtMs'>, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): Promise<void> {
+  const row = await db('api_keys').where({ id: key.principal.apiKeyId }).first('expires_at');
+  if (!row) return;
+  const workspaceId = key.principal.workspaceId;
+  definitionCache().keep(workspaceId, `key:${secretHash}`, { ...key, expiresAtMs: row.expiresAt ? new Date(row.expiresAt).getTime() : null } satisfies KeptKey, ticket);
+  keptKeyWorkspaces.set(secretHash, workspaceId);
+}
+
+const expired = () => new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
+
 /**
- * The request path's one database round trip: resolves the Bearer secret to its principal and
- * counts the request against both request-limit buckets (weft_authenticate_request, see its
- * migration). Throws AuthenticationError for a bad, revoked or expired key (never counted) and
- * RateLimitError when a bucket is spent. Nothing is cached, so a revoked key fails at once in every
- * process, and only the secret's digest leaves this function.
+ * Resolves the Bearer secret to its principal and counts the request against both request-limit
+ * buckets. A key this process knows is taken from its workspace's definition cache (dropped by
+ * NOTIFY within a second of a revocation, an expiry change, a member's removal or new limits, in
+ * every process) and counted against a leased budget (request-budgets.ts): no round trip. Otherwise,
+ * and for buckets with too little left to lease, one statement checks the key and counts the
+ * request (weft_authenticate_request, see its migration), and the key is kept. Throws AuthenticationError for a bad, revoked or expired key
+ * (never counted) and RateLimitError when a bucket is spent. Only the secret's digest leaves this
+ * function.
  */
 export async function authenticateRequest(db: Executor, rawKey: string): Promise<AuthenticatedRequest> {
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
+  const secretHash = sha256Hex(rawKey);
+  const kept = keptKey(secretHash);
+  if (kept) {
+    if (kept.expiresAtMs !== null && kept.expiresAtMs <= Date.now()) throw expired();
+    const leased = await requestBudgets(db).admit(kept.principal, kept.limits);
+    if (leased) return { principal: kept.principal, limits: kept.limits, limit: leased };
+    // Too little left to lease: checked and counted below, one by one.
+  }
+  definitionCache().start(db as Db);
+  // Taken before the key is read: a change anywhere meanwhile and the key is not kept.
+  const ticket = definitionCache().ticket();
+  // Leases a change ended are still being returned: counting now would count them too.
+  await requestBudgets(db).settled();
   let authenticator = authenticators.get(db);
   if (!authenticator) authenticators.set(db, (authenticator = new RequestAuthenticator(db)));
-  const row = await authenticator.authenticate(match[1], sha256Hex(rawKey));
+  const row = await authenticator.authenticate(match[1], secretHash);
   if (!row || row.outcome === 'invalid') throw invalidCredential();
-  if (row.outcome === 'expired') throw new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
-  const limit = admitRequest({
-    outcome: row.outcome,
+  if (row.outcome === 'expired') throw expired();
+  const principal: Principal = {
+    workspaceId: row.workspace_id,
+    apiKeyId: row.key_id,
+    memberId: row.member_id,
+    memberActive: row.member_active === true,
+    memberRole: row.member_role ?? undefined,
+    scopes: new Set((row.scopes as string[]).filter(isScope)),
+    projectIds: row.project_ids,
+    workspaceResources: row.workspace_resources,
+    readPermissions: row.read_permissions,
+    writePermissions: row.write_permissions ?? [],
+  };
+  const limits = limitsFrom(row.limit_workspace, row.limit_key);
+  const admitted = () => admitRequest({
+    outcome: row.outcome as 'ok' | 'key_limited' | 'workspace_limited',
     limitKey: row.limit_key,
     limitWorkspace: row.limit_workspace,
     usedKey: row.used_key,
     usedWorkspace: row.used_workspace,
     resetMs: Number(row.reset_ms),
   });
-  return {
-    principal: {
-      workspaceId: row.workspace_id,
-      apiKeyId: row.key_id,
-      memberId: row.member_id,
-      memberActive: row.member_active === true,
-      memberRole: row.member_role ?? undefined,
-      scopes: new Set((row.scopes as string[]).filter(isScope)),
-      projectIds: row.project_ids,
-      workspaceResources: row.workspace_resources,
-      readPermissions: row.read_permissions,
-      writePermissions: row.write_permissions ?? [],
-    },
-    limits: limitsFrom(row.limit_workspace, row.limit_key),
-    limit,
-  };
+  try {
+    return { principal, limits, limit: admitted() };
+  } finally {
+    // Kept for the next requests (a refused one included: the key itself is good).
+    if (!kept) await keepKey(db, secretHash, { principal, limits }, ticket);
+  }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { bootstrapWorkspace, BootstrapResult } from '../../services/tenancy/workspaces';
 import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys';
 import { env } from './environment';
+import { definitionCache } from '../../services/shared/definition-cache';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -70,14 +71,24 @@ export async function keyIdOf(secret: string): Promise<string> {
   return row.id as string;
 }
 
+/**
+ * Fixtures change keys and limits in the database directly. The API of this test process hears of
+ * it as it hears of a change made through its own service layer, at once; other processes by NOTIFY
+ * (test/api/key-revocation.test.ts proves that path).
+ */
+async function changedKeyOf(secret: string, change: Record<string, unknown>): Promise<void> {
+  const [row] = await env().db('api_keys').where({ id: await keyIdOf(secret) }).update(change).returning('workspaceId');
+  definitionCache().changed(row.workspaceId);
+}
+
 /** Puts a key's expiry in the past (the API accepts only future expiries). */
 export async function expireKey(secret: string): Promise<void> {
-  await env().db('api_keys').where({ id: await keyIdOf(secret) }).update({ expiresAt: env().db.raw("now() - interval '1 minute'") });
+  await changedKeyOf(secret, { expiresAt: env().db.raw("now() - interval '1 minute'") });
 }
 
 /** Revokes a key directly, as DELETE /api/v1/api-keys/{key_id} would. */
 export async function revokeKey(secret: string): Promise<void> {
-  await env().db('api_keys').where({ id: await keyIdOf(secret) }).update({ revokedAt: env().db.fn.now() });
+  await changedKeyOf(secret, { revokedAt: env().db.fn.now() });
 }
 
 /** Lifts a workspace's request limits so a test that sends many requests is not throttled. */
@@ -86,6 +97,7 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
     .insert({ workspaceId, workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 })
     .onConflict('workspaceId')
     .merge();
+  definitionCache().changed(workspaceId);
 }
 
 /**

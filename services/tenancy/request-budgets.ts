@@ -1,0 +1,194 @@
+import type { Executor } from '../../db/connection';
+import { logger } from '../../core/logger';
+import { definitionCache } from '../shared/definition-cache';
+import type { Principal } from './access';
+import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
+
+// Request limits without a round trip per request. A process leases a share of what remains of a
+// key's and its workspace's buckets in the current window (weft_lease_requests: a sixteenth of the
+// smaller remainder, at most MAX_LEASE) and spends it locally; one lease at a time per key, so
+// requests that arrive together do not each take one. Leased is counted as used in PostgreSQL, so
+// across every process no bucket admits more than its limit. A bucket with less than
+// MIN_REMAINING left is not leased from: until its window turns, its requests are counted one by
+// one with the key's check (weft_authenticate_requests), exactly as without leases, so small
+// buckets and the last stretch of large ones stay exact to the request. What a process does not
+// spend goes back after IDLE_RETURN_MS without use, when the workspace's keys or limits change, or
+// when the process stops, so another process is not refused for long while budget lies idle here.
+
+const SHARE = 16;
+const MAX_LEASE = 1000;
+const MIN_REMAINING = 256;
+const IDLE_RETURN_MS = 1000;
+
+interface Lease {
+  workspaceId: string;
+  keyId: string;
+  limits: ApiLimits;
+  /** The database's window the lease belongs to, and when it ends here. */
+  windowStart: number;
+  endsAt: number;
+  left: number;
+  /** The buckets' counts after the last lease (what others had used then, and what we hold). */
+  usedKey: number;
+  usedWorkspace: number;
+  lastUsedAt: number;
+}
+
+interface LeaseRow {
+  outcome: 'ok' | 'small';
+  granted: number;
+  used_workspace: number;
+  used_key: number;
+  window_start: number;
+  reset_ms: number;
+}
+
+const sameLimits = (a: ApiLimits, b: ApiLimits) => a.workspaceRequests === b.workspaceRequests && a.apiKeyRequests === b.apiKeyRequests;
+
+class RequestBudgets {
+  private readonly leases = new Map<string, Lease>();
+  /** The lease statement in flight per key: requests that find no lease wait for it. */
+  private readonly leasing = new Map<string, Promise<void>>();
+  /** Keys whose buckets are counted one by one until their window turns (too little left to lease). */
+  private readonly oneByOne = new Map<string, { workspaceId: string; limits: ApiLimits; until: number }>();
+  private readonly returning = new Set<Promise<void>>();
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly stopListening: () => void;
+
+  constructor(private readonly db: Executor) {
+    this.sweeper = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
+    this.sweeper.unref();
+    // A change to a workspace's keys or limits ends its leases: the next request of each key is
+    // checked and counted afresh, under the limits as they are now.
+    this.stopListening = definitionCache().onChange((workspaceId) => {
+      for (const [keyId, lease] of this.leases) {
+        if (workspaceId !== undefined && lease.workspaceId !== workspaceId) continue;
+        this.leases.delete(keyId);
+        void this.giveBack(lease);
+      }
+      for (const [keyId, counted] of this.oneByOne) if (workspaceId === undefined || counted.workspaceId === workspaceId) this.oneByOne.delete(keyId);
+    });
+  }
+
+  /** Waits for the returns under way (a request counted afresh must not count what is being returned). */
+  async settled(): Promise<void> {
+    while (this.returning.size) await Promise.all([...this.returning]);
+  }
+
+  /**
+   * Admits one request of a known key from its lease, or from a new one; undefined when its buckets
+   * are too small (or too near their limits) to lease from: the caller counts it one by one.
+   */
+  async admit(principal: Principal, limits: ApiLimits): Promise<LimitHeaders | undefined> {
+    const keyId = principal.apiKeyId;
+    for (;;) {
+      const spent = this.spend(keyId, limits);
+      if (spent) return spent;
+      const oneByOne = this.oneByOne.get(keyId);
+      if (oneByOne && Date.now() < oneByOne.until && sameLimits(oneByOne.limits, limits)) return undefined;
+      const leasing = this.leasing.get(keyId);
+      if (!leasing) break;
+      await leasing;
+    }
+    let admitted!: (headers: LimitHeaders | undefined) => void;
+    const answer = new Promise<LimitHeaders | undefined>((resolve) => (admitted = resolve));
+    const leasing = this.lease(principal, limits)
+      .then(admitted, (error: unknown) => {
+        admitted(undefined);
+        logger.warn({ err: error, apiKeyId: keyId }, 'a request lease failed; the request is counted on its own');
+      })
+      .finally(() => this.leasing.delete(keyId));
+    this.leasing.set(keyId, leasing);
+    return answer;
+  }
+
+  /** One lease statement for the key; the request that asked for it is admitted from it. */
+  private async lease(principal: Principal, limits: ApiLimits): Promise<LimitHeaders | undefined> {
+    const keyId = principal.apiKeyId;
+    // A lease taken under other limits goes back first: under lowered limits it may be all there is.
+    const stale = this.leases.get(keyId);
+    if (stale && !sameLimits(stale.limits, limits)) {
+      this.leases.delete(keyId);
+      await this.giveBack(stale);
+    }
+    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, ?, ?, ?)', [
+      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, SHARE, MAX_LEASE, MIN_REMAINING,
+    ]);
+    const row = rows[0];
+    const now = Date.now();
+    if (row.outcome === 'small') {
+      this.oneByOne.set(keyId, { workspaceId: principal.workspaceId, limits, until: now + Number(row.reset_ms) });
+      return undefined;
+    }
+    const spare = row.granted - 1;
+    const current = this.leases.get(keyId);
+    if (current) void this.giveBack(current);
+    this.leases.set(keyId, {
+      workspaceId: principal.workspaceId, keyId, limits, windowStart: Number(row.window_start), endsAt: now + Number(row.reset_ms), left: spare, usedKey: row.used_key, usedWorkspace: row.used_workspace, lastUsedAt: now,
+    });
+    return admitRequest({ outcome: 'ok', limitKey: limits.apiKeyRequests, limitWorkspace: limits.workspaceRequests, usedKey: row.used_key - spare, usedWorkspace: row.used_workspace - spare, resetMs: Number(row.reset_ms) });
+  }
+
+  /** One request from the key's lease, if it holds one for this window and these limits. */
+  private spend(keyId: string, limits: ApiLimits): LimitHeaders | undefined {
+    const lease = this.leases.get(keyId);
+    const now = Date.now();
+    if (!lease || lease.left < 1 || now >= lease.endsAt || !sameLimits(lease.limits, limits)) return undefined;
+    lease.left -= 1;
+    lease.lastUsedAt = now;
+    return admitRequest({
+      outcome: 'ok',
+      limitKey: limits.apiKeyRequests,
+      limitWorkspace: limits.workspaceRequests,
+      usedKey: lease.usedKey - lease.left,
+      usedWorkspace: lease.usedWorkspace - lease.left,
+      resetMs: lease.endsAt - now,
+    });
+  }
+
+  /** Hands a lease's unspent requests back (a lease of a window that has turned has nothing to give). */
+  private giveBack(lease: Lease): Promise<void> {
+    const count = lease.left;
+    lease.left = 0;
+    if (count < 1 || Date.now() >= lease.endsAt) return Promise.resolve();
+    const returned: Promise<void> = Promise.resolve(this.db.raw('SELECT weft_return_requests(?, ?, ?, ?)', [lease.workspaceId, lease.keyId, lease.windowStart, count]))
+      .then(() => undefined, (error: unknown) => logger.warn({ err: error, apiKeyId: lease.keyId }, 'an unspent request lease could not be returned; it lapses with its window'))
+      .finally(() => this.returning.delete(returned));
+    this.returning.add(returned);
+    return returned;
+  }
+
+  private returnIdle(): void {
+    const now = Date.now();
+    for (const [keyId, lease] of this.leases) {
+      if (now >= lease.endsAt) this.leases.delete(keyId);
+      else if (lease.left > 0 && now - lease.lastUsedAt >= IDLE_RETURN_MS) void this.giveBack(lease);
+    }
+    for (const [keyId, counted] of this.oneByOne) if (now >= counted.until) this.oneByOne.delete(keyId);
+  }
+
+  /** Returns every unspent lease (the process is stopping). */
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.stopListening();
+    await Promise.all([...this.leases.values()].map((lease) => this.giveBack(lease)));
+    this.leases.clear();
+    await this.settled();
+  }
+}
+
+const budgets = new WeakMap<Executor, RequestBudgets>();
+
+/** The request budgets this process leases through `db`. */
+export function requestBudgets(db: Executor): RequestBudgets {
+  let kept = budgets.get(db);
+  if (!kept) budgets.set(db, (kept = new RequestBudgets(db)));
+  return kept;
+}
+
+/** Returns the unspent leases taken through `db`; call before destroying its pool. */
+export async function closeRequestBudgets(db: Executor): Promise<void> {
+  const kept = budgets.get(db);
+  budgets.delete(db);
+  await kept?.close();
+}
