@@ -82,6 +82,8 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
   const parsers = new Map<number, Koa.Middleware>();
   const parserFor = (limit: number) => parsers.get(limit) ?? parsers.set(limit, jsonParser(limit)).get(limit)!;
   return (ctx, next) => {
+    // Most requests carry no body: nothing to parse, and no route match to size the parser.
+    if (!ctx.request.length && !ctx.get('Transfer-Encoding')) return next();
     const limits = router.match(ctx.path, ctx.method).pathAndMethod.map((layer) => limitOf.get(`${ctx.method} ${layer.path}`) ?? DEFAULT_JSON_BYTES);
     return parserFor(limits.length ? Math.max(...limits) : DEFAULT_JSON_BYTES)(ctx, next);
   };

@@ -1,7 +1,9 @@
 /**
- * api (P3, P7): the request path. Weft's authenticated GET /api/v1/organization and a 100-row
- * records read under autocannon (50 connections, 10 s each), against a bare Koa + @koa/router
- * server in its own process serving the same bodies with no authentication, limits or database.
+ * api (P3, P7): the request path. Weft's authenticated GET /api/v1/organization, a 100-row records
+ * read and /healthz under autocannon (50 connections, 10 s each), against a bare Koa + @koa/router
+ * server in its own process serving the same bodies with no authentication, limits or database;
+ * the records read also against a bare Koa handler that reads the same stored rows with one pg
+ * SELECT per request (the target's peer).
  * Weft runs as `npm start` runs it: info-level request logs (written to a file), limits on (raised
  * out of the way, so every request is still counted in both buckets).
  *
@@ -72,13 +74,13 @@ async function limiterLatency(db: Db, key: string): Promise<{ counted: number; l
   return { counted: countedP50, lookup: lookupP50, added: countedP50 - lookupP50 };
 }
 
-async function startPeer(bodies: Record<string, unknown>): Promise<{ url: string; child: ChildProcess }> {
+async function startPeer(setup: { bodies: Record<string, unknown>; selects?: Record<string, string>; databaseUrl?: string }): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = fork(path.join(__dirname, 'support', 'api-bare-koa.ts'), [String(port)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`the bare Koa server exited with ${code}`)));
-    child.send(bodies);
+    child.send(setup);
   });
   return { url: `http://127.0.0.1:${port}`, child };
 }
@@ -111,26 +113,40 @@ async function main(): Promise<void> {
     const records = await call(weft, tenant.key, 'GET', recordsPath);
     if (organization.status !== 200 || records.status !== 200 || records.body.data.length !== 100) throw new Error('the bench requests do not answer 200 with their bodies');
 
-    const peer = await startPeer({ '/api/v1/organization': organization.body, '/records': records.body });
+    const health = await call(weft, null, 'GET', '/healthz');
+    // The peer's records handler reads the very rows Weft serves: the table's storage at its latest snapshot.
+    const storage = `"weft_ws_${tenant.workspaceId.replace(/-/g, '')}"."bench_orders"`;
+    const peer = await startPeer({
+      bodies: { '/api/v1/organization': organization.body, '/records': records.body, '/healthz': health.body },
+      selects: { '/records-pg': `SELECT data FROM ${storage} WHERE valid_to IS NULL ORDER BY row_key LIMIT 100` },
+      databaseUrl: weft.databaseUrl,
+    });
+    const peerPg = await call({ baseUrl: peer.url }, null, 'GET', '/records-pg');
+    if (peerPg.status !== 200 || peerPg.body.data.length !== 100) throw new Error('the bare Koa + pg peer does not answer the 100 rows');
     try {
       // Warm both up (JIT, pools), then measure each alone.
       await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, 2);
       await measure(`${peer.url}/api/v1/organization`, null, 2);
+      await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, 2);
+      await measure(`${peer.url}/records-pg`, null, 2);
       const weftOrg = await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key);
       const peerOrg = await measure(`${peer.url}/api/v1/organization`, null);
       const weftRecords = await measure(`${weft.baseUrl}${recordsPath}`, tenant.key);
+      const peerRecordsPg = await measure(`${peer.url}/records-pg`, null);
       const peerRecords = await measure(`${peer.url}/records`, null);
-      const health = await measure(`${weft.baseUrl}/healthz`, null);
+      const weftHealth = await measure(`${weft.baseUrl}/healthz`, null);
+      const peerHealth = await measure(`${peer.url}/healthz`, null);
       const limiter = await limiterLatency(weft.db, tenant.key);
 
       rows.push(
         row({ benchmark: 'api', measure: 'GET /organization throughput', weft: weftOrg.rps, peer: peerOrg.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.35' }),
         row({ benchmark: 'api', measure: 'GET /organization p50', weft: weftOrg.p50, peer: peerOrg.p50, peerName: 'bare Koa', unit: 'ms' }),
         row({ benchmark: 'api', measure: 'GET /organization p99', weft: weftOrg.p99, peer: peerOrg.p99, peerName: 'bare Koa', unit: 'ms' }),
-        row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecords.rps, peerName: 'bare Koa', unit: 'req/s' }),
-        row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecords.p50, peerName: 'bare Koa', unit: 'ms' }),
-        row({ benchmark: 'api', measure: '100-row records read p99', weft: weftRecords.p99, peer: peerRecords.p99, peerName: 'bare Koa', unit: 'ms' }),
-        figure({ benchmark: 'api', measure: '/healthz throughput (no key)', weft: health.rps, unit: 'req/s' }),
+        row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecordsPg.rps, peerName: 'bare Koa + one pg SELECT', unit: 'req/s', target: '>= 0.5' }),
+        row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecordsPg.p50, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
+        row({ benchmark: 'api', measure: '100-row records read p99', weft: weftRecords.p99, peer: peerRecordsPg.p99, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
+        row({ benchmark: 'api', measure: '100-row records read throughput, bare body', weft: weftRecords.rps, peer: peerRecords.rps, peerName: 'bare Koa (no database)', unit: 'req/s' }),
+        row({ benchmark: 'api', measure: '/healthz throughput (no key)', weft: weftHealth.rps, peer: peerHealth.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.8' }),
         figure({ benchmark: 'api', measure: 'limiter added p50 (1 client, in SQL)', weft: limiter.added, unit: 'ms', note: `authentication + both buckets ${limiter.counted.toFixed(3)} ms p50, the same key lookup alone ${limiter.lookup.toFixed(3)} ms p50, ${LIMITER_SAMPLES} calls each` }),
       );
     } finally {

@@ -140,10 +140,10 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
 }
 
 /** A JSON request to the bench's API with the tenant's key. */
-export async function call<T = any>(weft: { baseUrl: string }, key: string, method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }> {
+export async function call<T = any>(weft: { baseUrl: string }, key: string | null, method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }> {
   const response = await fetch(`${weft.baseUrl}${pathname}`, {
     method,
-    headers: { Authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(method === 'POST' && /execute$/.test(pathname) ? { 'Idempotency-Key': randomUUID() } : {}) },
+    headers: { ...(key === null ? {} : { Authorization: `Bearer ${key}` }), ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(method === 'POST' && /execute$/.test(pathname) ? { 'Idempotency-Key': randomUUID() } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();

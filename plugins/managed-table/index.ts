@@ -8,7 +8,7 @@ import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, S
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
-import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
+import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, isCatalogCurrent, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
   name: 'managed_table',
@@ -148,21 +148,54 @@ async function resolveSnapshot(db: Knex, schema: string, table: string, query: R
   return latestSnapshot(db, schema, table);
 }
 
+/**
+ * Tables this process has seen stored (registered, so their storage exists): a read of one is a
+ * single statement (readInOneStatement). Should one be gone since, the statement fails on the
+ * missing table and the read takes the long way, which finds out.
+ */
+const storedTables = new Set<string>();
+
+/** Test hook: forget which tables were seen stored, so the next read of each takes the long way. */
+export function forgetStoredTables(): void {
+  storedTables.clear();
+}
+
 async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unknown>, query: RecordsQuery): Promise<RecordsPage> {
   const { table, primaryKey } = parseTarget(rawTarget);
   const schema = workspaceSchema(ctx.installation.workspaceId);
   const cursor = query.after === undefined || query.after === null ? undefined : decodeCursor(query.after, query.orderBy);
   if (cursor && !isManagedCursor(cursor)) throw new InputError('invalid_continuation', 'The continuation is not a managed table continuation. Start again without it.');
+  const stored = `${schema}.${table}`;
+  if (storedTables.has(stored) && isCatalogCurrent(schema)) {
+    try {
+      return await readInOneStatement(ctx.db, schema, table, primaryKey, query, cursor);
+    } catch (error) {
+      if ((error as { code?: string }).code !== '42P01') throw error;
+      storedTables.delete(stored);
+    }
+  }
   // A table is registered in the same transaction that creates its storage: no registry, never written.
   const registry = await fieldRegistry(ctx.db, schema, table);
   if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
   refuseUnknownFields(queryFieldUses(query), knownFields(registry, primaryKey), 'field');
   if (!registry) return { records: [], continuation: null };
+  if (!ctx.db.isTransaction) storedTables.add(stored);
   const snapshot = await resolveSnapshot(ctx.db, schema, table, query, cursor);
   if (!snapshot) return { records: [], continuation: null };
-
   const params = new SqlParams();
   const version = params.add(snapshot.version);
+  const { sql, pageOf } = pageQuery(schema, table, query, cursor, version, params);
+  const { rows } = await run<PageRow>(ctx.db, sql, params);
+  return pageOf(rows, snapshot);
+}
+
+interface PageRow {
+  data: Record<string, unknown>;
+  position: Array<string | null>;
+}
+
+/** One page of a table at a snapshot version (an SQL expression): the statement, and the page from its rows. */
+function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: TableCursor | undefined, version: string, params: SqlParams) {
   const where = compileWhere(query.where, readConditions, params);
   const keyset: KeysetColumn[] = [
     ...query.orderBy.map((term): KeysetColumn => ({ sql: fieldSql(term.field, params), direction: term.direction, cast: '::jsonb', nullable: false })),
@@ -174,21 +207,73 @@ async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unk
   // The page is chosen inside; its positions are written as text outside, for the page's rows
   // only (not for every row the sort meets, as a position in the sorted select list would be).
   const picked: KeysetColumn[] = keyset.map((column, i) => ({ ...column, sql: `k${i}` }));
-  const { rows } = await run<{ data: Record<string, unknown>; position: Array<string | null> }>(
-    ctx.db,
-    `SELECT data, ${cursorSelect(picked)} AS position FROM (
-      SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
+  const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
         WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
-        ORDER BY ${orderByClause(picked)} LIMIT ${limit}) page
-      ORDER BY ${orderByClause(picked)}`,
+        ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
+  const pageOf = (rows: PageRow[], snapshot: SnapshotRow): RecordsPage => {
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    const continuation: TableCursor | null = rows.length > query.limit ? { order: orderOf(query.orderBy), key: last.position, version: String(snapshot.version) } : null;
+    const select = query.select;
+    const records = page.map(({ data }) => (select ? Object.fromEntries(select.map((field) => [field, data[field] ?? null])) : data));
+    return { records, continuation, snapshot: toSnapshotInfo(snapshot) };
+  };
+  return {
+    sql: `SELECT data, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
+    /** The same page as one JSON array, for a statement that selects more than the page. */
+    json: `SELECT coalesce(json_agg(json_build_object('data', data, 'position', ${cursorSelect(picked)}) ORDER BY ${orderByClause(picked)}), '[]'::json) FROM (${inner}) page`,
+    pageOf,
+  };
+}
+
+/**
+ * A read of a table known to be stored, in one round trip: its field registry, the snapshot the read
+ * sees and the page, in one statement; the checks of readRecords then run on what it returned, with
+ * the same answers in the same order.
+ */
+async function readInOneStatement(db: Knex, schema: string, table: string, primaryKey: string[] | null, query: RecordsQuery, cursor: TableCursor | undefined): Promise<RecordsPage> {
+  const params = new SqlParams();
+  const tableParam = params.add(table);
+  let refusal: InputError | undefined;
+  let filter: string;
+  if (cursor) filter = `version = ${params.add(cursor.version)}::bigint`;
+  else if (query.snapshotId !== undefined) filter = uuidPattern.test(query.snapshotId) ? `id = ${params.add(query.snapshotId)}::uuid` : 'FALSE';
+  else if (query.asOf !== undefined) {
+    const valid = isoTimestamp.test(query.asOf) && !Number.isNaN(Date.parse(query.asOf));
+    if (!valid) refusal = new InputError('invalid_as_of', 'asOf must be an ISO 8601 timestamp.');
+    filter = valid ? `committed_at <= ${params.add(new Date(query.asOf))}::timestamptz ORDER BY version DESC LIMIT 1` : 'FALSE';
+  } else filter = 'TRUE ORDER BY version DESC LIMIT 1';
+  const s = quoteIdentifier(schema);
+  const snapshotSql = `SELECT id, version, committed_at AS committed FROM ${s}._snapshots WHERE table_name = ${tableParam} AND ${filter}`;
+  // A continuation whose position does not fit the order is refused after its snapshot is checked, as the long way does.
+  let misfit: unknown;
+  try {
+    pageQuery(schema, table, query, cursor, '0', new SqlParams());
+  } catch (error) {
+    misfit = error;
+  }
+  const { json, pageOf } = pageQuery(schema, table, query, misfit ? undefined : cursor, '(SELECT version FROM snap)', params);
+  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null; page: PageRow[] }>(
+    db,
+    `WITH snap AS (${snapshotSql})
+     SELECT (SELECT json_build_object('fields', fields, 'key', primary_key) FROM ${s}._tables WHERE table_name = ${tableParam}) AS registry,
+            (SELECT to_json(snap) FROM snap) AS snapshot,
+            (${json}) AS page`,
     params,
   );
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  const continuation: TableCursor | null = rows.length > query.limit ? { order: orderOf(query.orderBy), key: last.position, version: String(snapshot.version) } : null;
-  const select = query.select;
-  const records = page.map(({ data }) => (select ? Object.fromEntries(select.map((field) => [field, data[field] ?? null])) : data));
-  return { records, continuation, snapshot: toSnapshotInfo(snapshot) };
+  const { registry, snapshot, page } = rows[0];
+  if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
+  refuseUnknownFields(queryFieldUses(query), knownFields(registry ? { fields: registry.fields, primaryKey: registry.key } : undefined, primaryKey), 'field');
+  if (refusal) throw refusal;
+  if (!registry) return { records: [], continuation: null };
+  if (!snapshot) {
+    if (cursor) throw new InputError('invalid_continuation', 'The continuation names a snapshot this table does not have. Start again without it.');
+    if (query.snapshotId !== undefined) throw unknownSnapshot(`Table "${table}" has no snapshot ${query.snapshotId}.`);
+    if (query.asOf !== undefined) throw unknownSnapshot(`Table "${table}" has no snapshot committed at or before ${query.asOf}.`);
+    return { records: [], continuation: null };
+  }
+  if (misfit) throw misfit;
+  return pageOf(page, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
 }
 
 /** Row keys: the primary key values as a JSON array, or a random id for tables without a key. */

@@ -68,6 +68,11 @@ export function forgetCurrentCatalogs(): void {
   currentCatalogs.clear();
 }
 
+/** Has this process seen the workspace's catalog current (so statements may use it without a check)? */
+export function isCatalogCurrent(schema: string): boolean {
+  return currentCatalogs.has(schema);
+}
+
 /** Whether the workspace catalog exists, and whether its `_tables` already has the `fields` registry (added after the first layout). */
 async function catalogState(db: Knex, schema: string): Promise<CatalogState> {
   const params = new SqlParams();

@@ -2,7 +2,8 @@ import { raw } from 'objection';
 import { targetCredentialProblems } from './target-credentials';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
+import { definitionCache } from '../shared/definition-cache';
 import { DataEndpoint, PluginInstallation, SchemaHints } from '../../db/models';
 import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../../plugins/capability';
 import { findCapability } from '../../plugins';
@@ -135,11 +136,14 @@ async function assertNameFree(db: Executor, workspaceId: string, namespace: stri
 /** A lookup (db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold. */
 export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
   // One round trip: every data-endpoint route starts here.
-  const query = DataEndpoint.query(db)
+  const query = () => DataEndpoint.query(db)
     .withGraphJoined('installation', { joinOperation: 'innerJoin' })
     .findOne({ 'data_endpoints.id': endpointId, 'data_endpoints.workspaceId': workspaceId });
-  // Locks the installation row too, harmlessly: the public API never changes installations.
-  const endpoint = await (forUpdate ? query.forUpdate() : query);
+  // Locks the installation row too, harmlessly: the public API never changes installations. Reads
+  // outside a transaction come from the definition cache, as a copy (callers may patch theirs).
+  const endpoint = forUpdate ? await query().forUpdate()
+    : db.isTransaction ? await query()
+      : (await definitionCache().get(db as Db, workspaceId, `endpoint:${endpointId}`, async () => (await query()) ?? null))?.$clone();
   if (!endpoint?.installation) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
   return { endpoint, installation: endpoint.installation };
 }

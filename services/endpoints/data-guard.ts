@@ -1,5 +1,6 @@
 import { NotFoundError, PermissionError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
+import type { Db, Executor } from '../../db/connection';
+import { definitionCache } from '../shared/definition-cache';
 import type { DataEndpoint } from '../../db/models';
 import { checkingGrants } from '../operations/current-operation';
 import { authorizeProject, hasScope, isUnrestricted, missingReadPermissions, Principal } from '../tenancy/access';
@@ -51,14 +52,25 @@ const readsRecords = (use: DataUse): boolean => use.mode === 'read' || use.chann
 export async function endpointReadGrants(db: Executor, workspaceId: string, endpointIds: readonly string[]): Promise<Map<string, string[]>> {
   const grants = new Map<string, string[]>(endpointIds.map((id) => [id, []]));
   if (endpointIds.length === 0) return grants;
+  // Outside a transaction, each endpoint's grants come from the definition cache (read_bindings notifies).
+  const cache = db.isTransaction ? undefined : definitionCache();
+  const missing = endpointIds.filter((id) => {
+    const kept = cache?.peek<string[]>(workspaceId, `endpoint-grants:${id}`);
+    if (kept) grants.set(id, kept);
+    return !kept;
+  });
+  if (!missing.length) return grants;
+  cache?.start(db as Db);
+  const ticket = cache?.ticket(workspaceId);
   const rows = await db.raw<{ rows: Array<{ data_endpoint_id: string; grants: string[] }> }>(
     `SELECT data_endpoint_id, array_agg(DISTINCT grant_name ORDER BY grant_name) AS grants
        FROM read_bindings, unnest(required_read_permissions) AS grant_name
       WHERE workspace_id = ? AND data_endpoint_id = ANY(?::uuid[])
       GROUP BY data_endpoint_id`,
-    [workspaceId, endpointIds as string[]],
+    [workspaceId, missing],
   );
   for (const row of rows.rows) grants.set(row.data_endpoint_id, row.grants);
+  if (cache && ticket) for (const id of missing) cache.keep(workspaceId, `endpoint-grants:${id}`, grants.get(id)!, ticket);
   return grants;
 }
 

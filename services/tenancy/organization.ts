@@ -1,6 +1,8 @@
 import { NotFoundError } from '../../core/errors';
 import { Workspace } from '../../db/models';
-import { isUnrestricted } from './access';
+import { isUnrestricted, Principal } from './access';
+import type { Db, Executor } from '../../db/connection';
+import { definitionCache } from '../shared/definition-cache';
 import type { OperationContext } from '../operations/context';
 
 export interface OrganizationView {
@@ -26,6 +28,13 @@ export interface WorkspaceSettings {
 export async function getOrganization(ctx: OperationContext): Promise<OrganizationView> {
   const { db, principal } = ctx;
   const restricted = !isUnrestricted(principal);
+  // Outside a transaction the definition cache answers: workspaces, projects and members all notify.
+  if (db.isTransaction) return readOrganization(db, principal, restricted);
+  const key = `organization:${restricted ? [...principal.projectIds].sort().join(',') : '*'}`;
+  return definitionCache().get(db as Db, principal.workspaceId, key, () => readOrganization(db, principal, restricted));
+}
+
+async function readOrganization(db: Executor, principal: Principal, restricted: boolean): Promise<OrganizationView> {
   const { rows } = await db.raw(
     `SELECT w.id, w.name, w.plan, w.created_at, w.semantic_consumer_mode,
             (SELECT count(*) FROM projects p WHERE p.workspace_id = w.id${restricted ? ' AND p.id = ANY(?::uuid[])' : ''}) AS project_count,

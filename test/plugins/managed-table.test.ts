@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { managedTableCapability as capability } from '../../plugins/managed-table';
+import { forgetStoredTables, managedTableCapability as capability } from '../../plugins/managed-table';
 import { forgetCurrentCatalogs } from '../../plugins/managed-table/storage';
 import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
@@ -63,6 +63,42 @@ describe('managed_table capability', () => {
     );
     const bobby = await env().db.raw(`SELECT produced_by_kind AS kind, produced_by_id AS by, produced_at AS at, valid_from AS "from", valid_to AS "to" FROM "${schema}".people WHERE data->>'name' = 'Bobby'`);
     assert.deepEqual(bobby.rows.map((r: Record<string, unknown>) => [r.kind, r.by, (r.at as Date).toISOString(), r.from, r.to]), [['write', 'action-7', second.snapshot!.committedAt, 2, 5]]);
+  });
+
+  it('answers a read of a table it has seen stored in one statement, exactly as the long way does', async () => {
+    const target = { table: 'twice', primaryKey: ['id'] };
+    const write = (request: Omit<WriteRequest, 'provenance'>) => capability.writeRecords!(ctx, target, { ...request, provenance: run() });
+    const first = await write({ operation: 'append', rows: Array.from({ length: 7 }, (_, i) => ({ id: i, team: i % 2 ? 'odd' : 'even', score: i * 1.5 })) });
+    await sleep(5);
+    await write({ operation: 'upsert', rows: [{ id: 3, team: 'odd', score: 99, note: 'late' }] });
+    const outcome = async (q: Partial<RecordsQuery>) => {
+      try {
+        return { page: await capability.readRecords(ctx, target, query(q)) };
+      } catch (error) {
+        return { error: `${(error as { code?: string }).code}: ${(error as Error).message}` };
+      }
+    };
+    const firstPage = await capability.readRecords(ctx, target, query({ limit: 3, orderBy: [{ field: 'score', direction: 'desc' }] }));
+    const reads: Array<Partial<RecordsQuery>> = [
+      {},
+      { where: [{ field: 'team', op: 'eq', value: 'odd' }], orderBy: [{ field: 'score', direction: 'desc' }], limit: 2, select: ['id', 'note'] },
+      { limit: 3, orderBy: [{ field: 'score', direction: 'desc' }], after: firstPage.continuation },
+      { snapshotId: first.snapshot!.id },
+      { asOf: first.snapshot!.committedAt! },
+      { asOf: '1999-01-01T00:00:00Z' },
+      { snapshotId: randomUUID() },
+      { snapshotId: 'not-a-uuid' },
+      { asOf: 'yesterday' },
+      { where: [{ field: 'nope', op: 'eq', value: 1 }] },
+      { after: { order: [['id', 'asc']], key: ['[1]'], version: '999' } },
+    ];
+    for (const read of reads) {
+      forgetStoredTables();
+      const longWay = await outcome(read);
+      const oneStatement = await outcome(read);
+      assert.deepEqual(oneStatement, longWay, JSON.stringify(read));
+    }
+    assert.ok(reads.length > 0);
   });
 
   it('matches eq and in on strings by JSON type and value, also strings that read like other JSON', async () => {
