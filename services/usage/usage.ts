@@ -60,34 +60,121 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
     .map(([item, quantity]) => ({ item, quantity: new Decimal(quantity), unitPrice: new Decimal(rates[item]) }))
     .map((c) => ({ ...c, amount: c.quantity.times(c.unitPrice) }));
   const amount = charges.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
-  // The operation and its charges in one statement: atomic without a transaction of the caller's,
-  // and one round trip on every metered request. A repeated ref inserts neither.
-  const { rows } = await db.raw(
-    `WITH operation AS (
+  const row: ChargeRow = {
+    workspace_id: input.workspaceId, project_id: input.projectId ?? null, kind: input.kind, operation_ref: input.ref, parent_operation_id: input.parentOperationId ?? null,
+    actor_member_id: input.actor?.memberId ?? null, api_key_id: input.actor?.apiKeyId ?? null, quantities: input.quantities, amount: amount.toFixed(10),
+    charges: charges.map((c) => ({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) })),
+  };
+  // In a caller's transaction the charge and its alert are part of its unit of work. A charge
+  // committed on its own (a query, a read) goes with the others that wait at the same time, in one
+  // statement and one commit, and its alert is checked after the request, off its critical path.
+  if (db.isTransaction) {
+    const [inserted] = await insertCharges(db, [row]);
+    if (!inserted) return undefined;
+    await raiseAlerts(db, input.workspaceId);
+    return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
+  }
+  let batcher = chargeBatchers.get(db as Db);
+  if (!batcher) chargeBatchers.set(db as Db, (batcher = new ChargeBatcher(db as Db)));
+  const inserted = await batcher.insert(row);
+  if (!inserted) return undefined;
+  checkAlertsSoon(db as Db, input.workspaceId);
+  return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
+}
+
+/** One metered operation with its charges, as insertCharges takes it (column names). */
+interface ChargeRow {
+  workspace_id: string;
+  project_id: string | null;
+  kind: MeteredKind;
+  operation_ref: string;
+  parent_operation_id: string | null;
+  actor_member_id: string | null;
+  api_key_id: string | null;
+  quantities: Record<string, number>;
+  amount: string;
+  charges: Array<{ item: string; quantity: string; unit_price: string; amount: string }>;
+}
+
+const chargeKey = (row: { workspace_id: string; kind: string; operation_ref: string }) => `${row.workspace_id}\n${row.kind}\n${row.operation_ref}`;
+
+/**
+ * Metered operations and their charges in one statement: atomic without a transaction of the
+ * caller's. A reference metered before (or twice in the same call) inserts nothing again. Returns,
+ * per row, the inserted operation's row, or undefined when it was metered before.
+ */
+async function insertCharges(db: Executor, rows: ChargeRow[]): Promise<Array<Record<string, unknown> | undefined>> {
+  const { rows: inserted } = await db.raw<{ rows: Array<Record<string, unknown> & { workspace_id: string; kind: string; operation_ref: string }> }>(
+    `WITH input AS (
+       SELECT DISTINCT ON (workspace_id, kind, operation_ref) *
+         FROM jsonb_to_recordset(?::jsonb) AS i(workspace_id uuid, project_id uuid, kind text, operation_ref text, parent_operation_id uuid,
+                                               actor_member_id uuid, api_key_id uuid, quantities jsonb, amount numeric, charges jsonb)
+     ), operations AS (
        INSERT INTO metered_operations (workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::numeric)
+       SELECT workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount FROM input
        ON CONFLICT (workspace_id, kind, operation_ref) DO NOTHING
        RETURNING *
      ), charges AS (
        INSERT INTO operation_charges (operation_id, item, quantity, unit_price, amount)
-       SELECT operation.id, c.item, c.quantity::numeric, c.unit_price::numeric, c.amount::numeric
-         FROM operation, jsonb_to_recordset(?::jsonb) AS c(item text, quantity text, unit_price text, amount text)
+       SELECT o.id, c.item, c.quantity::numeric, c.unit_price::numeric, c.amount::numeric
+         FROM operations o
+         JOIN input i ON i.workspace_id = o.workspace_id AND i.kind = o.kind AND i.operation_ref = o.operation_ref,
+              jsonb_to_recordset(i.charges) AS c(item text, quantity text, unit_price text, amount text)
      )
-     SELECT * FROM operation`,
-    [
-      input.workspaceId, input.projectId ?? null, input.kind, input.ref, input.parentOperationId ?? null, input.actor?.memberId ?? null, input.actor?.apiKeyId ?? null,
-      JSON.stringify(input.quantities), amount.toFixed(10),
-      JSON.stringify(charges.map((c) => ({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) }))),
-    ],
+     SELECT * FROM operations`,
+    [JSON.stringify(rows)],
   );
-  if (!rows[0]) return undefined;
-  const operation = MeteredOperation.fromDatabaseJson(columnsToProperties.parse(rows[0]));
-  // In a caller's transaction the alert is part of its unit of work; a charge committed on its own
-  // (a query, a read) has its alert checked after the request, off its critical path.
-  if (db.isTransaction) await raiseAlerts(db, input.workspaceId);
-  else checkAlertsSoon(db as Db, input.workspaceId);
-  return operation;
+  const byKey = new Map(inserted.map((row) => [chargeKey(row), row]));
+  // The first of two rows with one reference gets the insert; the second was "metered before".
+  return rows.map((row) => {
+    const found = byKey.get(chargeKey(row));
+    byKey.delete(chargeKey(row));
+    return found;
+  });
 }
+
+/** How many statements one process keeps in flight, and how many charges one statement carries at most. */
+const CHARGE_BATCHES_IN_FLIGHT = 2;
+const MAX_CHARGE_BATCH = 256;
+
+/**
+ * Charges that arrive while statements are in flight go together in the next one: a lone charge
+ * goes at once, and under load one statement and one commit serve many requests. Each request
+ * still waits for its own charge's commit, so a charge is committed or the request fails.
+ */
+class ChargeBatcher {
+  private readonly waiting: Array<{ row: ChargeRow; resolve(inserted: Record<string, unknown> | undefined): void; reject(error: unknown): void }> = [];
+  private inFlight = 0;
+
+  constructor(private readonly db: Db) {}
+
+  insert(row: ChargeRow): Promise<Record<string, unknown> | undefined> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ row, resolve, reject });
+      this.send();
+    });
+  }
+
+  private send(): void {
+    if (this.inFlight >= CHARGE_BATCHES_IN_FLIGHT || this.waiting.length === 0) return;
+    const batch = this.waiting.splice(0, MAX_CHARGE_BATCH);
+    this.inFlight += 1;
+    insertCharges(this.db, batch.map((waiting) => waiting.row))
+      .then(
+        (inserted): unknown => batch.forEach((waiting, i) => waiting.resolve(inserted[i])),
+        // One bad charge must not fail the others that happened to share its statement: each alone.
+        (error: unknown): unknown => (batch.length === 1
+          ? batch[0].reject(error)
+          : Promise.all(batch.map((waiting) => insertCharges(this.db, [waiting.row]).then(([inserted]) => waiting.resolve(inserted), waiting.reject)))),
+      )
+      .finally(() => {
+        this.inFlight -= 1;
+        this.send();
+      });
+  }
+}
+
+const chargeBatchers = new WeakMap<Db, ChargeBatcher>();
 
 /** Withdraws the charge of a request that failed after it was metered (metering ran beside the work). */
 export async function withdrawCharge(db: Executor, workspaceId: string, kind: MeteredKind, ref: string): Promise<void> {

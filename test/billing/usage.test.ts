@@ -15,6 +15,22 @@ describe('Usage metering, credit and the usage routes', function () {
     admin = as(t.ws.apiKey);
   });
 
+  it('meters charges that arrive together in shared statements, each exactly once with its own charges', async () => {
+    const ws = t.ws.workspaceId;
+    const refs = Array.from({ length: 300 }, (_, i) => `burst-${i}`);
+    // All at once: they share statements (at most 256 each); a ref sent twice in the burst is metered once.
+    const results = await Promise.all([...refs, 'burst-5', 'burst-299'].map((ref, i) => meter(env().db, { workspaceId: ws, kind: 'governed_write', ref, quantities: { action: 1, row: i % 7 } })));
+    assert.equal(results.filter(Boolean).length, 300, 'one operation per ref, whichever call carried it');
+    const stored = await env().db('metered_operations').where({ workspaceId: ws, kind: 'governed_write' }).whereIn('operationRef', refs);
+    assert.equal(stored.length, 300);
+    const charges = await env().db('operation_charges').whereIn('operationId', stored.map((row: { id: string }) => row.id));
+    assert.equal(charges.length, 600, 'two charges (action, row) per operation, none twice');
+    // Each call got its own operation back, and of a ref sent twice exactly one call got it.
+    for (const [i, ref] of refs.entries()) if (ref !== 'burst-5' && ref !== 'burst-299') assert.equal(results[i]?.operationRef, ref);
+    assert.equal([results[5], results[300]].filter((result) => result?.operationRef === 'burst-5').length, 1);
+    assert.equal([results[299], results[301]].filter((result) => result?.operationRef === 'burst-299').length, 1);
+  });
+
   it('sums many small charges exactly, and meters one operation once', async () => {
     const ws = t.ws.workspaceId;
     const before = (await admin.get('/api/v1/usage')).body.usage;
