@@ -10,7 +10,7 @@ import { buildOpenApiDocument } from './openapi';
 import { renderDocsPage } from './docs-page';
 import { errorMiddleware } from './middleware/errors';
 import { bodyShape } from './middleware/body-shape';
-import { refuseCredentialsInUrl, requestContext } from './middleware/request-context';
+import { assignRequestId, refuseCredentialsInUrl, requestContext } from './middleware/request-context';
 import { asReply, defineRoute, RouteSpec } from './route-spec';
 import type { ServiceDependencies } from '../services/operations/context';
 import { staticContentOperation } from '../services/shared/health-operations';
@@ -89,6 +89,19 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
   };
 }
 
+const LIVENESS_BODY = JSON.stringify({ status: 'ok' });
+
+/** GET or HEAD /healthz, before the rest of the chain: the process is serving (livenessOperation's answer). */
+function livenessProbe(): Koa.Middleware {
+  return (ctx, next) => {
+    if (ctx.path !== '/healthz' || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.querystring) return next();
+    assignRequestId(ctx);
+    ctx.type = 'application/json; charset=utf-8';
+    ctx.body = LIVENESS_BODY;
+    return Promise.resolve();
+  };
+}
+
 export function createApp(deps: ServiceDependencies): Koa {
   const app = new Koa();
   app.proxy = process.env.WEFT_TRUST_PROXY === 'true';
@@ -96,6 +109,10 @@ export function createApp(deps: ServiceDependencies): Koa {
   app.silent = true;
   const routes = allRoutes();
   const router = buildRouter(routes, deps);
+  // Liveness probes come every few seconds from every orchestrator and load balancer: answered
+  // first, with their request id but nothing to check and no request line to log (the route stays
+  // for the API description).
+  app.use(livenessProbe());
   app.use(requestContext());
   app.use(errorMiddleware());
   app.use(refuseCredentialsInUrl());

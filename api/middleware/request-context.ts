@@ -24,16 +24,22 @@ function pathCarriesKey(path: string): boolean {
   return looksLikeApiKey(path) || looksLikeApiKey(decoded);
 }
 
+/** The request's id: a sane incoming X-Request-Id, else a new one; set on the answer and the state. */
+export function assignRequestId(ctx: Koa.Context): string {
+  const incoming = ctx.get('X-Request-Id');
+  const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  ctx.state.requestId = requestId;
+  ctx.set('X-Request-Id', requestId);
+  return requestId;
+}
+
 /**
  * Request id (X-Request-Id, echoed or generated) and one structured log line per request.
  * Logs carry the path without its query string, so nothing sent in a URL reaches them.
  */
 export function requestContext(): Koa.Middleware {
   return async (ctx, next) => {
-    const incoming = ctx.get('X-Request-Id');
-    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.state.requestId = requestId;
-    ctx.set('X-Request-Id', requestId);
+    const requestId = assignRequestId(ctx);
     const started = process.hrtime.bigint();
     try {
       await next();
