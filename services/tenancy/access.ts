@@ -1,5 +1,5 @@
 import { PermissionError } from '../../core/errors';
-import type { Scope } from '../../core/scopes';
+import { isScope, type Scope } from '../../core/scopes';
 
 /** Scopes an operation needs, stated explicitly: any one of them, or all of them. */
 export type ScopeRule = { anyOf: readonly Scope[] } | { allOf: readonly Scope[] };
@@ -51,6 +51,27 @@ export interface Principal {
   readPermissions: readonly string[];
   /** Named write grants that write policies require. */
   writePermissions: readonly string[];
+}
+
+/** A key's stored fields as a principal: only scopes Weft knows, no role or write grants when none are stored. */
+export function principalFrom(key: Omit<Principal, 'scopes' | 'memberRole' | 'writePermissions' | 'memberActive'> & {
+  scopes: readonly string[];
+  memberActive: boolean | null;
+  memberRole: Principal['memberRole'] | null;
+  writePermissions: readonly string[] | null;
+}): Principal {
+  return {
+    workspaceId: key.workspaceId,
+    apiKeyId: key.apiKeyId,
+    memberId: key.memberId,
+    memberActive: key.memberActive === true,
+    memberRole: key.memberRole ?? undefined,
+    scopes: new Set(key.scopes.filter(isScope)),
+    projectIds: key.projectIds,
+    workspaceResources: key.workspaceResources,
+    readPermissions: key.readPermissions,
+    writePermissions: key.writePermissions ?? [],
+  };
 }
 
 export const isUnrestricted = (principal: Principal): boolean => principal.projectIds.length === 0;

@@ -6,7 +6,7 @@ import { sha256Hex } from '../../core/secrets';
 import type { Executor } from '../../db/connection';
 import { ApiKey } from '../../db/models';
 import { assertProjectsInWorkspace } from './projects';
-import type { Principal } from './access';
+import { principalFrom, type Principal } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
 
@@ -178,17 +178,17 @@ export async function principalOfKey(db: Executor, workspaceId: string, apiKeyId
   if (row.expiresAt && new Date(row.expiresAt).getTime() <= Date.now()) {
     throw new AuthenticationError('credential_expired', 'The API key that started this work has expired since, so the work does not go on.');
   }
-  return {
+  return principalFrom({
     workspaceId: row.workspaceId,
     apiKeyId: row.id,
     memberId: row.createdByMemberId,
-    memberActive: row.memberActive === true,
-    memberRole: row.memberRole ?? undefined,
-    scopes: new Set((row.scopes as string[]).filter(isScope)),
+    memberActive: row.memberActive,
+    memberRole: row.memberRole,
+    scopes: row.scopes,
     projectIds: row.projectIds,
     workspaceResources: row.workspaceResources,
     readPermissions: row.readPermissions,
-    writePermissions: row.writePermissions ?? [],
-  };
+    writePermissions: row.writePermissions,
+  });
 }
 

@@ -1,8 +1,7 @@
 import { AuthenticationError } from '../../core/errors';
-import { isScope } from '../../core/scopes';
 import { sha256Hex } from '../../core/secrets';
 import type { Db, Executor } from '../../db/connection';
-import type { Principal } from './access';
+import { principalFrom, type Principal } from './access';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
 import { requestBudgets } from './request-budgets';
 import { definitionCache } from '../shared/definition-cache';
@@ -160,18 +159,18 @@ export async function authenticateRequest(db: Executor, rawKey: string): Promise
   const row = await authenticator.authenticate(match[1], secretHash);
   if (!row || row.outcome === 'invalid') throw invalidCredential();
   if (row.outcome === 'expired') throw expired();
-  const principal: Principal = {
+  const principal = principalFrom({
     workspaceId: row.workspace_id,
     apiKeyId: row.key_id,
     memberId: row.member_id,
-    memberActive: row.member_active === true,
-    memberRole: row.member_role ?? undefined,
-    scopes: new Set((row.scopes as string[]).filter(isScope)),
+    memberActive: row.member_active,
+    memberRole: row.member_role,
+    scopes: row.scopes,
     projectIds: row.project_ids,
     workspaceResources: row.workspace_resources,
     readPermissions: row.read_permissions,
-    writePermissions: row.write_permissions ?? [],
-  };
+    writePermissions: row.write_permissions,
+  });
   const limits = limitsFrom(row.limit_workspace, row.limit_key);
   const admitted = () => admitRequest({
     outcome: row.outcome as 'ok' | 'key_limited' | 'workspace_limited',
