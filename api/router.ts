@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
+import { InputError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authenticateBearer } from '../services/tenancy/bearer';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
@@ -23,7 +23,8 @@ async function readRawBody(ctx: Koa.Context, spec: NonNullable<RouteSpec['rawBod
   const hasBody = ctx.request.length ? ctx.request.length > 0 : Boolean(ctx.get('Transfer-Encoding'));
   if (!hasBody) {
     if (spec.optional) return { text: undefined, type: undefined };
-    throw new UnsupportedMediaTypeError('body_required', `Send the request body as one of: ${spec.mediaTypes.join(', ')}.`);
+    // The media type is not the problem: the required content is missing (a 422, like a missing field).
+    throw new InputError('body_required', `This request needs a body: send it as one of ${spec.mediaTypes.join(', ')}.`, [{ path: 'body', message: 'is required' }]);
   }
   const type = (ctx.request.type || '').toLowerCase();
   const refusal = spec.refusals?.[type];

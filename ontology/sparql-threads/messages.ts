@@ -65,4 +65,10 @@ export interface ThreadReady {
   type: 'ready';
 }
 
-export type ThreadMessage = QueryAnswer | QueryFailure | ThreadReady;
+/** The thread holds the query's stores and starts evaluating: the query's time limit counts from here. */
+export interface QueryStarted {
+  type: 'started';
+  id: number;
+}
+
+export type ThreadMessage = QueryAnswer | QueryFailure | ThreadReady | QueryStarted;

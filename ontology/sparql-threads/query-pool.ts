@@ -109,6 +109,7 @@ export class SparqlQueryPool {
     const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), resident: new Map() };
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'ready') return markReady();
+      if (message.type === 'started') return this.startClock(thread, message.id);
       this.settle(thread, message);
     });
     worker.on('error', (error) => {
@@ -134,7 +135,7 @@ export class SparqlQueryPool {
     this.pump();
   }
 
-  private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' }>): void {
+  private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' } | { type: 'started' }>): void {
     const running = thread.running;
     if (!running || running.id !== message.id) return;
     thread.running = undefined;
@@ -199,15 +200,23 @@ export class SparqlQueryPool {
     }
     const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs: job.graphs, drop, answer: job.answer };
     thread.worker.postMessage(request);
-    // The limit counts from when the thread can start (a new thread first loads its modules).
-    void thread.ready.then(() => {
+  }
+
+  /**
+   * The limit counts from when the thread starts evaluating: not while a new thread loads its
+   * modules, nor while it builds the stores of graphs it did not hold (a million triples take
+   * seconds, and a query stopped then would leave the next one to build them again).
+   */
+  private startClock(thread: QueryThread, id: number): void {
+    const running = thread.running;
+    if (!running || running.id !== id) return;
+    const { job } = running;
+    running.startedAt = Date.now();
+    running.timer = setTimeout(() => {
       if (thread.running !== running) return;
-      running.timer = setTimeout(() => {
-        if (thread.running !== running) return;
-        logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: Date.now() - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
-        this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
-      }, job.limits.timeoutMs + TERMINATION_GRACE_MS);
-    });
+      logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: Date.now() - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
+      this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
+    }, job.limits.timeoutMs + TERMINATION_GRACE_MS);
   }
 
   /**

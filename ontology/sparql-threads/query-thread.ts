@@ -50,6 +50,8 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     collectTerms(request.graphs);
     // The query's graphs as one dataset: stores over one entity index, their union the default graph.
     const dataset: QueryDataset = { stores: request.graphs.map(storeOf) };
+    // Building a large graph's store is the data's cost, not the query's: the time limit starts now.
+    port.postMessage({ type: 'started', id: request.id } satisfies ThreadMessage);
     let path: string | undefined;
     const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen) });
     const evaluationMs = performance.now() - started;

@@ -207,6 +207,8 @@ export async function importDocument(ctx: OperationContext, branch: string, impo
   if (bytes > MAX_DOCUMENT_BYTES) throw new PayloadTooLargeError('document_too_large', `An imported RDF document may be at most ${MAX_DOCUMENT_BYTES} bytes; this one is ${bytes}.`);
   checkItem('imports', { id: importId, kind: 'document', documentId: '00000000-0000-4000-8000-000000000000' });
   const nquads = await parseDocument(text, mediaType);
+  // A document without a triple imports nothing: most likely the wrong file or a failed export.
+  if (!nquads.trim()) throw new InputError('empty_document', `The ${mediaType} document holds no triples; an import needs at least one.`);
   const ontology = await ontologyForEdit(ctx);
   const document = await OntologyDocument.query(db).insertAndFetch({
     ontologyId: ontology.id,

@@ -77,4 +77,17 @@ describe('Ontology definitions: collections, versions, branches, compile and act
     assert.equal(broken.status, 422);
     assert.equal(broken.body.code, 'invalid_rdf');
   });
+
+  it('answers an empty upload with 422: no body at all, or a document without a triple', async () => {
+    const before = await client.get(`${base}/imports?branch=main`);
+    const none = await client.post(`${base}/imports/documents?id=nothing`, undefined, { rawBody: '', headers: { 'Content-Type': 'text/turtle' } });
+    assert.equal(none.status, 422, JSON.stringify(none.body));
+    assert.equal(none.body.code, 'body_required');
+    for (const [type, text] of [['text/turtle', '@prefix ex: <https://example.com/> .\n# only a comment\n'], ['application/n-triples', '   '], ['application/ld+json', '{}']]) {
+      const empty = await client.post(`${base}/imports/documents?id=empty`, undefined, { rawBody: text, headers: { 'Content-Type': type } });
+      assert.equal(empty.status, 422, `${type}: ${JSON.stringify(empty.body)}`);
+      assert.equal(empty.body.code, 'empty_document');
+    }
+    assert.deepEqual((await client.get(`${base}/imports?branch=main`)).body, before.body, 'nothing was added');
+  });
 });
