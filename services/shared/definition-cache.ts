@@ -3,12 +3,13 @@ import type pg from 'pg';
 import type { Db } from '../../db/connection';
 import { logger } from '../../core/logger';
 
-// Definitions every request reads (a project, the SPARQL catalog, a workspace's plan and alert
-// settings) change rarely, so each process keeps them in memory per workspace and drops a
-// workspace's entries when its definitions change:
+// Definitions every request reads change rarely: projects, the SPARQL catalog, a workspace's plan
+// and alert settings, data endpoints with their installations and read grants, the organization,
+// and authenticated keys with their limits. Each process keeps them in memory per workspace and
+// drops a workspace's entries when its definitions change:
 // - at once in the process that changed them (invoke, after the transaction commits);
 // - in every other process through PostgreSQL NOTIFY weft_definitions, sent at commit by the
-//   triggers of migration 20261129090000;
+//   triggers of migrations 20261129090000 and 20261129100000;
 // - after TTL_MS at the latest, the backstop should a notification ever be missed.
 // Nothing is cached while the process is not listening (before the LISTEN is confirmed, and from
 // a lost listening connection until it is back), so a missed notification cannot leave a stale
