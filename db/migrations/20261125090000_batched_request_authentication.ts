@@ -9,9 +9,10 @@ import type { Knex } from 'knex';
 // counts its workspace's bucket first and its key's second, and a batch takes its requests sorted
 // by workspace and key. The single-request function keeps the same order, so both can run at once.
 
-const COLUMNS = `outcome text, key_id uuid, workspace_id uuid, member_id uuid, scopes text[], read_permissions text[], write_permissions text[],
+/** The output columns; a later migration (20261129120000) adds the key's expiry, for processes that keep keys. */
+const columns = (withExpiry: boolean) => `outcome text, key_id uuid, workspace_id uuid, member_id uuid, scopes text[], read_permissions text[], write_permissions text[],
       project_ids uuid[], workspace_resources boolean, member_active boolean, member_role text,
-      limit_workspace integer, limit_key integer, used_key integer, used_workspace integer, reset_ms bigint`;
+      limit_workspace integer, limit_key integer, used_key integer, used_workspace integer, reset_ms bigint${withExpiry ? ', expires_at timestamptz' : ''}`;
 
 /**
  * Counts the request in one bucket unless it is spent; FOUND tells whether it was counted. A
@@ -26,7 +27,7 @@ const countIn = (bucket: string, limit: string, into: string) => `
        WHERE c.window_start < excluded.window_start OR c.used < ${limit}
       RETURNING c.used INTO ${into};`;
 
-function singleRequest(workspaceFirst: boolean): string {
+export function singleRequest(workspaceFirst: boolean, withExpiry = false): string {
   const keyBucket = `${countIn('key_bucket', 'k.key_limit', 'used_key')}
       IF NOT FOUND THEN
         ${workspaceFirst ? `-- Refused by the key: the request does not run, so it gives the workspace's count back.
@@ -57,7 +58,7 @@ function singleRequest(workspaceFirst: boolean): string {
   return `
     CREATE OR REPLACE FUNCTION weft_authenticate_request(
       p_prefix text, p_secret_hash text, p_window_seconds integer, p_default_workspace_requests integer, p_default_key_requests integer
-    ) RETURNS TABLE (${COLUMNS}) LANGUAGE plpgsql AS $$
+    ) RETURNS TABLE (${columns(withExpiry)}) LANGUAGE plpgsql AS $$
     #variable_conflict use_column
     DECLARE
       k record;
@@ -84,7 +85,7 @@ function singleRequest(workspaceFirst: boolean): string {
       key_id := k.id; workspace_id := k.workspace_id; member_id := k.created_by_member_id; scopes := k.scopes;
       read_permissions := k.read_permissions; write_permissions := k.write_permissions; project_ids := k.project_ids;
       workspace_resources := k.workspace_resources; member_active := k.member_active; member_role := k.role;
-      limit_workspace := k.ws_limit; limit_key := k.key_limit;
+      limit_workspace := k.ws_limit; limit_key := k.key_limit;${withExpiry ? '\n      expires_at := k.expires_at;' : ''}
       reset_ms := (win + 1) * p_window_seconds * 1000 - now_ms;
       IF k.expires_at IS NOT NULL AND k.expires_at <= clock_timestamp() THEN
         outcome := 'expired';
@@ -101,12 +102,12 @@ function singleRequest(workspaceFirst: boolean): string {
     END $$`;
 }
 
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(singleRequest(true));
-  await knex.raw(`
+/** The batch function over weft_authenticate_request, with the same output columns. */
+export function batchRequests(withExpiry = false): string {
+  return `
     CREATE FUNCTION weft_authenticate_requests(
       p_prefixes text[], p_secret_hashes text[], p_window_seconds integer, p_default_workspace_requests integer, p_default_key_requests integer
-    ) RETURNS TABLE (request integer, ${COLUMNS}) LANGUAGE plpgsql AS $$
+    ) RETURNS TABLE (request integer, ${columns(withExpiry)}) LANGUAGE plpgsql AS $$
     #variable_conflict use_column
     DECLARE
       r record;
@@ -120,7 +121,12 @@ export async function up(knex: Knex): Promise<void> {
       LOOP
         RETURN QUERY SELECT r.ord, f.* FROM weft_authenticate_request(r.prefix, r.secret_hash, p_window_seconds, p_default_workspace_requests, p_default_key_requests) f;
       END LOOP;
-    END $$`);
+    END $$`;
+}
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(singleRequest(true));
+  await knex.raw(batchRequests());
 }
 
 export async function down(knex: Knex): Promise<void> {

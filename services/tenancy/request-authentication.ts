@@ -38,6 +38,7 @@ interface RequestPathRow {
   used_key: number;
   used_workspace: number | null;
   reset_ms: string;
+  expires_at: Date | null;
 }
 
 /** How many batches one process keeps in flight, and how many requests one batch carries at most. */
@@ -117,13 +118,10 @@ function keptKey(secretHash: string): KeptKey | undefined {
   return kept;
 }
 
-/** Keeps an authenticated key with its expiry (read once, here) for the next requests. */
-async function keepKey(db: Executor, secretHash: string, key: Omit<KeptKey, 'expiresAtMs'>, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): Promise<void> {
-  const row = await db('api_keys').where({ id: key.principal.apiKeyId }).first('expires_at');
-  if (!row) return;
-  const workspaceId = key.principal.workspaceId;
-  definitionCache().keep(workspaceId, `key:${secretHash}`, { ...key, expiresAtMs: row.expiresAt ? new Date(row.expiresAt).getTime() : null } satisfies KeptKey, ticket);
-  keptKeyWorkspaces.set(secretHash, workspaceId);
+/** Keeps an authenticated key, with its expiry, for the next requests of this process. */
+function keepKey(secretHash: string, key: KeptKey, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): void {
+  definitionCache().keep(key.principal.workspaceId, `key:${secretHash}`, key, ticket);
+  keptKeyWorkspaces.set(secretHash, key.principal.workspaceId);
 }
 
 const expired = () => new AuthenticationError('credential_expired', 'The API key has expired. Create a new key.');
@@ -184,6 +182,6 @@ export async function authenticateRequest(db: Executor, rawKey: string): Promise
     return { principal, limits, limit: admitted() };
   } finally {
     // Kept for the next requests (a refused one included: the key itself is good).
-    if (!kept) await keepKey(db, secretHash, { principal, limits }, ticket);
+    if (!kept) keepKey(secretHash, { principal, limits, expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : null }, ticket);
   }
 }
