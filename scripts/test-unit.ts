@@ -1,0 +1,64 @@
+/**
+ * `npm run test:unit`: the tests that need no PostgreSQL and no Temporal, in seconds, with no set-up.
+ * A test file belongs to this tier when nothing it imports from test/ (followed through every
+ * relative import) reaches test/support/environment.ts, which connects to both. Extra arguments
+ * go to mocha. `npm test` still runs every test, these included.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../core/paths';
+import { say } from './infra/process';
+
+const testRoot = path.join(projectRoot, 'test');
+const environment = path.join(testRoot, 'support', 'environment.ts');
+const IMPORT = /(?:from|import|require\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
+
+function testFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) return testFiles(full);
+    return entry.name.endsWith('.test.ts') ? [full] : [];
+  });
+}
+
+/** The file a relative import names, if it is a TypeScript file under test/ (the tier's concern). */
+function resolved(from: string, specifier: string): string | undefined {
+  const base = path.resolve(path.dirname(from), specifier);
+  if (!base.startsWith(testRoot)) return undefined;
+  return [`${base}.ts`, path.join(base, 'index.ts'), base].find((candidate) => candidate.endsWith('.ts') && existsSync(candidate));
+}
+
+const verdicts = new Map<string, boolean>();
+
+/** Does this file, or anything it imports from test/, reach the environment? */
+function needsEnvironment(file: string): boolean {
+  if (file === environment) return true;
+  const known = verdicts.get(file);
+  if (known !== undefined) return known;
+  verdicts.set(file, false);
+  const source = readFileSync(file, 'utf8');
+  const imports = [...source.matchAll(IMPORT)].map((match) => resolved(file, match[1])).filter((found): found is string => found !== undefined);
+  const verdict = imports.some(needsEnvironment);
+  verdicts.set(file, verdict);
+  return verdict;
+}
+
+const named = process.argv.slice(2).filter((arg) => arg.endsWith('.test.ts')).map((arg) => path.resolve(arg));
+const candidates = named.length ? named : testFiles(testRoot);
+const unit = candidates.filter((file) => !needsEnvironment(file));
+const needing = candidates.filter((file) => needsEnvironment(file));
+if (named.length && needing.length) {
+  say(`these need PostgreSQL and Temporal (run them with npm test): ${needing.map((file) => path.relative(projectRoot, file)).join(', ')}`);
+  process.exit(2);
+}
+say(`unit tier: ${unit.length} test files without PostgreSQL or Temporal (${candidates.length - unit.length} more run in npm test)`);
+const mochaArgs = [
+  path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'),
+  // Not .mocharc: its root hooks start PostgreSQL and Temporal.
+  '--no-config', '--require', 'tsx/cjs', '--reporter', 'test/support/summary-reporter.cjs', '--timeout', '60000', '--slow', '2000', '--exit',
+  ...unit.map((file) => path.relative(projectRoot, file)),
+  ...process.argv.slice(2).filter((arg) => !arg.endsWith('.test.ts')),
+];
+const mocha = spawn(process.execPath, mochaArgs, { cwd: projectRoot, stdio: 'inherit', env: { ...process.env, NODE_ENV: 'test' } });
+mocha.once('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
