@@ -13,7 +13,7 @@ import { bodyShape } from './middleware/body-shape';
 import { assignRequestId, refuseCredentialsInUrl, requestContext } from './middleware/request-context';
 import { asReply, defineRoute, RouteSpec } from './route-spec';
 import type { ServiceDependencies } from '../services/operations/context';
-import { staticContentOperation } from '../services/shared/health-operations';
+import { LIVENESS, staticContentOperation } from '../services/shared/health-operations';
 import { buildRouter, DEFAULT_JSON_BYTES, describeBytes, methodNotAllowed } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
@@ -89,7 +89,7 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
   };
 }
 
-const LIVENESS_BODY = JSON.stringify({ status: 'ok' });
+const LIVENESS_BODY = JSON.stringify(LIVENESS);
 
 /** GET or HEAD /healthz, before the rest of the chain: the process is serving (livenessOperation's answer). */
 function livenessProbe(): Koa.Middleware {

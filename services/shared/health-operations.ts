@@ -63,13 +63,16 @@ export const readinessOperation = defineOperation({
   },
 });
 
+/** What a live process answers, through the route or the probe answered before the middleware (api/app.ts). */
+export const LIVENESS = { status: 'ok' } as const;
+
 export const livenessOperation = defineOperation({
   name: 'liveness',
   summary: 'Liveness: the process is serving',
   access: { public: 'probed by orchestrators without credentials' },
   effect: 'read',
   async run(_ctx: OperationContext, _input: RequestInput): Promise<Reply> {
-    return { body: { status: 'ok' } };
+    return { body: LIVENESS };
   },
 });
 
