@@ -43,12 +43,31 @@ export function loadEncryptionKey(): Buffer {
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
 }
 
+/**
+ * Whether a plan's included credit pauses new paid work: `plan` does (hosted Weft, where the team
+ * plan is a checkout away), `none` does not (usage is still metered and shown, nothing pauses).
+ * WEFT_CREDIT_LIMIT sets it for the installation; without it, an installation with Stripe
+ * (STRIPE_SECRET_KEY) limits and one without does not, since it offers no way to pay. Read on
+ * every check (a workspace may set its own: services/usage/usage.ts); config() refuses a bad value
+ * at start.
+ */
+export const CREDIT_LIMITS = ['plan', 'none'] as const;
+export type CreditLimit = (typeof CREDIT_LIMITS)[number];
+
+export function installationCreditLimit(): CreditLimit {
+  const setting = process.env.WEFT_CREDIT_LIMIT?.trim();
+  if (!setting) return process.env.STRIPE_SECRET_KEY ? 'plan' : 'none';
+  if (!(CREDIT_LIMITS as readonly string[]).includes(setting)) throw new Error(`WEFT_CREDIT_LIMIT must be one of ${CREDIT_LIMITS.join(', ')}; got "${setting}".`);
+  return setting as CreditLimit;
+}
+
 let cached: WeftConfig | undefined;
 
 export function config(): WeftConfig {
   if (!cached) {
     const port = Number(process.env.PORT ?? 8080);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${process.env.PORT}".`);
+    installationCreditLimit();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',
       port,

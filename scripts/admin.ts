@@ -5,6 +5,7 @@
  *   npm run --silent admin -- member add --workspace ID --name NAME [--role owner|admin|member] [--json]
  *   npm run --silent admin -- member remove --workspace ID --member ID
  *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
+ *   npm run --silent admin -- plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
  * Every command is an operator operation (services/tenancy/operator-operations.ts), invoked through
  * the admin door, in one transaction: a failure leaves nothing half-created.
  */
@@ -15,7 +16,7 @@ import { createDb, Db } from '../db/connection';
 import { randomUUID } from 'node:crypto';
 import { Caller, workerDependencies } from '../services/operations/context';
 import { invoke } from '../services/operations/invoke';
-import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, removeMemberOperation } from '../services/tenancy/operator-operations';
+import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, removeMemberOperation, setWorkspacePlanOperation } from '../services/tenancy/operator-operations';
 import { prepareInfrastructure } from './infra/environment';
 import { migrate } from './runtime';
 
@@ -24,7 +25,8 @@ const USAGE = `Usage:
   admin plugin install --workspace ID --capability NAME [--config JSON] [--json]
   admin member add --workspace ID --name NAME [--role owner|admin|member] [--json]
   admin member remove --workspace ID --member ID
-  admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]`;
+  admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
+  admin plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]`;
 
 class UsageError extends Error {}
 
@@ -53,6 +55,8 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       scopes: { type: 'string' },
       'read-permissions': { type: 'string' },
       'write-permissions': { type: 'string' },
+      plan: { type: 'string' },
+      'credit-limit': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -93,6 +97,14 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
         scopes: list(required(values, 'scopes')),
         readPermissions: list(values['read-permissions']),
         writePermissions: list(values['write-permissions']),
+      }));
+    case 'plan set':
+      // The operation's schema names the plans and credit limits.
+      if (values.plan === undefined && values['credit-limit'] === undefined) throw new UsageError('plan set needs --plan or --credit-limit.');
+      return invoke(caller, setWorkspacePlanOperation, request({
+        workspaceId: required(values, 'workspace', true),
+        ...(values.plan !== undefined ? { plan: values.plan } : {}),
+        ...(values['credit-limit'] !== undefined ? { creditLimit: values['credit-limit'] as 'plan' | 'none' | 'default' } : {}),
       }));
     default:
       throw new UsageError(command ? `Unknown command "${command}".` : 'No command given.');

@@ -5,6 +5,8 @@ export class Workspace extends BaseModel {
   id!: string;
   name!: string;
   plan!: string;
+  /** Whether the plan's credit pauses paid work here: 'plan', 'none', or null for the installation's default (services/usage/usage.ts). */
+  creditLimit!: 'plan' | 'none' | null;
   semanticConsumerMode!: 'off' | 'read' | 'write';
   stripeCustomerId!: string | null;
   stripeSubscriptionId!: string | null;

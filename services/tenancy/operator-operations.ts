@@ -6,6 +6,7 @@ import { defineOperation, RequestInput } from '../operations/operation';
 import { createApiKey } from './api-keys';
 import { NotFoundError } from '../../core/errors';
 import { addMember, bootstrapWorkspace, removeMember } from './workspaces';
+import { CREDIT_LIMITS, CreditLimit, PLANS, setWorkspacePlan } from '../usage/usage';
 
 // What the public API deliberately does not do, for the operator of a Weft installation (the admin
 // CLI, scripts/admin.ts): no API key asks, so these declare operator access, which invoke() admits
@@ -77,4 +78,19 @@ export const createMemberKeyOperation = defineOperation({
   },
 });
 
-export const operatorOperations = [bootstrapWorkspaceOperation, installPluginOperation, addMemberOperation, removeMemberOperation, createMemberKeyOperation];
+export const setWorkspacePlanOperation = defineOperation({
+  name: 'setWorkspacePlan',
+  summary: 'Set a workspace’s plan and whether its credit pauses paid work (none: metered, never paused; default: the installation’s WEFT_CREDIT_LIMIT).',
+  access: { operator: 'plans are sold through Stripe, or set by the operator of an installation without it' },
+  effect: 'write',
+  input: {
+    body: {
+      ...body({ workspaceId: uuid, plan: { type: 'string', enum: Object.keys(PLANS) }, creditLimit: { type: 'string', enum: [...CREDIT_LIMITS, 'default'] } }, ['workspaceId']),
+      // workspaceId and at least one of plan and creditLimit.
+      minProperties: 2,
+    },
+  },
+  run: ({ db }: OperationContext, { body }: Body<{ workspaceId: string; plan?: string; creditLimit?: CreditLimit | 'default' }>) => setWorkspacePlan(db, body),
+});
+
+export const operatorOperations = [bootstrapWorkspaceOperation, installPluginOperation, addMemberOperation, removeMemberOperation, createMemberKeyOperation, setWorkspacePlanOperation];

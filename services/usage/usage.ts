@@ -1,7 +1,9 @@
 import Decimal from 'decimal.js';
+import { CREDIT_LIMITS, CreditLimit, installationCreditLimit } from '../../core/config';
 import { InputError, NotFoundError, PaymentRequiredError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
 import { logger } from '../../core/logger';
+import { afterCommit, meteredAmount, meteredOperations } from '../../observability/metrics';
 import { definitionCache } from '../shared/definition-cache';
 import { snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
@@ -29,6 +31,14 @@ export const RATES: Record<MeteredKind, Record<string, string>> = {
   sparql_query: { query: '0.002' },
   governed_write: { action: '0.005', row: '0.0001' },
 };
+
+/**
+ * Whether a plan's included credit pauses new paid work (core/config.ts, installationCreditLimit):
+ * WEFT_CREDIT_LIMIT sets the installation's default, and the operator can set a workspace apart
+ * (workspaces.credit_limit, `admin plan set --credit-limit`).
+ */
+export { CREDIT_LIMITS, installationCreditLimit };
+export type { CreditLimit };
 
 /** Kinds that keep working when credit is exhausted, where the plan says reads stay free. */
 const READS: MeteredKind[] = ['records_read'];
@@ -68,9 +78,14 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
   // In a caller's transaction the charge and its alert are part of its unit of work. A charge
   // committed on its own (a query, a read) goes with the others that wait at the same time, in one
   // statement and one commit, and its alert is checked after the request, off its critical path.
+  const counted = () => {
+    meteredOperations.inc({ kind: input.kind });
+    meteredAmount.inc({ kind: input.kind }, amount.toNumber());
+  };
   if (db.isTransaction) {
     const [inserted] = await insertCharges(db, [row]);
     if (!inserted) return undefined;
+    afterCommit(db, counted);
     await raiseAlerts(db, input.workspaceId);
     return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
   }
@@ -78,6 +93,7 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
   if (!batcher) chargeBatchers.set(db as Db, (batcher = new ChargeBatcher(db as Db)));
   const inserted = await batcher.insert(row);
   if (!inserted) return undefined;
+  counted();
   checkAlertsSoon(db as Db, input.workspaceId);
   return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
 }
@@ -218,11 +234,23 @@ function alertSettings(db: Executor, workspaceId: string): Promise<UsageAlertSet
   return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'usage-alert-settings', read);
 }
 
-/** The workspace's plan, from the definition cache outside transactions. */
-async function planOf(db: Executor, workspaceId: string): Promise<string> {
-  const read = async () => (await Workspace.query(db).findById(workspaceId).select('plan'))?.plan ?? 'free';
-  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'plan', read);
+interface CreditTerms {
+  plan: string;
+  /** The workspace's own setting; null follows the installation's (installationCreditLimit). */
+  creditLimit: CreditLimit | null;
 }
+
+/** The workspace's plan and credit-limit setting, from the definition cache outside transactions. */
+async function creditTermsOf(db: Executor, workspaceId: string): Promise<CreditTerms> {
+  const read = async (): Promise<CreditTerms> => {
+    const workspace = await Workspace.query(db).findById(workspaceId).select('plan', 'creditLimit');
+    return { plan: workspace?.plan ?? 'free', creditLimit: workspace?.creditLimit ?? null };
+  };
+  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'credit-terms', read);
+}
+
+/** Whether the plan's credit pauses this workspace's paid work: its own setting, else the installation's. */
+const creditLimited = (terms: CreditTerms) => (terms.creditLimit ?? installationCreditLimit()) === 'plan';
 
 /** The exact total of a workspace's charges in [from, to), as a Decimal. */
 async function spend(db: Executor, workspaceId: string, from: Date, to: Date, excluding?: { kind: MeteredKind; ref: string }): Promise<Decimal> {
@@ -252,8 +280,9 @@ async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
  * check: the credit is what was spent before it.
  */
 export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
-  const plan = PLANS[await planOf(db, workspaceId)] ?? PLANS.free;
-  if (plan.overage || (plan.freeReads && READS.includes(kind))) return;
+  const terms = await creditTermsOf(db, workspaceId);
+  const plan = PLANS[terms.plan] ?? PLANS.free;
+  if (!creditLimited(terms) || plan.overage || (plan.freeReads && READS.includes(kind))) return;
   const now = new Date();
   const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000), chargingRef ? { kind, ref: chargingRef } : undefined);
   if (used.gte(plan.includedCredit)) {
@@ -304,18 +333,21 @@ export async function billingMonth(ctx: OperationContext) {
   const { db, principal } = ctx;
   const workspace = (await Workspace.query(db).findById(principal.workspaceId))!;
   const plan = PLANS[workspace.plan] ?? PLANS.free;
+  const limited = creditLimited(workspace);
   const now = new Date();
   const used = await spend(db, principal.workspaceId, monthStart(now), new Date(now.getTime() + 1000));
   const credit = new Decimal(plan.includedCredit);
   return {
     period: monthOf(now),
     plan: workspace.plan,
+    // `none`: this installation meters but never pauses (self-hosted without Stripe, or set by the operator).
+    creditLimit: limited ? 'plan' : 'none',
     currency: 'USD',
     includedCredit: credit.toFixed(2),
     used: used.toFixed(),
     remainingCredit: Decimal.max(credit.minus(used), 0).toFixed(),
     overage: plan.overage ? Decimal.max(used.minus(credit), 0).toFixed() : '0',
-    paidWorkPaused: !plan.overage && used.gte(credit),
+    paidWorkPaused: limited && !plan.overage && used.gte(credit),
   };
 }
 
@@ -377,4 +409,20 @@ export async function putAlerts(ctx: OperationContext, input: { monthlyBudget: s
   const fields = { monthlyBudget: input.monthlyBudget, thresholds: [...new Set(input.thresholds)].sort((a, b) => a - b), updatedAt: new Date() };
   await UsageAlertSettings.query(db).insert({ workspaceId: principal.workspaceId, ...fields }).onConflict('workspaceId').merge();
   return getAlerts(ctx);
+}
+
+/**
+ * The operator's setting of a workspace's plan and credit limit (`admin plan set`): for an
+ * installation without Stripe, or a workspace the operator bills outside it. With Stripe, the
+ * subscription webhooks set the plan again when a subscription changes; the credit limit stays.
+ * `default` returns the credit limit to the installation's.
+ */
+export async function setWorkspacePlan(db: Executor, input: { workspaceId: string; plan?: string; creditLimit?: CreditLimit | 'default' }) {
+  const workspace = await Workspace.query(db).findById(input.workspaceId).forUpdate();
+  if (!workspace) throw new NotFoundError('workspace', `No workspace ${input.workspaceId}.`);
+  const patch: Partial<Pick<Workspace, 'plan' | 'creditLimit'>> = {};
+  if (input.plan !== undefined) patch.plan = input.plan;
+  if (input.creditLimit !== undefined) patch.creditLimit = input.creditLimit === 'default' ? null : input.creditLimit;
+  const updated = await workspace.$query(db).patchAndFetch(patch);
+  return { workspaceId: updated.id, plan: updated.plan, creditLimit: updated.creditLimit ?? 'default', pausesPaidWork: creditLimited(updated) && !(PLANS[updated.plan] ?? PLANS.free).overage };
 }

@@ -6,6 +6,7 @@ import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newWorkspace, raiseRequestLimits, request } from '../support/fixtures';
 import { useStripeMock } from '../support/stripe-mock';
+import { useProcessSettings } from './process-settings';
 
 const SECRET = 'whsec_test_secret';
 const signer = new Stripe('sk_test_123');
@@ -13,28 +14,20 @@ const signer = new Stripe('sk_test_123');
 describe('Billing through Stripe (stripe-mock) and the signed webhook', function () {
   this.timeout(60_000);
   const mock = useStripeMock();
-  const saved: Record<string, string | undefined> = {};
-  const names = ['STRIPE_SECRET_KEY', 'STRIPE_API_URL', 'STRIPE_WEBHOOK_SECRET', 'WEFT_PUBLIC_URL'];
+  const settings = useProcessSettings(['STRIPE_SECRET_KEY', 'STRIPE_API_URL', 'STRIPE_WEBHOOK_SECRET', 'WEFT_PUBLIC_URL']);
   let admin: ReturnType<typeof as>;
   let workspaceId: string;
 
   before(async () => {
-    for (const name of names) saved[name] = process.env[name];
     const ws = await newWorkspace();
     await raiseRequestLimits(ws.workspaceId);
     admin = as(ws.apiKey);
     workspaceId = ws.workspaceId;
   });
-  after(() => {
-    for (const name of names) {
-      if (saved[name] === undefined) delete process.env[name];
-      else process.env[name] = saved[name];
-    }
-  });
-  const configure = () => Object.assign(process.env, { STRIPE_SECRET_KEY: 'sk_test_123', STRIPE_API_URL: mock.url, STRIPE_WEBHOOK_SECRET: SECRET, WEFT_PUBLIC_URL: env().baseUrl });
+  const configure = () => settings.set({ STRIPE_SECRET_KEY: 'sk_test_123', STRIPE_API_URL: mock.url, STRIPE_WEBHOOK_SECRET: SECRET, WEFT_PUBLIC_URL: env().baseUrl });
 
   it('answers 503 billing_unavailable on every billing route while Stripe is not configured', async () => {
-    for (const name of names) delete process.env[name];
+    settings.set({});
     const res = await admin.post('/api/v1/billing/checkout', {});
     assert.equal(res.status, 503, JSON.stringify(res.body));
     assert.equal(res.body.code, 'billing_unavailable');

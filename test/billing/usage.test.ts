@@ -4,10 +4,12 @@ import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
+import { useProcessSettings } from './process-settings';
 
 describe('Usage metering, credit and the usage routes', function () {
   this.timeout(120_000);
   const fixture = useEventsApi(() => EventsApi.events(60));
+  const settings = useProcessSettings(['STRIPE_SECRET_KEY', 'WEFT_CREDIT_LIMIT']);
   let t: PipelineTenant;
   let admin: ReturnType<typeof as>;
   beforeEach(() => {
@@ -89,7 +91,9 @@ describe('Usage metering, credit and the usage routes', function () {
     assert.ok(pricing.body.plans.some((p: { id: string; includedCredit: string }) => p.id === 'free' && p.includedCredit === '5.00'));
   });
 
-  it('answers 402 usage_limit_reached to new paid work once credit is spent, while a running run finishes and reads stay free', async () => {
+  it('answers 402 usage_limit_reached to new paid work once credit is spent (with Stripe configured), while a running run finishes and reads stay free', async () => {
+    // The installation's default: with Stripe, the free plan's credit pauses paid work (self-hosted.test.ts: without it, nothing pauses).
+    settings.set({ STRIPE_SECRET_KEY: 'sk_test_123' });
     fixture.api.delayMs = 400;
     const destination = await tableDestination(t, `t_${Date.now()}`, ['id']);
     const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, fixture.api), destination, { writeMode: 'upsert' }));
