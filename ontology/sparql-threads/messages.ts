@@ -10,6 +10,15 @@ export interface GraphHandle {
   graph: EncodedGraph;
 }
 
+/**
+ * A graph as a query names it to a thread: with its encoded graph when the thread does not hold
+ * it yet, by version alone when it does (the thread keeps what it was sent until told to drop it).
+ */
+export interface GraphRef {
+  version: string;
+  graph?: EncodedGraph;
+}
+
 /** How the answer comes back: serialized for the protocol, or as terms for Weft's own checks (published queries). */
 export type AnswerForm = { serializeAs: string } | { terms: true };
 
@@ -19,7 +28,7 @@ export interface QueryRequest {
   text: string;
   baseIri?: string;
   limits: SparqlLimits;
-  graphs: GraphHandle[];
+  graphs: GraphRef[];
   /** Versions the thread drops before it runs this query: the pool keeps the process within its memory budget. */
   drop: string[];
   answer: AnswerForm;

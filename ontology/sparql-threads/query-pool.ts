@@ -193,12 +193,14 @@ export class SparqlQueryPool {
     thread.running = running;
     this.runningByWorkspace.set(job.workspaceId, (this.runningByWorkspace.get(job.workspaceId) ?? 0) + 1);
     const drop = this.makeRoom(thread, job.graphs);
+    // Encoded graphs travel once per thread: a resident graph is named by its version alone.
+    const graphs = job.graphs.map((handle) => (thread.resident.has(handle.version) ? { version: handle.version } : handle));
     for (const handle of job.graphs) {
       // Most recently used last.
       thread.resident.delete(handle.version);
       thread.resident.set(handle.version, triplesOf(handle));
     }
-    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs: job.graphs, drop, answer: job.answer };
+    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs, drop, answer: job.answer };
     thread.worker.postMessage(request);
   }
 

@@ -4,8 +4,8 @@ import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
 import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
 import { serializeResult } from '../sparql-results';
-import { addEncodedGraph } from './encoded-graph';
-import type { DropRequest, GraphHandle, QueryRequest, ThreadMessage } from './messages';
+import { addEncodedGraph, EncodedGraph } from './encoded-graph';
+import type { DropRequest, GraphRef, QueryRequest, ThreadMessage } from './messages';
 import { plainResult } from './plain-result';
 
 // A query thread: evaluates one query at a time over stores it builds from encoded graphs and
@@ -22,34 +22,52 @@ import { plainResult } from './plain-result';
 const EntityIndex = (N3 as unknown as { EntityIndex: new () => object }).EntityIndex;
 let entityIndex = new EntityIndex();
 const stores = new Map<string, { store: Store; terms: number }>();
+/** The encoded graphs this thread was sent (shared memory, not copies), until the pool drops them. */
+const encoded = new Map<string, EncodedGraph>();
+
+function drop(versions: string[]): void {
+  for (const version of versions) {
+    stores.delete(version);
+    encoded.delete(version);
+  }
+}
 
 /** Starts the entity index afresh when it mostly holds terms of dropped stores (before a query builds any). */
-function collectTerms(incoming: GraphHandle[]): void {
+function collectTerms(incoming: GraphRef[]): void {
   let neededTerms = 0;
   for (const entry of stores.values()) neededTerms += entry.terms;
-  for (const handle of incoming) if (!stores.has(handle.version)) neededTerms += handle.graph.termCount;
+  for (const { version } of incoming) if (!stores.has(version)) neededTerms += encodedGraph(version).termCount;
   const indexed = (entityIndex as unknown as { _id: number })._id;
   if (indexed <= 4 * neededTerms + 100_000) return;
   stores.clear();
   entityIndex = new EntityIndex();
 }
 
-function storeOf(handle: GraphHandle): Store {
-  const kept = stores.get(handle.version);
+function encodedGraph(version: string): EncodedGraph {
+  const graph = encoded.get(version);
+  // The pool sends a graph with the first query that needs it here; a thread that lacks one is out of step.
+  if (!graph) throw new Error(`the query thread was not sent graph ${version}`);
+  return graph;
+}
+
+function storeOf(version: string): Store {
+  const kept = stores.get(version);
   if (kept) return kept.store;
+  const graph = encodedGraph(version);
   const store = new Store([], { entityIndex } as never);
-  addEncodedGraph(store, handle.graph);
-  stores.set(handle.version, { store, terms: handle.graph.termCount });
+  addEncodedGraph(store, graph);
+  stores.set(version, { store, terms: graph.termCount });
   return store;
 }
 
 async function answer(request: QueryRequest): Promise<ThreadMessage> {
   const started = performance.now();
   try {
-    for (const version of request.drop) stores.delete(version);
+    drop(request.drop);
+    for (const { version, graph } of request.graphs) if (graph) encoded.set(version, graph);
     collectTerms(request.graphs);
     // The query's graphs as one dataset: stores over one entity index, their union the default graph.
-    const dataset: QueryDataset = { stores: request.graphs.map(storeOf) };
+    const dataset: QueryDataset = { stores: request.graphs.map(({ version }) => storeOf(version)) };
     // Building a large graph's store is the data's cost, not the query's: the time limit starts now.
     port.postMessage({ type: 'started', id: request.id } satisfies ThreadMessage);
     let path: string | undefined;
@@ -65,7 +83,7 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
 
 const port = parentPort!;
 port.on('message', (message: QueryRequest | DropRequest) => {
-  if (message.type === 'drop') for (const version of message.versions) stores.delete(version);
+  if (message.type === 'drop') drop(message.versions);
   else void answer(message).then((reply) => port.postMessage(reply));
 });
 // Comunica loads before the thread says it is ready, so no query pays for the load.

@@ -8,6 +8,7 @@ import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, S
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
+import { announceSnapshotsOf, snapshotCommitted, snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
 import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, isCatalogCurrent, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
 const definition: CapabilityDefinition = {
@@ -374,6 +375,7 @@ async function discoverSchema(ctx: CapabilityContext, rawTarget: Record<string, 
  */
 async function commitSnapshot(
   trx: Knex.Transaction,
+  workspaceId: string,
   schema: string,
   table: string,
   latest: SnapshotRow | undefined,
@@ -394,8 +396,16 @@ async function commitSnapshot(
   const values = [snapshot.id, table, version, committed, operation, affected, provenance.kind, provenance.id].map((value) => params.add(value));
   await run(trx, `INSERT INTO ${quoteIdentifier(schema)}._snapshots (id, table_name, version, committed_at, operation, affected, produced_by_kind, produced_by_id) VALUES (${values.join(', ')})`, params);
   const bump = new SqlParams();
-  await run(trx, `UPDATE ${quoteIdentifier(schema)}._tables SET latest_version = ${bump.add(version)} WHERE table_name = ${bump.add(table)}`, bump);
+  // The statement also announces the snapshot to every process, delivered at commit (snapshot-notices.ts).
+  const notice = `(SELECT pg_notify(${bump.add(SNAPSHOT_NOTICE_CHANNEL)}, ${bump.add(snapshotScope(workspaceId))})) AS notice`;
+  await run(trx, `UPDATE ${quoteIdentifier(schema)}._tables SET latest_version = ${bump.add(version)} FROM ${notice} WHERE table_name = ${bump.add(table)}`, bump);
   return { affected, snapshot: toSnapshotInfo(snapshot) };
+}
+
+/** Tells this process a snapshot is committed: now, or once the caller's transaction commits (every process also hears the NOTIFY). */
+function announceCommitted(db: Knex, workspaceId: string): void {
+  if (!db.isTransaction) return snapshotCommitted(workspaceId);
+  (db as Knex.Transaction).executionPromise?.then(() => snapshotCommitted(workspaceId), () => undefined);
 }
 
 const duplicateKey = (table: string) => new ConflictError('duplicate_key', `A row with the same primary key is already in table "${table}"; use upsert to replace it.`);
@@ -408,18 +418,20 @@ async function writeRecords(ctx: CapabilityContext, rawTarget: Record<string, un
   const t = qualified(schema, table);
   try {
     // Nested in the caller's transaction when ctx.db is one (as a savepoint): all or nothing either way.
-    return await unlessDryRun(() => inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
+    const written = await unlessDryRun(() => inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
       const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
       const current = latest ? toSnapshotInfo(latest) : EMPTY_SNAPSHOT;
       const expected = request.expectedSnapshot;
       if (expected && !sameSnapshot(current, expected)) throw snapshotConflict(`Table "${table}"`, current, expected);
-      const result = await commitSnapshot(trx, schema, table, latest, request.operation, request.provenance, async (version, committed) => ({
+      const result = await commitSnapshot(trx, ctx.installation.workspaceId, schema, table, latest, request.operation, request.provenance, async (version, committed) => ({
         affected: await applyWrite(trx, t, request, primaryKey, version, committed),
         fields: writtenFields(request),
       }));
       if (request.dryRun) throw new DryRunRollback({ affected: result.affected, snapshot: current, changes: await changesAt(trx, t, latest ? latest.version + 1 : 1, primaryKey !== null) });
       return result;
     }));
+    if (!request.dryRun) announceCommitted(ctx.db, ctx.installation.workspaceId);
+    return written;
   } catch (error) {
     if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
     throw error;
@@ -462,9 +474,9 @@ async function commitStagedWrite(ctx: CapabilityContext, rawTarget: Record<strin
   const schema = workspaceSchema(ctx.installation.workspaceId);
   const t = qualified(schema, table);
   try {
-    return await inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
+    const written = await inTableWrite(ctx.db, schema, table, primaryKey, async (trx, state) => {
       const latest = state.latestVersion ? await latestSnapshot(trx, schema, table) : undefined;
-      return commitSnapshot(trx, schema, table, latest, request.mode, request.provenance, async (version, committed) => {
+      return commitSnapshot(trx, ctx.installation.workspaceId, schema, table, latest, request.mode, request.provenance, async (version, committed) => {
         const params = new SqlParams();
         const v = params.add(version);
         const staged = request.rows.relation(params, { latestPerKey: primaryKey !== null && request.mode !== 'append' });
@@ -480,11 +492,16 @@ async function commitStagedWrite(ctx: CapabilityContext, rawTarget: Record<strin
         return { affected: inserted.rowCount, fields: rows.map((row) => row.name) };
       });
     });
+    announceCommitted(ctx.db, ctx.installation.workspaceId);
+    return written;
   } catch (error) {
     if (request.mode === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
     throw error;
   }
 }
+
+// Every commit announces its snapshot (commitSnapshot), so SPARQL datasets keep the current snapshots they read.
+announceSnapshotsOf('managed_table');
 
 export const managedTableCapability: CapabilityRuntime = {
   definition,

@@ -6,6 +6,7 @@ import { definitionCache } from '../shared/definition-cache';
 import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
+import { announcesSnapshots, onSnapshotCommitted, snapshotScope } from '../../plugins/snapshot-notices';
 import { WeightedLru } from '../../ontology/dataset-cache';
 import { mapRecord } from '../../ontology/term-records';
 import { encodedBytes, GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
@@ -194,11 +195,20 @@ async function boundSources(db: Executor, encryptionKey: Buffer, catalog: Datase
     const runtime = findCapability(installation.capability);
     const ctx = capabilityContext(db, installation, encryptionKey);
     const targets = group.map((source) => source.endpoint.target);
-    const snapshots = runtime.currentSnapshots ? await runtime.currentSnapshots(ctx, targets) : await Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target)));
+    const read = async () => (runtime.currentSnapshots ? runtime.currentSnapshots(ctx, targets) : Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target))));
+    // Snapshots a capability announces are kept until the next announcement (a commit's NOTIFY):
+    // a warm query then reads nothing from the database to know its data versions.
+    const kept = !db.isTransaction && announcesSnapshots(installation.capability);
+    const key = `sparql-snapshots:${installation.id}:${group.map((source) => source.endpoint.id).join(',')}`;
+    const snapshots = kept ? await definitionCache().get(db as Db, snapshotScope(installation.workspaceId), key, read) : await read();
     group.forEach((source, index) => (source.snapshot = snapshots[index]));
   }));
   return sources;
 }
+
+// A snapshot committed in this process is seen by its next query at once; other processes hear
+// the commit's NOTIFY (the definition cache drops the scope's entries either way).
+onSnapshotCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
 
 /** The graph of one binding at its endpoint's current data. */
 async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, budget: number): Promise<GraphHandle> {

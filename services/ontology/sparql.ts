@@ -110,20 +110,32 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   const kind = ask.queryType === 'CONSTRUCT' || ask.queryType === 'DESCRIBE' ? 'quads' : ask.queryType === 'ASK' ? 'boolean' : 'bindings';
   const mediaType = negotiate(accept, kind);
   if (!mediaType) throw new NotAcceptable(kind);
-  // The charge is written beside the credit check and the data versions (each its own round trip,
-  // run at once); it is committed before the answer leaves, and withdrawn if the query fails.
+  // The charge and the credit check run beside the query (the data versions are known from the
+  // kept snapshots, so a warm query starts at once): the charge is committed before the answer
+  // leaves, and withdrawn if the query fails or the credit is spent. A workspace out of credit
+  // is refused as soon as the check says so; its query is not started if it has not been yet.
   const ref = randomUUID();
   const charged = meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
   const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
+  let refused = false;
+  const paid = Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), charged]).catch((error: unknown) => {
+    refused = true;
+    throw error;
+  });
+  let dataset: QueryDatasetHandles | undefined;
+  const evaluated = queryDataset(ctx, catalog).then((built) => {
+    if (refused) return undefined;
+    dataset = built;
+    return runDatasetQuery(built, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
+  });
   let answer: QueryAnswer;
-  let dataset: QueryDatasetHandles;
   try {
-    [, dataset] = await Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), queryDataset(ctx, catalog), charged]);
-    answer = await runDatasetQuery(dataset, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
+    answer = (await Promise.all([evaluated, paid]))[0]!;
   } catch (error) {
     await withdraw();
     throw error;
   }
+  if (!dataset) throw new Error('unreachable: an answer without its dataset');
   logger.debug({ projectId: project.id, queryType: ask.queryType, evaluationMs: answer.evaluationMs, path: answer.path, triples: dataset.triples }, 'sparql query');
   return {
     status: 200,

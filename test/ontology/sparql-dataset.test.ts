@@ -7,6 +7,9 @@ import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import { SNAPSHOT_NOTICE_CHANNEL, snapshotScope } from '../../plugins/snapshot-notices';
 
 // The endpoint keeps a built dataset while the package, the bindings a key may read and their
 // tables' snapshots are unchanged. These checks change each of those between queries and expect
@@ -85,6 +88,30 @@ describe('The SPARQL dataset kept between queries', function () {
     const rows = answer.body.results.bindings as Array<{ c: { value: string }; age?: unknown }>;
     assert.deepEqual(rows.map((row) => row.c.value), ['https://example.com/people/1', 'https://example.com/people/2', 'https://example.com/people/3']);
     assert.ok(rows.every((row) => row.age === undefined), 'the unmapped property is gone');
+  });
+
+  it('knows the snapshots without asking per query: every commit is announced to every process, and one in a caller’s transaction counts once it commits', async () => {
+    // Other processes learn of a commit from its NOTIFY on the definitions channel.
+    const listener = (await (env().db.client as Knex.Client).acquireRawConnection()) as pg.Client;
+    try {
+      const heard: string[] = [];
+      listener.on('notification', (message) => heard.push(message.payload ?? ''));
+      await listener.query(`LISTEN ${SNAPSHOT_NOTICE_CHANNEL}`);
+      await write([{ id: 4, full_name: 'Dee', years: 41 }]);
+      const scope = snapshotScope(t.ws.workspaceId);
+      for (let waited = 0; !heard.includes(scope) && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.ok(heard.includes(scope), `the commit announced ${scope} (heard ${JSON.stringify(heard)})`);
+    } finally {
+      await listener.end();
+    }
+    assert.deepEqual(await names(t.key), ['Ada L.', 'Bob', 'Cy', 'Dee']);
+    // A write inside a caller's transaction: the kept snapshot stays until that transaction commits.
+    const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+    await env().db.transaction(async (trx) => {
+      await findCapability('managed_table').writeRecords!(capabilityContext(trx, model, env().encryptionKey), { table, primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 5, full_name: 'Eve', years: 29 }], provenance: { kind: 'write', id: randomUUID() } });
+      assert.deepEqual(await names(t.key), ['Ada L.', 'Bob', 'Cy', 'Dee'], 'uncommitted data is not read');
+    });
+    assert.deepEqual(await names(t.key), ['Ada L.', 'Bob', 'Cy', 'Dee', 'Eve'], 'the committed snapshot is read');
   });
 });
 
