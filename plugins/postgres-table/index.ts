@@ -208,6 +208,14 @@ async function readRecords(ctx: CapabilityContext, target: Record<string, unknow
   return { records, continuation: rows.length > query.limit ? { order: orderOf(query.orderBy), offset: offset + query.limit } : null };
 }
 
+/** PostgreSQL's bound parameters per statement at most (the protocol counts them in 16 bits). */
+const MAX_PARAMETERS = 65_535;
+/** Rows per INSERT at most, however narrow the table: longer statements save little more. */
+const MAX_ROWS_PER_INSERT = 1_000;
+
+/** Rows per INSERT of `columns` columns: as many as fit the parameter bound (40 at PostgreSQL's 1,600 columns), at most 1,000. */
+export const rowsPerInsert = (columns: number): number => Math.max(1, Math.min(MAX_ROWS_PER_INSERT, Math.floor(MAX_PARAMETERS / Math.max(1, columns))));
+
 /** INSERT of rows sharing one column set (mixing sets would overwrite omitted columns with defaults on upsert). */
 function insertStatement(ref: TableRef, shape: TableShape, columns: string[], rows: Array<Record<string, unknown>>, upsert: boolean): { sql: string; params: SqlParams } {
   const params = new SqlParams();
@@ -243,13 +251,17 @@ async function applyWrite(client: Remote, ref: TableRef, shape: TableShape, requ
       }
       let affected = 0;
       for (const [columns, group] of groups) {
-        const { sql, params } = insertStatement(ref, shape, JSON.parse(columns) as string[], group, request.operation === 'upsert');
-        const result = await remote<{ after: Record<string, unknown> }>(client, changes ? `${sql} RETURNING to_jsonb(weft_row) AS after` : sql, params);
-        affected += result.rowCount ?? 0;
-        for (const { after } of changes ? result.rows : []) {
-          const key = keyOf(shape, after);
-          const before = key === null ? undefined : previous.get(key);
-          changes!.push(before ? { kind: 'changed', key, before, after } : { kind: 'added', key, before: null, after });
+        const names = JSON.parse(columns) as string[];
+        const perStatement = rowsPerInsert(names.length);
+        for (let start = 0; start < group.length; start += perStatement) {
+          const { sql, params } = insertStatement(ref, shape, names, group.slice(start, start + perStatement), request.operation === 'upsert');
+          const result = await remote<{ after: Record<string, unknown> }>(client, changes ? `${sql} RETURNING to_jsonb(weft_row) AS after` : sql, params);
+          affected += result.rowCount ?? 0;
+          for (const { after } of changes ? result.rows : []) {
+            const key = keyOf(shape, after);
+            const before = key === null ? undefined : previous.get(key);
+            changes!.push(before ? { kind: 'changed', key, before, after } : { kind: 'added', key, before: null, after });
+          }
         }
       }
       // An upsert that rewrote a row with its own values changed nothing.
@@ -298,13 +310,21 @@ async function currentRowsByKey(client: Remote, ref: TableRef, shape: TableShape
 
 /**
  * A live table keeps no history, so its snapshot is a digest of its contents, independent of row
- * order: any change by anyone moves it. id "md5:<digest>", version the row count. Reading it costs
- * a scan of the table.
+ * order: any change by anyone moves it. id "md5:<digest>", version the row count.
+ *
+ * Each row's to_jsonb text is hashed twice to 64 bits (hashtextextended with two seeds, the stable
+ * hash PostgreSQL's hash partitioning relies on) and each hash is summed over the table (as numeric:
+ * no overflow): one streaming pass in constant memory, with no sort and no string of the whole table
+ * (a string_agg of per-row md5s failed past PostgreSQL's 1 GB value limit and sorted every row
+ * first; this takes about 0.65 of its time on a million rows). Sums, unlike XOR, keep repeated rows:
+ * two equal rows do not cancel out. The digest is the md5 of the count and both sums. Reading it
+ * still costs one scan of the table.
  */
 async function contentSnapshot(client: Remote, ref: TableRef): Promise<SnapshotInfo> {
   const { rows } = await remote<{ digest: string; count: string }>(
     client,
-    `SELECT md5(coalesce(string_agg(h, '' ORDER BY h), '')) AS digest, count(*) AS count FROM (SELECT md5(to_jsonb(r)::text) AS h FROM ${ref.sql} r) hashed`,
+    `SELECT md5(concat_ws(':', count(*), coalesce(sum(hashtextextended(row_text, 0)), 0), coalesce(sum(hashtextextended(row_text, 1)), 0))) AS digest, count(*) AS count
+       FROM (SELECT to_jsonb(r)::text AS row_text FROM ${ref.sql} r) rows_as_text`,
   );
   return { id: `md5:${rows[0].digest}`, version: String(rows[0].count), committedAt: null };
 }
@@ -355,8 +375,8 @@ async function writeRecords(ctx: CapabilityContext, target: Record<string, unkno
   }));
 }
 
-/** Rows per INSERT when a run commits: well under PostgreSQL's 65,535 bound parameters for wide tables. */
-const STAGED_BATCH = 200;
+/** Staged rows read per batch when a run commits; applyWrite splits each into INSERTs that fit the parameter bound. */
+const STAGED_BATCH = MAX_ROWS_PER_INSERT;
 
 /**
  * A run's staged records in one remote transaction: all visible at its COMMIT, or none. replace

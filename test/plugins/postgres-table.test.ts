@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import pg from 'pg';
-import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, settingsOf, vetAddress } from '../../plugins/postgres-table';
-import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, WriteRequest } from '../../plugins/capability';
+import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, rowsPerInsert, settingsOf, vetAddress } from '../../plugins/postgres-table';
+import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, StagedRows, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
 import { externalDatabase } from '../support/external-postgres';
 
@@ -332,5 +332,68 @@ describe('postgres_table capability', () => {
     // Values are bound parameters, never SQL text.
     assert.deepEqual((await capability.readRecords(ctx, items, query({ where: [{ field: 'name', op: 'eq', value: "x' OR '1'='1" }] }))).records, []);
     assert.equal((await external.query('SELECT count(*)::int AS n FROM items')).rows[0].n, 32);
+  });
+
+  describe('wide tables and the content snapshot', () => {
+    const columns = Array.from({ length: 400 }, (_, i) => `c${i + 1}`);
+    const wideRow = (id: number) => Object.fromEntries([['id', id], ...columns.map((name, i) => [name, id * 1000 + i])]);
+    /** Staged rows as a run hands them over, in batches of the size asked for. */
+    const staged = (rows: Array<Record<string, unknown>>): StagedRows => ({
+      relation: () => {
+        throw new Error('postgres_table reads staged rows in batches');
+      },
+      async *batches(size) {
+        for (let start = 0; start < rows.length; start += size) yield rows.slice(start, start + size).map((data) => ({ key: String(data.id), data }));
+      },
+    });
+
+    before(async () => {
+      await external.query(`CREATE TABLE wide (id integer PRIMARY KEY, ${columns.map((name) => `${name} integer`).join(', ')})`);
+      await external.query('CREATE TABLE pairs (k integer, v text)');
+    });
+
+    it('sizes INSERTs by column count: 500 rows of 401 columns (200,500 values) in a governed write and a run commit', async () => {
+      assert.equal(rowsPerInsert(401), 163);
+      assert.equal(rowsPerInsert(5), 1000, 'narrow tables: at most 1,000 rows per statement');
+      assert.equal(rowsPerInsert(1600), 40);
+      const wide = { table: 'wide' };
+      const first = Array.from({ length: 500 }, (_, i) => wideRow(i + 1));
+      assert.deepEqual(await capability.writeRecords!(ctx, wide, { operation: 'append', rows: first, provenance }), { affected: 500 });
+      const second = Array.from({ length: 500 }, (_, i) => wideRow(i + 301));
+      assert.deepEqual(await capability.commitStagedWrite!(ctx, wide, { mode: 'upsert', rows: staged(second), provenance: { kind: 'run', id: 'run-1' } }), { affected: 500 });
+      const { rows } = await external.query('SELECT count(*)::int AS n, sum(c400)::bigint AS total, max(id) AS last FROM wide');
+      assert.deepEqual(rows[0], { n: 800, total: String(Array.from({ length: 800 }, (_, i) => (i + 1) * 1000 + 399).reduce((a, b) => a + b, 0)), last: 800 });
+      // A checked write of the wide table: the snapshot reads it, and the dry run lists every row it adds.
+      const snapshot = await capability.currentSnapshot!(ctx, wide);
+      assert.equal(snapshot.version, '800');
+      const dryRun = await capability.writeRecords!(ctx, wide, { operation: 'append', rows: Array.from({ length: 500 }, (_, i) => wideRow(i + 1001)), provenance, expectedSnapshot: snapshot, dryRun: true });
+      assert.equal(dryRun.affected, 500);
+      assert.deepEqual(await capability.currentSnapshot!(ctx, wide), snapshot, 'a dry run changes nothing');
+    });
+
+    it('digests contents whatever the row order, keeps repeated rows, and tells swapped values apart', async () => {
+      const pairs = { table: 'pairs' };
+      const snapshotOf = async (sql: string) => {
+        await external.query(`TRUNCATE pairs; ${sql}`);
+        return capability.currentSnapshot!(ctx, pairs);
+      };
+      const empty = await snapshotOf('');
+      assert.equal(empty.version, '0');
+      assert.match(empty.id, /^md5:[0-9a-f]{32}$/);
+      const ab = await snapshotOf("INSERT INTO pairs VALUES (1, 'a'), (2, 'b')");
+      assert.deepEqual(await snapshotOf("INSERT INTO pairs VALUES (2, 'b'), (1, 'a')"), ab, 'the same rows in another order');
+      // Rewriting a row moves it on disk (a new tuple) but not in the digest.
+      await external.query("UPDATE pairs SET v = 'z' WHERE k = 1; UPDATE pairs SET v = 'a' WHERE k = 1");
+      assert.deepEqual(await capability.currentSnapshot!(ctx, pairs), ab);
+      const swapped = await snapshotOf("INSERT INTO pairs VALUES (1, 'b'), (2, 'a')");
+      assert.equal(swapped.version, '2');
+      assert.notEqual(swapped.id, ab.id, 'the same values in other rows');
+      // A row twice is not the row once (an XOR of row digests would cancel the pair).
+      const b = await snapshotOf("INSERT INTO pairs VALUES (2, 'b')");
+      const aab = await snapshotOf("INSERT INTO pairs VALUES (1, 'a'), (1, 'a'), (2, 'b')");
+      assert.notEqual(aab.id, b.id);
+      assert.equal(aab.version, '3');
+      assert.notEqual((await snapshotOf("INSERT INTO pairs VALUES (1, 'a'), (2, NULL)")).id, ab.id);
+    });
   });
 });
