@@ -17,6 +17,7 @@ import { LIVENESS, staticContentOperation } from '../services/shared/health-oper
 import { buildRouter, DEFAULT_JSON_BYTES, describeBytes, methodNotAllowed } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
+import { observeRequests } from '../observability/http-requests';
 
 const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -112,6 +113,7 @@ export function createApp(deps: ServiceDependencies): Koa {
   // Liveness probes come every few seconds from every orchestrator and load balancer: answered
   // first, with their request id but nothing to check and no request line to log (the route stays
   // for the API description).
+  app.use(observeRequests());
   app.use(livenessProbe());
   app.use(requestContext());
   app.use(errorMiddleware());

@@ -2,13 +2,14 @@ import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { temporalSettings } from './temporal-config';
 import { logger } from './logger';
+import { tracingClientInterceptor } from '../observability/tracing';
 
 export async function connectTemporal(address: string): Promise<Connection> {
   return Connection.connect({ address, connectTimeout: '10s' });
 }
 
 export function createTemporalClient(connection: Connection, namespace = temporalSettings().namespace): Client {
-  return new Client({ connection, namespace });
+  return new Client({ connection, namespace, interceptors: { workflow: [tracingClientInterceptor] } });
 }
 
 // The wire enum wants numbers: names sent as strings arrive as UNSPECIFIED and are refused.

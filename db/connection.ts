@@ -2,6 +2,7 @@ import knexFactory, { Knex } from 'knex';
 import { Model, knexSnakeCaseMappers } from 'objection';
 import path from 'node:path';
 import pg from 'pg';
+import { observeDatabase } from '../observability/database';
 
 /**
  * Weft's own bigint columns (COUNT(*), versions) fit a JS number, so its connections parse INT8 as
@@ -30,6 +31,7 @@ export function createDb(databaseUrl: string, pool: { min?: number; max?: number
     migrations: { directory: migrationsDirectory, loadExtensions: ['.ts'], tableName: 'knex_migrations' },
   });
   Model.knex(db);
+  observeDatabase(db);
   return db;
 }
 

@@ -14,6 +14,9 @@ import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
+import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
+import { loopbackMetricsAddress, temporalCoreMetrics } from '../observability/temporal-metrics';
+import { flushTracing, startTracingFromEnvironment } from '../observability/tracing';
 
 export interface RunningService {
   /** Graceful: stop accepting, finish in-flight work, release connections. */
@@ -25,9 +28,10 @@ export async function migrate(db: Db): Promise<void> {
   if (applied.length) logger.info({ applied }, 'database migrated');
 }
 
-/** The HTTP API: Koa on PORT, with its own pool and Temporal client. */
-export async function startApi(options: { port?: number; host?: string } = {}): Promise<RunningService & { url: string; server: Server; temporalConnection: Connection }> {
+/** The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT (metricsPort: 0 picks a free one). */
+export async function startApi(options: { port?: number; host?: string; metricsPort?: number } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
   const settings = config();
+  await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
   await migrate(db);
   const connection = await connectTemporal(settings.temporalAddress);
@@ -49,8 +53,11 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
   const url = `http://${options.host ?? settings.host}:${port}`;
   // Query threads start (and load the SPARQL engine) now, so no query waits for them.
   sparqlQueryPool();
+  const metricsAt = metricsSettings('api');
+  const metrics = metricsAt && (await startMetricsServer('api', { ...metricsAt, port: options.metricsPort ?? metricsAt.port }));
   return {
     url,
+    metricsUrl: metrics?.url,
     server,
     // The API's own Temporal connection (tests close it to see /readyz report Temporal down).
     temporalConnection: connection,
@@ -68,6 +75,8 @@ export async function startApi(options: { port?: number; host?: string } = {}): 
       await connection.close();
       await closeDefinitionCache();
       await db.destroy();
+      await metrics?.stop();
+      await flushTracing();
     },
   };
 }
@@ -77,7 +86,12 @@ export async function startWorkerProcess(): Promise<RunningService> {
   const settings = config();
   const db = createDb(settings.databaseUrl);
   await migrate(db);
-  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue });
+  await startTracingFromEnvironment('weft-worker');
+  // The worker's metrics on WEFT_WORKER_METRICS_PORT, the Temporal SDK's own appended to them.
+  const metricsAt = metricsSettings('worker');
+  const temporalMetricsAddress = metricsAt && (await loopbackMetricsAddress());
+  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue, temporalMetricsAddress });
+  const metrics = temporalMetricsAddress ? await startMetricsServer('worker', metricsAt, () => temporalCoreMetrics(temporalMetricsAddress)) : undefined;
   // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
   const connection = await connectTemporal(settings.temporalAddress);
   await ensureBillingSchedule(createTemporalClient(connection, settings.temporalNamespace), settings.taskQueue).finally(() => connection.close());
@@ -87,6 +101,8 @@ export async function startWorkerProcess(): Promise<RunningService> {
       await closePostgresTablePools();
       await closeDefinitionCache();
       await db.destroy();
+      await metrics?.stop();
+      await flushTracing();
     },
   };
 }

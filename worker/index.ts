@@ -3,16 +3,21 @@ import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
 import { logger } from '../core/logger';
 import { workflowBundlePath } from './workflow-bundle';
+import { temporalTelemetryOptions } from '../observability/temporal-metrics';
+import { workerTracingOptions } from '../observability/tracing';
 
 let bundle: Promise<{ codePath: string }> | undefined;
 let runtimeInstalled = false;
 
-/** The SDK logs every worker state change at INFO; Weft's own logs say what matters. */
-function installRuntime(): void {
+/**
+ * The SDK logs every worker state change at INFO; Weft's own logs say what matters. With an
+ * address, the SDK's own metrics are served there (the worker's /metrics appends them).
+ */
+function installRuntime(temporalMetricsAddress?: string): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.TEMPORAL_LOG_LEVEL ?? 'WARN') as LogLevel;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  Runtime.install({ logger: new DefaultLogger(level), ...(temporalMetricsAddress ? { telemetryOptions: temporalTelemetryOptions(temporalMetricsAddress) } : {}) });
 }
 
 /** Finds (or builds) the workflow bundle once per process: every worker started in it reuses it. */
@@ -31,6 +36,8 @@ export interface WeftWorkerOptions {
   temporalAddress: string;
   namespace: string;
   taskQueue: string;
+  /** Where the SDK serves its own Prometheus metrics (the first worker of a process decides). */
+  temporalMetricsAddress?: string;
 }
 
 export interface RunningWorker {
@@ -41,7 +48,7 @@ export interface RunningWorker {
 }
 
 export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
-  installRuntime();
+  installRuntime(options.temporalMetricsAddress);
   const connection = await NativeConnection.connect({ address: options.temporalAddress });
   const worker = await Worker.create({
     connection,
@@ -50,6 +57,7 @@ export async function startWorker(options: WeftWorkerOptions): Promise<RunningWo
     workflowBundle: await workflowBundle(),
     activities: createActivities({ db: options.db, encryptionKey: options.encryptionKey }),
     shutdownGraceTime: '30s',
+    ...workerTracingOptions(),
   });
   const done = worker.run().finally(() => connection.close());
   logger.info({ taskQueue: options.taskQueue, namespace: options.namespace }, 'worker polling');

@@ -11,7 +11,10 @@ import path from 'node:path';
 import { dataDir, projectRoot } from '../core/paths';
 
 const WORKFLOWS = path.join(projectRoot, 'workflows', 'index.ts');
+/** Traces a workflow that a tracing client started (observability/tracing.ts). */
+const WORKFLOW_INTERCEPTORS = path.join(projectRoot, 'observability', 'workflow-interceptors.ts');
 const LOCKFILE = 'package-lock.json';
+const BUNDLER = path.relative(projectRoot, __filename);
 
 interface Manifest {
   /** The bundle file, named by its content hash, in the manifest's folder. */
@@ -61,6 +64,7 @@ export async function buildWorkflowBundle(dir: string): Promise<string> {
   let read: string[] = [];
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS,
+    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
     logger: { trace() {}, debug() {}, info() {}, log() {}, warn: (m) => console.error(m), error: (m) => console.error(m) },
     // The files webpack read are the bundle's inputs: a change to any of them rebuilds it.
     webpackConfigHook: (config) => ({
@@ -78,6 +82,8 @@ export async function buildWorkflowBundle(dir: string): Promise<string> {
     inputs[relative] = hashOf(relative)!;
   }
   inputs[LOCKFILE] = hashOf(LOCKFILE) ?? '';
+  // The bundling options (the interceptor modules, say) are inputs too.
+  inputs[BUNDLER] = hashOf(BUNDLER) ?? '';
   mkdirSync(dir, { recursive: true });
   const name = `workflows-${sha256(code).slice(0, 16)}.js`;
   writeAtomically(path.join(dir, name), code);

@@ -31,12 +31,28 @@ export interface DatasetView {
   readonly sharedSubjects: ReadonlySet<number> | undefined;
   /** Triples across the stores' default graphs, duplicates included (an estimate's input). */
   readonly size: number;
+  /**
+   * Which graphs hold each term as a subject and as an object: bit g of `subjects[id]` is set when
+   * graph g has triples with that subject. A scan with a bound subject (or object) reads only those
+   * graphs, so a join's probe costs one index lookup, not one per store. Undefined for a single
+   * graph, or more graphs than a mask has bits. Ids past the arrays are in none of the graphs.
+   */
+  readonly holders: GraphHolders | undefined;
 }
+
+export interface GraphHolders {
+  readonly subjects: Uint32Array;
+  readonly objects: Uint32Array;
+}
+
+/** Graphs a mask of GraphHolders can name. */
+export const MAX_MASKED_GRAPHS = 32;
 
 interface SharedSubjectsEntry {
   /** Store sizes when computed: a different size means the stores changed, so compute again. */
   sizes: number[];
   shared: ReadonlySet<number> | undefined;
+  holders: GraphHolders | undefined;
 }
 
 /**
@@ -75,6 +91,21 @@ function computeSharedSubjects(graphs: readonly GraphIndexes[]): ReadonlySet<num
   return shared.size ? shared : undefined;
 }
 
+function computeHolders(graphs: readonly GraphIndexes[], entityIndex: EntityIndex): GraphHolders | undefined {
+  if (graphs.length > MAX_MASKED_GRAPHS) return undefined;
+  // n3's entity index numbers terms from 1 up; _id is the last number given.
+  const ids = (entityIndex as unknown as { _id?: number })._id;
+  if (typeof ids !== 'number') return undefined;
+  const subjects = new Uint32Array(ids + 1);
+  const objects = new Uint32Array(ids + 1);
+  graphs.forEach((graph, g) => {
+    const bit = (1 << g) >>> 0;
+    for (const key in graph.subjects) subjects[key as unknown as number] |= bit;
+    for (const key in graph.objects) objects[key as unknown as number] |= bit;
+  });
+  return { subjects, objects };
+}
+
 /**
  * The view of a store or dataset, or undefined when its stores do not share one entity index (or
  * do not look like n3 v2 stores): then ids are not comparable and Comunica answers.
@@ -93,15 +124,17 @@ export function datasetView(source: Store | QueryDataset): DatasetView | undefin
     size += store.size;
   }
   let sharedSubjects: ReadonlySet<number> | undefined;
+  let holders: GraphHolders | undefined;
   if (graphs.length > 1) {
     const sizes = stores.map((store) => store.size);
     const node = sharedSubjectsNode(stores);
-    const kept = node.entry;
-    if (kept && kept.sizes.every((n, i) => n === sizes[i])) sharedSubjects = kept.shared;
-    else {
-      sharedSubjects = computeSharedSubjects(graphs);
-      node.entry = { sizes, shared: sharedSubjects };
+    let kept = node.entry;
+    if (!kept || kept.sizes.some((n, i) => n !== sizes[i])) {
+      kept = { sizes, shared: computeSharedSubjects(graphs), holders: computeHolders(graphs, first._entityIndex) };
+      node.entry = kept;
     }
+    sharedSubjects = kept.shared;
+    holders = kept.holders;
   }
-  return { entityIndex: first._entityIndex, graphs, sharedSubjects, size };
+  return { entityIndex: first._entityIndex, graphs, sharedSubjects, size, holders };
 }

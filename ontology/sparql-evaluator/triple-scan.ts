@@ -29,7 +29,9 @@ function heldEarlier(graphs: readonly GraphIndexes[], before: number, s: number,
 export function scanTriples(view: DatasetView, s: number, p: number, o: number, visit: TripleVisitor, deadline: Deadline): boolean {
   const graphs = view.graphs;
   const shared = view.sharedSubjects;
+  const mask = holdersOf(view, s, o);
   for (let g = 0; g < graphs.length; g++) {
+    if (((mask >>> g) & 1) === 0) continue;
     // Only a later store's triples about a shared subject can repeat an earlier store's.
     const dedupe = g > 0 && shared !== undefined;
     if (dedupe && s !== UNBOUND && !shared.has(s)) {
@@ -42,6 +44,17 @@ export function scanTriples(view: DatasetView, s: number, p: number, o: number, 
     if (!ok) return false;
   }
   return true;
+}
+
+const EVERY_GRAPH = 0xffffffff;
+
+/** The graphs that can hold a match: those holding the bound subject, else the bound object, else all. */
+function holdersOf(view: DatasetView, s: number, o: number): number {
+  const holders = view.holders;
+  if (holders === undefined) return EVERY_GRAPH;
+  if (s !== UNBOUND) return s < holders.subjects.length ? holders.subjects[s] : 0;
+  if (o !== UNBOUND) return o < holders.objects.length ? holders.objects[o] : 0;
+  return EVERY_GRAPH;
 }
 
 function scanGraph(graph: GraphIndexes, s: number, p: number, o: number, visit: TripleVisitor, deadline: Deadline): boolean {

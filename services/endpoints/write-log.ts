@@ -4,6 +4,7 @@ import type { SnapshotInfo } from '../../plugins/capability';
 import { requireDataEndpoint } from './data-endpoints';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
+import { afterCommit, governedWriteEvents } from '../../observability/metrics';
 
 // The action log of an endpoint: an event for every step of every action (proposed, approved,
 // rejected, expired, applied, failed), written in the step's own transaction.
@@ -22,6 +23,7 @@ export async function logEvent(db: Executor, action: WriteAction, kind: WriteAct
     snapshotAfter: fields.snapshotAfter ?? null,
     detail: fields.detail ?? null,
   });
+  afterCommit(db, () => governedWriteEvents.inc({ event: kind }));
 }
 
 function presentLogEntry(event: WriteActionEvent) {

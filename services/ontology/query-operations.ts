@@ -5,6 +5,7 @@ import { createQuery, deleteQuery, getQuery, listQueries, QueryInput, replaceQue
 import { cancelJob, ExecuteBody, executeQuery, listExecutions } from './query-execution';
 import { listReleases, publishRelease, PublishInput, releaseDiff, retireRelease } from './query-releases';
 import { idParams, listQuery } from '../../schemas/common';
+import { observeQuery } from '../../observability/metrics';
 import { executeBodySchema, executeOptionsQuery, jobParams, publishReleaseBody, queryExecutionsQuery, queryInputSchema, queryParams, releaseDiffQuery, releaseParams, retireReleaseBody } from '../../schemas/published-queries';
 
 const PROJECT = { project: true } as const;
@@ -19,7 +20,7 @@ const executeOperation = (name: string, alias: boolean) => defineOperation({
   effect: 'external',
   input: { params: queryParams, query: executeOptionsQuery, body: executeBodySchema },
   async run(ctx: OperationContext, { params, query, body }: RequestInput<QueryParams, { version?: number; cursor?: string }, ExecuteBody>): Promise<Reply> {
-    return executeQuery(ctx, params.query_id, body ?? {}, query);
+    return observeQuery('published_query', () => executeQuery(ctx, params.query_id, body ?? {}, query));
   },
 });
 

@@ -258,8 +258,14 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const version = createHash('sha256').update(handles.map((handle) => handle.version).join('\n')).digest('base64url').slice(0, 22);
+  const version = datasetVersion(handles.map((handle) => handle.version).join('\n'));
   return { pkg, graphs: handles, version, triples, withheldBindings: catalog.bindings.length - bindings.length };
+}
+
+/** The dataset's version: a digest of its graphs' versions, kept per combination (every query names one). */
+const datasetVersions = new WeightedLru<string>(1024, 4 * 1024 * 1024);
+function datasetVersion(graphVersions: string): string {
+  return datasetVersions.get(graphVersions) ?? datasetVersions.set(graphVersions, createHash('sha256').update(graphVersions).digest('base64url').slice(0, 22), graphVersions.length);
 }
 
 /** Forgets every kept graph (tests that change data behind Weft's back). */

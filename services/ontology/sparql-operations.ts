@@ -8,6 +8,7 @@ import { loadDatasetCatalog, requireSemanticMode } from './sparql-dataset';
 import { InputError } from '../../core/errors';
 import { idParams } from '../../schemas/common';
 import { sparqlGetQuery, sparqlPostQuery } from '../../schemas/ontology';
+import { observeQuery } from '../../observability/metrics';
 
 export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
 
@@ -25,7 +26,7 @@ export const sparqlQueryOperation = defineOperation({
   access: { scopes: { allOf: ['sparql:query'] }, project: true, grants: 'read' as const },
   effect: 'read',
   async run(ctx: OperationContext, input: QueryInput): Promise<Reply> {
-    return replyOf(await answerSparqlQuery(ctx, input, input.accept));
+    return replyOf(await observeQuery('sparql', () => answerSparqlQuery(ctx, input, input.accept)));
   },
 });
 

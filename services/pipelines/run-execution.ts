@@ -8,6 +8,8 @@ import { DestinationNode, isDestination, isSource, PipelineDocument, SourceNode 
 import { flowPage, FlowPlan, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
+import { afterCommit, errorCode, pagesFetched, recordRunEnd, recordsRead, recordsWritten as recordsWrittenTotal, remoteErrors, runsStarted } from '../../observability/metrics';
+import { inSpan } from '../../observability/tracing';
 import { meter } from '../usage/usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
@@ -52,6 +54,7 @@ export async function claimRunTurn(db: Db, runId: string): Promise<TurnClaim> {
       .orderBy([{ column: 'queuedAt' }, { column: 'id' }]).first();
     if (first && first.id !== run.id) return { state: 'waiting', behindRunId: first.id };
     await run.$query(trx).patch({ status: 'running', startedAt: trx.fn.now() as unknown as Date, syncTime: trx.raw('date_trunc(\'milliseconds\', now())') as unknown as Date });
+    afterCommit(trx, () => runsStarted.inc({ trigger: run.trigger }));
     await trx('pipelineRunNodes').insert(document.nodes.map((node) => ({ runId, nodeId: node.id, nodeType: node.type }))).onConflict(['runId', 'nodeId']).ignore();
     return { state: 'granted', sourceNodeIds };
   });
@@ -230,6 +233,8 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
       });
     });
     Object.assign(progress, next);
+    recordsRead.inc({ capability: source.runtime.definition.name }, page.records.length);
+    pagesFetched.inc({ capability: source.runtime.definition.name }, page.pagesFetched ?? 1);
     hooks.checkpoint(progress);
     if (progress.continuation === null) break;
   }
@@ -239,8 +244,9 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
 /** One read call; remote failures keep their code and status and name the node. */
 async function readPage(runtime: CapabilityRuntime, ctx: Parameters<CapabilityRuntime['readRecords']>[0], target: Record<string, unknown>, query: RecordsQuery, nodeId: string) {
   try {
-    return await runtime.readRecords(ctx, target, query);
+    return await inSpan('remote read', { 'weft.capability': runtime.definition.name, 'weft.node': nodeId }, () => runtime.readRecords(ctx, target, query));
   } catch (error) {
+    remoteErrors.inc({ capability: runtime.definition.name, operation: 'read', code: errorCode(error) });
     if (error instanceof DomainError && error.details?.nodeId === undefined) Object.assign(error, { details: { ...error.details, nodeId } });
     throw error;
   }
@@ -309,6 +315,7 @@ export async function commitRun(ctx: OperationContext, runId: string): Promise<R
       if (!runtime.commitStagedWrite) throw new InputError('destination_not_writable', `Node "${node.id}": ${runtime.definition.name} endpoints cannot be written by a pipeline.`, [], { nodeId: node.id });
       const written = await withNode(node.id, () => runtime.commitStagedWrite!(ctx, endpoint.target, { mode: node.writeMode, rows: stagedRows(trx, runId, node.id), provenance: { kind: 'run', id: runId } }));
       recordsWritten += written.affected;
+      afterCommit(trx, () => recordsWrittenTotal.inc({ capability: runtime.definition.name }, written.affected));
       await trx('pipelineRunNodes').where({ runId, nodeId: node.id }).update({
         status: 'succeeded', recordsOut: written.affected, finishedAt: trx.fn.now(),
         window: written.snapshot ? JSON.stringify({ snapshot: written.snapshot }) : null,
@@ -327,6 +334,7 @@ export async function commitRun(ctx: OperationContext, runId: string): Promise<R
     await trx('pipelineRunNodes').where({ runId }).whereNot('nodeType', 'destination').whereNot('status', 'succeeded').update({ status: 'succeeded', finishedAt: trx.fn.now() });
     const warnings = nodes.flatMap((n) => n.warnings as RunWarning[]);
     await run.$query(trx).patch({ status: 'succeeded', finishedAt: trx.fn.now() as unknown as Date, warnings: warnings as never });
+    afterCommit(trx, () => recordRunEnd(run, 'succeeded'));
     await discardStaging(trx, runId);
     // Metered with the commit, keyed by the run: a retried commit meters nothing again.
     await meter(trx, { workspaceId: run.workspaceId, projectId: run.projectId, kind: 'pipeline_run', ref: runId, actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId }, quantities: { run: 1, record: recordsWritten } });
@@ -353,6 +361,7 @@ export async function endRun(db: Executor, runId: string, status: 'failed' | 'ca
     if (!run) return { status: 'missing', nextWorkflowId: null };
     if (run.status === 'queued' || run.status === 'running') {
       await run.$query(trx).patch({ status, error: error as never, finishedAt: trx.fn.now() as unknown as Date });
+      afterCommit(trx, () => recordRunEnd(run, status));
       await trx('pipelineRunNodes').where({ runId }).whereIn('status', ['pending', 'running']).update({ status: status === 'canceled' ? 'canceled' : 'failed', finishedAt: trx.fn.now() });
       if (error?.nodeId) await trx('pipelineRunNodes').where({ runId, nodeId: error.nodeId }).update({ status: 'failed' });
       await discardStaging(trx, runId);

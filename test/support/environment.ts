@@ -15,6 +15,8 @@ import type { Client, Connection } from '@temporalio/client';
 export interface TestEnvironment {
   db: Db;
   baseUrl: string;
+  /** The API's GET /metrics (on a port of its own). */
+  metricsUrl: string;
   temporal: Client;
   taskQueue: string;
   encryptionKey: Buffer;
@@ -43,10 +45,11 @@ export async function startEnvironment(): Promise<void> {
   const encryptionKey = loadEncryptionKey();
   const temporalAddress = process.env.TEMPORAL_ADDRESS;
   let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
-  const api = await startApi({ port: 0, host: '127.0.0.1' });
+  const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0 });
   environment = {
     db,
     baseUrl: api.url,
+    metricsUrl: api.metricsUrl!,
     temporal: createTemporalClient(connection),
     taskQueue,
     encryptionKey,

@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { SpanKind } from '@opentelemetry/api';
+import { activeTracer, startTracing, stopTracing } from '../../observability/tracing';
+import { env } from '../support/environment';
+import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
+
+/*
+ * OpenTelemetry traces with an in-memory exporter: a pipeline launched over HTTP gives one trace
+ * from the launch request, through the workflow Temporal's interceptors carry it into, to the
+ * activities and their database and remote calls. The test environment's worker is restarted with
+ * tracing on (a worker takes its interceptors when it is created), and again without it after.
+ */
+describe('OpenTelemetry traces', function () {
+  this.timeout(180_000);
+  const exporter = new InMemorySpanExporter();
+  let events: EventsApi;
+  let t: PipelineTenant;
+  let pipelineId: string;
+
+  before(async () => {
+    events = await new EventsApi().start();
+    events.records = EventsApi.events(30);
+    t = await pipelineTenant(events.baseUrl);
+    const document = linearDocument(await eventsSource(t, events), await tableDestination(t, 'traced_events', ['id']), { writeMode: 'upsert' });
+    pipelineId = (await createPipeline(t, document)).id;
+    await env().stopWorker();
+    await startTracing({ serviceName: 'weft-test', exporter, batch: false });
+    await env().startWorker();
+  });
+
+  after(async () => {
+    await env().stopWorker();
+    await stopTracing();
+    await env().startWorker();
+    await events.close();
+  });
+
+  /** Spans reach the exporter when they end (the workflow's after its activation): polled until `found` holds. */
+  async function spansUntil(found: (spans: ReadableSpan[]) => boolean, timeoutMs = 60_000): Promise<ReadableSpan[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const spans = exporter.getFinishedSpans();
+      if (found(spans)) return spans;
+      if (Date.now() > deadline) throw new Error(`spans not found; exported: ${spans.map((s) => s.name).join(', ')}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  it('follows a launch from the HTTP request through the workflow to the commit activity, its SQL and its remote reads, in one trace', async () => {
+    const run = await waitForRun(t, (await launch(t, pipelineId)).id);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+
+    const isLaunch = (s: ReadableSpan) => s.kind === SpanKind.SERVER && /^POST \/api\/v1\/projects\/:[A-Za-z_]+\/pipelines\/:[A-Za-z_]+\/execute$/.test(s.name);
+    const spans = await spansUntil((all) => {
+      const request = all.find(isLaunch);
+      return Boolean(request && all.some((s) => s.spanContext().traceId === request.spanContext().traceId && s.name === 'RunActivity:commitRun'));
+    });
+    const request = spans.find(isLaunch)!;
+    const traceId = request.spanContext().traceId;
+    const inTrace = spans.filter((s) => s.spanContext().traceId === traceId);
+    const named = (name: string) => inTrace.find((s) => s.name === name);
+
+    assert.equal(request.parentSpanId, undefined, 'the request span is the root');
+    assert.equal(request.attributes['http.response.status_code'], 202);
+    const start = named('StartWorkflow:pipelineRunWorkflow');
+    assert.ok(start, 'the client interceptor\'s span');
+    assert.equal(start.parentSpanId, request.spanContext().spanId);
+    const commit = named('RunActivity:commitRun');
+    const extract = named('RunActivity:extractSource');
+    assert.ok(commit && extract, `activities in the trace: ${inTrace.map((s) => s.name).join(', ')}`);
+    // The activities hang under the workflow's StartActivity spans, which the sandbox exported through the sink.
+    const scheduledCommit = inTrace.find((s) => s.spanContext().spanId === commit.parentSpanId);
+    assert.equal(scheduledCommit?.name, 'StartActivity:commitRun');
+    // The run's database statements and its remote page reads are children in the same trace.
+    assert.ok(inTrace.some((s) => s.attributes['db.system'] === 'postgresql' && s.parentSpanId === commit.spanContext().spanId), 'SQL under the commit activity');
+    const reads = inTrace.filter((s) => s.name === 'remote read');
+    assert.ok(reads.length >= 2, 'a span per remote page');
+    assert.ok(reads.every((s) => s.attributes['weft.capability'] === 'http_dataset'));
+  });
+
+  it('is off without an OTLP endpoint: no tracer, so nothing is recorded', async () => {
+    // startTracing above is the test's own; the environment's processes never configured one.
+    assert.ok(activeTracer());
+    const { tracingConfigured } = await import('../../observability/tracing.js');
+    assert.equal(tracingConfigured({}), false);
+    assert.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true);
+    assert.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), false);
+  });
+});
