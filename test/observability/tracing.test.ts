@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
-import { activeTracer, startTracing, stopTracing } from '../../observability/tracing';
+import { activeTracer, startTracing, stopTracing, tracingConfigured } from '../../observability/tracing';
 import { env } from '../support/environment';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
@@ -82,7 +82,6 @@ describe('OpenTelemetry traces', function () {
   it('is off without an OTLP endpoint: no tracer, so nothing is recorded', async () => {
     // startTracing above is the test's own; the environment's processes never configured one.
     assert.ok(activeTracer());
-    const { tracingConfigured } = await import('../../observability/tracing.js');
     assert.equal(tracingConfigured({}), false);
     assert.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true);
     assert.equal(tracingConfigured({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }), false);
