@@ -11,5 +11,8 @@ export class Invoice extends BaseModel {
   hostedInvoiceUrl!: string | null;
   periodStart!: Date | null;
   periodEnd!: Date | null;
+  /** The Stripe time of the state kept (the applied event's `created`, or when it was fetched), and that event. */
+  stateAt!: Date | null;
+  lastEventId!: string | null;
   updatedAt!: Date;
 }

@@ -1,4 +1,5 @@
 import Decimal from 'decimal.js';
+import type { Knex } from 'knex';
 import Stripe from 'stripe';
 import { BadRequestError, InputError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
@@ -10,6 +11,8 @@ import type { OperationContext } from '../operations/context';
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
 // its id). Without STRIPE_SECRET_KEY every billing route answers 503 billing_unavailable.
+// Stripe sends events in no guaranteed order: each subscription and invoice keeps the time of the
+// event last applied to it, so a late, older event changes nothing (applySubscriptionEvent).
 
 export interface BillingConfig {
   secretKey: string;
@@ -65,7 +68,12 @@ async function stripeCall<T>(config: BillingConfig, call: () => Promise<T>): Pro
   }
 }
 
-function requireBilling(): { config: BillingConfig; stripe: Stripe } {
+interface Billing {
+  config: BillingConfig;
+  stripe: Stripe;
+}
+
+function requireBilling(): Billing {
   const config = billingConfig();
   if (!config) throw new UnavailableError('billing_unavailable', 'Billing is not configured on this Weft (no STRIPE_SECRET_KEY).');
   return { config, stripe: stripeFor(config) };
@@ -130,20 +138,105 @@ export async function listInvoices(ctx: OperationContext) {
   };
 }
 
-/** An intentional administration action: cancels the subscription at Stripe and moves to the free plan now. */
+/**
+ * An intentional administration action: cancels the workspace's paying subscriptions at Stripe
+ * (normally one) and moves to the free plan now. They are recorded as canceled, which is final: the
+ * events Stripe sends about them later change nothing.
+ */
 export async function downgrade(ctx: OperationContext) {
   const { db, principal } = ctx;
   const { config, stripe } = requireBilling();
   const workspace = (await Workspace.query(db).findById(principal.workspaceId).forUpdate())!;
-  const subscriptionId = workspace.stripeSubscriptionId;
-  if (subscriptionId) await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
+  const paying = (await db('stripe_subscriptions').where({ workspace_id: workspace.id }).whereIn('status', PAYING).pluck('id')) as string[];
+  for (const subscriptionId of new Set([...paying, ...(workspace.stripeSubscriptionId ? [workspace.stripeSubscriptionId] : [])])) {
+    await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
+    await db('stripe_subscriptions')
+      .insert({ id: subscriptionId, workspace_id: workspace.id, status: 'canceled', updated_at: new Date() })
+      .onConflict('id')
+      .merge(['status', 'updated_at']);
+  }
   await workspace.$query(db).patch({ plan: 'free', stripeSubscriptionId: null });
   return { plan: 'free' };
 }
 
+/** Subscription statuses that give the team plan. */
+const PAYING = ['active', 'trialing', 'past_due'];
+/** Statuses a subscription never leaves at Stripe: a later event about it is stale, whatever its time. */
+const FINAL = ['canceled', 'incomplete_expired'];
+
+/** What became of an event: acted on, older than the state kept, of a type Weft does not act on, or for no workspace of this Weft. */
+type EventOutcome = 'applied' | 'stale' | 'ignored' | 'no_workspace';
+
+/** Stripe times are Unix seconds. A signed event without one is refused (422) rather than ordered arbitrarily. */
+function stripeTime(value: unknown, what: string): Date {
+  const time = new Date(Number(value) * 1000);
+  if (typeof value !== 'number' || Number.isNaN(time.getTime())) throw new InputError('invalid_value', `The event carries no valid ${what}.`);
+  return time;
+}
+
+/**
+ * Where an event about a Stripe object stands against the state kept for it: older events are
+ * stale; one from the same second as the kept state cannot be ordered by time (Stripe's `created`
+ * counts seconds), so the object's current state is fetched from Stripe, as Stripe advises.
+ */
+function orderOf(eventAt: Date, stateAt: Date | null | undefined): 'newer' | 'stale' | 'same_second' {
+  if (!stateAt) return 'newer';
+  if (eventAt.getTime() < stateAt.getTime()) return 'stale';
+  return eventAt.getTime() === stateAt.getTime() ? 'same_second' : 'newer';
+}
+
+/**
+ * A subscription event, in order per subscription: applied only if newer than the state kept (a
+ * deletion always, since nothing follows it), never after the subscription was canceled. The
+ * workspace's plan is then settled from all its subscriptions, so the deletion of a subscription
+ * the workspace has moved on from leaves the plan alone.
+ */
+async function applySubscriptionEvent(trx: Knex.Transaction, billing: Billing, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
+  const object = event.data.object as unknown as Record<string, unknown>;
+  const id = String(object.id);
+  const kept = await trx('stripe_subscriptions').where({ id }).forUpdate().first() as { workspaceId: string; status: string; stateAt: Date | null } | undefined;
+  if (kept && kept.workspaceId !== workspace.id) return 'ignored';
+  if (kept && FINAL.includes(kept.status)) return 'stale';
+  let status = event.type === 'customer.subscription.deleted' ? 'canceled' : String(object.status);
+  if (!FINAL.includes(status)) {
+    const order = orderOf(eventAt, kept?.stateAt);
+    if (order === 'stale') return 'stale';
+    if (order === 'same_second') status = (await stripeCall(billing.config, () => billing.stripe.subscriptions.retrieve(id))).status;
+  }
+  await trx('stripe_subscriptions')
+    .insert({ id, workspace_id: workspace.id, status, started_at: typeof object.created === 'number' ? stripeTime(object.created, 'subscription start') : null, state_at: eventAt, last_event_id: event.id, updated_at: new Date() })
+    .onConflict('id')
+    .merge(['status', 'started_at', 'state_at', 'last_event_id', 'updated_at']);
+  await settlePlan(trx, workspace);
+  return 'applied';
+}
+
+/** The workspace is on its newest paying subscription (team), or on none (free). */
+async function settlePlan(trx: Knex.Transaction, workspace: Workspace): Promise<void> {
+  const current = await trx('stripe_subscriptions')
+    .where({ workspace_id: workspace.id })
+    .whereIn('status', PAYING)
+    .orderByRaw('started_at DESC NULLS LAST, state_at DESC NULLS LAST, id')
+    .first() as { id: string } | undefined;
+  await workspace.$query(trx).patch({ plan: current ? 'team' : 'free', stripeSubscriptionId: current?.id ?? null });
+}
+
+/** An invoice event, in order per invoice: an older one is stale; one from the same second stores the invoice as Stripe has it now. */
+async function applyInvoiceEvent(trx: Knex.Transaction, billing: Billing, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
+  let object = event.data.object as unknown as Record<string, unknown>;
+  const kept = await Invoice.query(trx).findById(String(object.id)).forUpdate();
+  if (kept && kept.workspaceId !== workspace.id) return 'ignored';
+  const order = orderOf(eventAt, kept?.stateAt);
+  if (order === 'stale') return 'stale';
+  if (order === 'same_second') object = (await stripeCall(billing.config, () => billing.stripe.invoices.retrieve(String(object.id)))) as unknown as Record<string, unknown>;
+  await saveInvoice(trx, workspace.id, object, { at: eventAt, eventId: event.id });
+  return 'applied';
+}
+
 /** Verifies a webhook against the raw body and Stripe-Signature (tolerance 300 s); a bad one is a 400 and nothing changes. */
-export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<{ received: true; duplicate: boolean }> {
-  const { config, stripe } = requireBilling();
+export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<{ received: true; duplicate: boolean; outcome: EventOutcome | undefined }> {
+  const billing = requireBilling();
+  const { config, stripe } = billing;
   if (!config.webhookSecret) throw new UnavailableError('billing_unavailable', 'No STRIPE_WEBHOOK_SECRET is configured, so webhooks cannot be verified.');
   let event: Stripe.Event;
   try {
@@ -153,28 +246,24 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
     const reason = scrubSecrets((error as Error).message.split('\n')[0], [config.webhookSecret, config.secretKey]);
     throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${reason}`);
   }
+  const eventAt = stripeTime(event.created, 'created time');
   return db.transaction(async (trx) => {
     const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
-    if (!inserted.length) return { received: true as const, duplicate: true };
+    if (!inserted.length) return { received: true as const, duplicate: true, outcome: undefined };
     const object = event.data.object as unknown as Record<string, unknown>;
     const customer = typeof object.customer === 'string' ? object.customer : undefined;
+    // The workspace's lock orders the events of one customer: one at a time, each against the state the last one left.
     const workspace = customer ? await Workspace.query(trx).findOne({ stripeCustomerId: customer }).forUpdate() : undefined;
-    if (!workspace) {
-      logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
-      return { received: true as const, duplicate: false };
-    }
-    await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace.id });
-    if (event.type.startsWith('customer.subscription.')) {
-      const active = event.type !== 'customer.subscription.deleted' && ['active', 'trialing', 'past_due'].includes(String(object.status));
-      await workspace.$query(trx).patch({ plan: active ? 'team' : 'free', stripeSubscriptionId: active ? String(object.id) : null });
-    } else if (event.type.startsWith('invoice.')) {
-      await saveInvoice(trx, workspace.id, object);
-    }
-    return { received: true as const, duplicate: false };
+    let outcome: EventOutcome = 'no_workspace';
+    if (!workspace) logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
+    else if (event.type.startsWith('customer.subscription.')) outcome = await applySubscriptionEvent(trx, billing, workspace, event, eventAt);
+    else if (event.type.startsWith('invoice.')) outcome = await applyInvoiceEvent(trx, billing, workspace, event, eventAt);
+    else outcome = 'ignored';
+    await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace?.id ?? null, outcome });
+    return { received: true as const, duplicate: false, outcome };
   });
 }
 
-/** Stores an invoice as Stripe describes it (amounts in cents become decimal strings). */
 /**
  * Stripe sends amounts in cents and times in Unix seconds. Anything else in an event is refused
  * (422, the whole event rolls back) instead of storing a NaN amount, or handing pg an Invalid Date,
@@ -193,7 +282,11 @@ function invoiceTime(value: unknown): Date | null {
   return time;
 }
 
-async function saveInvoice(db: Executor, workspaceId: string, object: Record<string, unknown>): Promise<void> {
+/**
+ * Stores an invoice as Stripe described it at `state.at` (an event's time, or when it was fetched),
+ * unless a later state of it is kept already.
+ */
+async function saveInvoice(db: Executor, workspaceId: string, object: Record<string, unknown>, state: { at: Date; eventId: string | null }): Promise<void> {
   await Invoice.query(db)
     .insert({
       id: String(object.id),
@@ -205,10 +298,13 @@ async function saveInvoice(db: Executor, workspaceId: string, object: Record<str
       hostedInvoiceUrl: (object.hosted_invoice_url as string | null) ?? null,
       periodStart: invoiceTime(object.period_start),
       periodEnd: invoiceTime(object.period_end),
+      stateAt: state.at,
+      lastEventId: state.eventId,
       updatedAt: new Date(),
     })
     .onConflict('id')
-    .merge();
+    .merge()
+    .where((newer) => newer.whereNull('invoices.state_at').orWhere('invoices.state_at', '<=', state.at));
 }
 
 /** Reconciles invoices with Stripe for every billed workspace, in case a webhook was missed. */
@@ -219,8 +315,10 @@ export async function reconcileInvoices(db: Db): Promise<{ invoices: number }> {
   let count = 0;
   for (const workspace of await Workspace.query(db).whereNotNull('stripeCustomerId')) {
     const page = await stripeCall(config, () => stripe.invoices.list({ customer: workspace.stripeCustomerId!, limit: 100 }));
+    // Stripe's state as of this call (this machine's clock: an event from within its skew of it may still win).
+    const fetchedAt = new Date();
     for (const invoice of page.data) {
-      await saveInvoice(db, workspace.id, invoice as unknown as Record<string, unknown>);
+      await saveInvoice(db, workspace.id, invoice as unknown as Record<string, unknown>, { at: fetchedAt, eventId: null });
       count += 1;
     }
   }

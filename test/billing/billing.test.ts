@@ -55,12 +55,13 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     return request('POST', '/api/v1/billing/stripe-webhook', { key: null, rawBody: payload, headers: { 'Content-Type': 'application/json', 'Stripe-Signature': header } });
   }
   const plan = async () => (await env().db('workspaces').where({ id: workspaceId }).first()).plan;
+  const now = () => Math.floor(Date.now() / 1000);
 
   it('verifies the webhook signature, applies subscription and invoice events once, and ignores replays', async () => {
     configure();
     const customer = (await env().db('workspaces').where({ id: workspaceId }).first()).stripeCustomerId;
     assert.ok(customer, 'checkout created the customer');
-    const subscription = (status: string, id = `evt_${randomUUID()}`) => ({ id, object: 'event', type: 'customer.subscription.updated', data: { object: { id: 'sub_1', object: 'subscription', customer, status } } });
+    const subscription = (status: string, id = `evt_${randomUUID()}`) => ({ id, object: 'event', type: 'customer.subscription.updated', created: now(), data: { object: { id: 'sub_1', object: 'subscription', customer, status } } });
 
     const forged = await deliver(subscription('active'), { secret: 'whsec_wrong' });
     assert.equal(forged.status, 400);
@@ -77,7 +78,7 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     assert.equal(replay.body.duplicate, true);
     assert.equal(await plan(), 'team', 'a replayed event id is a no-op');
 
-    const invoice = await deliver({ id: `evt_${randomUUID()}`, object: 'event', type: 'invoice.paid', data: { object: { id: 'in_1', object: 'invoice', customer, status: 'paid', amount_due: 4900, amount_paid: 4900, currency: 'usd', period_start: 1_790_000_000, period_end: 1_792_600_000 } } });
+    const invoice = await deliver({ id: `evt_${randomUUID()}`, object: 'event', type: 'invoice.paid', created: now(), data: { object: { id: 'in_1', object: 'invoice', customer, status: 'paid', amount_due: 4900, amount_paid: 4900, currency: 'usd', period_start: 1_790_000_000, period_end: 1_792_600_000 } } });
     assert.equal(invoice.status, 200);
     const invoices = await admin.get('/api/v1/billing/invoices');
     assert.deepEqual(invoices.body.invoices.map((i: { id: string; amountPaid: string }) => [i.id, i.amountPaid]), [['in_1', '49.00']]);
@@ -85,6 +86,103 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     const down = await admin.post('/api/v1/billing/downgrade', {});
     assert.equal(down.status, 200, JSON.stringify(down.body));
     assert.equal(await plan(), 'free');
+  });
+
+  describe('event order per subscription and invoice', () => {
+    /** A workspace of its own with a customer id of its own (stripe-mock answers every customer create with the same id). */
+    async function customerWorkspace() {
+      const ws = await newWorkspace();
+      const customer = `cus_test_${randomUUID().replaceAll('-', '')}`;
+      await env().db('workspaces').where({ id: ws.workspaceId }).update({ stripe_customer_id: customer });
+      const state = async () => {
+        const row = await env().db('workspaces').where({ id: ws.workspaceId }).first();
+        return { plan: row.plan, subscription: row.stripeSubscriptionId };
+      };
+      return { ws, customer, state };
+    }
+    const T = Math.floor(Date.now() / 1000) - 3600;
+    const subscriptionEvent = (customer: string, id: string, type: 'updated' | 'deleted', status: string, created: number, started = T - 86_400) => ({
+      id: `evt_${randomUUID()}`, object: 'event', type: `customer.subscription.${type}`, created,
+      data: { object: { id, object: 'subscription', customer, status, created: started } },
+    });
+    async function applied(event: Record<string, unknown>, outcome: string) {
+      const res = await deliver(event);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.outcome, outcome, `${(event as { type: string }).type} at ${(event as { created: number }).created}`);
+    }
+
+    it('a late active after the deletion does not restore the plan, and an older event is stale', async () => {
+      configure();
+      const { customer, state } = await customerWorkspace();
+      const sub = `sub_${randomUUID().slice(0, 8)}`;
+      await applied(subscriptionEvent(customer, sub, 'updated', 'active', T), 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: sub });
+      await applied(subscriptionEvent(customer, sub, 'updated', 'past_due', T + 20), 'applied');
+      await applied(subscriptionEvent(customer, sub, 'updated', 'unpaid', T + 10), 'stale');
+      assert.deepEqual(await state(), { plan: 'team', subscription: sub }, 'past_due still pays; the older unpaid changed nothing');
+
+      await applied(subscriptionEvent(customer, sub, 'deleted', 'canceled', T + 30), 'applied');
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+      await applied(subscriptionEvent(customer, sub, 'updated', 'active', T + 25), 'stale');
+      // Even an event timed after the deletion: a canceled subscription never comes back at Stripe.
+      await applied(subscriptionEvent(customer, sub, 'updated', 'active', T + 40), 'stale');
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+      const kept = await env().db('stripe_subscriptions').where({ id: sub }).first();
+      assert.equal(kept.status, 'canceled');
+      assert.equal(kept.stateAt.getTime(), (T + 30) * 1000);
+    });
+
+    it('the deletion of a superseded subscription does not downgrade the workspace', async () => {
+      configure();
+      const { customer, state } = await customerWorkspace();
+      const [old, current] = [`sub_old_${randomUUID().slice(0, 8)}`, `sub_new_${randomUUID().slice(0, 8)}`];
+      await applied(subscriptionEvent(customer, old, 'updated', 'active', T, T - 86_400), 'applied');
+      await applied(subscriptionEvent(customer, current, 'updated', 'active', T + 10, T + 5), 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: current }, 'the newer subscription');
+      // The old subscription's late news does not move the workspace back to it.
+      await applied(subscriptionEvent(customer, old, 'updated', 'active', T + 15, T - 86_400), 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: current });
+      await applied(subscriptionEvent(customer, old, 'deleted', 'canceled', T + 20, T - 86_400), 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: current });
+      await applied(subscriptionEvent(customer, current, 'updated', 'incomplete', T + 8, T + 5), 'stale');
+      assert.deepEqual(await state(), { plan: 'team', subscription: current });
+      await applied(subscriptionEvent(customer, current, 'deleted', 'canceled', T + 30, T + 5), 'applied');
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+    });
+
+    it('events in the same second as the kept state take the object as Stripe has it now', async () => {
+      configure();
+      const { ws, customer, state } = await customerWorkspace();
+      const sub = `sub_${randomUUID().slice(0, 8)}`;
+      await applied(subscriptionEvent(customer, sub, 'updated', 'unpaid', T), 'applied');
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+      // Which of two same-second events is newer is unknown: Weft asks Stripe (stripe-mock answers "active").
+      const tie = subscriptionEvent(customer, sub, 'updated', 'incomplete', T);
+      await applied(tie, 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: sub });
+      assert.equal((await env().db('stripe_subscriptions').where({ id: sub }).first()).lastEventId, tie.id);
+
+      const invoiceEvent = (type: string, status: string, amountPaid: number, created: number) => ({
+        id: `evt_${randomUUID()}`, object: 'event', type, created,
+        data: { object: { id: `in_${ws.workspaceId.slice(0, 8)}`, object: 'invoice', customer, status, amount_due: 4900, amount_paid: amountPaid, currency: 'usd' } },
+      });
+      const invoice = async () => (await as(ws.apiKey).get('/api/v1/billing/invoices')).body.invoices.map((i: { status: string; amountDue: string; amountPaid: string }) => [i.status, i.amountDue, i.amountPaid]);
+      await applied(invoiceEvent('invoice.paid', 'paid', 4900, T + 10), 'applied');
+      await applied(invoiceEvent('invoice.finalized', 'open', 0, T + 5), 'stale');
+      assert.deepEqual(await invoice(), [['paid', '49.00', '49.00']], 'the late finalized event did not reopen the paid invoice');
+      await applied(invoiceEvent('invoice.updated', 'void', 0, T + 10), 'applied');
+      assert.deepEqual(await invoice(), [['draft', '10.00', '0.00']], 'stored as stripe-mock has it now');
+    });
+
+    it('refuses an event without its created time, changing nothing', async () => {
+      configure();
+      const { customer, state } = await customerWorkspace();
+      const untimed: Record<string, unknown> = subscriptionEvent(customer, 'sub_untimed', 'updated', 'active', T);
+      delete untimed.created;
+      const res = await deliver(untimed);
+      assert.equal(res.status, 422, JSON.stringify(res.body));
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+    });
   });
 
   it('reports unreported usage to Stripe as meter events, once per operation', async () => {
