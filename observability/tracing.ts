@@ -150,7 +150,7 @@ export function traceQueries(db: Db): void {
   const listeners = {
     query(q: QueryEvent) {
       const statement = q.sql ?? '';
-      const operation = (q.method ?? statement.trimStart().split(/\s/, 1)[0] ?? 'query').toUpperCase();
+      const operation = (statement.trimStart().split(/\s/, 1)[0] || q.method || 'query').toUpperCase();
       open.set(q.__knexQueryUid, tracer.startSpan(`db ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': 'postgresql', 'db.operation.name': operation, 'db.query.text': statement.slice(0, 2000) } }));
     },
     response(_response: unknown, q: QueryEvent) {
