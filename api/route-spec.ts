@@ -87,16 +87,25 @@ export const operationIdOf = (route: RouteSpec): string => route.operation.name;
 export const inputOf = (route: RouteSpec): InputSchema => route.operation.input ?? {};
 
 /** The input of operations that take identifiers, options and payload: the validated request parts. */
-export const requestInput = (request: HttpRequest): RequestInput<any, any, any> => ({
-  ...(typeof request.params?.project_id === 'string' ? { projectId: request.params.project_id } : {}),
-  params: request.params,
-  query: request.query,
-  body: request.body,
-  bodyType: request.bodyType,
-  rawQuery: { ...request.koa.query },
-  headers: Object.fromEntries(Object.entries(request.koa.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value])),
-  accepts: (...types: string[]) => request.koa.accepts(...types),
-});
+export const requestInput = (request: HttpRequest): RequestInput<any, any, any> => {
+  let rawQuery: Record<string, unknown> | undefined;
+  let headers: Record<string, string | undefined> | undefined;
+  return {
+    ...(typeof request.params?.project_id === 'string' ? { projectId: request.params.project_id } : {}),
+    params: request.params,
+    query: request.query,
+    body: request.body,
+    bodyType: request.bodyType,
+    // Copied when first read: few operations read them (SPARQL, webhooks), and copying every request's headers showed in profiles.
+    get rawQuery() {
+      return (rawQuery ??= { ...request.koa.query });
+    },
+    get headers() {
+      return (headers ??= Object.fromEntries(Object.entries(request.koa.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : value])));
+    },
+    accepts: (...types: string[]) => request.koa.accepts(...types),
+  };
+};
 
 /** The answer of an operation whose outcome decides its status and headers. */
 export const asReply = (output: Reply): HandlerResult => output;

@@ -20,7 +20,8 @@ import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { call, freePort, startBenchWeft } from './support/weft';
 import { emit, figure, median, row, BenchRow } from './support/report';
-import { benchFlags, count } from './support/options';
+import { benchFlags, count, names } from './support/options';
+import { cpuSeconds } from './support/ingest-proc';
 import type { Db } from '../db/connection';
 import { sha256Hex } from '../core/secrets';
 import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/tenancy/api-limits';
@@ -30,17 +31,26 @@ import { managedTableCapability } from '../plugins/managed-table';
 const flags = benchFlags('npm run bench -- api', {
   seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' },
   'cpu-prof': { type: 'string', help: "write the API process's V8 CPU profile into this folder" },
+  only: { type: 'string', help: 'measure only these, comma-separated: organization, records, healthz, limiter (default all)' },
 });
+const MEASURES = ['organization', 'records', 'healthz', 'limiter'] as const;
+const only = names(flags.only, 'only', MEASURES, [...MEASURES]);
 const seconds = count(flags.seconds, 'seconds', 10);
 const CONNECTIONS = 50;
 
-interface Measured { rps: number; p50: number; p99: number }
+interface Measured { rps: number; p50: number; p99: number; cpuUs: number }
 
-async function measure(url: string, key: string | null, duration = seconds, connections = CONNECTIONS): Promise<Measured> {
+/**
+ * autocannon against `url`; cpuUs is the serving process's CPU time per answered request (user and
+ * system, from /proc), which other load on the machine changes far less than the throughput.
+ */
+async function measure(url: string, key: string | null, server: ChildProcess, duration = seconds, connections = CONNECTIONS): Promise<Measured> {
+  const cpuBefore = cpuSeconds(server.pid!) ?? 0;
   const result = await autocannon({ url, connections, duration, headers: key ? { Authorization: `Bearer ${key}` } : {} });
+  const cpuUsed = (cpuSeconds(server.pid!) ?? 0) - cpuBefore;
   const non2xx = result.non2xx + result.errors;
   if (non2xx > 0) throw new Error(`${url}: ${non2xx} failed or non-2xx responses of ${result.requests.total}`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, cpuUs: (cpuUsed * 1e6) / Math.max(1, result.requests.total) };
 }
 
 const LIMITER_SAMPLES = 2000;
@@ -124,31 +134,48 @@ async function main(): Promise<void> {
     const peerPg = await call({ baseUrl: peer.url }, null, 'GET', '/records-pg');
     if (peerPg.status !== 200 || peerPg.body.data.length !== 100) throw new Error('the bare Koa + pg peer does not answer the 100 rows');
     try {
-      // Warm both up (JIT, pools), then measure each alone.
-      await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, 2);
-      await measure(`${peer.url}/api/v1/organization`, null, 2);
-      await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, 2);
-      await measure(`${peer.url}/records-pg`, null, 2);
-      const weftOrg = await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key);
-      const peerOrg = await measure(`${peer.url}/api/v1/organization`, null);
-      const weftRecords = await measure(`${weft.baseUrl}${recordsPath}`, tenant.key);
-      const peerRecordsPg = await measure(`${peer.url}/records-pg`, null);
-      const peerRecords = await measure(`${peer.url}/records`, null);
-      const weftHealth = await measure(`${weft.baseUrl}/healthz`, null);
-      const peerHealth = await measure(`${peer.url}/healthz`, null);
-      const limiter = await limiterLatency(weft.db, tenant.key);
-
-      rows.push(
-        row({ benchmark: 'api', measure: 'GET /organization throughput', weft: weftOrg.rps, peer: peerOrg.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.35' }),
-        row({ benchmark: 'api', measure: 'GET /organization p50', weft: weftOrg.p50, peer: peerOrg.p50, peerName: 'bare Koa', unit: 'ms' }),
-        row({ benchmark: 'api', measure: 'GET /organization p99', weft: weftOrg.p99, peer: peerOrg.p99, peerName: 'bare Koa', unit: 'ms' }),
-        row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecordsPg.rps, peerName: 'bare Koa + one pg SELECT', unit: 'req/s', target: '>= 0.5' }),
-        row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecordsPg.p50, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
-        row({ benchmark: 'api', measure: '100-row records read p99', weft: weftRecords.p99, peer: peerRecordsPg.p99, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
-        row({ benchmark: 'api', measure: '100-row records read throughput, bare body', weft: weftRecords.rps, peer: peerRecords.rps, peerName: 'bare Koa (no database)', unit: 'req/s' }),
-        row({ benchmark: 'api', measure: '/healthz throughput (no key)', weft: weftHealth.rps, peer: peerHealth.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.8' }),
-        figure({ benchmark: 'api', measure: 'limiter added p50 (1 client, in SQL)', weft: limiter.added, unit: 'ms', note: `authentication + both buckets ${limiter.counted.toFixed(3)} ms p50, the same key lookup alone ${limiter.lookup.toFixed(3)} ms p50, ${LIMITER_SAMPLES} calls each` }),
-      );
+      const api = weft.api;
+      const cpuRow = (measure: string, weftRun: Measured, peerRun: Measured, peerName: string) =>
+        row({ benchmark: 'api', measure: `${measure} CPU per request`, weft: weftRun.cpuUs, peer: peerRun.cpuUs, peerName, unit: 'µs' });
+      if (only.includes('organization')) {
+        // Warm both up (JIT, pools), then measure each alone.
+        await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, api, 2);
+        await measure(`${peer.url}/api/v1/organization`, null, peer.child, 2);
+        const weftOrg = await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, api);
+        const peerOrg = await measure(`${peer.url}/api/v1/organization`, null, peer.child);
+        rows.push(
+          row({ benchmark: 'api', measure: 'GET /organization throughput', weft: weftOrg.rps, peer: peerOrg.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.35' }),
+          row({ benchmark: 'api', measure: 'GET /organization p50', weft: weftOrg.p50, peer: peerOrg.p50, peerName: 'bare Koa', unit: 'ms' }),
+          row({ benchmark: 'api', measure: 'GET /organization p99', weft: weftOrg.p99, peer: peerOrg.p99, peerName: 'bare Koa', unit: 'ms' }),
+          cpuRow('GET /organization', weftOrg, peerOrg, 'bare Koa'),
+        );
+      }
+      if (only.includes('records')) {
+        await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, api, 2);
+        await measure(`${peer.url}/records-pg`, null, peer.child, 2);
+        const weftRecords = await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, api);
+        const peerRecordsPg = await measure(`${peer.url}/records-pg`, null, peer.child);
+        const peerRecords = await measure(`${peer.url}/records`, null, peer.child);
+        rows.push(
+          row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecordsPg.rps, peerName: 'bare Koa + one pg SELECT', unit: 'req/s', target: '>= 0.5' }),
+          row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecordsPg.p50, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
+          row({ benchmark: 'api', measure: '100-row records read p99', weft: weftRecords.p99, peer: peerRecordsPg.p99, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
+          cpuRow('100-row records read', weftRecords, peerRecordsPg, 'bare Koa + one pg SELECT'),
+          row({ benchmark: 'api', measure: '100-row records read throughput, bare body', weft: weftRecords.rps, peer: peerRecords.rps, peerName: 'bare Koa (no database)', unit: 'req/s' }),
+        );
+      }
+      if (only.includes('healthz')) {
+        const weftHealth = await measure(`${weft.baseUrl}/healthz`, null, api);
+        const peerHealth = await measure(`${peer.url}/healthz`, null, peer.child);
+        rows.push(
+          row({ benchmark: 'api', measure: '/healthz throughput (no key)', weft: weftHealth.rps, peer: peerHealth.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.8' }),
+          cpuRow('/healthz', weftHealth, peerHealth, 'bare Koa'),
+        );
+      }
+      if (only.includes('limiter')) {
+        const limiter = await limiterLatency(weft.db, tenant.key);
+        rows.push(figure({ benchmark: 'api', measure: 'limiter added p50 (1 client, in SQL)', weft: limiter.added, unit: 'ms', note: `authentication + both buckets ${limiter.counted.toFixed(3)} ms p50, the same key lookup alone ${limiter.lookup.toFixed(3)} ms p50, ${LIMITER_SAMPLES} calls each` }));
+      }
     } finally {
       peer.child.kill('SIGTERM');
     }

@@ -5,7 +5,32 @@ import { logger } from './logger';
 import { tracingClientInterceptor } from '../observability/tracing';
 
 export async function connectTemporal(address: string): Promise<Connection> {
-  return Connection.connect({ address, connectTimeout: '10s' });
+  return withoutLastingPromiseHooks(await Connection.connect({ address, connectTimeout: '10s' }));
+}
+
+/**
+ * A connection's call context (withDeadline, withMetadata; the client sets the namespace header
+ * through it on every namespaced call, a workflow start included) is an AsyncLocalStorage, and in
+ * Node 20 one that has run once installs promise hooks for good: about half a microsecond on every
+ * await in the process, every request's included. The client reads the context only while it
+ * makes the call, synchronously inside `run` (the call's metadata is built then), so the storage is
+ * switched off again as each `run` returns. A deadline set with withDeadline around code that
+ * awaits before its call would be lost: Weft sets none.
+ */
+function withoutLastingPromiseHooks(connection: Connection): Connection {
+  const storage = connection.callContextStorage;
+  const run = storage.run.bind(storage) as (store: unknown, work: () => unknown) => unknown;
+  Object.assign(storage, {
+    run(store: unknown, work: () => unknown) {
+      try {
+        return run(store, work);
+      } finally {
+        storage.disable();
+      }
+    },
+  });
+  storage.disable();
+  return connection;
 }
 
 export function createTemporalClient(connection: Connection, namespace = temporalSettings().namespace): Client {

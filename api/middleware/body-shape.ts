@@ -3,9 +3,9 @@ import { checkJsonShape } from '../../core/json-shape';
 
 /** Applies checkJsonShape to every parsed JSON body, before any route code walks it. */
 export function bodyShape(): Koa.Middleware {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const body = (ctx.request as unknown as { body?: unknown }).body;
     if (body !== undefined) checkJsonShape(body, 'request body');
-    await next();
+    return next();
   };
 }

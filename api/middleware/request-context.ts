@@ -1,20 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { BadRequestError } from '../../core/errors';
-import { logger } from '../../core/logger';
+import { logger, writeInfoLine } from '../../core/logger';
 import { looksLikeApiKey } from '../../services/tenancy/api-keys';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * Request lines are built here from fixed fields that never hold a secret (the path with a key in
- * it is withheld below), so they skip the root logger's redaction pass, a cost on every request.
+ * it is withheld below), so they skip the root logger's redaction pass, a cost on every request;
+ * a success's line is written from its fields serialized here (writeInfoLine).
  */
 const requestLog = logger.child({}, { redact: [] });
 const CREDENTIAL_PARAMS = new Set(['api_key', 'apikey', 'api-key', 'token', 'access_token', 'authorization', 'bearer']);
 
 /** A path with an API key in it (percent-encoded or not): refused, and never written to the logs. */
 function pathCarriesKey(path: string): boolean {
+  if (!path.includes('%')) return looksLikeApiKey(path);
   let decoded = path;
   try {
     decoded = decodeURIComponent(path);
@@ -45,31 +47,35 @@ export function requestContext(): Koa.Middleware {
       await next();
     } finally {
       const principal = ctx.state.principal as { workspaceId?: string; apiKeyId?: string } | undefined;
-      const entry = {
-        requestId,
-        method: ctx.method,
-        path: pathCarriesKey(ctx.path) ? '[withheld: the path contained an API key]' : ctx.path,
-        status: ctx.status,
-        durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        workspaceId: principal?.workspaceId,
-        apiKeyId: principal?.apiKeyId,
-        errorCode: ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined,
-      };
-      if (ctx.status >= 500) requestLog.error(entry, 'request');
-      else requestLog.info(entry, 'request');
+      const path = pathCarriesKey(ctx.path) ? '[withheld: the path contained an API key]' : ctx.path;
+      const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
+      const errorCode = ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined;
+      if (ctx.status >= 500) {
+        requestLog.error({ requestId, method: ctx.method, path, status: ctx.status, durationMs, workspaceId: principal?.workspaceId, apiKeyId: principal?.apiKeyId, errorCode }, 'request');
+      } else {
+        // The same fields in the same order; the request id and method are plain tokens (REQUEST_ID, HTTP's method syntax).
+        writeInfoLine(
+          requestLog,
+          `,"requestId":"${requestId}","method":"${ctx.method}","path":${JSON.stringify(path)},"status":${ctx.status},"durationMs":${durationMs}` +
+            (principal?.workspaceId ? `,"workspaceId":${JSON.stringify(principal.workspaceId)},"apiKeyId":${JSON.stringify(principal.apiKeyId)}` : '') +
+            (errorCode !== undefined ? `,"errorCode":${JSON.stringify(errorCode)}` : ''),
+          'request',
+        );
+      }
     }
   };
 }
 
 /** A key in the URL leaks into proxies, browser history and logs: refuse it before anything else reads it. */
 export function refuseCredentialsInUrl(): Koa.Middleware {
-  return async (ctx, next) => {
-    const refuse = () => new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
-    const params = new URLSearchParams(ctx.querystring);
-    for (const [name, value] of params) {
-      if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(name) || looksLikeApiKey(value)) throw refuse();
+  const refuse = () => new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
+  return (ctx, next) => {
+    if (ctx.querystring) {
+      for (const [name, value] of new URLSearchParams(ctx.querystring)) {
+        if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(name) || looksLikeApiKey(value)) throw refuse();
+      }
     }
     if (pathCarriesKey(ctx.path)) throw refuse();
-    await next();
+    return next();
   };
 }

@@ -94,7 +94,7 @@ export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, u
   }
   if (use.projectId !== undefined) authorizeProject(principal, use.projectId, { named: false });
   if (readsRecords(use)) {
-    checkingGrants('read');
+    checkingGrants(principal, 'read');
     const lacking = missingReadPermissions(principal, grants);
     if (lacking.length) {
       throw new PermissionError('read_grant_required', `The records of ${label(endpoint)} need named read grants this API key lacks: ${lacking.join(', ')}.`, { missingReadPermissions: lacking });
@@ -116,7 +116,7 @@ export async function guardEndpointData(db: Executor, principal: Principal, endp
 export async function mayReadEndpointRecords(db: Executor, principal: Principal, endpoint: DataEndpoint, readScope: ReadScope = 'data:read'): Promise<boolean> {
   if (endpoint.workspaceId !== principal.workspaceId || !hasScope(principal, readScope)) return false;
   if (!isUnrestricted(principal) && !principal.workspaceResources) return false;
-  checkingGrants('read');
+  checkingGrants(principal, 'read');
   const grants = (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)!;
   return missingReadPermissions(principal, grants).length === 0;
 }
@@ -138,6 +138,6 @@ export async function endpointsReadableThroughBindings(db: Executor, principal: 
 
 /** The same rule with the endpoints' grants already loaded (the SPARQL dataset's catalog reads them with the bindings). */
 export function readableThroughBindings(principal: Principal, endpoints: ReadonlyArray<{ endpointId: string; grants: readonly string[] }>): Set<string> {
-  checkingGrants('read');
+  checkingGrants(principal, 'read');
   return new Set(endpoints.filter((endpoint) => missingReadPermissions(principal, endpoint.grants).length === 0).map((endpoint) => endpoint.endpointId));
 }

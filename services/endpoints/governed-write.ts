@@ -48,7 +48,7 @@ function authorizeByPolicy(principal: Principal, endpoint: DataEndpoint, policy:
     throw new PermissionError('project_not_allowed', 'The write policy of this endpoint does not let this project write to it.', { projectId: request.projectId });
   }
   const missingRead = missingReadPermissions(principal, policy.requiredReadPermissions);
-  checkingGrants('write');
+  checkingGrants(principal, 'write');
   const missingWrite = policy.requiredWritePermissions.filter((grant) => !principal.writePermissions.includes(grant));
   if (missingRead.length || missingWrite.length) {
     throw new PermissionError('missing_grants', `The write policy needs named grants this API key lacks: ${[...missingRead.map((g) => `read ${g}`), ...missingWrite.map((g) => `write ${g}`)].join(', ')}.`, {

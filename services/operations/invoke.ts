@@ -8,7 +8,7 @@ import { requireProject } from '../tenancy/projects';
 import type { Caller, OperationContext } from './context';
 import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
-import { runningAs } from './current-operation';
+import { actingFor } from './current-operation';
 import { definitionCache } from '../shared/definition-cache';
 import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 
@@ -89,6 +89,8 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
       const projectId = projectIdOf(checked, operation);
       project = options.admitted?.id === projectId ? options.admitted : await requireProject(caller.deps.db, principal, projectId);
     }
+    // The key as this operation acts with it: checks of named grants hold the operation to its declaration.
+    const acting = principal && actingFor(principal, operation);
     const context = (db: Executor): OperationContext => ({
       db,
       deps: caller.deps,
@@ -96,19 +98,19 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
       requestId: caller.requestId,
       idempotencyKey: caller.idempotencyKey,
       get principal(): Principal {
-        if (!principal) throw new Error(`${operation.name} is public and has no principal`);
-        return principal;
+        if (!acting) throw new Error(`${operation.name} is public and has no principal`);
+        return acting;
       },
       get project(): Project {
         if (!project) throw new Error(`${operation.name} declares no project`);
         return project;
       },
     });
-    if (operation.effect !== 'write') return { output: await runningAs(operation, () => operation.run(context(caller.deps.db), checked)), replayed: false };
+    if (operation.effect !== 'write') return { output: await operation.run(context(caller.deps.db), checked), replayed: false };
     const inTransaction = async (trx: Knex.Transaction): Promise<Invocation<O>> => {
-      if (!caller.idempotencyKey || !principal || !operation.idempotent) return { output: await runningAs(operation, () => operation.run(context(trx), checked)), replayed: false };
+      if (!caller.idempotencyKey || !principal || !operation.idempotent) return { output: await operation.run(context(trx), checked), replayed: false };
       const fingerprint = requestFingerprint(operation.name, { projectId: project?.id ?? null }, contentOf(checked));
-      const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await runningAs(operation, () => operation.run(context(trx), checked)) }));
+      const outcome = await runIdempotently(trx, principal, caller.idempotencyKey, operation.name, fingerprint, async () => ({ body: await operation.run(context(trx), checked) }));
       return { output: outcome.body as O, replayed: Boolean(outcome.replayed) };
     };
     if (options.transaction) return await inTransaction(options.transaction);
