@@ -185,9 +185,9 @@ async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unk
   if (!snapshot) return { records: [], continuation: null };
   const params = new SqlParams();
   const version = params.add(snapshot.version);
-  const { sql, pageOf } = pageQuery(schema, table, query, cursor, version, params);
+  const { sql, pageOfRows } = pageQuery(schema, table, query, cursor, version, params);
   const { rows } = await run<PageRow>(ctx.db, sql, params);
-  return pageOf(rows, snapshot);
+  return pageOfRows(rows, snapshot);
 }
 
 interface PageRow {
@@ -211,20 +211,35 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
   const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
         WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
         ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
-  const pageOf = (rows: PageRow[], snapshot: SnapshotRow): RecordsPage => {
-    const page = rows.slice(0, query.limit);
-    const last = page[page.length - 1];
-    const continuation: TableCursor | null = rows.length > query.limit ? { order: orderOf(query.orderBy), key: last.position, version: String(snapshot.version) } : null;
+  /** The page's records, and the position of its last one when more follow (the continuation). */
+  const pageOf = ({ data, position }: PageJson, snapshot: SnapshotRow): RecordsPage => {
+    const continuation: TableCursor | null = position ? { order: orderOf(query.orderBy), key: position, version: String(snapshot.version) } : null;
     const select = query.select;
-    const records = page.map(({ data }) => (select ? Object.fromEntries(select.map((field) => [field, data[field] ?? null])) : data));
+    const records = select ? data.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : data;
     return { records, continuation, snapshot: toSnapshotInfo(snapshot) };
   };
   return {
     sql: `SELECT data, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
-    /** The same page as one JSON array, for a statement that selects more than the page. */
-    json: `SELECT coalesce(json_agg(json_build_object('data', data, 'position', ${cursorSelect(picked)}) ORDER BY ${orderByClause(picked)}), '[]'::json) FROM (${inner}) page`,
+    /** The rows of `sql` as the page: the one past the page says more follow, and is not part of it. */
+    pageOfRows: (rows: PageRow[], snapshot: SnapshotRow): RecordsPage =>
+      pageOf({ data: rows.slice(0, query.limit).map((row) => row.data), position: rows.length > query.limit ? rows[query.limit - 1].position : null }, snapshot),
+    /**
+     * The same page as one JSON value, for a statement that selects more than the page: the records
+     * alone, and the last one's position only when a row follows it (a final page carries none, and
+     * the row past the page is counted, not sent).
+     */
+    json: (pageSize = params.add(query.limit)) => `SELECT json_build_object(
+             'data', coalesce(json_agg(data ORDER BY n) FILTER (WHERE n <= ${pageSize}), '[]'::json),
+             'position', CASE WHEN count(*) > ${pageSize} THEN (json_agg(${cursorSelect(picked)}) FILTER (WHERE n = ${pageSize})) -> 0 END)
+           FROM (SELECT page.*, row_number() OVER (ORDER BY ${orderByClause(picked)}) AS n FROM (${inner}) page) numbered`,
     pageOf,
   };
+}
+
+/** A page as the one-statement read returns it (pageQuery's json). */
+interface PageJson {
+  data: Array<Record<string, unknown>>;
+  position: Array<string | null> | null;
 }
 
 /**
@@ -254,12 +269,12 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
     misfit = error;
   }
   const { json, pageOf } = pageQuery(schema, table, query, misfit ? undefined : cursor, '(SELECT version FROM snap)', params);
-  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null; page: PageRow[] }>(
+  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null; page: PageJson }>(
     db,
     `WITH snap AS (${snapshotSql})
      SELECT (SELECT json_build_object('fields', fields, 'key', primary_key) FROM ${s}._tables WHERE table_name = ${tableParam}) AS registry,
             (SELECT to_json(snap) FROM snap) AS snapshot,
-            (${json}) AS page`,
+            (${json()}) AS page`,
     params,
   );
   const { registry, snapshot, page } = rows[0];
