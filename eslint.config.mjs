@@ -19,7 +19,7 @@ export default tseslint.config(
   },
   {
     // Workflow code is replayed: no I/O, no Node built-ins, no clocks or randomness outside the SDK.
-    files: ['workflows/**/*.ts'],
+    files: ['workflows/**/*.ts', 'observability/workflow-interceptors.ts'],
     rules: {
       'no-restricted-imports': ['error', {
         paths: [
