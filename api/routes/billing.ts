@@ -51,14 +51,19 @@ export const billingRoutes: RouteSpec[] = [
     method: 'post',
     path: '/api/v1/billing/stripe-webhook',
     operation: stripeWebhookOperation,
-    description: 'A bad or missing signature, or one older than 300 seconds, is a 400 invalid_signature and changes nothing. A replayed event id is a no-op. Subscription events set the workspace plan; invoice events update its invoices. Do not call it to change a subscription.',
+    description: 'A bad or missing signature, or one older than 300 seconds, is a 400 invalid_signature and changes nothing. A replayed event id is a no-op. Subscription events set the workspace plan; invoice events update its invoices, in event order per subscription and invoice: an event older than the one last applied is stale and changes nothing, a canceled subscription never comes back, and the plan follows the newest paying subscription. A signed event without a created time is a 422. Do not call it to change a subscription.',
     tag: TAG,
     input: requestInput,
     respond: asReply,
     rawBody: { mediaTypes: ['application/json'], maxBytes: 1024 * 1024, description: 'The event exactly as Stripe sent it.' },
     headers: [{ name: 'Stripe-Signature', required: true, description: 'Stripe’s signature of the raw body (t=…,v1=…); a missing, bad or older than 300 seconds one is a 400 invalid_signature.', schema: { type: 'string', minLength: 1 } }],
     // A signed event whose invoice values the database refuses (a date or amount out of range) is a 422 from the error middleware.
-    errors: [{ status: 422, description: 'A signed event with a value Weft cannot store (an amount or a date out of range); nothing changes.' }, { status: 503 }],
-    responses: { 200: { description: 'Received', schema: { type: 'object', properties: { received: { type: 'boolean' }, duplicate: { type: 'boolean' } } } } },
+    errors: [{ status: 422, description: 'A signed event with a value Weft cannot store (an amount or a date out of range) or without its created time; nothing changes.' }, { status: 503 }],
+    responses: {
+      200: {
+        description: 'Received',
+        schema: { type: 'object', properties: { received: { type: 'boolean' }, duplicate: { type: 'boolean' }, outcome: { type: 'string', enum: ['applied', 'stale', 'ignored', 'no_workspace'], description: 'What the event did; absent for a replayed id.' } } },
+      },
+    },
   }) as RouteSpec,
 ];

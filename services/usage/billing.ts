@@ -167,7 +167,7 @@ const FINAL = ['canceled', 'incomplete_expired'];
 /** What became of an event: acted on, older than the state kept, of a type Weft does not act on, or for no workspace of this Weft. */
 type EventOutcome = 'applied' | 'stale' | 'ignored' | 'no_workspace';
 
-/** Stripe times are Unix seconds. A signed event without one is refused (422) rather than ordered arbitrarily. */
+/** Stripe times are Unix seconds. A signed event Weft acts on without one is refused (422, nothing changes) rather than ordered arbitrarily. */
 function stripeTime(value: unknown, what: string): Date {
   const time = new Date(Number(value) * 1000);
   if (typeof value !== 'number' || Number.isNaN(time.getTime())) throw new InputError('invalid_value', `The event carries no valid ${what}.`);
@@ -246,7 +246,6 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
     const reason = scrubSecrets((error as Error).message.split('\n')[0], [config.webhookSecret, config.secretKey]);
     throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${reason}`);
   }
-  const eventAt = stripeTime(event.created, 'created time');
   return db.transaction(async (trx) => {
     const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
     if (!inserted.length) return { received: true as const, duplicate: true, outcome: undefined };
@@ -256,8 +255,8 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
     const workspace = customer ? await Workspace.query(trx).findOne({ stripeCustomerId: customer }).forUpdate() : undefined;
     let outcome: EventOutcome = 'no_workspace';
     if (!workspace) logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
-    else if (event.type.startsWith('customer.subscription.')) outcome = await applySubscriptionEvent(trx, billing, workspace, event, eventAt);
-    else if (event.type.startsWith('invoice.')) outcome = await applyInvoiceEvent(trx, billing, workspace, event, eventAt);
+    else if (event.type.startsWith('customer.subscription.')) outcome = await applySubscriptionEvent(trx, billing, workspace, event, stripeTime(event.created, 'created time'));
+    else if (event.type.startsWith('invoice.')) outcome = await applyInvoiceEvent(trx, billing, workspace, event, stripeTime(event.created, 'created time'));
     else outcome = 'ignored';
     await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace?.id ?? null, outcome });
     return { received: true as const, duplicate: false, outcome };
