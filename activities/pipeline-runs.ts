@@ -11,16 +11,25 @@ export function createPipelineRunActivities(deps: ServiceDependencies) {
   return {
     claimRunTurn: ({ runId }: { runId: string }) => asActivity(() => claimRunTurn(deps.db, runId)),
 
-    /** Reads, transforms and stages one source as the run's key; heartbeats after every staged page and resumes from the last one. */
+    /**
+     * Reads, transforms and stages one source as the run's key; heartbeats after every staged page
+     * (and resumes from the last one) and, through the capability's heartbeat, while a slow remote
+     * page is awaited. Canceling the activity aborts the remote request in flight.
+     */
     extractSource({ runId, nodeId }: { runId: string; nodeId: string }) {
       const context = Context.current();
+      let last = context.info.heartbeatDetails as ExtractProgress | undefined;
       return asActivity(() => extractAsItsLauncher(deps, runId, nodeId, {
         attempt: context.info.attempt,
-        resume: context.info.heartbeatDetails as ExtractProgress | undefined,
+        resume: last,
         checkpoint(progress) {
+          last = progress;
           context.heartbeat(progress);
           if (context.cancellationSignal.aborted) throw new CancelledFailure('The run was canceled.');
         },
+        // Beats with the last staged page's progress: a retry still resumes after it. (The SDK sends at most one per throttle interval.)
+        heartbeat: () => context.heartbeat(last),
+        signal: context.cancellationSignal,
       }));
     },
 

@@ -185,6 +185,17 @@ export interface CapabilityContext {
   installation: InstallationContext;
   /** Weft's own PostgreSQL (knex); used by managed_table. */
   db: import('knex').Knex;
+  /**
+   * Aborted when the caller gives up (a pipeline run canceled): a capability passes it to its
+   * remote requests, so one in flight stops at once, and rejects with `signal.reason`.
+   */
+  signal?: AbortSignal;
+  /**
+   * Tells the caller the capability is alive while it waits (a pipeline run's extract activity
+   * heartbeats with it): call it at least every few seconds during a slow remote request. Cheap;
+   * absent outside pipeline runs.
+   */
+  heartbeat?(): void;
 }
 
 /** The behaviour behind a capability definition. Optional methods match `supports` flags. */

@@ -34,6 +34,8 @@ export const runTurnSignal = defineSignal('runTurn');
 
 export interface PipelineRunInput {
   runId: string;
+  /** The extract activity's heartbeat timeout, when not the default 15 s (an operator setting; tests shorten it). */
+  extractHeartbeatTimeoutMs?: number;
 }
 
 export interface ScheduledLaunchInput {

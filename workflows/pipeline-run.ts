@@ -28,25 +28,31 @@ const { commitRun } = proxyActivities<PipelineRunActivities>({ startToCloseTimeo
 /**
  * The turn claim is one short transaction: run as a local activity (in the worker that runs the
  * workflow task, recorded as a marker), it saves an activity task's round trip through the server
- * and a workflow task before extraction can start. It retries quickly at first, because the launch
- * that started the workflow may commit the run row a few milliseconds after the claim first looks,
- * and its attempts still span minutes, as the activity's do, for a database that is briefly away.
+ * and a workflow task before extraction can start. The launch starts the workflow after the run
+ * row commits, so the claim finds it at once; its retries span minutes, as the activity's do, for
+ * a database that is briefly away. (Retry options are not part of replay.)
  */
 const { claimRunTurn: claimRunTurnLocally } = proxyLocalActivities<PipelineRunActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '50 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 15 },
+  retry: RETRY,
 });
 
 /** Runs recorded before the local claim keep claiming their turn with the activity (see claimRunTurnLocally). */
 const CLAIM_LOCALLY = 'claim-run-turn-locally';
 
-// Extraction heartbeats every page: a dead worker is noticed within the heartbeat timeout and the
-// retry resumes from the last heartbeated page. Remote failures are retried a few times, then the run fails.
-const { extractSource } = proxyActivities<PipelineRunActivities>({
+/** The extract activity's heartbeat timeout unless the run's input sets one (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS). */
+const EXTRACT_HEARTBEAT_TIMEOUT_MS = 15_000;
+
+/**
+ * Extraction heartbeats every page and while a remote page is awaited: a dead worker is noticed
+ * within the heartbeat timeout and the retry resumes from the last heartbeated page; a slow but
+ * healthy page keeps it alive. Remote failures are retried a few times, then the run fails.
+ */
+const extractActivity = (heartbeatTimeoutMs = EXTRACT_HEARTBEAT_TIMEOUT_MS) => proxyActivities<PipelineRunActivities>({
   startToCloseTimeout: '12 hours',
-  heartbeatTimeout: '15 seconds',
+  heartbeatTimeout: heartbeatTimeoutMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 4 },
-});
+}).extractSource;
 
 const { createScheduledRun } = proxyActivities<PipelineRunActivities>({
   startToCloseTimeout: '1 minute',
@@ -69,7 +75,8 @@ function evidenceOf(error: unknown): RunErrorEvidence {
  * transforms and stages page by page), then commit once. Records never pass through here; the
  * run's state lives in PostgreSQL, written by the activities.
  */
-export async function pipelineRunWorkflow({ runId }: PipelineRunInput): Promise<string> {
+export async function pipelineRunWorkflow({ runId, extractHeartbeatTimeoutMs }: PipelineRunInput): Promise<string> {
+  const extractSource = extractActivity(extractHeartbeatTimeoutMs);
   let turnSignaled = false;
   setHandler(runTurnSignal, () => {
     turnSignaled = true;

@@ -72,7 +72,7 @@ export const httpDatasetCapability: CapabilityRuntime = {
   async readRecords(ctx, rawTarget, query) {
     const connection = connectionFor(ctx.installation);
     // The read deadline never cuts a request short of the installation's own timeoutMs.
-    const budget = { deadlineMs: Math.max(READ_DEADLINE_MS, connection.timeoutMs) };
+    const budget = { deadlineMs: Math.max(READ_DEADLINE_MS, connection.timeoutMs), signal: ctx.signal, heartbeat: ctx.heartbeat };
     const start = query.incremental
       ? { syncTime: new Date(query.incremental.syncTime), lastPosition: query.incremental.lastPosition }
       : { syncTime: new Date() };

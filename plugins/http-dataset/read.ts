@@ -47,6 +47,9 @@ export interface ReadBudget {
   pagesPerRead?: number;
   /** Milliseconds this call may spend across its pages; default READ_DEADLINE_MS. */
   deadlineMs?: number;
+  /** The caller's abort and heartbeat (CapabilityContext), handed to every request. */
+  signal?: AbortSignal;
+  heartbeat?: () => void;
 }
 
 const isDeadline = (error: unknown) => error instanceof DomainError && error.details?.reason === 'deadline';
@@ -108,7 +111,7 @@ export async function readRemoteRecords(
     let page: RemotePage;
     try {
       // An expired deadline aborts the request at once; fetchPage reports it with reason "deadline".
-      page = await fetchPage(connection, target, position, window, { deadline });
+      page = await fetchPage(connection, target, position, window, { deadline, signal: budget.signal, heartbeat: budget.heartbeat });
     } catch (error) {
       // Out of time after some progress: the page that did not arrive is where the client resumes.
       if (isDeadline(error) && pagesFetched > 0) return finish('page_budget', resumeAt(position, pageNumber, skip));

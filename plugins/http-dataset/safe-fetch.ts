@@ -41,6 +41,18 @@ export interface HttpResponse {
 export interface FetchOptions {
   /** Aborts the request when the caller's overall deadline passes (reported with reason "deadline"). */
   deadline?: AbortSignal;
+  /** The caller's abort (a canceled run): the request in flight stops and the call rejects with its reason. */
+  signal?: AbortSignal;
+  /** Called every HEARTBEAT_EVERY_MS while the request is in flight: a slow answer is not a dead caller. */
+  heartbeat?: () => void;
+}
+
+/** How often a request in flight calls FetchOptions.heartbeat (Temporal throttles what it sends). */
+export const HEARTBEAT_EVERY_MS = 1_000;
+
+/** The caller's reason for aborting, thrown as it is (a Temporal CancelledFailure for a canceled activity). */
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('The request was aborted.', 'AbortError');
 }
 
 const MAX_REDIRECTS = 5;
@@ -218,15 +230,19 @@ function headerValue(value: string | string[] | undefined): string | undefined {
  * reaches exactly the address that was checked; the agent (and its sockets) closes on return.
  */
 export async function safeFetch(connection: HttpConnection, request: HttpRequest, options: FetchOptions = {}): Promise<HttpResponse> {
-  const { deadline } = options;
+  const { deadline, signal: aborted, heartbeat } = options;
+  if (aborted?.aborted) throw abortReason(aborted);
   const timeout = AbortSignal.timeout(connection.timeoutMs);
-  const signal = deadline ? AbortSignal.any([timeout, deadline]) : timeout;
+  const signal = AbortSignal.any([timeout, ...(deadline ? [deadline] : []), ...(aborted ? [aborted] : [])]);
+  const beat = heartbeat && setInterval(heartbeat, HEARTBEAT_EVERY_MS);
   const agent = new Agent({ connect: { lookup: pinnedLookup(connection) } });
   // Tracked without the installation's query parameters (they are added to each hop as it is sent),
   // so the URL returned, shown in errors or resolved against never carries them.
   let url = withoutInstallationParameters(connection, new URL(request.url));
   let method = request.method;
   let body = request.body;
+  // Failures after the caller aborted are the abort, not a remote failure to retry.
+  const failure = (error: unknown) => (aborted?.aborted ? abortReason(aborted) : unavailable(url, error, connection.timeoutMs, deadline));
   try {
     for (let hop = 0; ; hop++) {
       assertAllowed(connection, url);
@@ -237,14 +253,14 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
         const sent = withInstallationParameters(connection, url);
         response = await undiciRequest(sent, { dispatcher: agent, method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
       } catch (error) {
-        throw unavailable(url, error, connection.timeoutMs, deadline);
+        throw failure(error);
       }
       const location = headerValue(response.headers.location);
       if (!REDIRECT_STATUSES.has(response.statusCode) || !location) {
         try {
           return { status: response.statusCode, url, text: await readCapped(response.body) };
         } catch (error) {
-          throw unavailable(url, error, connection.timeoutMs, deadline);
+          throw failure(error);
         }
       }
       await response.body.dump().catch(() => undefined);
@@ -257,6 +273,7 @@ export async function safeFetch(connection: HttpConnection, request: HttpRequest
       }
     }
   } finally {
+    if (beat) clearInterval(beat);
     await agent.destroy().catch(() => undefined);
   }
 }

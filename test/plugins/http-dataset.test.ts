@@ -99,6 +99,8 @@ const routes: Record<string, (req: Received, port: number) => Reply> = {
 
 class FixtureServer {
   received: Received[] = [];
+  /** Paths of requests whose connection the client closed before the answer was sent. */
+  abandoned: string[] = [];
   private server!: Server;
 
   get port(): number {
@@ -133,6 +135,9 @@ class FixtureServer {
       host: req.headers.host,
     };
     this.received.push(received);
+    res.on('close', () => {
+      if (!res.writableEnded) this.abandoned.push(url.pathname);
+    });
     const reply = routes[url.pathname]?.(received, this.port) ?? { status: 404, body: { error: 'no route' } };
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
     if (res.destroyed) return;
@@ -411,6 +416,32 @@ describe('http_dataset capability', () => {
         const rest = await readSlow(slowTarget(), read({ after: page.continuation }), 5000);
         assert.deepEqual(ids(rest.records), [2, 3, 4, 5]);
         assert.equal(rest.stopReason, 'empty_page');
+      });
+
+      it('calls the context\'s heartbeat while a slow page is awaited, and returns the page', async () => {
+        let beats = 0;
+        const page = await capability.readRecords({ ...context(), heartbeat: () => beats++ }, slowTarget(1, 3500), read({ limit: 1 }));
+        assert.deepEqual(ids(page.records), [1]);
+        // Every HEARTBEAT_EVERY_MS (1 s) while the 3.5 s page was in flight.
+        assert.ok(beats >= 2, `heartbeats while waiting: ${beats}`);
+      });
+
+      it('aborts the request in flight when the context\'s signal aborts, rejecting with its reason; the remote side sees the connection close', async () => {
+        server.abandoned = [];
+        const controller = new AbortController();
+        const reason = new Error('the run was canceled');
+        // The request's own timeout and the read deadline are far away: only the abort can end it.
+        const reading = capability.readRecords({ ...context({ timeoutMs: 60_000 }), signal: controller.signal }, slowTarget(1, 60_000), read({ limit: 1 }));
+        reading.catch(() => undefined);
+        for (let i = 0; i < 100 && !server.received.some((r) => r.path === '/api/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        controller.abort(reason);
+        await assert.rejects(reading, (error) => error === reason);
+        for (let i = 0; i < 100 && !server.abandoned.includes('/api/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        assert.deepEqual(server.abandoned, ['/api/slow']);
+        // A signal aborted before the read sends nothing.
+        const before = server.received.length;
+        await assert.rejects(capability.readRecords({ ...context(), signal: controller.signal }, slowTarget(), read()), (error) => error === reason);
+        assert.equal(server.received.length, before);
       });
 
       it('fails with upstream_unavailable when the deadline passes before any page arrived', async () => {
