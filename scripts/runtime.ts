@@ -9,7 +9,7 @@ import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
-import { cleanExpiredIdempotencyRecords } from '../services/shared/housekeeping';
+import { cleanExpiredIdempotencyRecords, startStrandedRuns } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
@@ -36,14 +36,18 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   await migrate(db);
   const connection = await connectTemporal(settings.temporalAddress);
   const keyUsage = new KeyUsageRecorder(db);
+  const temporal = createTemporalClient(connection, settings.temporalNamespace);
   const app = createApp({
     db,
-    temporal: createTemporalClient(connection, settings.temporalNamespace),
+    temporal,
     encryptionKey: settings.encryptionKey,
     keyUsage,
   });
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();
+  // Queued runs whose launch died between its commit and its workflow start get their workflow.
+  const strandedRuns = setInterval(() => void startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')), 60_000);
+  strandedRuns.unref();
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
   // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.
   server.on('clientError', answerClientError);
@@ -63,6 +67,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     temporalConnection: connection,
     async stop() {
       clearInterval(housekeeping);
+      clearInterval(strandedRuns);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Idle keep-alive sockets would hold close() open; in-flight requests still finish.

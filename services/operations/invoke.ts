@@ -9,6 +9,7 @@ import type { Caller, OperationContext } from './context';
 import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
 import { actingFor } from './current-operation';
+import { committing } from './after-commit';
 import { definitionCache } from '../shared/definition-cache';
 import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 
@@ -114,7 +115,8 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
       return { output: outcome.body as O, replayed: Boolean(outcome.replayed) };
     };
     if (options.transaction) return await inTransaction(options.transaction);
-    const invocation = await caller.deps.db.transaction(inTransaction);
+    // Work the operation left for after its commit (afterCommit) runs before it answers.
+    const invocation = await committing(caller.deps.db, inTransaction);
     // What the write changed is this process's to see at once; other processes hear of it by NOTIFY.
     if (principal) definitionCache().changed(principal.workspaceId);
     else definitionCache().changedEverywhere();

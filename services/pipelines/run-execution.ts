@@ -1,4 +1,4 @@
-import { ConflictError, DomainError, InputError, UnavailableError } from '../../core/errors';
+import { ConflictError, DomainError, InputError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
 import { PipelineRun, RunErrorEvidence, RunWarning } from '../../db/models';
 import type { CapabilityRuntime, RecordsQuery, StopReason } from '../../plugins/capability';
@@ -41,9 +41,10 @@ export type TurnClaim =
 export async function claimRunTurn(db: Db, runId: string): Promise<TurnClaim> {
   return db.transaction(async (trx) => {
     const run = await PipelineRun.query(trx).findById(runId).forUpdate();
-    // The launch starts the workflow inside its own transaction: the run row may not be committed
-    // yet. Retried until it is; a launch that rolled back leaves a workflow that fails here.
-    if (!run) throw new UnavailableError('run_not_visible', `Run ${runId} is not (yet) recorded.`);
+    // The launch starts the workflow after the run row commits (see launchRun), so a missing row
+    // was never recorded: nothing to retry. (The recovery sweep starts a run's workflow again
+    // if a launch from before this rule raced its own commit and lost.)
+    if (!run) throw new InputError('run_missing', `Run ${runId} is not recorded.`);
     if (run.status !== 'queued' && run.status !== 'running') return { state: 'ended', status: run.status };
     const document = run.document as unknown as PipelineDocument;
     const sourceNodeIds = document.nodes.filter(isSource).map((node) => node.id);
@@ -82,6 +83,10 @@ export interface ExtractHooks {
   resume?: ExtractProgress;
   /** Heartbeats progress; throws when the run was canceled. */
   checkpoint(progress: ExtractProgress): void;
+  /** Heartbeats without new progress: the capability calls it while it waits on a remote system. */
+  heartbeat?(): void;
+  /** Aborted when the run is canceled: the capability aborts its remote request in flight. */
+  signal?: AbortSignal;
 }
 
 /** Committed position of a source: a window end (windowed remote sources) or a cursor value (table sources). */
@@ -195,7 +200,8 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
     .update({ attempt: hooks.attempt, status: 'running', startedAt: db.raw('coalesce(started_at, now())') });
   if (!claimed) throw new ConflictError('extraction_superseded', `Node "${nodeId}" of run ${runId} is already extracted or owned by a later attempt.`, { nodeId });
 
-  const source = await openEndpoint(deps, db, context.run.workspaceId, nodeId, node.endpointId);
+  const opened = await openEndpoint(deps, db, context.run.workspaceId, nodeId, node.endpointId);
+  const source = { ...opened, ctx: { ...opened.ctx, signal: hooks.signal, heartbeat: hooks.heartbeat } };
   const plan = planFlow(context.document, nodeId);
   const keys = await destinationKeys(deps, db, context, plan);
   const position = node.mode === 'incremental' ? await committedPosition(db, context.run.pipelineId, node) : undefined;

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { logger } from '../../core/logger';
+import { afterCommit } from '../operations/after-commit';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
 import { assertCredit } from '../usage/usage';
@@ -149,28 +152,70 @@ export function runOfVersion(pipeline: Pipeline, version: PipelineVersion): Part
 }
 
 /**
- * Launches the active version: records a queued run and starts its workflow (id from the run id,
- * with the WorkspaceId, ProjectId and PipelineId search attributes). A launch while another run of
- * the pipeline is open is queued behind it. Answered 202 by the routes: poll the run. The project
- * is the operation's, or given: a workspace-level launch names none and finds it through the pipeline.
+ * Launches the active version: records a queued run and, once the run row has committed, starts
+ * its workflow (id from the run id, with the WorkspaceId, ProjectId and PipelineId search
+ * attributes), so the workflow's first activity always finds the row. A launch while another run
+ * of the pipeline is open is queued behind it. Answered 202 by the routes: poll the run. The
+ * project is the operation's, or given: a workspace-level launch names none and finds it through
+ * the pipeline. A process that dies between the commit and the start, or a start that fails,
+ * leaves a queued run without a workflow: the housekeeping sweep starts it (startQueuedRuns).
  */
 export async function launchRun(ctx: OperationContext, pipelineId: string, project: Project = ctx.project): Promise<RunView> {
   const { db, deps: { temporal }, principal } = ctx;
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
   const run = await recordRun(ctx, pipeline, { trigger: 'api', actorMemberId: principal.memberId });
-  // A run just recorded has no node rows yet (its claim creates them, after this transaction
-  // commits): the answer is ready before the workflow starts, so the commit follows the start at once.
-  const view = presentRunWithNodes(run, []);
-  // Started inside the request's transaction: if the commit fails, the workflow finds no run and ends.
-  const input: PipelineRunInput = { runId: run.id };
-  await temporal.workflow.start('pipelineRunWorkflow', {
-    workflowId: run.workflowId,
-    taskQueue: temporalSettings().taskQueues.main,
-    args: [input],
-    typedSearchAttributes: runSearchAttributes(run),
+  await afterCommit(db, async () => {
+    try {
+      await startRunWorkflow(temporal, run);
+    } catch (error) {
+      logger.warn({ err: error, runId: run.id }, 'the run is recorded but its workflow did not start: the housekeeping sweep starts it');
+    }
   });
-  return view;
+  // A run just recorded has no node rows yet (its claim creates them).
+  return presentRunWithNodes(run, []);
+}
+
+/** Settings of a run's workflow that operators (and tests) may change: WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS. */
+function runWorkflowInput(runId: string): PipelineRunInput {
+  const heartbeatTimeoutMs = Number(process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS);
+  return { runId, ...(Number.isInteger(heartbeatTimeoutMs) && heartbeatTimeoutMs > 0 ? { extractHeartbeatTimeoutMs: heartbeatTimeoutMs } : {}) };
+}
+
+/**
+ * Starts a recorded run's workflow. The workflow id derives from the run id, so a second start of
+ * a run whose workflow is open is refused by Temporal and reported as 'already_started'; one whose
+ * workflow failed or was terminated before it could end the run starts again.
+ */
+export async function startRunWorkflow(temporal: Client, run: Pick<PipelineRun, 'id' | 'workflowId' | 'workspaceId' | 'projectId' | 'pipelineId'>): Promise<'started' | 'already_started'> {
+  try {
+    await temporal.workflow.start('pipelineRunWorkflow', {
+      workflowId: run.workflowId,
+      taskQueue: temporalSettings().taskQueues.main,
+      args: [runWorkflowInput(run.id)],
+      typedSearchAttributes: runSearchAttributes(run),
+      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+    });
+    return 'started';
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'already_started';
+    throw error;
+  }
+}
+
+/**
+ * The recovery sweep (services/shared/housekeeping.ts): starts the workflow of every run queued
+ * longer than `olderThanMs`. Most have one (they wait for their pipeline's turn) and the start is
+ * refused; a run whose launch died between its commit and the start gets its workflow here.
+ */
+export async function startQueuedRuns(deps: { db: Executor; temporal: Client }, olderThanMs: number): Promise<{ started: string[] }> {
+  const runs = await PipelineRun.query(deps.db).where('status', 'queued').where('queuedAt', '<', new Date(Date.now() - olderThanMs))
+    .orderBy('queuedAt').select('id', 'workflowId', 'workspaceId', 'projectId', 'pipelineId');
+  const started: string[] = [];
+  for (const run of runs) {
+    if ((await startRunWorkflow(deps.temporal, run)) === 'started') started.push(run.id);
+  }
+  return { started };
 }
 
 /**

@@ -1,6 +1,20 @@
+import type { Client } from '@temporalio/client';
 import type { Db } from '../../db/connection';
+import { startQueuedRuns } from '../pipelines/runs';
 
 /** Idempotency records are kept 24 hours; expired ones are swept hourly by each API process. */
 export async function cleanExpiredIdempotencyRecords(db: Db): Promise<number> {
   return db('idempotency_records').where('expiresAt', '<', db.fn.now()).delete();
+}
+
+/**
+ * Runs queued this long without a workflow are started by the sweep: a launch starts its run's
+ * workflow right after the commit, so only a process that died in between (or a Temporal outage
+ * at that moment) leaves one behind.
+ */
+export const QUEUED_RUN_SWEEP_AFTER_MS = 60_000;
+
+/** Every minute in each API process: starts the workflow of queued runs that have none (see startQueuedRuns). */
+export async function startStrandedRuns(deps: { db: Db; temporal: Client }): Promise<string[]> {
+  return (await startQueuedRuns(deps, QUEUED_RUN_SWEEP_AFTER_MS)).started;
 }

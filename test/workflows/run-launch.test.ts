@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { DomainError } from '../../core/errors';
+import { invoke } from '../../services/operations/invoke';
+import { launchRunOperation } from '../../services/pipelines/run-operations';
+import { claimRunTurn } from '../../services/pipelines/run-execution';
+import { startQueuedRuns } from '../../services/pipelines/runs';
+import { principalOfKey } from '../../services/tenancy/api-keys';
+import { env } from '../support/environment';
+import { keyIdOf } from '../support/fixtures';
+import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, tableDestination, tableRecords, useEventsApi, waitForRun } from '../support/pipelines';
+
+/**
+ * A launch starts its run's workflow after the run row commits, so the workflow's first activity
+ * (the turn claim) finds the row at once; a launch whose start fails (or whose process dies before
+ * it) leaves a queued run that the housekeeping sweep starts.
+ */
+describe('Launching a run: the workflow starts after the run row commits', function () {
+  this.timeout(120_000);
+  const fixture = useEventsApi(() => EventsApi.events(30));
+
+  async function pipeline(table: string) {
+    const { t, api } = fixture;
+    const source = await eventsSource(t, api);
+    const destination = await tableDestination(t, table, ['id']);
+    return { id: (await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }))).id, destination };
+  }
+
+  it('the turn claim finds the committed run row on its first attempt', async () => {
+    const { t } = fixture;
+    const { id } = await pipeline('launch_committed');
+    const run = await launch(t, id);
+    assert.equal((await waitForRun(t, run.id)).status, 'succeeded');
+    const history = await env().temporal.workflow.getHandle(run.workflow.workflowId).fetchHistory();
+    const claims = history.events!.map((event) => event.markerRecordedEventAttributes).filter((marker) => marker?.markerName === 'core_local_activity')
+      .map((marker) => JSON.parse(Buffer.from(marker!.details!.data!.payloads![0].data!).toString()) as { activity_type: string; attempt: number });
+    assert.deepEqual(claims.map((claim) => [claim.activity_type, claim.attempt]), [['claimRunTurn', 1]]);
+    // A run that was never recorded is not waited for: the claim refuses it at once, without retries.
+    await assert.rejects(claimRunTurn(env().db, randomUUID()), (error) => error instanceof DomainError && error.code === 'run_missing' && error.kind !== 'unavailable');
+  });
+
+  it('a launch whose workflow start fails leaves the run queued, and the sweep starts it (once)', async () => {
+    const { t } = fixture;
+    const { id, destination } = await pipeline('launch_recovered');
+    const { db, encryptionKey, temporal } = env();
+    // Temporal unreachable at the moment of the start, as for a process that dies right after the commit.
+    const unreachable = { workflow: { start: () => Promise.reject(new Error('Temporal is unreachable')) } } as unknown as Client;
+    const principal = await principalOfKey(db, t.ws.workspaceId, await keyIdOf(t.key));
+    const launched = await invoke({ deps: { db, encryptionKey, temporal: unreachable }, principal, door: 'http', requestId: 'run-launch-test' }, launchRunOperation, { body: { pipelineId: id } } as never) as { status: number; body: { run: { id: string; workflow: { workflowId: string } } } };
+    assert.equal(launched.status, 202, 'the launch is answered: the run is recorded');
+    const runId = launched.body.run.id;
+    assert.equal((await getRun(t, runId)).status, 'queued');
+    await assert.rejects(temporal.workflow.getHandle(launched.body.run.workflow.workflowId).describe(), WorkflowNotFoundError);
+
+    // Runs queued for less than the sweep's age are left alone (their launch may be starting them).
+    assert.ok(!(await startQueuedRuns({ db, temporal }, 3_600_000)).started.includes(runId));
+    const swept = await startQueuedRuns({ db, temporal }, 0);
+    assert.ok(swept.started.includes(runId), 'the sweep started the stranded run');
+    assert.equal((await waitForRun(t, runId)).status, 'succeeded');
+    assert.equal((await tableRecords(t, destination)).length, 30);
+    // A second sweep finds nothing queued to start: a duplicate start is refused by the workflow id anyway.
+    assert.ok(!(await startQueuedRuns({ db, temporal }, 0)).started.includes(runId));
+  });
+});
