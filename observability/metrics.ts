@@ -169,7 +169,10 @@ export const errorCode = (error: unknown): string => (error instanceof DomainErr
 
 export type QueryKind = 'sparql' | 'published_query';
 
-/** Times a query and counts a refusal (a 4xx answer: timeout, size, concurrency, credit, malformed). */
+/** A refusal is a business error the caller can act on (4xx); an upstream or database outage is not. */
+const refusal = (error: unknown): error is DomainError => error instanceof DomainError && error.kind !== 'upstream_failed' && error.kind !== 'unavailable';
+
+/** Times a query and counts a refusal (a 4xx answer: timeout, size, concurrency, credit). */
 export async function observeQuery<T>(kind: QueryKind, work: () => Promise<T>): Promise<T> {
   const stop = queryDuration.startTimer({ kind });
   try {
@@ -177,9 +180,18 @@ export async function observeQuery<T>(kind: QueryKind, work: () => Promise<T>): 
     stop({ outcome: 'ok' });
     return result;
   } catch (error) {
-    const refused = error instanceof DomainError && error.kind !== 'upstream_failed' && error.kind !== 'unavailable';
-    stop({ outcome: refused ? 'refused' : 'error' });
-    if (refused) queryRefusals.inc({ kind, code: error.code });
+    stop({ outcome: refusal(error) ? 'refused' : 'error' });
+    if (refusal(error)) queryRefusals.inc({ kind, code: error.code });
+    throw error;
+  }
+}
+
+/** Counts a refusal of a query's text before it runs (malformed, too large, graph parameters). */
+export function countRefusal<T>(kind: QueryKind, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (refusal(error)) queryRefusals.inc({ kind, code: error.code });
     throw error;
   }
 }

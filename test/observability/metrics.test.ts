@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
-import { as, newWorkspace, requestAt } from '../support/fixtures';
+import { as, newWorkspace, request, requestAt } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 import { freePort, RunningScript, startScript } from '../support/processes';
 import { scrape, total, unboundedLabels } from '../support/prometheus';
+import { customerOntology, ontologyTenant } from '../support/ontology';
+import { action, managedTable, putPolicy, writeTenant } from '../support/source-writes';
 
 /*
  * GET /metrics of the API and of a worker process, scraped over HTTP as Prometheus would: counters
@@ -95,6 +97,27 @@ describe('Prometheus metrics', function () {
     const moved = (name: string, labels: Record<string, string>) => total(after, name, labels) - total(before, name, labels);
     assert.ok(moved('weft_remote_errors_total', { capability: 'http_dataset', operation: 'read' }) >= 1);
     assert.ok(moved('weft_pipeline_runs_ended_total', { trigger: 'api', status: 'failed' }) >= 1);
+  });
+
+  it('times SPARQL queries and counts their refusals, and counts governed writes by event', async () => {
+    const before = (await scrape(env().metricsUrl)).samples;
+    const o = await ontologyTenant();
+    await customerOntology(o);
+    assert.equal((await as(o.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+    const ask = (text: string) => request('GET', `${o.base}/sparql?query=${encodeURIComponent(text)}`, { key: o.key });
+    assert.equal((await ask('SELECT ?s WHERE { ?s ?p ?o } LIMIT 1')).status, 200);
+    assert.equal((await ask('SELECT WHERE {')).status, 422);
+    const w = await writeTenant();
+    const endpointId = await managedTable(w);
+    await putPolicy(w, endpointId);
+    const written = await w.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, action(w, { id: 'empty', version: '0' }, { operation: 'append', rows: [{ id: 1, name: MARKER }] }));
+    assert.ok(written.status < 300, JSON.stringify(written.body));
+    const after = (await scrape(env().metricsUrl)).samples;
+    const moved = (name: string, labels: Record<string, string>) => total(after, name, labels) - total(before, name, labels);
+    assert.ok(moved('weft_query_duration_seconds_count', { kind: 'sparql', outcome: 'ok' }) >= 1);
+    assert.ok(moved('weft_query_refusals_total', { kind: 'sparql', code: 'malformed_query' }) >= 1);
+    assert.ok(moved('weft_governed_write_events_total', { event: 'applied' }) >= 1);
+    assert.ok(moved('weft_metered_operations_total', { kind: 'governed_write' }) >= 1);
   });
 
   it('keeps every label bounded: no uuid, key or record value after the workload', async () => {
