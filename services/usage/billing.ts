@@ -206,7 +206,13 @@ async function applySubscriptionEvent(trx: Knex.Transaction, billing: Billing, w
   await trx('stripe_subscriptions')
     .insert({ id, workspace_id: workspace.id, status, started_at: typeof object.created === 'number' ? stripeTime(object.created, 'subscription start') : null, state_at: eventAt, last_event_id: event.id, updated_at: new Date() })
     .onConflict('id')
-    .merge(['status', 'started_at', 'state_at', 'last_event_id', 'updated_at']);
+    .merge({
+      status,
+      started_at: trx.raw('coalesce(excluded.started_at, stripe_subscriptions.started_at)'),
+      state_at: eventAt,
+      last_event_id: event.id,
+      updated_at: new Date(),
+    });
   await settlePlan(trx, workspace);
   return 'applied';
 }
