@@ -8,4 +8,4 @@ import { httpDatasetCapability } from './http-dataset';
 const builtIns: CapabilityRuntime[] = [httpDatasetCapability, managedTableCapability, postgresTableCapability];
 for (const runtime of builtIns) registerCapability(runtime);
 
-export { findCapability, listCapabilities } from './registry';
+export { findCapability, installedDefinition, listCapabilities } from './registry';

@@ -113,7 +113,9 @@ export const pluginSchema: JsonSchema = {
   properties: {
     installationId: uuid,
     capability: { type: 'string' },
-    version: { type: 'string' },
+    version: { type: 'string', description: 'The installed version: the contract below is this version\'s (SPEC 9).' },
+    latestVersion: { type: ['string', 'null'], description: 'The newest version of the capability this Weft serves; new installations get it.' },
+    available: { type: 'boolean', description: 'False when this Weft no longer serves the installed version: the contract is empty and its endpoints answer 409 capability_version_unavailable until the plugin is reinstalled.' },
     title: { type: 'string' },
     description: { type: 'string' },
     roles: { type: 'array', items: { type: 'object', properties: { role: { type: 'string' }, contractKind: { type: 'string' } } } },

@@ -102,7 +102,7 @@ function assertValid(problems: FieldProblem[]): void {
 export async function createDataEndpoint(ctx: OperationContext, input: DataEndpointInput): Promise<DataEndpointView> {
   const { db, deps: { encryptionKey }, principal: actor } = ctx;
   const installation = await requireInstallation(db, actor.workspaceId, input.pluginCapabilityInstallationId);
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   // A target may leave defaulted fields out; store the validated form with defaults filled in.
   const target = structuredClone(input.target);
   assertValid(endpointProblems(runtime, installation, encryptionKey, { ...input, target }));
@@ -169,7 +169,7 @@ export async function listDataEndpoints(ctx: OperationContext, page: PageRequest
 export async function updateDataEndpoint(ctx: OperationContext, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
   const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, true);
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   const next = { ...endpoint, ...patch, target: structuredClone(patch.target ?? endpoint.target) };
   // The target is revalidated on every change, as are formats against the installed contract.
   assertValid(endpointProblems(runtime, installation, encryptionKey, next));
@@ -200,7 +200,7 @@ export function capabilityContext(db: Executor, installation: PluginInstallation
 export async function checkDataEndpoint(ctx: OperationContext, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
   const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   const result = await runtime.checkConnection(capabilityContext(db, installation, encryptionKey), endpoint.target);
   return { ...result, checkedAt: new Date().toISOString() };
 }
@@ -209,14 +209,14 @@ export async function checkDataEndpoint(ctx: OperationContext, endpointId: strin
 export async function validateDataEndpoint(ctx: OperationContext, endpointId: string): Promise<{ valid: boolean; problems: FieldProblem[] }> {
   const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
-  const problems = endpointProblems(findCapability(installation.capability), installation, encryptionKey, { ...endpoint, target: structuredClone(endpoint.target) });
+  const problems = endpointProblems(findCapability(installation.capability, installation.capabilityVersion), installation, encryptionKey, { ...endpoint, target: structuredClone(endpoint.target) });
   return { valid: problems.length === 0, problems };
 }
 
 export async function discoverEndpointSchema(ctx: OperationContext, endpointId: string): Promise<DiscoveredSchema> {
   const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);
   const discovered = await runtime.discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
   // A key the endpoint declares wins over what the store reports.

@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { Executor } from '../../db/connection';
 import { PluginInstallation, Workspace } from '../../db/models';
 import type { InstallationContext } from '../../plugins/capability';
-import { findCapability, listCapabilities } from '../../plugins';
+import { findCapability, installedDefinition } from '../../plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
 
@@ -49,18 +49,25 @@ export function openInstallation(installation: PluginInstallation, encryptionKey
   };
 }
 
-/** Installed capabilities of a workspace, with their contracts, so clients can build forms. */
+/**
+ * Installed capabilities of a workspace, each with the contract of the version it was installed
+ * with (SPEC 9: forms follow the installed version's contract), and the newest version this Weft
+ * serves. An installed version this Weft no longer serves is listed with `available: false` and
+ * an empty contract: its endpoints are refused until an operator reinstalls the plugin.
+ */
 export async function listInstalledPlugins(ctx: OperationContext, page: PageRequest) {
   const { db, principal: { workspaceId } } = ctx;
   const { rows, pagination } = await pageOf(PluginInstallation.query(db).where({ workspaceId }), page);
-  const known = new Map(listCapabilities().map((c) => [c.definition.name, c.definition]));
   return {
     plugins: rows.map((row) => {
-      const definition = known.get(row.capability);
+      const definition = installedDefinition(row.capability, row.capabilityVersion);
+      const latest = latestVersionOf(row.capability);
       return {
         installationId: row.id,
         capability: row.capability,
         version: row.capabilityVersion,
+        latestVersion: latest,
+        available: definition !== undefined,
         title: definition?.title ?? row.capability,
         description: definition?.description ?? '',
         roles: definition?.roles ?? [],
@@ -73,4 +80,13 @@ export async function listInstalledPlugins(ctx: OperationContext, page: PageRequ
     }),
     pagination,
   };
+}
+
+/** The newest version of a capability this Weft serves, or null for a capability it no longer has. */
+function latestVersionOf(name: string): string | null {
+  try {
+    return findCapability(name).definition.version;
+  } catch {
+    return null;
+  }
 }

@@ -100,7 +100,7 @@ function fieldsUsed(query: RecordsQuery): string[] {
 export async function readEndpointRecords(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.recordsRead) throw new InputError('records_read_not_supported', `${runtime.definition.name} endpoints cannot be read.`);
 
   const limit = params.limit ?? DEFAULT_RECORDS_LIMIT;

@@ -33,7 +33,7 @@ export type WritePolicyView = ReturnType<typeof presentWritePolicy>;
  * snapshot to check them against. Others are refused with a clear 4xx.
  */
 export function governedWriteRuntime(endpoint: DataEndpoint, installation: PluginInstallation): CapabilityRuntime {
-  const runtime = findCapability(installation.capability);
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.transactionalWrites || !runtime.writeRecords || !runtime.currentSnapshot) {
     throw new InputError(
       'writes_not_supported',

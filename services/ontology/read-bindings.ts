@@ -63,7 +63,7 @@ export function mappingProblems(terms: PackageTerms, termId: string, mapping: Bi
 /** The endpoint's field names: its declared columns, or what the capability discovers. */
 async function endpointFields(db: Executor, encryptionKey: Buffer, endpoint: DataEndpoint): Promise<string[] | { error: string }> {
   if (endpoint.schemaHints?.columns?.length) return endpoint.schemaHints.columns.map((c) => c.name);
-  const runtime = findCapability(endpoint.installation!.capability);
+  const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
   try {
     const discovered = await runtime.discoverSchema(capabilityContext(db, endpoint.installation!, encryptionKey), endpoint.target);
     return discovered.fields.map((f) => f.name);
@@ -88,7 +88,7 @@ async function bindingProblems(db: Executor, encryptionKey: Buffer, project: Pro
     problems.push({ path: '/dataEndpointId', message: 'is not a data endpoint of this workspace' });
   } else if (endpoint.role !== 'source') {
     problems.push({ path: '/dataEndpointId', message: `has role ${endpoint.role}; bindings read from endpoints with role source` });
-  } else if (!findCapability(endpoint.installation!.capability).definition.supports.recordsRead) {
+  } else if (!findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion).definition.supports.recordsRead) {
     problems.push({ path: '/dataEndpointId', message: `${endpoint.installation!.capability} endpoints cannot be read` });
   } else {
     const fields = await endpointFields(db, encryptionKey, endpoint);

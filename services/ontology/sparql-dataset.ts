@@ -152,7 +152,7 @@ async function packageGraph(db: Executor, pkg: PackageHead): Promise<GraphHandle
 
 /** Maps a binding's records at `snapshotId` (or as they are now) into a graph, within the bound. */
 async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number): Promise<GraphHandle> {
-  const runtime = findCapability(endpoint.installation!.capability);
+  const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
   const ctx = capabilityContext(db, endpoint.installation!, encryptionKey);
   const select = bindingFields(binding.mapping);
   const encoder = new GraphEncoder();
@@ -186,13 +186,13 @@ async function boundSources(db: Executor, encryptionKey: Buffer, catalog: Datase
   });
   const byInstallation = new Map<string, BoundSource[]>();
   for (const source of sources) {
-    const runtime = findCapability(source.endpoint.installation!.capability);
+    const runtime = findCapability(source.endpoint.installation!.capability, source.endpoint.installation!.capabilityVersion);
     if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) continue;
     byInstallation.set(source.endpoint.installation!.id, [...(byInstallation.get(source.endpoint.installation!.id) ?? []), source]);
   }
   await Promise.all([...byInstallation.values()].map(async (group) => {
     const installation = group[0].endpoint.installation!;
-    const runtime = findCapability(installation.capability);
+    const runtime = findCapability(installation.capability, installation.capabilityVersion);
     const ctx = capabilityContext(db, installation, encryptionKey);
     const targets = group.map((source) => source.endpoint.target);
     const read = async () => (runtime.currentSnapshots ? runtime.currentSnapshots(ctx, targets) : Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target))));

@@ -170,7 +170,7 @@ async function keyCaster(ctx: OperationContext, endpointId: string): Promise<(fi
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const declared = new Map((endpoint.schemaHints?.columns ?? []).map((c) => [c.name, c.type ?? '']));
   if (!declared.size) {
-    const discovered = await findCapability(installation.capability).discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
+    const discovered = await findCapability(installation.capability, installation.capabilityVersion).discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
     for (const field of discovered.fields) declared.set(field.name, field.type);
   }
   return (field, text) => (NUMERIC_TYPES.has(declared.get(field) ?? '') && /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text);

@@ -64,7 +64,7 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
     const preview = previews.get(source.id)!;
     try {
       const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, source.endpointId);
-      const runtime = findCapability(installation.capability);
+      const runtime = findCapability(installation.capability, installation.capabilityVersion);
       const page = await runtime.readRecords(capabilityContext(db, installation, encryptionKey), endpoint.target, { where: [], orderBy: [], limit: sampleSize });
       keep(source.id, page.records);
       if (page.continuation) preview.warnings.push(`A sample: the first ${page.records.length} records of the source.`);

@@ -103,7 +103,7 @@ async function endpointFacts(db: Executor, workspaceId: string, document: Pipeli
   const endpoints = await DataEndpoint.query(db).withGraphJoined('installation', { joinOperation: 'innerJoin' })
     .where('data_endpoints.workspaceId', workspaceId).whereIn('data_endpoints.id', ids);
   return new Map(endpoints.map((endpoint): [string, EndpointFacts] => {
-    const runtime = findCapability(endpoint.installation!.capability);
+    const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
     const declaredKey = endpoint.target.primaryKey ?? endpoint.target.primaryKeys;
     return [endpoint.id, {
       id: endpoint.id,
