@@ -27,7 +27,7 @@ import { UnsupportedQuery } from './unsupported';
 // getter calls. Modules on the per-row path bind the imported values they use once, at load.
 
 export type { QueryDataset } from './dataset';
-export { storeSharingEntityIndex } from './n3-internals';
+export { compactEntityIndex, storeSharingEntityIndex } from './n3-internals';
 
 const WILDCARD = { termType: 'Wildcard', value: '*' } as unknown as Sparql.Wildcard;
 

@@ -67,3 +67,21 @@ export function storeSharingEntityIndex(other: Store, quads: RDF.Quad[] = []): S
   const entityIndex = (other as unknown as StoreInternals)._entityIndex;
   return new N3.Store(quads, { entityIndex } as N3.StoreOptions);
 }
+
+/**
+ * The first number a compact entity index gives a term: past V8's 1024-slot gap. n3 keys every
+ * index level by term numbers, and V8 keeps an object's integer keys below that gap in a flat array
+ * sized by the largest key, but larger keys in a small hash table. Numbered from 2, a package's
+ * predicates (the first terms a dataset brings) gave every level keyed by predicates an array of
+ * hundreds of slots: 2.35 KB of heap per triple on the bench's data against 0.73 KB when every
+ * number is past the gap (same queries, same answers).
+ */
+export const FIRST_COMPACT_ENTITY_NUMBER = 2048;
+
+/** A new n3 entity index whose terms are numbered from FIRST_COMPACT_ENTITY_NUMBER (the default graph keeps 1). */
+export function compactEntityIndex(): object {
+  const index = new (N3 as unknown as { EntityIndex: new () => { _id: number } }).EntityIndex();
+  // n3 numbers the next term _id + 1; a version that counts differently keeps its own numbering.
+  if (typeof index._id === 'number' && index._id < FIRST_COMPACT_ENTITY_NUMBER) index._id = FIRST_COMPACT_ENTITY_NUMBER - 1;
+  return index;
+}

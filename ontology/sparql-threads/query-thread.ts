@@ -1,8 +1,8 @@
 import { parentPort } from 'node:worker_threads';
-import * as N3 from 'n3';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
 import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
+import { compactEntityIndex } from '../sparql-evaluator';
 import { serializeResult } from '../sparql-results';
 import { addEncodedGraph, EncodedGraph } from './encoded-graph';
 import type { DropRequest, GraphRef, QueryRequest, ThreadMessage } from './messages';
@@ -18,9 +18,7 @@ import { plainResult } from './plain-result';
  * stores need. Which graphs a thread keeps is decided by the pool (it sees every thread's memory):
  * a query names the graphs to drop before it runs.
  */
-/** n3's entity index (exported by n3, not yet by its type definitions). */
-const EntityIndex = (N3 as unknown as { EntityIndex: new () => object }).EntityIndex;
-let entityIndex = new EntityIndex();
+let entityIndex = compactEntityIndex();
 const stores = new Map<string, { store: Store; terms: number }>();
 /** The encoded graphs this thread was sent (shared memory, not copies), until the pool drops them. */
 const encoded = new Map<string, EncodedGraph>();
@@ -40,7 +38,7 @@ function collectTerms(incoming: GraphRef[]): void {
   const indexed = (entityIndex as unknown as { _id: number })._id;
   if (indexed <= 4 * neededTerms + 100_000) return;
   stores.clear();
-  entityIndex = new EntityIndex();
+  entityIndex = compactEntityIndex();
 }
 
 function encodedGraph(version: string): EncodedGraph {
