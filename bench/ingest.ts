@@ -39,7 +39,7 @@ import { BenchWeft, call, startBenchWeft, startRole, stopChild } from './support
 import { BenchRow, emit, figure, row } from './support/report';
 import { DLT_VERSION, ensureDlt, runDltIngest } from './support/dlt';
 import { ingestRecord } from './support/ingest-records';
-import { rssMb, Usage, watchUsage } from './support/ingest-proc';
+import { peakRssSinceStartMb, rssMb, Usage, watchUsage } from './support/ingest-proc';
 import { benchFlags, counts, names } from './support/options';
 
 const BENCHMARK = 'ingest';
@@ -375,21 +375,23 @@ async function main(): Promise<void> {
         const result = await ingestWithWeft(weft, temporal, tenant, api, workerPid, n);
         if (result.rows !== n) throw new Error(`Weft's table holds ${result.rows} records, not ${n}`);
         weftResult = { seconds: result.seconds, rows: n, cpu: { client: result.worker.cpuSeconds, postgres: result.worker.postgresCpuSeconds } };
-        peaks.set(n, result.worker.peakRssMb);
+        // From the worker's start (the kernel's high-water mark): its start-up and every earlier run included.
+        const sinceStart = peakRssSinceStartMb(workerPid);
+        peaks.set(n, sinceStart);
         const commit = result.activities.commitRun;
         const detail = `launch to succeeded ${result.seconds.toFixed(1)} s (extract and stage ${result.extractSeconds.toFixed(1)} s, then ${result.commitSeconds.toFixed(1)} s to the end`
           + `${commit ? `, of which the commit activity ran ${commit.ran.toFixed(1)} s after waiting ${commit.waited.toFixed(1)} s to start` : ''}); `
           + `${result.pagesServed} API pages served for ${Math.ceil(n / PAGE_SIZE)}; CPU ${cpuText(weftResult.cpu, 'worker')}`;
-        log(`${scale}: Weft ${(n / result.seconds).toFixed(0)} records/s: ${detail}; worker RSS ${result.worker.startRssMb.toFixed(0)} MB at launch, peak ${result.worker.peakRssMb.toFixed(0)} MB`);
+        log(`${scale}: Weft ${(n / result.seconds).toFixed(0)} records/s: ${detail}; worker RSS ${result.worker.startRssMb.toFixed(0)} MB at launch, peak ${result.worker.peakRssMb.toFixed(0)} MB during the run, ${sinceStart.toFixed(0)} MB since the worker started`);
         rows.push(figure({ benchmark: BENCHMARK, measure: `Weft records/s, ${scale}`, weft: n / result.seconds, unit: 'records/s', note: detail }));
         rows.push(figure({
           benchmark: BENCHMARK,
-          measure: `worker peak RSS, ${scale}`,
-          weft: result.worker.peakRssMb,
+          measure: `worker peak RSS since its start, ${scale}`,
+          weft: sinceStart,
           unit: 'MB',
           target: '<= 300',
-          met: result.worker.peakRssMb <= 300,
-          note: `${result.worker.startRssMb.toFixed(0)} MB when the run was launched`,
+          met: sinceStart <= 300,
+          note: `${result.worker.startRssMb.toFixed(0)} MB when the run was launched, ${result.worker.peakRssMb.toFixed(0)} MB at most during it`,
         }));
       }
       const compare = (peer: PeerResult, peerName: string, what: string, target?: string, note?: string) => {
@@ -436,7 +438,7 @@ async function main(): Promise<void> {
         peerName: `Weft at ${label(small)} records`,
         unit: 'MB',
         target: '<= 1.1',
-        note: `flat means the ${label(large)} run's peak stays within 10% of the ${label(small)} run's (${(largePeak - smallPeak).toFixed(0)} MB apart)`,
+        note: `peaks since the worker started; flat means the peak after the ${label(large)} run stays within 10% of the one after the ${label(small)} run (${(largePeak - smallPeak).toFixed(0)} MB apart)`,
       }));
     }
   } catch (error) {

@@ -69,6 +69,10 @@ export async function buildWorkflowBundle(dir: string): Promise<string> {
     // The files webpack read are the bundle's inputs: a change to any of them rebuilds it.
     webpackConfigHook: (config) => ({
       ...config,
+      // The worker needs an inline source map (it maps workflow stack traces through it), but not
+      // the sources in it: without them the map is about a third of its size, and the worker keeps
+      // it, the bundle and their copies in both of its threads.
+      devtool: 'inline-nosources-source-map',
       plugins: [
         ...(config.plugins ?? []),
         { apply: (compiler) => compiler.hooks.done.tap('weft-inputs', (stats) => void (read = [...stats.compilation.fileDependencies])) },

@@ -12,6 +12,12 @@ export function rssMb(pid: number): number {
   return match ? Number(match[1]) / 1024 : 0;
 }
 
+/** The highest RSS a process has had since it started (the kernel's high-water mark, VmHWM). */
+export function peakRssSinceStartMb(pid: number): number {
+  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match ? Number(match[1]) / 1024 : 0;
+}
+
 /** user + system CPU seconds of a process (all its threads), or undefined when it is gone. */
 export function cpuSeconds(pid: number): number | undefined {
   try {

@@ -18,6 +18,7 @@ import { installPlugin } from '../../services/endpoints/plugins';
 import { loadEncryptionKey } from '../../core/config';
 import { SCOPES } from '../../core/scopes';
 import { dataDir, projectRoot } from '../../core/paths';
+import { WORKER_NODE_ARGS } from '../../worker/node-args';
 
 export interface BenchTenant {
   workspaceId: string;
@@ -72,7 +73,8 @@ export function startRole(role: 'api' | 'worker', env: NodeJS.ProcessEnv, nodeAr
   // Structured logs (stdout) go to a file, as a deployment would ship them; start-up messages (stderr) show.
   const logFile = path.join(dataDir(), 'bench', `${role}-${process.pid}.log`);
   mkdirSync(path.dirname(logFile), { recursive: true });
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'scripts/start.ts'), role], {
+  const loader = role === 'worker' ? WORKER_NODE_ARGS : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, path.join(projectRoot, 'scripts/start.ts'), role], {
     cwd: projectRoot,
     env,
     stdio: ['ignore', openSync(logFile, 'w'), 'inherit'],
