@@ -39,22 +39,26 @@ export function observeRequests(): Koa.Middleware {
   return async (ctx, next) => {
     const started = performance.now();
     const tracer = activeTracer();
-    if (tracer) return inServerSpan(tracer, ctx.method, ctx.headers, (span) => observed(ctx, next, started, span));
-    return observed(ctx, next, started);
+    if (tracer) return inServerSpan(tracer, ctx.method, ctx.headers, (span) => traced(ctx, next, started, span));
+    let failed = true;
+    try {
+      await next();
+      failed = false;
+    } finally {
+      record(ctx, started, failed);
+    }
   };
 }
 
-async function observed(ctx: Koa.Context, next: Koa.Next, started: number, span?: Span): Promise<void> {
+async function traced(ctx: Koa.Context, next: Koa.Next, started: number, span: Span): Promise<void> {
   let failed = true;
   try {
     await next();
     failed = false;
   } finally {
     const route = record(ctx, started, failed);
-    if (span) {
-      span.updateName(`${ctx.method} ${route}`);
-      span.setAttributes({ 'http.route': route, 'http.response.status_code': failed ? 500 : ctx.status });
-      if (failed || ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    }
+    span.updateName(`${ctx.method} ${route}`);
+    span.setAttributes({ 'http.route': route, 'http.response.status_code': failed ? 500 : ctx.status });
+    if (failed || ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
   }
 }
