@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
+import type { TLSConfig } from '@temporalio/client';
 import { projectRoot } from './paths';
 
 /** The contents of temporal.yaml: the only place namespace, task queues and dev-server settings are written. */
@@ -38,4 +39,76 @@ export function temporalAddress(): string {
 export function temporalWebUiUrl(): string | null {
   const url = process.env.WEFT_TEMPORAL_UI_URL?.trim();
   return url ? url.replace(/\/+$/, '') : null;
+}
+
+/**
+ * How the client and the worker reach Temporal: the address plus, for a secured cluster, TLS
+ * (server CA, mTLS client certificate, server name) and an API key (Temporal Cloud). The same
+ * options object suits Connection.connect and NativeConnection.connect.
+ */
+export interface TemporalConnectionOptions {
+  address: string;
+  tls?: TLSConfig | boolean;
+  apiKey?: string;
+}
+
+/** The settings that secure the connection, named as the Temporal CLI names them. */
+export const TEMPORAL_SECURITY_SETTINGS = [
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CERT_PATH',
+  'TEMPORAL_TLS_KEY_PATH',
+  'TEMPORAL_TLS_CA_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_API_KEY',
+] as const;
+
+function readSettingFile(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
+  const file = env[name]?.trim();
+  if (!file) return undefined;
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new Error(`${name} names ${file}, which cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`, { cause: error });
+  }
+}
+
+/**
+ * Reads TEMPORAL_TLS_* and TEMPORAL_API_KEY. TLS is on when any TLS setting is given
+ * (TEMPORAL_TLS=true alone trusts the system's CAs); an API key alone also turns TLS on (the
+ * SDK's default, as Temporal Cloud wants), unless TEMPORAL_TLS=false.
+ */
+export function temporalConnectionOptions(address = temporalAddress(), env: NodeJS.ProcessEnv = process.env): TemporalConnectionOptions {
+  const flag = env.TEMPORAL_TLS?.trim().toLowerCase();
+  if (flag && !['true', 'false', '1', '0'].includes(flag)) throw new Error(`TEMPORAL_TLS must be true or false, got "${env.TEMPORAL_TLS}".`);
+  const hasCert = Boolean(env.TEMPORAL_TLS_CERT_PATH?.trim());
+  const hasKey = Boolean(env.TEMPORAL_TLS_KEY_PATH?.trim());
+  if (hasCert !== hasKey) {
+    throw new Error(`TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH form the client certificate pair for mTLS: set both or neither (only ${hasCert ? 'the certificate' : 'the key'} is set).`);
+  }
+  const crt = readSettingFile(env, 'TEMPORAL_TLS_CERT_PATH');
+  const key = readSettingFile(env, 'TEMPORAL_TLS_KEY_PATH');
+  const ca = readSettingFile(env, 'TEMPORAL_TLS_CA_PATH');
+  const serverName = env.TEMPORAL_TLS_SERVER_NAME?.trim();
+  const apiKey = env.TEMPORAL_API_KEY?.trim() || undefined;
+  const configured = Boolean(crt || ca || serverName);
+  if ((flag === 'false' || flag === '0') && configured) {
+    throw new Error('TEMPORAL_TLS=false contradicts the TEMPORAL_TLS_* certificate settings: remove one or the other.');
+  }
+  const options: TemporalConnectionOptions = { address };
+  if (configured) {
+    options.tls = {
+      ...(crt && key ? { clientCertPair: { crt, key } } : {}),
+      ...(ca ? { serverRootCACertificate: ca } : {}),
+      ...(serverName ? { serverNameOverride: serverName } : {}),
+    };
+  } else if (flag) {
+    options.tls = flag === 'true' || flag === '1';
+  }
+  if (apiKey) options.apiKey = apiKey;
+  return options;
+}
+
+/** Whether any setting that secures the connection is given (they make sense only with TEMPORAL_ADDRESS). */
+export function temporalSecurityConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
+  return TEMPORAL_SECURITY_SETTINGS.some((name) => Boolean(env[name]?.trim()));
 }

@@ -1,11 +1,13 @@
 import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { temporalSettings } from './temporal-config';
+import { TemporalConnectionOptions, temporalConnectionOptions, temporalSettings } from './temporal-config';
 import { logger } from './logger';
 import { tracingClientInterceptor } from '../observability/tracing';
 
-export async function connectTemporal(address: string): Promise<Connection> {
-  return withoutLastingPromiseHooks(await Connection.connect({ address, connectTimeout: '10s' }));
+/** A client connection to `target` (an address, or options from temporalConnectionOptions), secured as TEMPORAL_TLS_* / TEMPORAL_API_KEY say. */
+export async function connectTemporal(target: string | TemporalConnectionOptions = temporalConnectionOptions()): Promise<Connection> {
+  const options = typeof target === 'string' ? temporalConnectionOptions(target) : target;
+  return withoutLastingPromiseHooks(await Connection.connect({ ...options, connectTimeout: '10s' }));
 }
 
 /**

@@ -1,5 +1,6 @@
 import knexFactory, { Knex } from 'knex';
 import { Model, knexSnakeCaseMappers } from 'objection';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { observeDatabase } from '../observability/database';
@@ -20,6 +21,11 @@ export type Executor = Knex | Knex.Transaction;
 
 const migrationsDirectory = path.join(__dirname, 'migrations');
 
+/**
+ * DATABASE_URL goes to pg whole, so its query parameters apply: `?sslmode=require` (or verify-ca /
+ * verify-full with `sslrootcert=/path/ca.pem`, `sslcert` / `sslkey` for a client certificate)
+ * connects over TLS, as pg-connection-string reads them.
+ */
 export function createDb(databaseUrl: string, pool: { min?: number; max?: number } = {}): Db {
   const db = knexFactory({
     client: 'pg',
@@ -35,7 +41,38 @@ export function createDb(databaseUrl: string, pool: { min?: number; max?: number
   return db;
 }
 
+/** Any fixed number: every Weft process that migrates takes this PostgreSQL advisory lock first. */
+const MIGRATION_LOCK = 0x57656674;
+
+/**
+ * Applies pending migrations. Processes that start together queue on a session advisory lock, so
+ * only one migrates and the others find nothing left to do: knex's own lock row would instead fail
+ * the second one, and its creation of the bookkeeping tables races on a fresh database.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const [, applied] = (await db.migrate.latest()) as [number, string[]];
-  return applied;
+  return db.transaction(async (lock) => {
+    await lock.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+    const [, applied] = (await db.migrate.latest()) as [number, string[]];
+    return applied;
+  });
+}
+
+/** The migrations this code has and the database has not applied, read without writing anything. */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const known = readdirSync(migrationsDirectory).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')).sort();
+  if (!(await db.schema.hasTable('knex_migrations'))) return known;
+  const applied = new Set((await db('knex_migrations').select('name')).map((row: { name: string }) => row.name));
+  return known.filter((file) => !applied.has(file));
+}
+
+export class SchemaNotCurrentError extends Error {}
+
+/** Refuses to serve on a schema older than the code: migrations are a deployment step (`npm run migrate`). */
+export async function assertSchemaCurrent(db: Db): Promise<void> {
+  const pending = await pendingMigrations(db);
+  if (pending.length === 0) return;
+  throw new SchemaNotCurrentError(
+    `The database schema is not current: ${pending.length} migration(s) pending (${pending.slice(0, 3).join(', ')}${pending.length > 3 ? ', …' : ''}). ` +
+      'Run `npm run migrate` with the same DATABASE_URL, then start again.',
+  );
 }

@@ -139,6 +139,7 @@ export function workerTracingOptions(): Pick<WorkerOptions, 'interceptors' | 'si
   return active?.worker ?? { sinks: { exporter: { export: { fn: () => undefined } } } };
 }
 
+const MAX_OPEN_STATEMENTS = 1000;
 type QueryEvent = { __knexQueryUid: string; sql?: string; method?: string };
 const queryListeners = new Map<Db, { query: (q: QueryEvent) => void; response: (r: unknown, q: QueryEvent) => void; error: (e: Error, q: QueryEvent) => void }>();
 
@@ -151,6 +152,12 @@ export function traceQueries(db: Db): void {
     query(q: QueryEvent) {
       const statement = q.sql ?? '';
       const operation = (statement.trimStart().split(/\s/, 1)[0] || q.method || 'query').toUpperCase();
+      // A statement that never reports back (a stream) must not hold its span forever.
+      if (open.size >= MAX_OPEN_STATEMENTS) {
+        const [uid, oldest] = open.entries().next().value!;
+        oldest.end();
+        open.delete(uid);
+      }
       open.set(q.__knexQueryUid, tracer.startSpan(`db ${operation}`, { kind: SpanKind.CLIENT, attributes: { 'db.system': 'postgresql', 'db.operation.name': operation, 'db.query.text': statement.slice(0, 2000) } }));
     },
     response(_response: unknown, q: QueryEvent) {

@@ -6,13 +6,14 @@
  *   npm run --silent admin -- member remove --workspace ID --member ID
  *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
  *   npm run --silent admin -- plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
+ *   npm run --silent admin -- migrate [--json]   (also `npm run migrate`)
  * Every command is an operator operation (services/tenancy/operator-operations.ts), invoked through
  * the admin door, in one transaction: a failure leaves nothing half-created.
  */
 import { parseArgs } from 'node:util';
 import { DomainError } from '../core/errors';
 import { loadEncryptionKey } from '../core/config';
-import { createDb, Db } from '../db/connection';
+import { assertSchemaCurrent, createDb, Db, migrateToLatest, SchemaNotCurrentError } from '../db/connection';
 import { randomUUID } from 'node:crypto';
 import { Caller, workerDependencies } from '../services/operations/context';
 import { invoke } from '../services/operations/invoke';
@@ -26,7 +27,8 @@ const USAGE = `Usage:
   admin member add --workspace ID --name NAME [--role owner|admin|member] [--json]
   admin member remove --workspace ID --member ID
   admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
-  admin plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]`;
+  admin plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
+  admin migrate [--json]`;
 
 class UsageError extends Error {}
 
@@ -121,14 +123,22 @@ async function main(): Promise<number> {
   let infra: Awaited<ReturnType<typeof prepareInfrastructure>> | undefined;
   let db: Db | undefined;
   try {
+    const sharedDatabase = Boolean(process.env.DATABASE_URL);
     infra = await prepareInfrastructure({ database: 'weft', temporal: false });
     db = createDb(infra.databaseUrl, { max: 2 });
-    await migrate(db);
+    if (argv[0] === 'migrate') {
+      const applied = await migrateToLatest(db);
+      process.stdout.write(json ? `${JSON.stringify({ applied })}\n` : `${applied.length ? `applied: ${applied.join(', ')}` : 'the schema is current: nothing to apply'}\n`);
+      return 0;
+    }
+    // Like npm start: the local database is migrated on the way; a shared DATABASE_URL must already be current.
+    if (sharedDatabase) await assertSchemaCurrent(db);
+    else await migrate(db);
     const result = await run(db, argv);
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${Object.entries(result as object).map(([k, v]) => `${k}: ${v}`).join('\n')}\n`);
     return 0;
   } catch (error) {
-    const message = error instanceof UsageError || error instanceof DomainError ? error.message : `unexpected error: ${(error as Error).message}`;
+    const message = error instanceof UsageError || error instanceof DomainError || error instanceof SchemaNotCurrentError ? error.message : `unexpected error: ${(error as Error).message}`;
     if ((error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || error instanceof UsageError) process.stderr.write(`admin: ${message}\n${USAGE}\n`);
     else if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) process.stderr.write(`admin: ${(error as Error).message}\n${USAGE}\n`);
     else process.stderr.write(`admin: ${message}\n`);

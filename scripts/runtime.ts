@@ -4,7 +4,7 @@ import type { Connection } from '@temporalio/client';
 import { config } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
-import { createDb, migrateToLatest, Db } from '../db/connection';
+import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns } from '../services/shared/housekeeping';
@@ -36,12 +36,27 @@ export async function migrate(db: Db): Promise<void> {
   if (applied.length) logger.info({ applied }, 'database migrated');
 }
 
+/**
+ * What a starting process does about the schema: `migrate` (npm start on its own local database)
+ * or `require-current` (the default: against a shared DATABASE_URL, migrating is a deployment
+ * step, `npm run migrate`, and a process refuses to serve on an older schema).
+ */
+export type SchemaPolicy = 'migrate' | 'require-current';
+
+async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
+  if (policy === 'migrate') await migrate(db);
+  else await assertSchemaCurrent(db);
+}
+
 /** The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT (metricsPort: 0 picks a free one). */
-export async function startApi(options: { port?: number; host?: string; metricsPort?: number } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
+export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
   const settings = config();
   await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
-  await migrate(db);
+  await prepareSchema(db, options.schema ?? 'require-current').catch(async (error: Error) => {
+    await db.destroy();
+    throw error;
+  });
   const connection = await connectTemporal(settings.temporalAddress);
   const { createApp, answerClientError } = apiModules();
   const keyUsage = new KeyUsageRecorder(db);
@@ -96,10 +111,13 @@ export async function startApi(options: { port?: number; host?: string; metricsP
 }
 
 /** The Temporal worker: runs workflows and activities from the task queue in temporal.yaml. */
-export async function startWorkerProcess(): Promise<RunningService> {
+export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}): Promise<RunningService> {
   const settings = config();
   const db = createDb(settings.databaseUrl);
-  await migrate(db);
+  await prepareSchema(db, options.schema ?? 'require-current').catch(async (error: Error) => {
+    await db.destroy();
+    throw error;
+  });
   await startTracingFromEnvironment('weft-worker');
   // The worker's metrics on WEFT_WORKER_METRICS_PORT, the Temporal SDK's own appended to them.
   const metricsAt = metricsSettings('worker');

@@ -1,7 +1,8 @@
 /**
  * `npm start` (api + worker), `npm run api`, `npm run worker`. Starts PostgreSQL and the Temporal
- * dev server when DATABASE_URL / TEMPORAL_ADDRESS are not set, migrates, serves, and on Ctrl-C or
- * SIGTERM drains and stops everything it started.
+ * dev server when DATABASE_URL / TEMPORAL_ADDRESS are not set, migrates its local database (an
+ * external DATABASE_URL must be current: `npm run migrate`), serves, and on Ctrl-C or SIGTERM drains
+ * and stops everything it started.
  */
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
@@ -13,6 +14,8 @@ async function main(): Promise<void> {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role)) throw new Error(`Unknown role "${role}": use all, api or worker.`);
 
+  // Its own local database is migrated here; a shared DATABASE_URL is migrated by `npm run migrate`.
+  const schema = process.env.DATABASE_URL ? 'require-current' : 'migrate';
   const infra = await prepareInfrastructure({ database: 'weft', temporal: true });
   process.env.DATABASE_URL = infra.databaseUrl;
   process.env.TEMPORAL_ADDRESS = infra.temporalAddress;
@@ -32,9 +35,9 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
 
   try {
-    if (role === 'all' || role === 'worker') services.push(await startWorkerProcess());
+    if (role === 'all' || role === 'worker') services.push(await startWorkerProcess({ schema }));
     if (role === 'all' || role === 'api') {
-      const api = await startApi();
+      const api = await startApi({ schema });
       services.push(api);
       say(`API:  ${api.url}  (docs ${api.url}/docs, readiness ${api.url}/readyz)`);
     }

@@ -1,6 +1,8 @@
 /**
  * `npm test`: the same set-up as `npm start` (local PostgreSQL and Temporal dev server unless
- * DATABASE_URL / TEMPORAL_ADDRESS are set), a fresh `weft_test` database, then mocha.
+ * DATABASE_URL / TEMPORAL_ADDRESS are set), a fresh throwaway database, then mocha. With
+ * DATABASE_URL set the throwaway database is created on that server and dropped afterwards; the
+ * database it names is never migrated or written.
  * Extra arguments go to mocha: `npm test -- --grep "API keys"`. `--suite reliability` runs
  * test/reliability/*.reliability.ts instead (npm run test:reliability).
  */

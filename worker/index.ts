@@ -2,6 +2,7 @@ import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@tem
 import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
 import { logger } from '../core/logger';
+import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
 import { workflowBundlePath } from './workflow-bundle';
 import { temporalTelemetryOptions } from '../observability/temporal-metrics';
 import { workerTracingOptions } from '../observability/tracing';
@@ -34,6 +35,8 @@ export interface WeftWorkerOptions {
   db: Db;
   encryptionKey: Buffer;
   temporalAddress: string;
+  /** How to reach the cluster; by default temporalAddress secured as TEMPORAL_TLS_* / TEMPORAL_API_KEY say. */
+  temporalConnection?: TemporalConnectionOptions;
   namespace: string;
   taskQueue: string;
   /** Where the SDK serves its own Prometheus metrics (the first worker of a process decides). */
@@ -49,7 +52,7 @@ export interface RunningWorker {
 
 export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
   installRuntime(options.temporalMetricsAddress);
-  const connection = await NativeConnection.connect({ address: options.temporalAddress });
+  const connection = await NativeConnection.connect(options.temporalConnection ?? temporalConnectionOptions(options.temporalAddress));
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,

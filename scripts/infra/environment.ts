@@ -1,9 +1,9 @@
-import { temporalSettings } from '../../core/temporal-config';
+import { temporalSecurityConfigured, temporalSettings } from '../../core/temporal-config';
 import { connectTemporal, ensureNamespaceAndSearchAttributes } from '../../core/temporal';
-import { dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
-import { startLocalTemporal } from './temporal-server';
+import { createThrowawayDatabase, dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
+import { startLocalTemporal, temporalLease } from './temporal-server';
 import { say } from './process';
-import { startShared } from './leases';
+import { cloneLease, startShared } from './leases';
 
 export interface Infrastructure {
   databaseUrl: string;
@@ -21,7 +21,10 @@ export interface Infrastructure {
 export async function prepareInfrastructure(options: {
   database: string;
   recreateDatabase?: boolean;
-  /** Drop the database when stopping (a test run's own database). */
+  /**
+   * A throwaway database (a test run's own), dropped when stopping. With DATABASE_URL set it is
+   * created on that server under a unique name, and the named database is left untouched.
+   */
   dropDatabaseOnStop?: boolean;
   temporal: boolean;
 }): Promise<Infrastructure> {
@@ -29,18 +32,28 @@ export async function prepareInfrastructure(options: {
   try {
     let databaseUrl = process.env.DATABASE_URL;
     if (!databaseUrl) {
-      const { server: postgres, release } = await startShared('postgres', startLocalPostgres, (server) => server.stop());
+      const { server: postgres, release } = await startShared(cloneLease('postgres'), startLocalPostgres, (server) => server.stop());
       stops.push(release);
       await ensureDatabase(postgres.urlFor('postgres'), options.database, { recreate: options.recreateDatabase });
       databaseUrl = postgres.urlFor(options.database);
       if (options.dropDatabaseOnStop) stops.push(() => dropDatabase(postgres.urlFor('postgres'), options.database));
+    } else if (options.dropDatabaseOnStop) {
+      const throwaway = await createThrowawayDatabase(databaseUrl, options.database);
+      stops.push(() => throwaway.drop());
+      say(`using database ${throwaway.name} on the DATABASE_URL server (dropped at the end; the named database is not touched)`);
+      databaseUrl = throwaway.url;
     }
 
     let temporalAddress = process.env.TEMPORAL_ADDRESS ?? '';
     let temporalUiUrl: string | undefined;
     if (options.temporal) {
       if (!temporalAddress) {
-        const { server: temporal, release } = await startShared('temporal', startLocalTemporal, (server) => server.stop());
+        if (temporalSecurityConfigured()) {
+          throw new Error('TEMPORAL_TLS_* / TEMPORAL_API_KEY secure the connection to an external cluster: set TEMPORAL_ADDRESS too (the local dev server speaks plaintext).');
+        }
+        // Also leased in the clone's folder, where scripts before the port-keyed leases look, so runs
+        // of both kinds can share one server while a change-over is under way.
+        const { server: temporal, release } = await startShared(temporalLease(), startLocalTemporal, (server) => server.stop(), { alsoLeasedIn: cloneLease('temporal') });
         stops.push(release);
         temporalAddress = temporal.address;
         temporalUiUrl = temporal.uiUrl;

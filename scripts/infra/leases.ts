@@ -1,4 +1,5 @@
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { dataDir } from '../../core/paths';
 
@@ -6,10 +7,28 @@ import { dataDir } from '../../core/paths';
  * Several local processes (npm start, concurrent npm test runs) can share the PostgreSQL cluster
  * and Temporal dev server one of them started. Each holds a lease; the last one out stops a
  * service only when the process that started it is gone, so nobody's server vanishes mid-run.
+ *
+ * A lease folder lives where the thing it guards is shared: the clone's own PostgreSQL cluster
+ * under the clone's data folder; a server on a machine-wide port (the Temporal dev server) under
+ * a folder keyed by that port, so every clone on the machine that uses it holds a lease on it.
  */
-const folder = (service: string) => path.join(dataDir(), 'leases', service);
+export type LeaseFolder = string;
+
+/** Leases on something of this clone's alone (its PostgreSQL cluster). */
+export const cloneLease = (service: string): LeaseFolder => path.join(dataDir(), 'leases', service);
+
+/** Where leases on machine-wide ports live: WEFT_LEASE_DIR, else the user's runtime folder, else the OS temp folder. */
+export function machineLeaseRoot(): string {
+  if (process.env.WEFT_LEASE_DIR) return path.resolve(process.env.WEFT_LEASE_DIR);
+  if (process.env.XDG_RUNTIME_DIR) return path.join(process.env.XDG_RUNTIME_DIR, 'weft-leases');
+  return path.join(os.tmpdir(), `weft-leases-${os.userInfo().uid}`);
+}
+
+/** Leases on a server at a machine-wide address, shared by every clone that uses it. */
+export const portLease = (service: string, host: string, port: number): LeaseFolder => path.join(machineLeaseRoot(), `${service}-${host}-${port}`);
 
 const alive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -18,22 +37,29 @@ const alive = (pid: number): boolean => {
   }
 };
 
-export function acquireLease(service: string, startedHere: boolean): void {
-  mkdirSync(folder(service), { recursive: true });
-  writeFileSync(path.join(folder(service), String(process.pid)), '');
-  if (startedHere) writeFileSync(path.join(folder(service), 'owner'), String(process.pid));
+/** Takes a lease for `holder` (this process unless said otherwise); `startedHere` records it as the server's starter. */
+export function acquireLease(lease: LeaseFolder, startedHere: boolean, holder = process.pid): void {
+  mkdirSync(lease, { recursive: true });
+  writeFileSync(path.join(lease, String(holder)), '');
+  if (startedHere) writeFileSync(path.join(lease, 'owner'), String(holder));
 }
 
-/** Releases this process's lease; true when the caller should stop the service. */
-export function releaseLease(service: string): boolean {
-  const dir = folder(service);
-  rmSync(path.join(dir, String(process.pid)), { force: true });
-  if (!existsSync(dir)) return true;
-  const others = readdirSync(dir).filter((name) => name !== 'owner' && alive(Number(name)));
+/** Releases `holder`'s lease; true when the caller should stop the service. */
+export function releaseLease(lease: LeaseFolder, holder = process.pid): boolean {
+  rmSync(path.join(lease, String(holder)), { force: true });
+  if (!existsSync(lease)) return true;
+  // Lease files are named by pid; the rest (owner, the start lock, a server's pid file) are not leases.
+  // Those of processes that died without releasing (kill -9) are cleared away.
+  const others = readdirSync(lease).filter((name) => {
+    if (!/^\d+$/.test(name)) return false;
+    if (alive(Number(name))) return true;
+    rmSync(path.join(lease, name), { force: true });
+    return false;
+  });
   if (others.length > 0) return false;
-  const ownerFile = path.join(dir, 'owner');
+  const ownerFile = path.join(lease, 'owner');
   const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
-  const ownerGone = owner === process.pid || !alive(owner);
+  const ownerGone = owner === holder || !alive(owner);
   if (ownerGone) rmSync(ownerFile, { force: true });
   return ownerGone;
 }
@@ -44,18 +70,22 @@ export function releaseLease(service: string): boolean {
  * under the same lock, stops the server when this was the last holder and its starter is gone.
  */
 export async function startShared<T extends { startedHere: boolean }>(
-  service: string,
+  lease: LeaseFolder,
   start: () => Promise<T>,
   stop: (server: T) => void | Promise<void>,
+  options: { alsoLeasedIn?: LeaseFolder } = {},
 ): Promise<{ server: T; release: () => Promise<void> }> {
-  const server = await withStartLock(service, async () => {
+  const { alsoLeasedIn } = options;
+  const server = await withStartLock(lease, async () => {
     const started = await start();
-    acquireLease(service, started.startedHere);
+    acquireLease(lease, started.startedHere);
+    if (alsoLeasedIn) acquireLease(alsoLeasedIn, false);
     return started;
   });
   const release = () =>
-    withStartLock(service, async () => {
-      if (releaseLease(service)) await stop(server);
+    withStartLock(lease, async () => {
+      const othersThere = alsoLeasedIn ? !releaseLease(alsoLeasedIn) : false;
+      if (releaseLease(lease) && !othersThere) await stop(server);
     });
   return { server, release };
 }
@@ -64,9 +94,9 @@ export async function startShared<T extends { startedHere: boolean }>(
  * Serialises "is it running? start it" between local processes, so two that begin together do
  * not both start a server on the same port. A lock left by a dead process is taken over.
  */
-export async function withStartLock<T>(service: string, work: () => Promise<T>): Promise<T> {
-  mkdirSync(folder(service), { recursive: true });
-  const lock = path.join(folder(service), 'starting.lock');
+export async function withStartLock<T>(lease: LeaseFolder, work: () => Promise<T>): Promise<T> {
+  mkdirSync(lease, { recursive: true });
+  const lock = path.join(lease, 'starting.lock');
   // Long enough for a first-run Temporal CLI build by the holder.
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
@@ -79,12 +109,17 @@ export async function withStartLock<T>(service: string, work: () => Promise<T>):
       break;
     } catch {
       rmSync(mine, { force: true });
-      const holder = Number(readFileSync(lock, 'utf8'));
+      let holder: number;
+      try {
+        holder = Number(readFileSync(lock, 'utf8'));
+      } catch {
+        continue; // released between our attempt and the read
+      }
       if (!alive(holder)) {
         rmSync(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`Timed out waiting for process ${holder} to finish starting ${service}.`);
+      if (Date.now() > deadline) throw new Error(`Timed out waiting for process ${holder} to finish starting the server leased in ${lease}.`);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

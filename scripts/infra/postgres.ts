@@ -1,5 +1,5 @@
-import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../core/paths';
@@ -59,6 +59,8 @@ function findPostgresBin(): string {
  */
 function clusterDirectory(): { dir: string; outsideClone: boolean } {
   const inClone = path.join(dataDir(), 'postgres');
+  const problem = clusterOwnershipProblem(inClone, isRoot() ? { uid: uid('postgres'), root: true } : { uid: process.getuid!(), root: false });
+  if (problem) throw new Error(problem);
   if (!isRoot()) return { dir: inClone, outsideClone: false };
   mkdirSync(inClone, { recursive: true });
   chownSync(inClone, uid('postgres'), gid('postgres'));
@@ -77,6 +79,39 @@ function clusterDirectory(): { dir: string; outsideClone: boolean } {
 }
 
 const uid = (user: string): number => Number(run('id', ['-u', user]).trim());
+const userName = (id: number): string => {
+  try {
+    return run('id', ['-nu', String(id)]).trim();
+  } catch {
+    return `uid ${id}`;
+  }
+};
+
+/**
+ * Why this run cannot use the clone's cluster folder, or null. A run as root hands the folder to
+ * the `postgres` user (PostgreSQL refuses to run as root); a later run as someone else could
+ * neither start that cluster nor should it quietly initialise a second, empty one elsewhere.
+ * `runsAs.uid` is whom the cluster's files must belong to: postgres for a run as root, the user otherwise.
+ */
+export function clusterOwnershipProblem(dir: string, runsAs: { uid: number; root: boolean }): string | null {
+  const { root } = runsAs;
+  const location = path.join(dir, 'LOCATION');
+  if (!root && existsSync(location) && !existsSync(path.join(dir, 'PG_VERSION'))) {
+    return (
+      `This clone's PostgreSQL cluster was created by a run as root and lives outside the clone (${readFileSync(location, 'utf8').trim()}). ` +
+      `Run as root again (sudo npm start), or remove ${dir} (sudo rm -rf ${dir}) to start a new, empty cluster as ${userName(runsAs.uid)}, or set DATABASE_URL.`
+    );
+  }
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) return null;
+  const owner = statSync(dir).uid;
+  if (owner === runsAs.uid) return null;
+  const me = userName(runsAs.uid);
+  return root
+    ? `The PostgreSQL cluster in ${dir} belongs to ${userName(owner)}, who created it without root; as root Weft runs it as the postgres user. ` +
+        `Run as ${userName(owner)} instead, or hand it over: chown -R postgres:postgres ${dir}.`
+    : `The PostgreSQL cluster in ${dir} belongs to ${userName(owner)} (an earlier run as root handed .data/ to the postgres user), so ${me} cannot start it. ` +
+        `Run as root again (sudo npm start), or take it over with its data: sudo chown -R ${me} ${dir}; or start afresh without it: sudo rm -rf ${dir}. Or set DATABASE_URL.`;
+}
 const gid = (user: string): number => Number(run('id', ['-g', user]).trim());
 
 function isRunning(bin: string, dir: string): boolean {
@@ -169,4 +204,44 @@ export async function dropDatabase(adminUrl: string, database: string): Promise<
   } finally {
     await client.end();
   }
+}
+
+/** The URL of another database on the server `url` names, keeping its user, host and parameters (sslmode…). */
+export function urlForDatabase(url: string, database: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${encodeURIComponent(database)}`;
+  return parsed.toString();
+}
+
+/**
+ * A database of its own for a throwaway run (npm test, a bench) on the server an external
+ * DATABASE_URL names: created beside the named database, which is only used to issue CREATE
+ * DATABASE and never migrated or written. A random suffix keeps runs from other machines apart.
+ */
+export async function createThrowawayDatabase(serverUrl: string, prefix: string): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  const named = decodeURIComponent(new URL(serverUrl).pathname.slice(1)) || '(the default database)';
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } catch (error) {
+    if ((error as { code?: string }).code === '42501') {
+      const role = decodeURIComponent(new URL(serverUrl).username) || 'the DATABASE_URL role';
+      throw new Error(
+        `${role} may not create databases on the DATABASE_URL server, and this run needs a throwaway database of its own ` +
+          `(it never migrates or writes into ${named}). Grant it (ALTER ROLE ${role} CREATEDB), use a role that may, ` +
+          'or unset DATABASE_URL to use the local cluster.',
+        { cause: error },
+      );
+    }
+    throw error;
+  } finally {
+    await client.end();
+  }
+  return {
+    name,
+    url: urlForDatabase(serverUrl, name),
+    drop: () => dropDatabase(serverUrl, name),
+  };
 }

@@ -1,8 +1,9 @@
-import { spawn, ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, ChildProcess } from 'node:child_process';
+import { accessSync, closeSync, constants, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { dataDir, toolsDir } from '../../core/paths';
 import { temporalSettings } from '../../core/temporal-config';
+import { LeaseFolder, portLease } from './leases';
 import { goBinary, portIsOpen, run, say, waitFor } from './process';
 
 export interface LocalTemporal {
@@ -12,9 +13,31 @@ export interface LocalTemporal {
   stop(): Promise<void>;
 }
 
-/** The pinned CLI, built once per machine into the shared tools folder and reused by every clone. */
+/**
+ * A `temporal` on PATH that reports the pinned version (`temporal version 1.5.1 (Server …)`, as
+ * the release binaries do), so a machine that has one installed needs no Go build.
+ */
+export function temporalCliOnPath(cliVersion: string, searchPath = process.env.PATH ?? ''): string | undefined {
+  const wanted = cliVersion.replace(/^v/, '');
+  for (const folder of searchPath.split(path.delimiter).filter(Boolean)) {
+    const candidate = path.join(folder, 'temporal');
+    try {
+      accessSync(candidate, constants.X_OK);
+    } catch {
+      continue;
+    }
+    const result = spawnSync(candidate, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+    const reported = /temporal version v?(\S+)/.exec(`${result.stdout ?? ''}`)?.[1];
+    if (result.status === 0 && reported === wanted) return candidate;
+  }
+  return undefined;
+}
+
+/** The pinned CLI: one on PATH, else built once per machine into the shared tools folder and reused by every clone. */
 function ensureTemporalCli(): string {
   const { cliVersion } = temporalSettings().devServer;
+  const onPath = temporalCliOnPath(cliVersion);
+  if (onPath) return onPath;
   const dir = path.join(toolsDir(), `temporal-cli-${cliVersion}`);
   const binary = path.join(dir, 'temporal');
   if (existsSync(binary)) return binary;
@@ -37,22 +60,48 @@ function ensureTemporalCli(): string {
   return binary;
 }
 
-const pidFile = () => path.join(dataDir(), 'temporal', 'dev-server.pid');
+/** The dev server's port is machine-wide, so its leases (and pid file) are keyed by the port, not the clone. */
+export function temporalLease(): LeaseFolder {
+  const { ip, port } = temporalSettings().devServer;
+  return portLease('temporal', ip, port);
+}
 
-/** Stops a dev server started by another (now finished) Weft process, found through its pid file. */
-async function stopDevServerByPidFile(): Promise<void> {
-  if (!existsSync(pidFile())) return;
+const pidFile = () => path.join(temporalLease(), 'dev-server.pid');
+
+/** The dev server the pid file names, while that process is still one (a stale pid may belong to another program by now). */
+function recordedDevServer(): number | undefined {
+  if (!existsSync(pidFile())) return undefined;
   const pid = Number(readFileSync(pidFile(), 'utf8'));
-  rmSync(pidFile(), { force: true });
-  // A stale pid may belong to another program by now: signal it only if it is still a dev server.
   const commandLine = existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'utf8') : '';
-  if (!commandLine.includes('start-dev')) return;
+  return commandLine.includes('start-dev') ? pid : undefined;
+}
+
+/**
+ * Waits until the recorded dev server has exited. It closes its port before it has closed its
+ * SQLite file, and a successor opening that file meanwhile is left failing every transaction.
+ */
+async function untilRecordedServerGone(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (recordedDevServer() === pid) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return true;
+}
+
+/** Stops a dev server started by another (now finished) Weft process, found through its pid file, and waits for it to exit. */
+async function stopDevServerByPidFile(): Promise<void> {
+  const pid = recordedDevServer();
+  if (pid === undefined) return rmSync(pidFile(), { force: true });
+  say('stopping the Temporal dev server');
   try {
-    say('stopping the Temporal dev server');
     process.kill(pid, 'SIGTERM');
+    if (!(await untilRecordedServerGone(pid, 15_000))) process.kill(pid, 'SIGKILL');
+    await untilRecordedServerGone(pid, 5_000);
   } catch {
     // already gone
   }
+  rmSync(pidFile(), { force: true });
 }
 
 /** Starts `temporal server start-dev` on the temporal.yaml ports unless one is already listening there. */
@@ -67,6 +116,11 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
     return { address, uiUrl, startedHere: false, stop: () => stopDevServerByPidFile() };
   }
 
+  const previous = recordedDevServer();
+  if (previous !== undefined) {
+    say('waiting for the previous Temporal dev server to finish stopping');
+    if (!(await untilRecordedServerGone(previous, 30_000))) throw new Error(`The previous Temporal dev server (pid ${previous}) is still stopping after 30 s; try again when it has exited.`);
+  }
   const binary = ensureTemporalCli();
   const database = path.join(dataDir(), dbFile);
   mkdirSync(path.dirname(database), { recursive: true });
@@ -83,7 +137,12 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
   ];
   say(`starting the Temporal dev server on ${address} (Web UI ${uiUrl})`);
   const out = openSync(logFile, 'a');
-  const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', out, out], detached: false });
+  // Its own process group: Ctrl-C in the terminal reaches Weft, which drains the worker first and
+  // stops the dev server last; and it outlives this process while other clones hold leases on it.
+  const child: ChildProcess = spawn(binary, args, { stdio: ['ignore', out, out], detached: true });
+  closeSync(out);
+  child.unref();
+  mkdirSync(path.dirname(pidFile()), { recursive: true });
   writeFileSync(pidFile(), String(child.pid));
   let exited = false;
   child.once('exit', () => {
@@ -99,14 +158,16 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
     uiUrl,
     startedHere: true,
     async stop() {
+      if (!exited) {
+        say('stopping the Temporal dev server');
+        const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await gone;
+        clearTimeout(timer);
+      }
+      // Removed once it has exited: until then a successor waits for it (see untilRecordedServerGone).
       rmSync(pidFile(), { force: true });
-      if (exited) return;
-      say('stopping the Temporal dev server');
-      const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await gone;
-      clearTimeout(timer);
     },
   };
 }

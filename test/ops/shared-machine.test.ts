@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { spawn, ChildProcess } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { acquireLease, cloneLease, releaseLease } from '../../scripts/infra/leases';
+import { clusterOwnershipProblem } from '../../scripts/infra/postgres';
+import { temporalCliOnPath, temporalLease } from '../../scripts/infra/temporal-server';
+import { run } from '../../scripts/infra/process';
+
+/** Runs `work` with environment variables set, restoring them after. */
+async function withEnv<T>(vars: Record<string, string>, work: () => T | Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, vars);
+  try {
+    return await work();
+  } finally {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+}
+
+describe('Scripts that share a machine', function () {
+  let scratch: string;
+  const sleepers: ChildProcess[] = [];
+  /** A live process standing in for a Weft process of some clone (a lease holder is a pid). */
+  const anotherProcess = (): number => {
+    const child = spawn('sleep', ['600'], { stdio: 'ignore' });
+    sleepers.push(child);
+    return child.pid!;
+  };
+  const exit = async (pid: number) => {
+    const child = sleepers.find((candidate) => candidate.pid === pid)!;
+    const gone = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await gone;
+  };
+
+  beforeEach(() => {
+    scratch = mkdtempSync(path.join(os.tmpdir(), 'weft-shared-machine-'));
+  });
+  afterEach(() => {
+    for (const child of sleepers.splice(0)) child.kill('SIGKILL');
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  describe('Temporal dev server leases', () => {
+    it('follow the port: two clones get the same lease folder for it, and different ones for their own clusters', async () => {
+      const leaseRoot = path.join(scratch, 'leases');
+      const inClone = (clone: string) =>
+        withEnv({ WEFT_DATA_DIR: path.join(scratch, clone, '.data'), WEFT_LEASE_DIR: leaseRoot }, () => ({ temporal: temporalLease(), postgres: cloneLease('postgres') }));
+      const [first, second] = [await inClone('clone-a'), await inClone('clone-b')];
+      assert.equal(first.temporal, second.temporal, 'one Temporal port, one lease folder');
+      assert.ok(first.temporal.startsWith(leaseRoot), first.temporal);
+      assert.match(first.temporal, /temporal-127\.0\.0\.1-7233$/);
+      assert.notEqual(first.postgres, second.postgres, 'each clone leases its own cluster');
+    });
+
+    it("keep a server that a second clone reuses running when the first clone's process exits, and stop it after the last one", async () => {
+      const lease = path.join(scratch, 'leases', 'temporal-127.0.0.1-7233');
+      const firstClone = anotherProcess();
+      const secondClone = anotherProcess();
+      acquireLease(lease, true, firstClone); // started the server
+      acquireLease(lease, false, secondClone); // reused it
+      await exit(firstClone);
+      assert.equal(releaseLease(lease, firstClone), false, 'the second clone still holds a lease: the server stays');
+      assert.equal(releaseLease(lease, secondClone), true, 'the last holder, its starter gone, stops it');
+    });
+
+    it('leave a server its starter still runs to the starter, and let the starter stop it when it is last', () => {
+      const lease = path.join(scratch, 'leases', 'temporal-127.0.0.1-7233');
+      const starter = anotherProcess();
+      const visitor = anotherProcess();
+      acquireLease(lease, true, starter);
+      acquireLease(lease, false, visitor);
+      assert.equal(releaseLease(lease, visitor), false, 'the starter is alive and stops it itself');
+      assert.equal(releaseLease(lease, starter), true);
+    });
+
+    it('ignore lease files of processes that are gone (a crashed run)', async () => {
+      const lease = path.join(scratch, 'leases', 'temporal-127.0.0.1-7233');
+      const crashed = anotherProcess();
+      acquireLease(lease, false, crashed);
+      await exit(crashed);
+      acquireLease(lease, true);
+      writeFileSync(path.join(lease, 'dev-server.pid'), '12345');
+      assert.equal(releaseLease(lease), true);
+    });
+  });
+
+  describe('a temporal CLI on PATH', () => {
+    const fakeCli = (folder: string, output: string, executable = true) => {
+      mkdirSync(path.join(scratch, folder), { recursive: true });
+      const file = path.join(scratch, folder, 'temporal');
+      writeFileSync(file, `#!/bin/sh\n[ "$1" = "--version" ] && echo "${output}"\n`);
+      chmodSync(file, executable ? 0o755 : 0o644);
+      return path.join(scratch, folder);
+    };
+
+    it('is used when it reports the pinned version, so no Go build is needed', () => {
+      const folder = fakeCli('bin', 'temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)');
+      assert.equal(temporalCliOnPath('v1.5.1', `/nonexistent${path.delimiter}${folder}`), path.join(folder, 'temporal'));
+    });
+
+    it('is passed over for another version, a development build or a file that is not executable', () => {
+      const other = fakeCli('other', 'temporal version 1.4.0 (Server 1.28.0, UI 2.40.0)');
+      const dev = fakeCli('dev', 'temporal version 0.0.0-DEV (Server 1.29.1, UI 2.42.1)');
+      const plain = fakeCli('plain', 'temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)', false);
+      assert.equal(temporalCliOnPath('v1.5.1', [other, dev, plain].join(path.delimiter)), undefined);
+      const right = fakeCli('right', 'temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)');
+      assert.equal(temporalCliOnPath('v1.5.1', [other, right].join(path.delimiter)), path.join(right, 'temporal'), 'the first one of the pinned version');
+    });
+  });
+
+  describe('a PostgreSQL cluster folder created by another user', () => {
+    const isRoot = process.getuid?.() === 0;
+    const uidOf = (user: string) => Number(run('id', ['-u', user]).trim());
+    const cluster = (owner: number) => {
+      const dir = path.join(scratch, '.data', 'postgres');
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'PG_VERSION'), '15\n');
+      chownSync(dir, owner, owner);
+      return dir;
+    };
+
+    before(function () {
+      if (!isRoot) this.skip(); // handing folders to other users needs root
+    });
+
+    it('is reported to a later run as another user, with what to do', () => {
+      const nobody = uidOf('nobody');
+      const dir = cluster(uidOf('postgres'));
+      const problem = clusterOwnershipProblem(dir, { uid: nobody, root: false });
+      assert.ok(problem, 'a problem is reported');
+      assert.match(problem, /belongs to postgres \(an earlier run as root/);
+      assert.match(problem, new RegExp(`sudo chown -R nobody ${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      assert.match(problem, /sudo npm start/);
+      assert.equal(clusterOwnershipProblem(dir, { uid: uidOf('postgres'), root: true }), null, 'root runs it as postgres: fine');
+    });
+
+    it('is reported to a run as root when a user created it, and a cluster outside the clone is reported to a user', () => {
+      const nobody = uidOf('nobody');
+      const dir = cluster(nobody);
+      assert.match(clusterOwnershipProblem(dir, { uid: uidOf('postgres'), root: true }) ?? '', /belongs to nobody, who created it without root.*Run as nobody instead/);
+      assert.equal(clusterOwnershipProblem(dir, { uid: nobody, root: false }), null, 'its creator may run it');
+
+      rmSync(path.join(dir, 'PG_VERSION'));
+      writeFileSync(path.join(dir, 'LOCATION'), 'The cluster lives in /var/lib/postgresql/weft-clusters/abc (the postgres user cannot reach this folder).\n');
+      assert.match(clusterOwnershipProblem(dir, { uid: nobody, root: false }) ?? '', /created by a run as root and lives outside the clone .*weft-clusters\/abc.*Run as root again/);
+      assert.equal(clusterOwnershipProblem(path.join(scratch, 'fresh'), { uid: nobody, root: false }), null, 'a fresh clone has nothing to report');
+    });
+  });
+});

@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+import { randomUUID } from 'node:crypto';
+import { Connection } from '@temporalio/client';
+import { connectTemporal, createTemporalClient } from '../../core/temporal';
+import { temporalConnectionOptions, temporalSettings } from '../../core/temporal-config';
+import { startWorker } from '../../worker';
+import { env } from '../support/environment';
+
+/**
+ * Weft against a Temporal cluster secured with mTLS. The dev server speaks only plaintext, so the
+ * test puts a TLS front on its own port before it, as a production cluster's frontend or a load
+ * balancer would: a throwaway CA, a server certificate for "temporal.test" and a client
+ * certificate, made by openssl; the front requires a client certificate signed by that CA.
+ */
+
+function makeCertificates(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey' | 'strangerCert' | 'strangerKey', string> {
+  const file = (name: string) => path.join(dir, name);
+  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=Weft test CA', '-keyout', file('ca.key'), '-out', file('ca.pem'));
+  const issue = (name: string, subject: string, extensions: string, ca = 'ca') => {
+    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', file(`${name}.key`), '-out', file(`${name}.csr`));
+    writeFileSync(file(`${name}.ext`), extensions);
+    openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', file(`${ca}.pem`), '-CAkey', file(`${ca}.key`), '-CAcreateserial', '-days', '1', '-extfile', file(`${name}.ext`), '-out', file(`${name}.pem`));
+  };
+  issue('server', '/CN=temporal.test', 'subjectAltName=DNS:temporal.test\nextendedKeyUsage=serverAuth\n');
+  issue('client', '/CN=weft-worker', 'extendedKeyUsage=clientAuth\n');
+  // A client certificate from another CA: well-formed, but not one the cluster trusts.
+  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=Stranger CA', '-keyout', file('stranger-ca.key'), '-out', file('stranger-ca.pem'));
+  issue('stranger', '/CN=stranger', 'extendedKeyUsage=clientAuth\n', 'stranger-ca');
+  return {
+    ca: file('ca.pem'),
+    serverCert: file('server.pem'),
+    serverKey: file('server.key'),
+    clientCert: file('client.pem'),
+    clientKey: file('client.key'),
+    strangerCert: file('stranger.pem'),
+    strangerKey: file('stranger.key'),
+  };
+}
+
+/** Terminates mTLS (HTTP/2 over TLS, as gRPC needs) and passes the bytes on to the plaintext dev server. */
+async function startTlsFront(upstream: string, certs: ReturnType<typeof makeCertificates>): Promise<{ address: string; accepted: () => number; close(): Promise<void> }> {
+  const [host, port] = [upstream.slice(0, upstream.lastIndexOf(':')), Number(upstream.slice(upstream.lastIndexOf(':') + 1))];
+  let accepted = 0;
+  const sockets = new Set<net.Socket>();
+  const server = tls.createServer(
+    {
+      key: readFileSync(certs.serverKey),
+      cert: readFileSync(certs.serverCert),
+      ca: readFileSync(certs.ca),
+      requestCert: true,
+      rejectUnauthorized: true,
+      ALPNProtocols: ['h2'],
+    },
+    (client) => {
+      accepted++;
+      const backend = net.connect({ host, port });
+      for (const socket of [client, backend]) {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+        socket.on('error', () => undefined);
+      }
+      client.pipe(backend).pipe(client);
+      client.once('close', () => backend.destroy());
+      backend.once('close', () => client.destroy());
+    },
+  );
+  server.on('tlsClientError', () => undefined);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port: frontPort } = server.address() as net.AddressInfo;
+  return {
+    address: `127.0.0.1:${frontPort}`,
+    accepted: () => accepted,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('A Temporal cluster secured with mTLS', function () {
+  this.timeout(120_000);
+  let dir: string;
+  let certs: ReturnType<typeof makeCertificates>;
+  let front: Awaited<ReturnType<typeof startTlsFront>>;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'weft-temporal-tls-'));
+    certs = makeCertificates(dir);
+    front = await startTlsFront(process.env.TEMPORAL_ADDRESS!, certs);
+  });
+
+  after(async () => {
+    await front?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const secured = (overrides: Record<string, string> = {}) =>
+    temporalConnectionOptions(front.address, {
+      TEMPORAL_TLS_CA_PATH: certs.ca,
+      TEMPORAL_TLS_CERT_PATH: certs.clientCert,
+      TEMPORAL_TLS_KEY_PATH: certs.clientKey,
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.test',
+      ...overrides,
+    });
+
+  it('runs a workflow with a client and a worker that connect through the TEMPORAL_TLS_* settings', async () => {
+    const taskQueue = `tls-${randomUUID()}`;
+    const worker = await startWorker({ db: env().db, encryptionKey: env().encryptionKey, temporalAddress: front.address, temporalConnection: secured(), namespace: temporalSettings().namespace, taskQueue });
+    let connection: Connection | undefined;
+    try {
+      connection = await connectTemporal(secured());
+      const handle = await createTemporalClient(connection).workflow.start('systemCheckWorkflow', { taskQueue, workflowId: `tls-check-${randomUUID()}` });
+      const result = (await handle.result()) as { databaseTime: string };
+      assert.ok(Date.parse(result.databaseTime), 'the worker behind mTLS ran the workflow and its database activity');
+    } finally {
+      await connection?.close();
+      await worker.shutdown();
+    }
+    assert.ok(front.accepted() >= 2, 'client and worker both came through the TLS front');
+  });
+
+  it('cannot connect in plaintext, without a client certificate, with an untrusted one, or with the wrong server name', async () => {
+    const attempts: Array<[string, ReturnType<typeof temporalConnectionOptions>]> = [
+      ['plaintext', temporalConnectionOptions(front.address, {})],
+      ['no client certificate', temporalConnectionOptions(front.address, { TEMPORAL_TLS_CA_PATH: certs.ca, TEMPORAL_TLS_SERVER_NAME: 'temporal.test' })],
+      ['untrusted client certificate', secured({ TEMPORAL_TLS_CERT_PATH: certs.strangerCert, TEMPORAL_TLS_KEY_PATH: certs.strangerKey })],
+      ['server name not on the certificate', secured({ TEMPORAL_TLS_SERVER_NAME: 'elsewhere.test' })],
+      ['server CA not trusted', secured({ TEMPORAL_TLS_CA_PATH: '' })],
+    ];
+    for (const [what, options] of attempts) {
+      // Connection.connect itself, with a short timeout: each failure would otherwise retry for 10 s.
+      const failure = await Connection.connect({ ...options, connectTimeout: '2s' }).then(
+        async (connection) => {
+          // A lazy connection only fails on its first call.
+          try {
+            await connection.workflowService.getSystemInfo({});
+            return null;
+          } catch (error) {
+            return error as Error;
+          } finally {
+            await connection.close();
+          }
+        },
+        (error: Error) => error,
+      );
+      assert.ok(failure, `${what}: the connection should fail`);
+    }
+  });
+
+  it('refuses half a client certificate pair and unreadable files with a message that names the setting', () => {
+    assert.throws(() => temporalConnectionOptions('x:1', { TEMPORAL_TLS_CERT_PATH: certs.clientCert }), /TEMPORAL_TLS_CERT_PATH and TEMPORAL_TLS_KEY_PATH .*set both or neither \(only the certificate is set\)/);
+    assert.throws(() => temporalConnectionOptions('x:1', { TEMPORAL_TLS_KEY_PATH: certs.clientKey }), /only the key is set/);
+    assert.throws(() => temporalConnectionOptions('x:1', { TEMPORAL_TLS_CA_PATH: path.join(dir, 'missing.pem') }), /TEMPORAL_TLS_CA_PATH names .*missing\.pem, which cannot be read: ENOENT/);
+    assert.throws(() => temporalConnectionOptions('x:1', { TEMPORAL_TLS: 'maybe' }), /TEMPORAL_TLS must be true or false/);
+    assert.throws(() => temporalConnectionOptions('x:1', { TEMPORAL_TLS: 'false', TEMPORAL_TLS_CA_PATH: certs.ca }), /contradicts/);
+  });
+
+  it('passes an API key, with TLS on by default as Temporal Cloud expects, and TEMPORAL_TLS=true alone trusts the system CAs', () => {
+    assert.deepEqual(temporalConnectionOptions('x:1', { TEMPORAL_API_KEY: ' secret ' }), { address: 'x:1', apiKey: 'secret' });
+    assert.deepEqual(temporalConnectionOptions('x:1', { TEMPORAL_TLS: 'true' }), { address: 'x:1', tls: true });
+    assert.deepEqual(temporalConnectionOptions('x:1', {}), { address: 'x:1' });
+    const options = secured();
+    assert.equal(typeof options.tls, 'object');
+    const tlsConfig = options.tls as { serverNameOverride?: string; clientCertPair?: { crt: Uint8Array }; serverRootCACertificate?: Uint8Array };
+    assert.equal(tlsConfig.serverNameOverride, 'temporal.test');
+    assert.deepEqual(Buffer.from(tlsConfig.clientCertPair!.crt), readFileSync(certs.clientCert));
+    assert.deepEqual(Buffer.from(tlsConfig.serverRootCACertificate!), readFileSync(certs.ca));
+  });
+});
