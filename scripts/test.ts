@@ -4,7 +4,8 @@
  * DATABASE_URL set the throwaway database is created on that server and dropped afterwards; the
  * database it names is never migrated or written.
  * Extra arguments go to mocha: `npm test -- --grep "API keys"`. `--suite reliability` runs
- * test/reliability/*.reliability.ts instead (npm run test:reliability).
+ * test/reliability/*.reliability.ts instead (npm run test:reliability), `--suite histories`
+ * test/workflows/recording/*.record.ts (npm run record-histories).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
@@ -41,12 +42,13 @@ async function main(): Promise<number> {
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
   try {
     const args = process.argv.slice(2);
-    // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability).
+    // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability);
+    // `--suite histories` records workflow histories for the replay test (npm run record-histories).
     const suiteFlag = args.indexOf('--suite');
     const suite = suiteFlag >= 0 ? args.splice(suiteFlag, 2)[1] : 'unit';
-    const pattern = suite === 'reliability' ? 'test/reliability/**/*.reliability.ts' : 'test/**/*.test.ts';
+    const pattern = suite === 'reliability' ? 'test/reliability/**/*.reliability.ts' : suite === 'histories' ? 'test/workflows/recording/*.record.ts' : 'test/**/*.test.ts';
     // Named test files replace the default set (mocha would otherwise add them to it).
-    const specs = args.some((arg) => /\.(test|reliability)\.ts$/.test(arg)) ? [] : [pattern];
+    const specs = args.some((arg) => /\.(test|reliability|record)\.ts$/.test(arg)) ? [] : [pattern];
     const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...specs, ...args], {
       cwd: projectRoot,
       stdio: 'inherit',

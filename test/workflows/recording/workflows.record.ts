@@ -6,26 +6,18 @@ import { startStripeMock } from '../../../scripts/infra/stripe-mock';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newKey } from '../../support/fixtures';
 import { activeQueryJob, bind, customerOntology, ontologyTenant, seededTable } from '../../support/ontology';
-import { createPipeline, EventsApi, eventsSource, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
+import { waitForRun } from '../../support/pipelines';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../../support/source-writes';
-import { recording, save } from './save-history';
+import { recording, save, usePipelines } from './save-history';
 
 describe('Recording the other workflows\' histories', function () {
   this.timeout(180_000);
-  let api: EventsApi;
-  let t: PipelineTenant;
-  before(async () => {
-    api = await new EventsApi().start();
-    api.records = EventsApi.events(60);
-    t = await pipelineTenant(api.baseUrl);
-  });
-  after(() => api.close());
+  const fixture = usePipelines();
 
   recording('scheduled-launch', async () => {
     const { db, temporal: client, encryptionKey } = env();
-    const source = await eventsSource(t, api);
-    const destination = await tableDestination(t, 'recorded_scheduled', ['id']);
-    const pipelineId = (await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }))).id;
+    const { t } = fixture;
+    const pipelineId = await fixture.pipeline('recorded_scheduled');
     const principal = await principalOfKey(db, t.ws.workspaceId, await keyIdOf(t.key));
     const project = (await Project.query(db).findById(t.projectId))!;
     const ctx = { db, deps: { db, temporal: client, encryptionKey }, principal, project, door: 'mcp' as const, requestId: 'record-histories' };
