@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
 import { activeTracer, startTracing, stopTracing, tracingConfigured, workerTracingOptions } from '../../observability/tracing';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { env } from '../support/environment';
+import { freePort, startScript } from '../support/processes';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
 /*
@@ -94,5 +97,39 @@ describe('OpenTelemetry traces', function () {
     exporter.reset();
     assert.equal((await t.client.get(`/api/v1/projects/${t.projectId}/pipelines`)).status, 200);
     assert.deepEqual(exporter.getFinishedSpans().map((s) => s.name), []);
+  });
+
+  it('exports over OTLP/HTTP from an API process started with OTEL_EXPORTER_OTLP_ENDPOINT', async () => {
+    // A real HTTP collector: it keeps what the exporter posts to /v1/traces.
+    const posted: string[] = [];
+    const collector = http.createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk) => (text += chunk)).on('end', () => {
+        if (req.url === '/v1/traces') posted.push(text);
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const port = await freePort();
+    const api = await startScript('scripts/start.ts', ['api'], {
+      PORT: String(port),
+      WEFT_METRICS_PORT: 'off',
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      LOG_LEVEL: 'info',
+    }, /API:\s+http/);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/projects/${t.projectId}/pipelines`, { headers: { Authorization: `Bearer ${t.key}` } });
+      assert.equal(res.status, 200);
+      const deadline = Date.now() + 30_000;
+      while (!posted.some((body) => body.includes('GET /api/v1/projects/:project_id/pipelines')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      const exported = posted.join('\n');
+      assert.ok(exported.includes('GET /api/v1/projects/:project_id/pipelines'), `no request span exported: ${exported.slice(0, 500)}`);
+      assert.ok(exported.includes('weft-api'), 'the service name');
+      assert.ok(exported.includes('postgresql'), 'the request\'s SQL spans');
+    } finally {
+      await api.stop();
+      collector.close();
+    }
   });
 });
