@@ -43,9 +43,15 @@ export async function migrate(db: Db): Promise<void> {
  */
 export type SchemaPolicy = 'migrate' | 'require-current';
 
+/** Migrates or checks as `policy` says; on failure the pool is closed, so the refusing process can exit. */
 async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
-  if (policy === 'migrate') await migrate(db);
-  else await assertSchemaCurrent(db);
+  try {
+    if (policy === 'migrate') await migrate(db);
+    else await assertSchemaCurrent(db);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
 }
 
 /** The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT (metricsPort: 0 picks a free one). */
@@ -53,10 +59,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const settings = config();
   await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
-  await prepareSchema(db, options.schema ?? 'require-current').catch(async (error: Error) => {
-    await db.destroy();
-    throw error;
-  });
+  await prepareSchema(db, options.schema ?? 'require-current');
   const connection = await connectTemporal(settings.temporalAddress);
   const { createApp, answerClientError } = apiModules();
   const keyUsage = new KeyUsageRecorder(db);
@@ -114,10 +117,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
 export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}): Promise<RunningService> {
   const settings = config();
   const db = createDb(settings.databaseUrl);
-  await prepareSchema(db, options.schema ?? 'require-current').catch(async (error: Error) => {
-    await db.destroy();
-    throw error;
-  });
+  await prepareSchema(db, options.schema ?? 'require-current');
   await startTracingFromEnvironment('weft-worker');
   // The worker's metrics on WEFT_WORKER_METRICS_PORT, the Temporal SDK's own appended to them.
   const metricsAt = metricsSettings('worker');
