@@ -6,6 +6,7 @@ import type { ServiceDependencies } from '../services/operations/context';
 import { claimRunTurn, endRun, ExtractProgress } from '../services/pipelines/run-execution';
 import { recordScheduledRun } from '../services/pipelines/pipeline-schedules';
 import { commitRunAsItsLauncher, extractAsItsLauncher } from '../services/pipelines/run-commit';
+import { runWorkflowInput } from '../services/pipelines/runs';
 
 export function createPipelineRunActivities(deps: ServiceDependencies) {
   return {
@@ -47,7 +48,11 @@ export function createPipelineRunActivities(deps: ServiceDependencies) {
 
     endRun: ({ runId, status, error }: { runId: string; status: 'failed' | 'canceled'; error: RunErrorEvidence | null }) => asActivity(() => endRun(deps.db, runId, status, error)),
 
-    createScheduledRun: ({ scheduleId }: { scheduleId: string }) => asActivity(() => recordScheduledRun(deps, scheduleId)),
+    /** Records a scheduled run; `input` is its workflow's input, with the settings a launch reads (see runWorkflowInput). */
+    createScheduledRun: ({ scheduleId }: { scheduleId: string }) => asActivity(async () => {
+      const launch = await recordScheduledRun(deps, scheduleId);
+      return launch && { ...launch, input: runWorkflowInput(launch.runId) };
+    }),
   };
 }
 

@@ -122,7 +122,8 @@ export async function scheduledLaunchWorkflow({ scheduleId }: ScheduledLaunchInp
   if (!launch) return null;
   await startChild(pipelineRunWorkflow, {
     workflowId: runWorkflowId(launch.runId),
-    args: [{ runId: launch.runId }],
+    // Launches recorded before the activity returned the input carry none.
+    args: [launch.input ?? { runId: launch.runId }],
     parentClosePolicy: ParentClosePolicy.ABANDON,
     typedSearchAttributes: runSearchAttributes(launch),
   });

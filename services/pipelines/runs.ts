@@ -177,7 +177,7 @@ export async function launchRun(ctx: OperationContext, pipelineId: string, proje
 }
 
 /** Settings of a run's workflow that operators (and tests) may change: WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS. */
-function runWorkflowInput(runId: string): PipelineRunInput {
+export function runWorkflowInput(runId: string): PipelineRunInput {
   const heartbeatTimeoutMs = Number(process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS);
   return { runId, ...(Number.isInteger(heartbeatTimeoutMs) && heartbeatTimeoutMs > 0 ? { extractHeartbeatTimeoutMs: heartbeatTimeoutMs } : {}) };
 }
