@@ -5,9 +5,9 @@ import { logger } from '../core/logger';
 import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
 import { workflowBundlePath } from './workflow-bundle';
 import { temporalTelemetryOptions } from '../observability/temporal-metrics';
-import { workerTracingOptions } from '../observability/tracing';
+import { activeTracer, workerTracingOptions } from '../observability/tracing';
 
-let bundle: Promise<{ codePath: string }> | undefined;
+const bundles = new Map<boolean, Promise<{ codePath: string }>>();
 let runtimeInstalled = false;
 
 /**
@@ -21,13 +21,16 @@ function installRuntime(temporalMetricsAddress?: string): void {
   Runtime.install({ logger: new DefaultLogger(level), ...(temporalMetricsAddress ? { telemetryOptions: temporalTelemetryOptions(temporalMetricsAddress) } : {}) });
 }
 
-/** Finds (or builds) the workflow bundle once per process: every worker started in it reuses it. */
-function workflowBundle(): Promise<{ codePath: string }> {
-  bundle ??= workflowBundlePath().then(({ codePath, built }) => {
+/** Finds (or builds) the workflow bundle once per process and variant (traced or not): every worker started in it reuses it. */
+function workflowBundle(traced: boolean): Promise<{ codePath: string }> {
+  let bundle = bundles.get(traced);
+  if (bundle) return bundle;
+  bundle = workflowBundlePath(undefined, traced).then(({ codePath, built }) => {
     logger.info({ codePath, built }, built ? 'workflow bundle built' : 'workflow bundle reused');
     return { codePath };
   });
-  bundle.catch(() => (bundle = undefined));
+  bundles.set(traced, bundle);
+  bundle.catch(() => bundles.delete(traced));
   return bundle;
 }
 
@@ -57,7 +60,7 @@ export async function startWorker(options: WeftWorkerOptions): Promise<RunningWo
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
-    workflowBundle: await workflowBundle(),
+    workflowBundle: await workflowBundle(activeTracer() !== undefined),
     activities: createActivities({ db: options.db, encryptionKey: options.encryptionKey }),
     shutdownGraceTime: '30s',
     ...workerTracingOptions(),

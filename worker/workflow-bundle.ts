@@ -11,7 +11,10 @@ import path from 'node:path';
 import { dataDir, projectRoot } from '../core/paths';
 
 const WORKFLOWS = path.join(projectRoot, 'workflows', 'index.ts');
-/** Traces a workflow that a tracing client started (observability/tracing.ts). */
+/**
+ * Traces a workflow that a tracing client started (observability/tracing.ts). Only in the bundle of
+ * workers that trace: its OpenTelemetry SDK doubles the bundle, which each workflow thread holds.
+ */
 const WORKFLOW_INTERCEPTORS = path.join(projectRoot, 'observability', 'workflow-interceptors.ts');
 const LOCKFILE = 'package-lock.json';
 const BUNDLER = path.relative(projectRoot, __filename);
@@ -23,8 +26,8 @@ interface Manifest {
   inputs: Record<string, string>;
 }
 
-export function workflowBundleDir(): string {
-  return path.join(dataDir(), 'workflow-bundle');
+export function workflowBundleDir(traced = false): string {
+  return path.join(dataDir(), 'workflow-bundle', ...(traced ? ['traced'] : []));
 }
 
 const sha256 = (content: Buffer | string) => createHash('sha256').update(content).digest('hex');
@@ -58,13 +61,13 @@ function writeAtomically(file: string, content: string): void {
   renameSync(temporary, file);
 }
 
-/** Bundles the workflows in this process and keeps the bundle in `dir`: run by the child process. */
-export async function buildWorkflowBundle(dir: string): Promise<string> {
+/** Bundles the workflows (`traced`: with the tracing interceptors) in this process and keeps the bundle in `dir`: run by the child process. */
+export async function buildWorkflowBundle(dir: string, traced = false): Promise<string> {
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   let read: string[] = [];
   const { code } = await bundleWorkflowCode({
     workflowsPath: WORKFLOWS,
-    workflowInterceptorModules: [WORKFLOW_INTERCEPTORS],
+    workflowInterceptorModules: traced ? [WORKFLOW_INTERCEPTORS] : [],
     logger: { trace() {}, debug() {}, info() {}, log() {}, warn: (m) => console.error(m), error: (m) => console.error(m) },
     // The files webpack read are the bundle's inputs: a change to any of them rebuilds it.
     webpackConfigHook: (config) => ({
@@ -95,9 +98,9 @@ export async function buildWorkflowBundle(dir: string): Promise<string> {
   return path.join(dir, name);
 }
 
-function buildInChildProcess(dir: string): Promise<void> {
+function buildInChildProcess(dir: string, traced: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', __filename, dir], { cwd: projectRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', __filename, dir, ...(traced ? ['traced'] : [])], { cwd: projectRoot, stdio: ['ignore', 'ignore', 'pipe'] });
     let errors = '';
     child.stderr.on('data', (chunk: Buffer) => void (errors += chunk.toString()));
     child.on('error', reject);
@@ -106,17 +109,18 @@ function buildInChildProcess(dir: string): Promise<void> {
 }
 
 /** The path of a current workflow bundle, built first (in a child process) when there is none. */
-export async function workflowBundlePath(dir = workflowBundleDir()): Promise<{ codePath: string; built: boolean }> {
+export async function workflowBundlePath(dir?: string, traced = false): Promise<{ codePath: string; built: boolean }> {
+  dir ??= workflowBundleDir(traced);
   const kept = current(dir);
   if (kept) return { codePath: kept, built: false };
-  await buildInChildProcess(dir);
+  await buildInChildProcess(dir, traced);
   const codePath = current(dir);
   if (!codePath) throw new Error(`bundling the workflows left no current bundle in ${dir}`);
   return { codePath, built: true };
 }
 
 if (require.main === module) {
-  buildWorkflowBundle(process.argv[2] ?? workflowBundleDir()).catch((error: Error) => {
+  buildWorkflowBundle(process.argv[2] ?? workflowBundleDir(), process.argv[3] === 'traced').catch((error: Error) => {
     console.error(error.stack ?? error.message);
     process.exit(1);
   });

@@ -4,6 +4,11 @@ import { SpanKind } from '@opentelemetry/api';
 import { activeTracer, startTracing, stopTracing, tracingConfigured, workerTracingOptions } from '../../observability/tracing';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
+import { workflowBundlePath } from '../../worker/workflow-bundle';
 import { env } from '../support/environment';
 import { freePort, startScript } from '../support/processes';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
@@ -20,6 +25,7 @@ describe('OpenTelemetry traces', function () {
   let events: EventsApi;
   let t: PipelineTenant;
   let pipelineId: string;
+  let tracedWorkflowId: string;
 
   before(async () => {
     events = await new EventsApi().start();
@@ -53,6 +59,7 @@ describe('OpenTelemetry traces', function () {
   it('follows a launch from the HTTP request through the workflow to the commit activity, its SQL and its remote reads, in one trace', async () => {
     const run = await waitForRun(t, (await launch(t, pipelineId)).id);
     assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+    tracedWorkflowId = run.workflow.workflowId;
 
     const isLaunch = (s: ReadableSpan) => s.kind === SpanKind.SERVER && /^POST \/api\/v1\/projects\/:[A-Za-z_]+\/pipelines\/:[A-Za-z_]+\/execute$/.test(s.name);
     // The workflow's own spans leave its sandbox after its activations, so they may come last.
@@ -84,6 +91,24 @@ describe('OpenTelemetry traces', function () {
     assert.ok(reads.every((s) => inTrace.find((p) => p.spanContext().spanId === s.parentSpanId)?.name === 'RunActivity:extractSource'));
     assert.ok(reads.length >= 1, `a span per remote read; the trace: ${inTrace.map((s) => s.name).join(', ')}`);
     assert.ok(reads.every((s) => s.attributes['weft.capability'] === 'http_dataset'));
+  });
+
+  it('keeps workflows deterministic with tracing turned on or off: a traced run replays on either bundle, and recorded histories on the traced one', async () => {
+    const [plain, traced] = await Promise.all([workflowBundlePath(undefined, false), workflowBundlePath(undefined, true)]);
+    assert.notEqual(plain.codePath, traced.codePath);
+    const history = await env().temporal.workflow.getHandle(tracedWorkflowId).fetchHistory();
+    const started = history.events![0].workflowExecutionStartedEventAttributes!;
+    assert.ok(started.header?.fields?.['_tracer-data'], 'the traced run carries the trace context in its start');
+    for (const bundle of [plain, traced]) await Worker.runReplayHistory({ workflowBundle: { codePath: bundle.codePath } }, history, tracedWorkflowId);
+    const folder = path.join(__dirname, '..', 'data', 'workflow-histories');
+    const recorded = readdirSync(folder).filter((file) => file.endsWith('.binpb'))
+      .map((file) => ({ workflowId: file, history: temporal.api.history.v1.History.decode(readFileSync(path.join(folder, file))) }));
+    assert.ok(recorded.length > 0);
+    const failures: string[] = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath: traced.codePath } }, recorded)) {
+      if (result.error) failures.push(`${result.workflowId}: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
+    }
+    assert.deepEqual(failures, []);
   });
 
   it('is on only with an OTLP endpoint, and off records nothing and installs no worker interceptor', async () => {
