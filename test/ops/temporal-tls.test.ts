@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { Connection } from '@temporalio/client';
 import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalConnectionOptions, temporalSettings } from '../../core/temporal-config';
+import { NativeConnection } from '@temporalio/worker';
 import { startWorker } from '../../worker';
 import { env } from '../support/environment';
 
@@ -151,6 +153,34 @@ describe('A Temporal cluster secured with mTLS', function () {
         (error: Error) => error,
       );
       assert.ok(failure, `${what}: the connection should fail`);
+    }
+  });
+
+  it('sends TEMPORAL_API_KEY as a bearer token over TLS, from the client and from the worker', async () => {
+    // A TLS gRPC endpoint that records each call's authorization header and refuses the call, as
+    // a cluster does for a wrong key: both connections call it while connecting.
+    const seen: Array<string | undefined> = [];
+    const server = http2.createSecureServer({ key: readFileSync(certs.serverKey), cert: readFileSync(certs.serverCert) });
+    const sessions = new Set<http2.ServerHttp2Session>();
+    server.on('session', (session) => sessions.add(session));
+    server.on('stream', (stream, headers) => {
+      seen.push(headers.authorization as string | undefined);
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '16', 'grpc-message': 'unknown key' }, { endStream: true });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const options = temporalConnectionOptions(address, { TEMPORAL_API_KEY: 'weft-test-key', TEMPORAL_TLS_CA_PATH: certs.ca, TEMPORAL_TLS_SERVER_NAME: 'temporal.test' });
+    try {
+      await assert.rejects(Connection.connect({ ...options, connectTimeout: '5s' }));
+      const clientCalls = seen.length;
+      assert.ok(clientCalls > 0, 'the client reached the TLS endpoint');
+      await assert.rejects(NativeConnection.connect(options), /valid authentication credentials/);
+      assert.ok(seen.length > clientCalls, 'the worker connection reached it too');
+      assert.deepEqual([...new Set(seen)], ['Bearer weft-test-key']);
+    } finally {
+      // The clients keep their HTTP/2 sessions open; close waits for them.
+      for (const session of sessions) session.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 
