@@ -14,6 +14,14 @@ export interface TemporalSettings {
 
 let cached: TemporalSettings | undefined;
 
+function portSetting(name: string): number | undefined {
+  const value = process.env[name]?.trim();
+  if (!value) return undefined;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`${name} must be a TCP port, got "${value}".`);
+  return port;
+}
+
 export function temporalSettings(): TemporalSettings {
   if (!cached) {
     const file = readFileSync(path.join(projectRoot, 'temporal.yaml'), 'utf8');
@@ -24,6 +32,12 @@ export function temporalSettings(): TemporalSettings {
       namespace: process.env.TEMPORAL_NAMESPACE ?? parsed.namespace,
       // WEFT_TASK_QUEUE isolates concurrent test runs sharing one dev server.
       taskQueues: { ...parsed.taskQueues, main: process.env.WEFT_TASK_QUEUE ?? parsed.taskQueues.main },
+      // WEFT_TEMPORAL_PORT / WEFT_TEMPORAL_UI_PORT give a clone a dev server of its own.
+      devServer: {
+        ...parsed.devServer,
+        port: portSetting('WEFT_TEMPORAL_PORT') ?? parsed.devServer.port,
+        uiPort: portSetting('WEFT_TEMPORAL_UI_PORT') ?? parsed.devServer.uiPort,
+      },
     };
   }
   return cached;

@@ -1,12 +1,53 @@
 import assert from 'node:assert/strict';
 import { spawn, ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { acquireLease, cloneLease, releaseLease } from '../../scripts/infra/leases';
 import { clusterOwnershipProblem } from '../../scripts/infra/postgres';
 import { temporalCliOnPath, temporalLease } from '../../scripts/infra/temporal-server';
-import { run } from '../../scripts/infra/process';
+import { portIsOpen, run } from '../../scripts/infra/process';
+import { projectRoot, toolsDir } from '../../core/paths';
+import { temporalSettings } from '../../core/temporal-config';
+import { freePort } from '../support/processes';
+
+/** A process of some clone holding a lease on the dev server (test/ops/support/dev-server-holder.ts), run by node itself. */
+function startHolder(env: Record<string, string>): Promise<{ child: ChildProcess; output: () => string; release(): Promise<string> }> {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(projectRoot, 'test/ops/support/dev-server-holder.ts')], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      output += chunk;
+      if (/ready \d+/.test(output)) {
+        child.stdout!.off('data', onData);
+        child.stdout!.on('data', (more: Buffer) => (output += more));
+        resolve({
+          child,
+          output: () => output,
+          async release() {
+            child.kill('SIGTERM');
+            await exited;
+            return output;
+          },
+        });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+    void exited.then(() => reject(new Error(`the holder exited before it was ready:\n${output}`)));
+  });
+}
+
+const isDevServer = (pid: number) => existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('start-dev');
+const processGroup = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+};
 
 /** Runs `work` with environment variables set, restoring them after. */
 async function withEnv<T>(vars: Record<string, string>, work: () => T | Promise<T>): Promise<T> {
@@ -87,6 +128,45 @@ describe('Scripts that share a machine', function () {
       acquireLease(lease, true);
       writeFileSync(path.join(lease, 'dev-server.pid'), '12345');
       assert.equal(releaseLease(lease), true);
+    });
+  });
+
+  describe('a dev server shared by two clones (real processes)', function () {
+    this.timeout(180_000);
+    const { cliVersion } = temporalSettings().devServer;
+    const cliBuilt = existsSync(path.join(toolsDir(), `temporal-cli-${cliVersion}`, 'temporal')) || temporalCliOnPath(cliVersion) !== undefined;
+
+    it("runs in its own process group, outlives the first clone's exit while the second holds a lease, and stops after the second", async function () {
+      if (!cliBuilt) this.skip(); // npm test builds the pinned CLI; the unit tier does not
+      // Ports of its own, so the machine's shared dev server is not involved.
+      const ports = { WEFT_TEMPORAL_PORT: String(await freePort()), WEFT_TEMPORAL_UI_PORT: String(await freePort()), WEFT_LEASE_DIR: path.join(scratch, 'leases') };
+      const clone = (name: string) => ({ ...ports, WEFT_DATA_DIR: path.join(scratch, name, '.data') });
+      const port = Number(ports.WEFT_TEMPORAL_PORT);
+
+      const first = await startHolder(clone('clone-a'));
+      let second: Awaited<ReturnType<typeof startHolder>> | undefined;
+      const serverPid = Number(/ready (\d+) started/.exec(first.output())?.[1]);
+      try {
+        assert.ok(serverPid > 0, first.output());
+        assert.equal(processGroup(serverPid), serverPid, 'the dev server leads its own process group: a Ctrl-C to Weft does not reach it');
+        assert.notEqual(processGroup(serverPid), processGroup(first.child.pid!));
+
+        second = await startHolder(clone('clone-b'));
+        assert.match(second.output(), new RegExp(`ready ${serverPid} reused`), 'the second clone reuses it, holding a lease in the same folder');
+
+        assert.match(await first.release(), /released/);
+        assert.equal(await portIsOpen('127.0.0.1', port), true, "the first clone's exit leaves the server to the second");
+        assert.equal(isDevServer(serverPid), true);
+
+        assert.match(await second.release(), /released/);
+        second = undefined;
+        assert.equal(isDevServer(serverPid), false, 'the last holder stopped it, and waited for it to exit');
+        assert.equal(await portIsOpen('127.0.0.1', port), false);
+      } finally {
+        first.child.kill('SIGKILL');
+        second?.child.kill('SIGKILL');
+        if (isDevServer(serverPid)) process.kill(serverPid, 'SIGKILL');
+      }
     });
   });
 
