@@ -20,11 +20,20 @@ export function peakRssSinceStartMb(pid: number): number {
 
 /** user + system CPU seconds of a process (all its threads), or undefined when it is gone. */
 export function cpuSeconds(pid: number): number | undefined {
+  const times = cpuTimes(pid);
+  return times && times.user + times.system;
+}
+
+/**
+ * User and system CPU seconds of a process apart (all its threads, or its main thread alone), or
+ * undefined when it is gone.
+ */
+export function cpuTimes(pid: number, mainThreadOnly = false): { user: number; system: number } | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS };
   } catch {
     return undefined;
   }
