@@ -1,7 +1,8 @@
 /**
  * `npm run test:unit`: the tests that need no PostgreSQL and no Temporal, in seconds, with no set-up.
  * A test file belongs to this tier when nothing it imports from test/ (followed through every
- * relative import) reaches test/support/environment.ts, which connects to both. Extra arguments
+ * relative import) reaches test/support/environment.ts, which connects to both, or
+ * test/support/external-postgres.ts, which creates databases on the test run's cluster. Extra arguments
  * go to mocha. `npm test` still runs every test, these included.
  */
 import { spawn } from 'node:child_process';
@@ -11,7 +12,7 @@ import { projectRoot } from '../core/paths';
 import { say } from './infra/process';
 
 const testRoot = path.join(projectRoot, 'test');
-const environment = path.join(testRoot, 'support', 'environment.ts');
+const servicesReached = new Set(['environment.ts', 'external-postgres.ts'].map((file) => path.join(testRoot, 'support', file)));
 const IMPORT = /(?:from|import|require\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 function testFiles(folder: string): string[] {
@@ -33,7 +34,7 @@ const verdicts = new Map<string, boolean>();
 
 /** Does this file, or anything it imports from test/, reach the environment? */
 function needsEnvironment(file: string): boolean {
-  if (file === environment) return true;
+  if (servicesReached.has(file)) return true;
   const known = verdicts.get(file);
   if (known !== undefined) return known;
   verdicts.set(file, false);
