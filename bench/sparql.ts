@@ -245,14 +245,18 @@ interface Endpoint {
   key: string;
 }
 
+const STALE_CONNECTION = new Set(['UND_ERR_SOCKET', 'EPIPE', 'ECONNRESET']);
+
 /** One request as a client makes it; the body is read in full (the timed part ends there). */
-async function post(endpoint: Endpoint, text: string, accept: string, retry = true): Promise<{ status: number; body: string }> {
+async function post(endpoint: Endpoint, text: string, accept: string, retries = 4): Promise<{ status: number; body: string }> {
   let response: Response;
   try {
     response = await fetch(endpoint.url, { method: 'POST', headers: { Authorization: `Bearer ${endpoint.key}`, 'Content-Type': 'application/sparql-query', Accept: accept }, body: text });
   } catch (error) {
-    // A kept-alive connection the server closed while the bench was busy elsewhere: once more, on a new one.
-    if (retry && (error as { cause?: { code?: string } }).cause?.code === 'UND_ERR_SOCKET') return post(endpoint, text, accept, false);
+    // Kept-alive connections the server closed while the bench's event loop was busy elsewhere (a
+    // 1M Oxigraph load blocks it for longer than the server's keep-alive timeout): the closes are
+    // only noticed on use, one stale connection after another, so again, on a new one.
+    if (retries > 0 && STALE_CONNECTION.has((error as { cause?: { code?: string } }).cause?.code ?? '')) return post(endpoint, text, accept, retries - 1);
     throw error;
   }
   return { status: response.status, body: await response.text() };
