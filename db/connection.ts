@@ -31,6 +31,9 @@ export function createDb(databaseUrl: string, pool: { min?: number; max?: number
     client: 'pg',
     connection: { connectionString: databaseUrl, application_name: 'weft', types: weftTypes } as Knex.PgConnectionConfig,
     pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
+    // A failed statement's error names its SQL with placeholders, not with the bound values written
+    // in: errors reach logs and traces, and values can be records or key material.
+    compileSqlOnError: false,
     // Code says camelCase, tables say snake_case: identifiers are converted both ways, for
     // query-builder calls and result rows alike (raw SQL text is left as written).
     ...knexSnakeCaseMappers(),

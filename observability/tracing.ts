@@ -93,13 +93,25 @@ export async function flushTracing(): Promise<void> {
   await active?.processor.forceFlush();
 }
 
+/**
+ * What a span keeps of an error: its class and code, never its message or stack. Messages can quote
+ * what failed (a pg "invalid input syntax" quotes the value, a remote error its body), and the
+ * collector is outside Weft's secret handling.
+ */
+function failed(span: Span, error: unknown): void {
+  const name = error instanceof Error ? error.constructor.name : typeof error;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const summary = typeof code === 'string' || typeof code === 'number' ? `${name} ${code}` : name;
+  span.recordException({ name, message: summary });
+  span.setStatus({ code: SpanStatusCode.ERROR, message: summary });
+}
+
 /** Ends a span with the outcome of `work`. */
 async function endWith<T>(span: Span, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+    failed(span, error);
     throw error;
   } finally {
     span.end();
@@ -167,7 +179,7 @@ export function traceQueries(db: Db): void {
     error(error: Error, q: QueryEvent) {
       const span = open.get(q.__knexQueryUid);
       open.delete(q.__knexQueryUid);
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+      if (span) failed(span, error);
       span?.end();
     },
   };

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { SpanKind } from '@opentelemetry/api';
-import { activeTracer, startTracing, stopTracing, tracingConfigured, workerTracingOptions } from '../../observability/tracing';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
+import { activeTracer, inSpan, startTracing, stopTracing, tracingConfigured, workerTracingOptions } from '../../observability/tracing';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -109,6 +109,24 @@ describe('OpenTelemetry traces', function () {
       if (result.error) failures.push(`${result.workflowId}: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
     }
     assert.deepEqual(failures, []);
+  });
+
+  it("keeps a failed statement's values and an error's message out of every span", async () => {
+    const value = `weft-traced-secret-${Date.now()}`;
+    exporter.reset();
+    // pg quotes the bad input in its message ('invalid input syntax for type uuid: "…"'), and knex
+    // by default writes the bound value into the SQL of the error it throws.
+    const failure = await env().db.raw('select ?::uuid as id', [value]).then(() => undefined, (error: Error) => error);
+    assert.ok(failure && failure.message.includes('$1'), 'the thrown error names the placeholder');
+    assert.ok(!failure.message.includes(`'${value}'`), 'the thrown error does not write the bound value into the SQL');
+    await assert.rejects(inSpan('failing work', {}, async () => {
+      throw Object.assign(new Error(`remote said ${value}`), { code: 'remote_failed' });
+    }));
+    const spans = await spansUntil((found) => found.some((s) => s.name === 'db SELECT' && s.status.code === SpanStatusCode.ERROR) && found.some((s) => s.name === 'failing work'));
+    const failedSelect = spans.find((s) => s.name === 'db SELECT' && s.status.code === SpanStatusCode.ERROR)!;
+    assert.equal(failedSelect.status.message, 'DatabaseError 22P02');
+    assert.equal(spans.find((s) => s.name === 'failing work')!.status.message, 'Error remote_failed');
+    assert.deepEqual(spans.filter((s) => JSON.stringify({ attributes: s.attributes, status: s.status, events: s.events }).includes(value)).map((s) => s.name), []);
   });
 
   it('is on only with an OTLP endpoint, and off records nothing and installs no worker interceptor', async () => {
