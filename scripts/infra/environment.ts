@@ -3,7 +3,7 @@ import { connectTemporal, ensureNamespaceAndSearchAttributes } from '../../core/
 import { createThrowawayDatabase, dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
 import { startLocalTemporal, temporalLease } from './temporal-server';
 import { say } from './process';
-import { cloneLease, startShared } from './leases';
+import { cloneLease, formerPortLease, startShared } from './leases';
 
 export interface Infrastructure {
   databaseUrl: string;
@@ -51,9 +51,11 @@ export async function prepareInfrastructure(options: {
         if (temporalSecurityConfigured()) {
           throw new Error('TEMPORAL_TLS_* / TEMPORAL_API_KEY secure the connection to an external cluster: set TEMPORAL_ADDRESS too (the local dev server speaks plaintext).');
         }
-        // Also leased in the clone's folder, where scripts before the port-keyed leases look, so runs
-        // of both kinds can share one server while a change-over is under way.
-        const { server: temporal, release } = await startShared(temporalLease(), startLocalTemporal, (server) => server.stop(), { alsoLeasedIn: cloneLease('temporal') });
+        // Also leased where earlier scripts look (the clone's folder before the port-keyed leases, the
+        // runtime folder before the fixed root), so runs of every kind can share one server while a
+        // change-over is under way.
+        const former = [cloneLease('temporal'), formerPortLease(temporalLease())].filter((folder) => folder !== undefined);
+        const { server: temporal, release } = await startShared(temporalLease(), startLocalTemporal, (server) => server.stop(), { alsoLeasedIn: former });
         stops.push(release);
         temporalAddress = temporal.address;
         temporalUiUrl = temporal.uiUrl;

@@ -1,4 +1,4 @@
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { dataDir } from '../../core/paths';
@@ -17,11 +17,37 @@ export type LeaseFolder = string;
 /** Leases on something of this clone's alone (its PostgreSQL cluster). */
 export const cloneLease = (service: string): LeaseFolder => path.join(dataDir(), 'leases', service);
 
-/** Where leases on machine-wide ports live: WEFT_LEASE_DIR, else the user's runtime folder, else the OS temp folder. */
+/**
+ * Where leases on machine-wide ports live: WEFT_LEASE_DIR, else one folder per user in /tmp. Fixed
+ * by the uid alone, not by the session's XDG_RUNTIME_DIR or TMPDIR, which an ssh or cron shell (or
+ * sudo -E) may lack or set otherwise: the user's every process must find the same leases for a port.
+ * Per user, not per machine: another user's processes could not remove our lease files anyway, and
+ * two users give each other their own ports (README, "Sharing a machine").
+ */
 export function machineLeaseRoot(): string {
   if (process.env.WEFT_LEASE_DIR) return path.resolve(process.env.WEFT_LEASE_DIR);
-  if (process.env.XDG_RUNTIME_DIR) return path.join(process.env.XDG_RUNTIME_DIR, 'weft-leases');
-  return path.join(os.tmpdir(), `weft-leases-${os.userInfo().uid}`);
+  const uid = currentUid();
+  const root = path.join('/tmp', `weft-leases-${uid}`);
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  // In a folder every user can write to: refuse one somebody else made (or linked) under our name.
+  const made = lstatSync(root);
+  if (!made.isDirectory() || made.uid !== uid) throw new Error(`${root} is not a folder of this user's (uid ${uid}); remove it, or set WEFT_LEASE_DIR.`);
+  if ((made.mode & 0o077) !== 0) chmodSync(root, 0o700);
+  return root;
+}
+
+/** Read from the process, not the passwd database (a container's uid may have no entry). */
+const currentUid = (): number => process.getuid?.() ?? os.userInfo().uid;
+
+/**
+ * Where earlier code, which put the root in XDG_RUNTIME_DIR, keeps the same lease: the user's
+ * runtime folder, when there is one. Leased there too while such processes may still run, so they
+ * and the current code see each other's leases; drop this once none can.
+ */
+export function formerPortLease(lease: LeaseFolder): LeaseFolder | undefined {
+  const runtime = process.env.XDG_RUNTIME_DIR || `/run/user/${currentUid()}`;
+  if (process.env.WEFT_LEASE_DIR || !existsSync(runtime)) return undefined;
+  return path.join(runtime, 'weft-leases', path.basename(lease));
 }
 
 /** Leases on a server at a machine-wide address, shared by every clone that uses it. */
@@ -73,18 +99,19 @@ export async function startShared<T extends { startedHere: boolean }>(
   lease: LeaseFolder,
   start: () => Promise<T>,
   stop: (server: T) => void | Promise<void>,
-  options: { alsoLeasedIn?: LeaseFolder } = {},
+  options: { alsoLeasedIn?: LeaseFolder[] } = {},
 ): Promise<{ server: T; release: () => Promise<void> }> {
-  const { alsoLeasedIn } = options;
+  const { alsoLeasedIn = [] } = options;
   const server = await withStartLock(lease, async () => {
     const started = await start();
     acquireLease(lease, started.startedHere);
-    if (alsoLeasedIn) acquireLease(alsoLeasedIn, false);
+    for (const former of alsoLeasedIn) acquireLease(former, false);
     return started;
   });
   const release = () =>
     withStartLock(lease, async () => {
-      const othersThere = alsoLeasedIn ? !releaseLease(alsoLeasedIn) : false;
+      // Every folder is released (not just up to the first with holders left): none keeps ours.
+      const othersThere = alsoLeasedIn.map((former) => !releaseLease(former)).includes(true);
       if (releaseLease(lease) && !othersThere) await stop(server);
     });
   return { server, release };

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn, ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { acquireLease, cloneLease, releaseLease } from '../../scripts/infra/leases';
+import { acquireLease, cloneLease, formerPortLease, machineLeaseRoot, releaseLease, startShared } from '../../scripts/infra/leases';
 import { clusterOwnershipProblem } from '../../scripts/infra/postgres';
 import { temporalCliOnPath, temporalLease } from '../../scripts/infra/temporal-server';
 import { portIsOpen, run } from '../../scripts/infra/process';
@@ -97,6 +97,39 @@ describe('Scripts that share a machine', function () {
       assert.ok(first.temporal.startsWith(leaseRoot), first.temporal);
       assert.match(first.temporal, /temporal-127\.0\.0\.1-7233$/);
       assert.notEqual(first.postgres, second.postgres, 'each clone leases its own cluster');
+    });
+
+    it("live in one folder per user that the session's XDG_RUNTIME_DIR and TMPDIR do not move, private to the user", async () => {
+      const uid = process.getuid!();
+      const roots = [
+        await withEnv({ WEFT_LEASE_DIR: '', XDG_RUNTIME_DIR: path.join(scratch, 'run'), TMPDIR: path.join(scratch, 'tmp') }, machineLeaseRoot), // a desktop session
+        await withEnv({ WEFT_LEASE_DIR: '', XDG_RUNTIME_DIR: '', TMPDIR: '' }, machineLeaseRoot), // ssh, cron or sudo
+      ];
+      assert.deepEqual(roots, [`/tmp/weft-leases-${uid}`, `/tmp/weft-leases-${uid}`]);
+      const root = statSync(roots[0]);
+      assert.equal(root.uid, uid);
+      assert.equal(root.mode & 0o777, 0o700);
+    });
+
+    it('are shared with processes of earlier code, which lease in the runtime folder: the server stays while either holds a lease', async () => {
+      mkdirSync(path.join(scratch, 'run'));
+      await withEnv({ WEFT_LEASE_DIR: '', XDG_RUNTIME_DIR: path.join(scratch, 'run') }, async () => {
+        const lease = path.join(scratch, 'leases', 'temporal-127.0.0.1-7233');
+        const former = formerPortLease(lease)!;
+        assert.equal(former, path.join(scratch, 'run', 'weft-leases', 'temporal-127.0.0.1-7233'));
+        const earlier = anotherProcess();
+        acquireLease(former, true, earlier); // earlier code started the server
+        let stops = 0;
+        const join = () => startShared(lease, () => Promise.resolve({ startedHere: false }), () => void stops++, { alsoLeasedIn: [former] });
+
+        await (await join()).release();
+        assert.equal(stops, 0, 'the earlier process that started the server still runs: it stops it');
+        const current = await join();
+        await exit(earlier);
+        assert.equal(releaseLease(former, earlier), false, 'the earlier code sees the current lease and leaves the server running');
+        await current.release();
+        assert.equal(stops, 1, 'the last holder stops it');
+      });
     });
 
     it("keep a server that a second clone reuses running when the first clone's process exits, and stop it after the last one", async () => {
