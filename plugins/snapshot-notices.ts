@@ -4,8 +4,10 @@
 // to every process at commit) with the workspace's snapshot scope as payload, and to this
 // process's listeners at once when the write's own transaction has committed.
 
+import { DEFINITIONS_CHANNEL } from '../services/shared/definition-cache';
+
 /** What the committing statement passes to pg_notify: the channel the definition cache listens on. */
-export const SNAPSHOT_NOTICE_CHANNEL = 'weft_definitions';
+export const SNAPSHOT_NOTICE_CHANNEL = DEFINITIONS_CHANNEL;
 
 /** The definition-cache scope of a workspace's snapshots (a notice's payload). */
 export const snapshotScope = (workspaceId: string): string => `snapshots:${workspaceId}`;

@@ -16,7 +16,8 @@ import { logger } from '../../core/logger';
 // entry beyond the TTL. A load that overlaps a change is used once and not kept (the generations
 // below), so an entry never predates the last change it was told of.
 
-const CHANNEL = 'weft_definitions';
+/** The channel of definition changes; snapshot notices (plugins/snapshot-notices.ts) use it too. */
+export const DEFINITIONS_CHANNEL = 'weft_definitions';
 const TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
 const RECONNECT_MS = 1_000;
 
@@ -129,7 +130,7 @@ class DefinitionCache {
           listener.connection = undefined;
           if (!listener.closed) listener.retry = setTimeout(() => void connect(), RECONNECT_MS).unref();
         });
-        await connection.query(`LISTEN ${CHANNEL}`);
+        await connection.query(`LISTEN ${DEFINITIONS_CHANNEL}`);
         // Whatever changed before LISTEN took effect was never cached: nothing is kept until now.
         this.changedEverywhere();
         this.listening = true;
