@@ -4,9 +4,8 @@
  * and event kinds written in the code. A tenant id, key id or record value never becomes a label.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Knex } from 'knex';
 import { DomainError } from '../core/errors';
-import type { Db, Executor } from '../db/connection';
+import type { Db } from '../db/connection';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
@@ -153,15 +152,6 @@ new Gauge({
 /** Counts this database's pool in the pool gauges (until it is destroyed). */
 export function observePool(db: Db): void {
   pools.add(db);
-}
-
-/**
- * Runs `record` once the executor's work is durable: at once outside a transaction, after the
- * commit inside one (nothing when it rolls back), so a retried transaction is counted once.
- */
-export function afterCommit(db: Executor, record: () => void): void {
-  if (!db.isTransaction) return record();
-  void (db as Knex.Transaction).executionPromise.then(record, () => undefined);
 }
 
 /** A failure's stable code for a label: a DomainError's code (literals in the code), else `internal`. */

@@ -7,7 +7,7 @@ import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
-import { cleanExpiredIdempotencyRecords, startStrandedRuns } from '../services/shared/housekeeping';
+import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
@@ -73,8 +73,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();
   // Queued runs whose launch died between its commit and its workflow start get their workflow.
-  const strandedRuns = setInterval(() => void startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')), 60_000);
-  strandedRuns.unref();
+  const strandedRuns = sweepEvery(60_000, () => startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')));
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
   // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.
   server.on('clientError', answerClientError);
@@ -94,7 +93,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     temporalConnection: connection,
     async stop() {
       clearInterval(housekeeping);
-      clearInterval(strandedRuns);
+      await strandedRuns.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         // Idle keep-alive sockets would hold close() open; in-flight requests still finish.

@@ -22,6 +22,8 @@ export class PipelineRun extends BaseModel {
   syncTime!: Date | null;
   queuedAt!: Date;
   startedAt!: Date | null;
+  /** When the run's workflow was found started (by its launch or the sweep); null until then. */
+  workflowStartedAt!: Date | null;
   finishedAt!: Date | null;
   warnings!: RunWarning[];
   error!: RunErrorEvidence | null;

@@ -8,6 +8,7 @@ import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, S
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
+import { afterCommit } from '../../db/after-commit';
 import { announceSnapshotsOf, snapshotCommitted, snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
 import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, isCatalogCurrent, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
@@ -419,8 +420,7 @@ async function commitSnapshot(
 
 /** Tells this process a snapshot is committed: now, or once the caller's transaction commits (every process also hears the NOTIFY). */
 function announceCommitted(db: Knex, workspaceId: string): void {
-  if (!db.isTransaction) return snapshotCommitted(workspaceId);
-  (db as Knex.Transaction).executionPromise?.then(() => snapshotCommitted(workspaceId), () => undefined);
+  afterCommit(db, () => snapshotCommitted(workspaceId));
 }
 
 const duplicateKey = (table: string) => new ConflictError('duplicate_key', `A row with the same primary key is already in table "${table}"; use upsert to replace it.`);

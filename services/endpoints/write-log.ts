@@ -4,7 +4,8 @@ import type { SnapshotInfo } from '../../plugins/capability';
 import { requireDataEndpoint } from './data-endpoints';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
-import { afterCommit, governedWriteEvents } from '../../observability/metrics';
+import { afterCommit } from '../../db/after-commit';
+import { governedWriteEvents } from '../../observability/metrics';
 
 // The action log of an endpoint: an event for every step of every action (proposed, approved,
 // rejected, expired, applied, failed), written in the step's own transaction.

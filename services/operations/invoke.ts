@@ -9,7 +9,7 @@ import type { Caller, OperationContext } from './context';
 import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
 import { actingFor } from './current-operation';
-import { committing } from './after-commit';
+import { committing } from '../../db/after-commit';
 import { definitionCache } from '../shared/definition-cache';
 import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 

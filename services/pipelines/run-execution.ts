@@ -8,7 +8,8 @@ import { DestinationNode, isDestination, isSource, PipelineDocument, SourceNode 
 import { flowPage, FlowPlan, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
-import { afterCommit, errorCode, pagesFetched, recordRunEnd, recordsRead, recordsWritten as recordsWrittenTotal, remoteErrors, runsStarted } from '../../observability/metrics';
+import { afterCommit } from '../../db/after-commit';
+import { errorCode, pagesFetched, recordRunEnd, recordsRead, recordsWritten as recordsWrittenTotal, remoteErrors, runsStarted } from '../../observability/metrics';
 import { inSpan } from '../../observability/tracing';
 import { meter } from '../usage/usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { logger } from '../../core/logger';
-import { afterCommit } from '../operations/after-commit';
+import { afterCommit } from '../../db/after-commit';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
 import { assertCredit } from '../usage/usage';
@@ -165,12 +165,15 @@ export async function launchRun(ctx: OperationContext, pipelineId: string, proje
   await assertCredit(db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
   const run = await recordRun(ctx, pipeline, { trigger: 'api', actorMemberId: principal.memberId });
-  await afterCommit(db, async () => {
+  afterCommit(db, async () => {
     try {
       await startRunWorkflow(temporal, run);
     } catch (error) {
       logger.warn({ err: error, runId: run.id }, 'the run is recorded but its workflow did not start: the housekeeping sweep starts it');
+      return;
     }
+    // Unmarked, the sweep finds the workflow started (its start is refused) and marks it then.
+    await markWorkflowStarted(ctx.deps.db, run.id).catch((error: unknown) => logger.warn({ err: error, runId: run.id }, 'the run\'s workflow started but is not marked so: the sweep marks it'));
   });
   // A run just recorded has no node rows yet (its claim creates them).
   return presentRunWithNodes(run, []);
@@ -183,9 +186,9 @@ export function runWorkflowInput(runId: string): PipelineRunInput {
 }
 
 /**
- * Starts a recorded run's workflow. The workflow id derives from the run id, so a second start of
- * a run whose workflow is open is refused by Temporal and reported as 'already_started'; one whose
- * workflow failed or was terminated before it could end the run starts again.
+ * Starts a recorded run's workflow. The workflow id derives from the run id, so a second start is
+ * refused by Temporal and reported as 'already_started', whatever became of the first workflow: one
+ * an operator terminated or canceled stays stopped.
  */
 export async function startRunWorkflow(temporal: Client, run: Pick<PipelineRun, 'id' | 'workflowId' | 'workspaceId' | 'projectId' | 'pipelineId'>): Promise<'started' | 'already_started'> {
   try {
@@ -194,7 +197,7 @@ export async function startRunWorkflow(temporal: Client, run: Pick<PipelineRun, 
       taskQueue: temporalSettings().taskQueues.main,
       args: [runWorkflowInput(run.id)],
       typedSearchAttributes: runSearchAttributes(run),
-      workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
     });
     return 'started';
   } catch (error) {
@@ -203,19 +206,36 @@ export async function startRunWorkflow(temporal: Client, run: Pick<PipelineRun, 
   }
 }
 
+/** Records that the run's workflow exists, so the sweep leaves the run alone. */
+async function markWorkflowStarted(db: Executor, runId: string): Promise<void> {
+  await PipelineRun.query(db).patch({ workflowStartedAt: db.fn.now() as unknown as Date }).where('id', runId).whereNull('workflowStartedAt');
+}
+
+/** Runs one sweep looks at, oldest first: the next sweep takes the rest. */
+export const QUEUED_RUN_SWEEP_LIMIT = 100;
+
 /**
- * The recovery sweep (services/shared/housekeeping.ts): starts the workflow of every run queued
- * longer than `olderThanMs`. Most have one (they wait for their pipeline's turn) and the start is
- * refused; a run whose launch died between its commit and the start gets its workflow here.
+ * The recovery sweep (services/shared/housekeeping.ts): starts the workflow of the runs queued
+ * longer than `olderThanMs` whose workflow was never found started, and marks them. A run whose
+ * launch died between its commit and the start gets its workflow here; one whose workflow exists
+ * (a scheduled run, a launch that could not mark it) is refused by Temporal and only marked. A
+ * run whose start fails is logged and left for the next sweep, without holding up the others.
  */
-export async function startQueuedRuns(deps: { db: Executor; temporal: Client }, olderThanMs: number): Promise<{ started: string[] }> {
-  const runs = await PipelineRun.query(deps.db).where('status', 'queued').where('queuedAt', '<', new Date(Date.now() - olderThanMs))
-    .orderBy('queuedAt').select('id', 'workflowId', 'workspaceId', 'projectId', 'pipelineId');
+export async function startQueuedRuns(deps: { db: Executor; temporal: Client }, olderThanMs: number, limit = QUEUED_RUN_SWEEP_LIMIT): Promise<{ started: string[]; failed: string[] }> {
+  const runs = await PipelineRun.query(deps.db).where('status', 'queued').whereNull('workflowStartedAt').where('queuedAt', '<', new Date(Date.now() - olderThanMs))
+    .orderBy('queuedAt').limit(limit).select('id', 'workflowId', 'workspaceId', 'projectId', 'pipelineId');
   const started: string[] = [];
+  const failed: string[] = [];
   for (const run of runs) {
-    if ((await startRunWorkflow(deps.temporal, run)) === 'started') started.push(run.id);
+    try {
+      if ((await startRunWorkflow(deps.temporal, run)) === 'started') started.push(run.id);
+      await markWorkflowStarted(deps.db, run.id);
+    } catch (error) {
+      failed.push(run.id);
+      logger.warn({ err: error, runId: run.id }, 'the sweep could not start a queued run\'s workflow: the next sweep tries again');
+    }
   }
-  return { started };
+  return { started, failed };
 }
 
 /**

@@ -3,7 +3,8 @@ import { CREDIT_LIMITS, CreditLimit, installationCreditLimit } from '../../core/
 import { InputError, NotFoundError, PaymentRequiredError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
 import { logger } from '../../core/logger';
-import { afterCommit, meteredAmount, meteredOperations } from '../../observability/metrics';
+import { afterCommit } from '../../db/after-commit';
+import { meteredAmount, meteredOperations } from '../../observability/metrics';
 import { definitionCache } from '../shared/definition-cache';
 import { snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
