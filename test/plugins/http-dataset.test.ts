@@ -28,6 +28,8 @@ interface Reply {
   body?: unknown;
   /** Answers after this many milliseconds. */
   delayMs?: number;
+  /** Answers only once the test calls FixtureServer.releaseHeld(). */
+  held?: boolean;
 }
 
 const items = [
@@ -86,6 +88,8 @@ const routes: Record<string, (req: Received, port: number) => Reply> = {
     const page = Number(query.page);
     return { delayMs: query.slow_from && page >= Number(query.slow_from) ? Number(query.slow_ms ?? 2000) : 0, body: { items: items.slice(page - 1, page) } };
   },
+  // Pages answered only when the test releases them.
+  '/api/held': ({ query }) => ({ held: true, body: { items: items.slice(Number(query.page) - 1, Number(query.page)) } }),
   // APIs that echo the api_key query parameter back into their next links and redirects.
   '/api/link-echo': ({ query }) => {
     const page = Number(query.p ?? 1);
@@ -102,6 +106,22 @@ class FixtureServer {
   /** Paths of requests whose connection the client closed before the answer was sent. */
   abandoned: string[] = [];
   private server!: Server;
+  private held!: Promise<void>;
+  private release!: () => void;
+
+  constructor() {
+    this.holdPages();
+  }
+
+  /** Answers the held pages waiting now; later ones are held again. */
+  releaseHeld(): void {
+    this.release();
+    this.holdPages();
+  }
+
+  private holdPages(): void {
+    this.held = new Promise((resolve) => (this.release = resolve));
+  }
 
   get port(): number {
     return (this.server.address() as AddressInfo).port;
@@ -140,6 +160,7 @@ class FixtureServer {
     });
     const reply = routes[url.pathname]?.(received, this.port) ?? { status: 404, body: { error: 'no route' } };
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.held) await this.held;
     if (res.destroyed) return;
     const isText = typeof reply.body === 'string';
     res.writeHead(reply.status ?? 200, { 'content-type': isText ? 'text/plain' : 'application/json', ...reply.headers });
@@ -419,11 +440,20 @@ describe('http_dataset capability', () => {
       });
 
       it('calls the context\'s heartbeat while a slow page is awaited, and returns the page', async () => {
+        // The page is held back until the second heartbeat, so this waits on no clock: without
+        // heartbeats it never comes and the read fails at its deadline (30 s, the request's timeout).
         let beats = 0;
-        const page = await capability.readRecords({ ...context(), heartbeat: () => beats++ }, slowTarget(1, 3500), read({ limit: 1 }));
-        assert.deepEqual(ids(page.records), [1]);
-        // Every HEARTBEAT_EVERY_MS (1 s) while the 3.5 s page was in flight.
-        assert.ok(beats >= 2, `heartbeats while waiting: ${beats}`);
+        const heartbeat = () => {
+          if (++beats === 2) server.releaseHeld();
+        };
+        const heldTarget = { request: { url: url('/api/held') }, response: { recordsPath: 'items' }, pagination: { type: 'page', parameter: 'page' } };
+        try {
+          const page = await capability.readRecords({ ...context({ timeoutMs: 30_000 }), heartbeat }, heldTarget, read({ limit: 1 }));
+          assert.deepEqual(ids(page.records), [1]);
+          assert.ok(beats >= 2, `heartbeats while waiting: ${beats}`);
+        } finally {
+          server.releaseHeld();
+        }
       });
 
       it('aborts the request in flight when the context\'s signal aborts, rejecting with its reason; the remote side sees the connection close', async () => {

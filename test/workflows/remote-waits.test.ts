@@ -7,11 +7,14 @@ import { createPipeline, eventsSource, EventsApi, launch, linearDocument, pipeli
 /**
  * A remote page that takes its time, seen from a pipeline run: the extract activity heartbeats
  * while it waits (the capability's heartbeat), and canceling the run aborts the request in flight
- * (the capability's abort signal). The heartbeat timeout is shortened to 2 s for the run
- * (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS), so a page taking 5 s outlasts it.
+ * (the capability's abort signal). The heartbeat timeout is shortened to 6 s for the run
+ * (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS), so a page taking 15 s outlasts it. Not shorter: the API,
+ * the worker and mocha share this process's event loop and the SDK sends at most one heartbeat per
+ * 80% of the timeout, so with 2 s a one-second stall on a loaded machine timed the attempt out;
+ * with 6 s only a stall of about 5 s (the timeout less the plugin's 1 s beat) can.
  */
 
-/** GET /events: `records` as one page (page 1; later pages are empty) after `delayMs`; notes requests the client gave up on. */
+/** GET /events: `records` as one page (page 1, after `delayMs`; later pages are empty, at once); notes requests the client gave up on. */
 class SlowEventsApi {
   delayMs = 0;
   records = EventsApi.events(10);
@@ -29,7 +32,7 @@ class SlowEventsApi {
       if (res.destroyed) return;
       answered.done = true;
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ data: page === 1 ? this.records : [] }));
-    }, this.delayMs);
+    }, page === 1 ? this.delayMs : 0);
   });
 
   get baseUrl(): string {
@@ -66,7 +69,7 @@ describe('Pipeline runs waiting on a slow remote page', function () {
     // The request's own timeout stays far above the pages' delays: only the run's heartbeat and cancellation matter here.
     t = await pipelineTenant(api.baseUrl, { timeoutMs: 120_000 });
     saved = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '2000';
+    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '6000';
   });
   after(async () => {
     if (saved === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
@@ -81,7 +84,8 @@ describe('Pipeline runs waiting on a slow remote page', function () {
   }
 
   it('keeps heartbeating through pages slower than the heartbeat timeout, and succeeds on the first attempt', async () => {
-    api.delayMs = 5_000;
+    // Well over twice the heartbeat timeout: without heartbeats while it waits, attempt 1 times out.
+    api.delayMs = 15_000;
     const { id, destination } = await pipeline('slow_pages');
     const run = await launch(t, id);
     const ended = await waitForRun(t, run.id, undefined, 90_000);
