@@ -46,8 +46,10 @@ class DefinitionCache {
   /** The cached value of `key` in `workspaceId`, or what `load` reads (and keeps, when it may). */
   async get<T>(db: Db, workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
     this.listen(db);
-    const kept = this.peek<T>(workspaceId, key);
-    if (kept !== undefined) return kept;
+    // An absent definition (undefined, such as a workspace without alert settings) is kept too:
+    // otherwise every request would read it again.
+    const kept = this.entries.get(workspaceId)?.get(key);
+    if (kept && kept.expiresAt > Date.now()) return kept.value as T;
     const ticket = this.ticket(workspaceId);
     const value = await load();
     this.keep(workspaceId, key, value, ticket);

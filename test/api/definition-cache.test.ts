@@ -52,6 +52,26 @@ describe('The definition cache', () => {
     await within(1_000, async () => (await reader.read()) === 'team');
   });
 
+  it('keeps an absent definition too, so a workspace without one is not read again per request', async () => {
+    const ws = await newWorkspace();
+    let loads = 0;
+    const read = () =>
+      definitionCache().get(env().db, ws.workspaceId, 'test-absent', async () => {
+        loads += 1;
+        return (await env().db('usage_alert_settings').where({ workspace_id: ws.workspaceId }).first()) as unknown;
+      });
+    await within(2_000, async () => {
+      await read();
+      const before = loads;
+      await read();
+      return loads === before;
+    });
+    const before = loads;
+    assert.equal(await read(), undefined);
+    assert.equal(await read(), undefined);
+    assert.equal(loads, before, 'an absent definition is kept like any other');
+  });
+
   it('sees a change made through the service layer at once in the process that made it', async () => {
     const ws = await newWorkspace();
     const created = await as(ws.apiKey).post('/api/v1/projects', { name: 'First' });
