@@ -59,8 +59,15 @@ describe('Pipeline runs on Temporal', function () {
     const provenance = await env().db.raw(`SELECT DISTINCT produced_by_kind AS kind, produced_by_id AS id FROM "${workspaceSchema(t.ws.workspaceId)}".events_e2e`);
     assert.deepEqual(provenance.rows, [{ kind: 'run', id: run.id }]);
 
-    const found = [];
-    for await (const execution of env().temporal.workflow.list({ query: `PipelineId='${pipeline.id}'` })) found.push(execution.workflowId);
+    // Temporal's visibility store is eventually consistent: a closed workflow reaches it shortly after
+    // it closes, so the search is waited for (up to 20 s), and must then find exactly this run.
+    const searchedBy = async () => {
+      const found: string[] = [];
+      for await (const execution of env().temporal.workflow.list({ query: `PipelineId='${pipeline.id}' AND ExecutionStatus='Completed'` })) found.push(execution.workflowId);
+      return found;
+    };
+    let found = await searchedBy();
+    for (const deadline = Date.now() + 20_000; !found.length && Date.now() < deadline; found = await searchedBy()) await new Promise((resolve) => setTimeout(resolve, 200));
     assert.deepEqual(found, [run.workflow.workflowId], 'the run is found by its PipelineId search attribute');
     const described = await env().temporal.workflow.getHandle(run.workflow.workflowId).describe();
     assert.equal(described.status.name, 'COMPLETED');
