@@ -100,7 +100,8 @@ export class SparqlQueryPool {
 
   private spawn(index: number): QueryThread {
     const worker = new Worker(path.join(__dirname, 'thread-entry.cjs'), {
-      execArgv: [],
+      // No node flags of the process, but its CPU profiling: with --cpu-prof each query thread writes its own profile.
+      execArgv: process.execArgv.filter((arg) => arg.startsWith('--cpu-prof')),
       resourceLimits: { maxOldGenerationSizeMb: this.settings.threadMemoryMb },
     });
     // The pool must not keep a finished process alive.
