@@ -26,7 +26,7 @@
  * (422 dataset_too_large): such a refusal of the first request stops the scale with an error.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
@@ -160,14 +160,37 @@ async function benchTogether(fns: Array<() => unknown>, cpuClocks: Array<() => n
       s.cpu.push(run.cpu);
     }
   }
-  // CPU as a mean: /proc counts in 10 ms ticks, which a median of a few runs would round away.
+  // CPU as a mean: a median of a few runs would drop the work a run leaves to the next (GC, compilation).
   return state.map((s) => ({ median: median(s.times), cpu: s.cpu.reduce((a, b) => a + b, 0) / s.cpu.length, runs: s.cold ? 0 : s.times.length, value: s.value }));
 }
 
-/** CPU time (user + system) a process has used, from /proc, in ms: what a query costs however busy the machine is. */
+/** Each thread's on-CPU time as last read, so a thread that ends (a replaced query thread) still counts what it used. */
+const threadCpuNs = new Map<string, number>();
+
+/**
+ * CPU time a process has used, every thread's (query threads and V8's compiler and GC threads
+ * included), in ms: what a query costs however busy the machine is. Read from each thread's
+ * schedstat in nanoseconds; /proc/<pid>/stat counts 10 ms ticks, coarser than a query.
+ */
 function processCpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+    readFileSync(`/proc/${pid}/task/${tids[0]}/schedstat`, 'utf8');
+  } catch {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  }
+  for (const tid of tids) {
+    try {
+      threadCpuNs.set(`${pid}/${tid}`, Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // The thread ended since the listing: its last reading stands.
+    }
+  }
+  let ns = 0;
+  for (const [key, used] of threadCpuNs) if (key.startsWith(`${pid}/`)) ns += used;
+  return ns / 1e6;
 }
 /** Resident (VmRSS) and peak resident (VmHWM) memory of a process, in MB. */
 function processMemoryMb(pid: number): { rss: number; peak: number } {
