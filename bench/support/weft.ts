@@ -93,8 +93,10 @@ export async function stopChild(child: ChildProcess | undefined): Promise<void> 
 
 export async function startBenchWeft(options: { name: string; worker?: boolean; temporal?: boolean; apiEnv?: NodeJS.ProcessEnv; apiNodeArgs?: string[]; workerNodeArgs?: string[] }): Promise<BenchWeft> {
   const temporal = options.temporal ?? Boolean(options.worker);
-  // WEFT_BENCH_DATABASE_SUFFIX keeps two runs of one bench (e.g. a worktree's and the tree's) from dropping each other's database.
-  const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}${process.env.WEFT_BENCH_DATABASE_SUFFIX ?? ''}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal });
+  // A database per run (like npm test's): two runs of one bench at once (two engineers, a
+  // worktree's and the tree's) each recreated and dropped the one fixed name, so one run's key
+  // vanished under the other mid-measurement (401 invalid_credential).
+  const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}_${process.pid}${process.env.WEFT_BENCH_DATABASE_SUFFIX ?? ''}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal });
   const db = createDb(infra.databaseUrl, { max: 10 });
   await migrate(db);
   const encryptionKey = loadEncryptionKey();
