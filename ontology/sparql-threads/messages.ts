@@ -61,7 +61,10 @@ export interface QueryAnswer {
   result?: PlainResult;
   /** Which evaluator answered (Weft's own fast path or Comunica), for logs and the bench. */
   path?: string;
+  /** From the thread's start on the query (its stores found or built) to the result. */
   evaluationMs: number;
+  /** Writing the result in the answer's media type (0 for answers sent as terms). */
+  serializationMs: number;
 }
 
 export interface QueryFailure {

@@ -70,9 +70,13 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     port.postMessage({ type: 'started', id: request.id } satisfies ThreadMessage);
     let path: string | undefined;
     const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen) });
-    const evaluationMs = performance.now() - started;
-    if ('serializeAs' in request.answer) return { type: 'answer', id: request.id, body: await serializeResult(result, request.answer.serializeAs), path, evaluationMs };
-    return { type: 'answer', id: request.id, result: plainResult(result), path, evaluationMs };
+    const evaluated = performance.now();
+    const evaluationMs = evaluated - started;
+    if ('serializeAs' in request.answer) {
+      const body = await serializeResult(result, request.answer.serializeAs);
+      return { type: 'answer', id: request.id, body, path, evaluationMs, serializationMs: performance.now() - evaluated };
+    }
+    return { type: 'answer', id: request.id, result: plainResult(result), path, evaluationMs, serializationMs: 0 };
   } catch (error) {
     if (error instanceof DomainError) return { type: 'failure', id: request.id, error: { domain: true, kind: error.kind, code: error.code, message: error.message, details: error.details } };
     return { type: 'failure', id: request.id, error: { domain: false, message: (error as Error).message ?? String(error) } };

@@ -147,6 +147,8 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
       'Weft-Dataset-Triples': String(dataset.triples),
       ...(dataset.withheldBindings ? { 'Weft-Withheld-Bindings': String(dataset.withheldBindings) } : {}),
       Vary: 'Accept',
+      // Where the answer's time went in the query thread (W3C Server Timing; browsers' network panels show it).
+      'Server-Timing': `evaluation;dur=${answer.evaluationMs.toFixed(2)}, serialization;dur=${answer.serializationMs.toFixed(2)}`,
     },
   };
 }

@@ -149,7 +149,7 @@ describe('The SPARQL dataset at the scale of its data', function () {
   const count = async (key: string) => {
     const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total }`;
     const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
-    return { status: res.status, body: res.body, version: res.headers.get('weft-dataset-version'), triples: Number(res.headers.get('weft-dataset-triples')), truncated: res.headers.get('weft-dataset-truncated') };
+    return { status: res.status, body: res.body, version: res.headers.get('weft-dataset-version'), triples: Number(res.headers.get('weft-dataset-triples')), truncated: res.headers.get('weft-dataset-truncated'), serverTiming: res.headers.get('server-timing') };
   };
   // Σ (i mod 1000) over i < orders.
   const expectedSum = (n: number) => Array.from({ length: n }, (_, i) => i % 1000).reduce((a, b) => a + b, 0);
@@ -161,6 +161,8 @@ describe('The SPARQL dataset at the scale of its data', function () {
     assert.equal(Number(first.body.results.bindings[0].sum.value), expectedSum(orders));
     assert.equal(first.truncated, null, 'no answer over part of the data');
     assert.match(first.version ?? '', /^[\w-]{22}$/);
+    // The query thread's share of the time, for clients' and the bench's timing breakdowns.
+    assert.match(first.serverTiming ?? '', /^evaluation;dur=\d+\.\d{2}, serialization;dur=\d+\.\d{2}$/);
     const again = await count(t.key);
     assert.equal(again.version, first.version, 'the same data, the same version');
     // A key without the customers’ grant selects fewer graphs of the same kept data.
