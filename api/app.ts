@@ -8,16 +8,15 @@ import { projectRoot } from '../core/paths';
 import { BadRequestError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { buildOpenApiDocument } from './openapi';
 import { renderDocsPage } from './docs-page';
-import { errorMiddleware } from './middleware/errors';
 import { bodyShape } from './middleware/body-shape';
-import { assignRequestId, refuseCredentialsInUrl, requestContext } from './middleware/request-context';
+import { assignRequestId } from './middleware/request-context';
+import { requestFrame } from './middleware/request-frame';
 import { asReply, defineRoute, RouteSpec } from './route-spec';
 import type { ServiceDependencies } from '../services/operations/context';
 import { LIVENESS, staticContentOperation } from '../services/shared/health-operations';
-import { buildRouter, DEFAULT_JSON_BYTES, describeBytes, methodNotAllowed } from './router';
+import { buildRouter, DEFAULT_JSON_BYTES, describeBytes } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
-import { observeRequests } from '../observability/http-requests';
 
 const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -92,36 +91,29 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
 
 const LIVENESS_BODY = JSON.stringify(LIVENESS);
 
-/** GET or HEAD /healthz, before the rest of the chain: the process is serving (livenessOperation's answer). */
-function livenessProbe(): Koa.Middleware {
-  return (ctx, next) => {
-    if (ctx.path !== '/healthz' || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.querystring) return next();
-    assignRequestId(ctx);
-    ctx.type = 'application/json; charset=utf-8';
-    ctx.body = LIVENESS_BODY;
-    return Promise.resolve();
-  };
+/** GET or HEAD /healthz: the process is serving (livenessOperation's answer); true if answered. */
+function answerLivenessProbe(ctx: Koa.Context): boolean {
+  if (ctx.path !== '/healthz' || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || ctx.querystring) return false;
+  assignRequestId(ctx);
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = LIVENESS_BODY;
+  return true;
 }
 
 export function createApp(deps: ServiceDependencies): Koa {
   const app = new Koa();
   app.proxy = process.env.WEFT_TRUST_PROXY === 'true';
-  // Errors are answered by errorMiddleware; Koa's default handler would log them again, unredacted.
+  // Errors are answered by the request frame; Koa's default handler would log them again, unredacted.
   app.silent = true;
   const routes = allRoutes();
   const router = buildRouter(routes, deps);
   // Liveness probes come every few seconds from every orchestrator and load balancer: answered
   // first, with their request id but nothing to check and no request line to log (the route stays
   // for the API description).
-  app.use(observeRequests());
-  app.use(livenessProbe());
-  app.use(requestContext());
-  app.use(errorMiddleware());
-  app.use(refuseCredentialsInUrl());
-  app.use(jsonBodies(router, routes));
-  app.use(bodyShape());
-  app.use(mcpMiddleware(deps));
-  app.use(methodNotAllowed());
-  app.use(router.routes());
+  app.use(requestFrame({
+    probe: answerLivenessProbe,
+    beforeRoutes: [jsonBodies(router, routes), bodyShape(), mcpMiddleware(deps)],
+    routes: router.routes(),
+  }));
   return app;
 }

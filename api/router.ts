@@ -5,7 +5,7 @@ import { validateWithSchema } from '../core/schema-validator';
 import { authenticateBearer } from '../services/tenancy/bearer';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
 import { checkIdempotencyKey } from '../services/operations/idempotency';
-import { admit, execute } from '../services/operations/invoke';
+import { admit, admitKey, execute } from '../services/operations/invoke';
 import { isKeyless } from '../services/operations/operation';
 import { inputOf, type HandlerResult, type HttpRequest, type RouteSpec } from './route-spec';
 
@@ -80,9 +80,11 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
   const operation = route.operation;
   const schemas = inputOf(route);
   router[route.method](route.path, async (ctx) => {
-    const principal = isKeyless(operation.access) ? undefined : (await authenticateBearer(deps, ctx)).principal;
+    // A kept key with budget in its lease is answered without a promise: awaited only when one comes back.
+    const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
+    const principal = authentication instanceof Promise ? (await authentication).principal : authentication?.principal;
     const caller: Caller = { deps, principal, door: 'http', requestId: String(ctx.state.requestId) };
-    await admit(caller, operation);
+    admitKey(caller, operation);
     const params = schemas.params ? validateWithSchema<Record<string, unknown>>(schemas.params, { ...ctx.params }, 'path') : { ...ctx.params };
     const admitted = typeof params.project_id === 'string' ? await admit(caller, operation, params.project_id) : undefined;
     const query = schemas.query ? validateWithSchema<Record<string, unknown>>(schemas.query, readQuery(ctx), 'query string', { query: true }) : {};
@@ -97,7 +99,7 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     const { output, replayed } = await execute(caller, operation, input, { admitted, validated: true });
     const result: HandlerResult = route.respond ? route.respond(output, request) : { status: route.status, body: output };
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
-    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    if (result.headers) for (const name in result.headers) ctx.set(name, result.headers[name]);
     ctx.status = result.status ?? route.status ?? 200;
     if (result.contentType) ctx.type = result.contentType;
     if (result.body !== undefined) ctx.body = result.body;
@@ -217,14 +219,11 @@ const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
  * Any method a path does not serve — OPTIONS, TRACE and methods no route uses (PROPFIND…)
  * included — is a 405 whose Allow header lists the methods the path does serve (HEAD wherever GET
  * is). @koa/router's allowedMethods() answered OPTIONS with an empty 200 and unknown methods with
- * 501, and its thrown 405 carried no Allow header. A path no route matches stays a 404.
+ * 501, and its thrown 405 carried no Allow header. A path no route matches stays a 404. Called by
+ * the request frame for a request the routes left unanswered (404 with no body).
  */
-export function methodNotAllowed(): Koa.Middleware {
-  return async (ctx, next) => {
-    await next();
-    if (ctx.status !== 404 || ctx.body !== undefined) return;
-    const matched = (ctx as unknown as { matched?: Array<{ methods: string[] }> }).matched ?? [];
-    const allow = [...new Set(matched.flatMap((layer) => layer.methods))].sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
-    if (allow.length) throw Object.assign(new Error(`${ctx.method} is not allowed`), { status: 405, allow });
-  };
+export function refuseUnservedMethod(ctx: Koa.Context): void {
+  const matched = (ctx as unknown as { matched?: Array<{ methods: string[] }> }).matched ?? [];
+  const allow = [...new Set(matched.flatMap((layer) => layer.methods))].sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
+  if (allow.length) throw Object.assign(new Error(`${ctx.method} is not allowed`), { status: 405, allow });
 }

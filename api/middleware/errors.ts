@@ -40,34 +40,28 @@ export function withholdApiKeys(body: Problem): Problem {
   return withheld === text ? body : (JSON.parse(withheld) as Problem);
 }
 
-/** Maps every failure to the one problem+json format; unexpected ones are logged and become a 500 that reveals nothing. */
-export function errorMiddleware(): Koa.Middleware {
-  return async (ctx, next) => {
-    try {
-      await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw Object.assign(new Error('route not found'), { routeNotFound: true });
-      }
-    } catch (error) {
-      const requestId = String(ctx.state.requestId ?? '');
-      let body: Problem | undefined;
-      if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
-      else if ((error as { routeNotFound?: boolean }).routeNotFound) body = problem(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`, requestId);
-      else body = problemFromDatabaseError(error, requestId) ?? problemFromHttpError(error as never, requestId, ctx.method, ctx.path);
+/** A 404 no layer answered: the route is not found (the request frame's answer to an unmatched path). */
+export const routeNotFound = (): Error => Object.assign(new Error('route not found'), { routeNotFound: true });
 
-      if (!body) {
-        logger.error({ requestId, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled error');
-        body = problem(500, 'internal_error', 'Something went wrong on our side. The request id identifies it in our logs.', requestId);
-      }
-      ctx.status = body.status;
-      ctx.type = PROBLEM_CONTENT_TYPE;
-      ctx.body = withholdApiKeys(body);
-      // RFC 9110: a 405 names the methods the resource does serve.
-      const allow = (error as { allow?: unknown }).allow;
-      if (body.status === 405 && Array.isArray(allow)) ctx.set('Allow', allow.join(', '));
-      if ((body.status === 429 || body.status === 503) && typeof body.retryAfterSeconds === 'number') ctx.set('Retry-After', String(body.retryAfterSeconds));
-    }
-  };
+/** Answers a failure in the one problem+json format; an unexpected one is logged and becomes a 500 that reveals nothing. */
+export function answerError(ctx: Koa.Context, error: unknown): void {
+  const requestId = String(ctx.state.requestId ?? '');
+  let body: Problem | undefined;
+  if (error instanceof DomainError) body = problemFromDomainError(error, requestId);
+  else if ((error as { routeNotFound?: boolean }).routeNotFound) body = problem(404, 'route_not_found', `No route ${ctx.method} ${ctx.path}.`, requestId);
+  else body = problemFromDatabaseError(error, requestId) ?? problemFromHttpError(error as never, requestId, ctx.method, ctx.path);
+
+  if (!body) {
+    logger.error({ requestId, err: { message: (error as Error).message, stack: (error as Error).stack } }, 'unhandled error');
+    body = problem(500, 'internal_error', 'Something went wrong on our side. The request id identifies it in our logs.', requestId);
+  }
+  ctx.status = body.status;
+  ctx.type = PROBLEM_CONTENT_TYPE;
+  ctx.body = withholdApiKeys(body);
+  // RFC 9110: a 405 names the methods the resource does serve.
+  const allow = (error as { allow?: unknown }).allow;
+  if (body.status === 405 && Array.isArray(allow)) ctx.set('Allow', allow.join(', '));
+  if ((body.status === 429 || body.status === 503) && typeof body.retryAfterSeconds === 'number') ctx.set('Retry-After', String(body.retryAfterSeconds));
 }
 
 /**

@@ -36,46 +36,36 @@ export function assignRequestId(ctx: Koa.Context): string {
 }
 
 /**
- * Request id (X-Request-Id, echoed or generated) and one structured log line per request.
- * Logs carry the path without its query string, so nothing sent in a URL reaches them.
+ * One structured log line per request, from `started` (process.hrtime.bigint()) until now. Logs
+ * carry the path without its query string, so nothing sent in a URL reaches them.
  */
-export function requestContext(): Koa.Middleware {
-  return async (ctx, next) => {
-    const requestId = assignRequestId(ctx);
-    const started = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const principal = ctx.state.principal as { workspaceId?: string; apiKeyId?: string } | undefined;
-      const path = pathCarriesKey(ctx.path) ? '[withheld: the path contained an API key]' : ctx.path;
-      const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
-      const errorCode = ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined;
-      if (ctx.status >= 500) {
-        requestLog.error({ requestId, method: ctx.method, path, status: ctx.status, durationMs, workspaceId: principal?.workspaceId, apiKeyId: principal?.apiKeyId, errorCode }, 'request');
-      } else {
-        // The same fields in the same order; the request id and method are plain tokens (REQUEST_ID, HTTP's method syntax).
-        writeInfoLine(
-          requestLog,
-          `,"requestId":"${requestId}","method":"${ctx.method}","path":${JSON.stringify(path)},"status":${ctx.status},"durationMs":${durationMs}` +
-            (principal?.workspaceId ? `,"workspaceId":${JSON.stringify(principal.workspaceId)},"apiKeyId":${JSON.stringify(principal.apiKeyId)}` : '') +
-            (errorCode !== undefined ? `,"errorCode":${JSON.stringify(errorCode)}` : ''),
-          'request',
-        );
-      }
-    }
-  };
+export function logRequest(ctx: Koa.Context, requestId: string, started: bigint): void {
+  const principal = ctx.state.principal as { workspaceId?: string; apiKeyId?: string } | undefined;
+  const path = pathCarriesKey(ctx.path) ? '[withheld: the path contained an API key]' : ctx.path;
+  const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
+  const errorCode = ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined;
+  if (ctx.status >= 500) {
+    requestLog.error({ requestId, method: ctx.method, path, status: ctx.status, durationMs, workspaceId: principal?.workspaceId, apiKeyId: principal?.apiKeyId, errorCode }, 'request');
+  } else {
+    // The same fields in the same order; the request id and method are plain tokens (REQUEST_ID, HTTP's method syntax).
+    writeInfoLine(
+      requestLog,
+      `,"requestId":"${requestId}","method":"${ctx.method}","path":${JSON.stringify(path)},"status":${ctx.status},"durationMs":${durationMs}` +
+        (principal?.workspaceId ? `,"workspaceId":${JSON.stringify(principal.workspaceId)},"apiKeyId":${JSON.stringify(principal.apiKeyId)}` : '') +
+        (errorCode !== undefined ? `,"errorCode":${JSON.stringify(errorCode)}` : ''),
+      'request',
+    );
+  }
 }
 
-/** A key in the URL leaks into proxies, browser history and logs: refuse it before anything else reads it. */
-export function refuseCredentialsInUrl(): Koa.Middleware {
-  const refuse = () => new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
-  return (ctx, next) => {
-    if (ctx.querystring) {
-      for (const [name, value] of new URLSearchParams(ctx.querystring)) {
-        if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(name) || looksLikeApiKey(value)) throw refuse();
-      }
+const credentialInUrl = () => new BadRequestError('credential_in_url', 'API keys are accepted only in the Authorization: Bearer header, never in the URL. Treat a key sent in a URL as leaked: revoke it and create a new one.');
+
+/** A key in the URL leaks into proxies, browser history and logs: refused before anything else reads it. */
+export function refuseCredentialsInUrl(ctx: Koa.Context): void {
+  if (ctx.querystring) {
+    for (const [name, value] of new URLSearchParams(ctx.querystring)) {
+      if (CREDENTIAL_PARAMS.has(name.toLowerCase()) || looksLikeApiKey(name) || looksLikeApiKey(value)) throw credentialInUrl();
     }
-    if (pathCarriesKey(ctx.path)) throw refuse();
-    return next();
-  };
+  }
+  if (pathCarriesKey(ctx.path)) throw credentialInUrl();
 }

@@ -1,6 +1,7 @@
 import { AuthenticationError } from '../../core/errors';
 import type { ServiceDependencies } from '../operations/context';
-import { authenticateRequest, Authentication } from './request-authentication';
+import type { LimitHeaders } from './api-limits';
+import { admitKeptRequest, authenticateRequest, Authentication, AuthenticatedRequest } from './request-authentication';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -14,27 +15,40 @@ export interface BearerExchange {
 /**
  * Authenticates the Bearer key of an HTTP request (REST or MCP) and counts the request against its
  * request limits, in one database round trip; sets the limit headers on every answer, a 429 included.
+ * A key this process keeps, with budget left in its lease, is answered at once, without a promise
+ * (admitKeptRequest): most requests under load, and each promise is a tick and an allocation.
  */
-export async function authenticateBearer(deps: ServiceDependencies, exchange: BearerExchange): Promise<Authentication> {
+export function authenticateBearer(deps: ServiceDependencies, exchange: BearerExchange): Authentication | Promise<Authentication> {
   const header = exchange.get('Authorization');
   if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   const match = BEARER.exec(header);
   if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
+  const kept = admitKeptRequest(deps.db, match[1]);
+  if (kept) return accepted(deps, exchange, kept);
+  return authenticateAnyKey(deps, exchange, match[1]);
+}
+
+async function authenticateAnyKey(deps: ServiceDependencies, exchange: BearerExchange, rawKey: string): Promise<Authentication> {
   try {
-    const authentication = await authenticateRequest(deps.db, match[1]);
-    exchange.state.principal = authentication.principal;
-    deps.keyUsage?.record(authentication.principal.apiKeyId);
-    setLimitHeaders(exchange, authentication.limit.limit, authentication.limit.remaining, authentication.limit.resetSeconds);
-    return authentication;
+    return accepted(deps, exchange, await authenticateRequest(deps.db, rawKey));
   } catch (error) {
-    const limit = (error as { limit?: { limit: number; remaining: number; resetSeconds: number } }).limit;
-    if (limit) setLimitHeaders(exchange, limit.limit, limit.remaining, limit.resetSeconds);
+    const limit = (error as { limit?: LimitCounts }).limit;
+    if (limit) setLimitHeaders(exchange, limit);
     throw error;
   }
 }
 
-function setLimitHeaders(exchange: BearerExchange, limit: number, remaining: number, resetSeconds: number): void {
-  exchange.set('X-RateLimit-Limit', String(limit));
-  exchange.set('X-RateLimit-Remaining', String(Math.max(0, remaining)));
-  exchange.set('X-RateLimit-Reset', String(resetSeconds));
+function accepted(deps: ServiceDependencies, exchange: BearerExchange, authentication: AuthenticatedRequest): Authentication {
+  exchange.state.principal = authentication.principal;
+  deps.keyUsage?.record(authentication.principal.apiKeyId);
+  setLimitHeaders(exchange, authentication.limit);
+  return authentication;
+}
+
+type LimitCounts = Pick<LimitHeaders, 'limit' | 'remaining' | 'resetSeconds'>;
+
+function setLimitHeaders(exchange: BearerExchange, limit: LimitCounts): void {
+  exchange.set('X-RateLimit-Limit', `${limit.limit}`);
+  exchange.set('X-RateLimit-Remaining', `${Math.max(0, limit.remaining)}`);
+  exchange.set('X-RateLimit-Reset', `${limit.resetSeconds}`);
 }

@@ -102,6 +102,11 @@ class RequestBudgets {
     return answer;
   }
 
+  /** One request from the key's lease, if it has one with budget left (admit's first step, without a promise). */
+  spendNow(principal: Principal, limits: ApiLimits): LimitHeaders | undefined {
+    return this.spend(principal.apiKeyId, limits);
+  }
+
   /** One lease statement for the key; the request that asked for it is admitted from it. */
   private async lease(principal: Principal, limits: ApiLimits): Promise<LimitHeaders | undefined> {
     const keyId = principal.apiKeyId;
