@@ -32,6 +32,12 @@ export interface QueryRequest {
   /** Versions the thread drops before it runs this query: the pool keeps the process within its memory budget. */
   drop: string[];
   answer: AnswerForm;
+  /**
+   * The pool started the query's clock on dispatch (the thread was sent every graph before). The
+   * thread says `started` only when it builds a store all the same (a fresh entity index rebuilds
+   * them), which restarts the clock; otherwise the answer is the one message back.
+   */
+  clockStarted: boolean;
 }
 
 /** Graphs an idle thread drops at once, to make room in another thread. */

@@ -196,13 +196,16 @@ export class SparqlQueryPool {
     const drop = this.makeRoom(thread, job.graphs);
     // Encoded graphs travel once per thread: a resident graph is named by its version alone.
     const graphs = job.graphs.map((handle) => (thread.resident.has(handle.version) ? { version: handle.version } : handle));
+    // A thread that was sent every graph before has their stores (almost always): the clock starts now.
+    const clockStarted = graphs.every((graph) => !('graph' in graph));
     for (const handle of job.graphs) {
       // Most recently used last.
       thread.resident.delete(handle.version);
       thread.resident.set(handle.version, triplesOf(handle));
     }
-    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs, drop, answer: job.answer };
+    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs, drop, answer: job.answer, clockStarted };
     thread.worker.postMessage(request);
+    if (clockStarted) this.startClock(thread, running.id);
   }
 
   /**
@@ -214,6 +217,8 @@ export class SparqlQueryPool {
     const running = thread.running;
     if (!running || running.id !== id) return;
     const { job } = running;
+    // Started again when a thread had to build stores after all: the limit counts from the build's end.
+    clearTimeout(running.timer);
     running.startedAt = Date.now();
     running.timer = setTimeout(() => {
       if (thread.running !== running) return;
