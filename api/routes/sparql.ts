@@ -29,6 +29,7 @@ const results = {
       'Weft-Dataset-Triples': { description: 'Triples in the dataset the query ran over.', schema: { type: 'integer' } },
       'Weft-Ontology-Package': { description: 'The active package the dataset holds.', schema: { type: 'string', format: 'uuid' } },
       'Weft-Withheld-Bindings': { description: 'Bindings of the project whose data this key may not read (absent when none).', schema: { type: 'integer' } },
+      'Server-Timing': { description: 'The query thread’s share of the time (W3C Server Timing): `evaluation;dur=<ms>, serialization;dur=<ms>`.', schema: { type: 'string' } },
     },
   },
 };
