@@ -61,6 +61,19 @@ export function installationCreditLimit(): CreditLimit {
   return setting as CreditLimit;
 }
 
+/**
+ * The largest charge lease a process takes for one workspace and kind, in the plan's currency
+ * (WEFT_CHARGE_LEASE_MAX, default 0.10; 0 turns leases off, so every charge made outside a
+ * transaction is committed before its request answers): services/usage/charge-leases.ts. It bounds
+ * what a crashed process's lease bills beyond the charges it answered. Read on every decision;
+ * config() refuses a bad value at start.
+ */
+export function chargeLeaseMax(): string {
+  const setting = process.env.WEFT_CHARGE_LEASE_MAX?.trim() || '0.10';
+  if (!/^\d{1,6}(\.\d{1,10})?$/.test(setting)) throw new Error(`WEFT_CHARGE_LEASE_MAX must be a non-negative decimal amount such as 0.10 (0 turns charge leases off); got "${setting}".`);
+  return setting;
+}
+
 let cached: WeftConfig | undefined;
 
 export function config(): WeftConfig {
@@ -68,6 +81,7 @@ export function config(): WeftConfig {
     const port = Number(process.env.PORT ?? 8080);
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${process.env.PORT}".`);
     installationCreditLimit();
+    chargeLeaseMax();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',
       port,

@@ -11,6 +11,8 @@ import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '.
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
+import { billExpiredChargeLeases, closeChargeLeases } from '../services/usage/usage';
+import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
 import { loopbackMetricsAddress, temporalCoreMetrics } from '../observability/temporal-metrics';
@@ -29,6 +31,11 @@ function apiModules(): typeof import('../api/app') & typeof import('../api/middl
 export interface RunningService {
   /** Graceful: stop accepting, finish in-flight work, release connections. */
   stop(): Promise<void>;
+}
+
+/** Every API and worker process bills the charge leases of processes that stopped without returning them. */
+function sweepChargeLeases(db: Db) {
+  return sweepEvery(CHARGE_LEASE_TTL_MS / 2, () => billExpiredChargeLeases(db).catch((error) => logger.warn({ err: error }, 'the sweep of expired charge leases failed')));
 }
 
 export async function migrate(db: Db): Promise<void> {
@@ -74,6 +81,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   housekeeping.unref();
   // Queued runs whose launch died between its commit and its workflow start get their workflow.
   const strandedRuns = sweepEvery(60_000, () => startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')));
+  const expiredChargeLeases = sweepChargeLeases(db);
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
   // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.
   server.on('clientError', answerClientError);
@@ -101,6 +109,8 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       });
       await keyUsage.close();
       await closeRequestBudgets(db);
+      await expiredChargeLeases.stop();
+      await closeChargeLeases(db);
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
@@ -126,9 +136,12 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
   // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
   const connection = await connectTemporal(settings.temporalAddress);
   await ensureBillingSchedule(createTemporalClient(connection, settings.temporalNamespace), settings.taskQueue).finally(() => connection.close());
+  const expiredChargeLeases = sweepChargeLeases(db);
   return {
     async stop() {
       await worker.shutdown();
+      await expiredChargeLeases.stop();
+      await closeChargeLeases(db);
       await closePostgresTablePools();
       await closeDefinitionCache();
       await db.destroy();

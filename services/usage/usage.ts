@@ -4,6 +4,8 @@ import { InputError, NotFoundError, PaymentRequiredError } from '../../core/erro
 import type { Db, Executor } from '../../db/connection';
 import { logger } from '../../core/logger';
 import { afterCommit } from '../../db/after-commit';
+import { chargeLeases, ChargeLeaseHooks, closeChargeLeases, expireChargeLeases, InsertedOperation, leaseCovers, settleLeasedCharges, withdrawLeasedCharge } from './charge-leases';
+import { ChargeRow, insertCharges } from './charge-rows';
 import { meteredAmount, meteredOperations } from '../../observability/metrics';
 import { definitionCache } from '../shared/definition-cache';
 import { snakeCaseMappers } from 'objection';
@@ -62,7 +64,10 @@ const monthStart = (date: Date) => new Date(Date.UTC(date.getUTCFullYear(), date
 /**
  * Records one metered operation with its charges, in the caller's transaction when it has one
  * (so the work and its metering commit together). A reference already metered is a no-op.
- * Returns the operation, or undefined when it was metered before.
+ * Returns the operation, or undefined when it was metered before. Outside a transaction, a charge
+ * its workspace's charge lease covers (charge-leases.ts) resolves at once, before its row is
+ * written: its operation is the one the next flush writes (unless that finds the reference
+ * metered before); reads of usage through this module wait for that flush.
  */
 export async function meter(db: Executor, input: MeterInput): Promise<MeteredOperation | undefined> {
   const rates = RATES[input.kind];
@@ -77,78 +82,70 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
     charges: charges.map((c) => ({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) })),
   };
   // In a caller's transaction the charge and its alert are part of its unit of work. A charge
-  // committed on its own (a query, a read) goes with the others that wait at the same time, in one
-  // statement and one commit, and its alert is checked after the request, off its critical path.
-  const counted = () => {
-    meteredOperations.inc({ kind: input.kind });
-    meteredAmount.inc({ kind: input.kind }, amount.toNumber());
-  };
+  // made on its own (a query, a read) is answered from its workspace's charge lease when it holds
+  // one, else goes with the others that wait at the same time, in one statement and one commit;
+  // its alert is checked after the request, off its critical path.
   if (db.isTransaction) {
     const [inserted] = await insertCharges(db, [row]);
     if (!inserted) return undefined;
-    afterCommit(db, counted);
+    afterCommit(db, () => counted([row]));
     await raiseAlerts(db, input.workspaceId);
     return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
   }
+  const leases = chargeLeases(db as Db, LEASE_HOOKS);
+  const leased = leases.answer(row, amount);
+  if (leased === 'duplicate') return undefined;
+  if (leased) {
+    const { id, workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities } = leased;
+    const operation = { id, workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount: leased.amount, reported_at: null, created_at: new Date() };
+    return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(operation));
+  }
   let batcher = chargeBatchers.get(db as Db);
   if (!batcher) chargeBatchers.set(db as Db, (batcher = new ChargeBatcher(db as Db)));
-  const inserted = await batcher.insert(row);
+  const inserted = await batcher.insert(row).finally(() => leases.written(row));
   if (!inserted) return undefined;
-  counted();
+  counted([row]);
   checkAlertsSoon(db as Db, input.workspaceId);
   return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
 }
 
-/** One metered operation with its charges, as insertCharges takes it (column names). */
-interface ChargeRow {
-  workspace_id: string;
-  project_id: string | null;
-  kind: MeteredKind;
-  operation_ref: string;
-  parent_operation_id: string | null;
-  actor_member_id: string | null;
-  api_key_id: string | null;
-  quantities: Record<string, number>;
-  amount: string;
-  charges: Array<{ item: string; quantity: string; unit_price: string; amount: string }>;
+/** The metrics of operations written. */
+function counted(operations: Array<Pick<InsertedOperation, 'kind' | 'amount'>>): void {
+  for (const operation of operations) {
+    meteredOperations.inc({ kind: operation.kind });
+    meteredAmount.inc({ kind: operation.kind }, Number(operation.amount));
+  }
 }
 
-const chargeKey = (row: { workspace_id: string; kind: string; operation_ref: string }) => `${row.workspace_id}\n${row.kind}\n${row.operation_ref}`;
+/** What charge leases ask of metering: the credit that bounds them, and what follows a write. */
+const LEASE_HOOKS: ChargeLeaseHooks = {
+  async creditBound(db, workspaceId, kind) {
+    const terms = await creditTermsOf(db, workspaceId);
+    return creditPauses(terms, kind) ? (PLANS[terms.plan] ?? PLANS.free).includedCredit : null;
+  },
+  inserted(db, operations) {
+    counted(operations);
+    for (const workspaceId of new Set(operations.map((operation) => operation.workspace_id))) checkAlertsSoon(db, workspaceId);
+  },
+};
 
 /**
- * Metered operations and their charges in one statement: atomic without a transaction of the
- * caller's. A reference metered before (or twice in the same call) inserts nothing again. Returns,
- * per row, the inserted operation's row, or undefined when it was metered before.
+ * The housekeeping sweep of every process (scripts/runtime.ts): bills the remainder of each charge
+ * lease whose holder stopped renewing it (charge-leases.ts, expireChargeLeases).
  */
-async function insertCharges(db: Executor, rows: ChargeRow[]): Promise<Array<Record<string, unknown> | undefined>> {
-  const { rows: inserted } = await db.raw<{ rows: Array<Record<string, unknown> & { workspace_id: string; kind: string; operation_ref: string }> }>(
-    `WITH input AS (
-       SELECT DISTINCT ON (workspace_id, kind, operation_ref) *
-         FROM jsonb_to_recordset(?::jsonb) AS i(workspace_id uuid, project_id uuid, kind text, operation_ref text, parent_operation_id uuid,
-                                               actor_member_id uuid, api_key_id uuid, quantities jsonb, amount numeric, charges jsonb)
-     ), operations AS (
-       INSERT INTO metered_operations (workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount)
-       SELECT workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount FROM input
-       ON CONFLICT (workspace_id, kind, operation_ref) DO NOTHING
-       RETURNING *
-     ), charges AS (
-       INSERT INTO operation_charges (operation_id, item, quantity, unit_price, amount)
-       SELECT o.id, c.item, c.quantity::numeric, c.unit_price::numeric, c.amount::numeric
-         FROM operations o
-         JOIN input i ON i.workspace_id = o.workspace_id AND i.kind = o.kind AND i.operation_ref = o.operation_ref,
-              jsonb_to_recordset(i.charges) AS c(item text, quantity text, unit_price text, amount text)
-     )
-     SELECT * FROM operations`,
-    [JSON.stringify(rows)],
-  );
-  const byKey = new Map(inserted.map((row) => [chargeKey(row), row]));
-  // The first of two rows with one reference gets the insert; the second was "metered before".
-  return rows.map((row) => {
-    const found = byKey.get(chargeKey(row));
-    byKey.delete(chargeKey(row));
-    return found;
-  });
+export async function billExpiredChargeLeases(db: Db): Promise<number> {
+  const operations = await expireChargeLeases(db);
+  LEASE_HOOKS.inserted(db, operations);
+  return operations.length;
 }
+
+/** Waits until this process's charges of the workspace are written and their alerts checked: a read of its usage sees them. */
+export async function settledCharges(workspaceId: string): Promise<void> {
+  await settleLeasedCharges(workspaceId);
+  await settledAlerts(workspaceId);
+}
+
+export { closeChargeLeases };
 
 /** How many statements one process keeps in flight, and how many charges one statement carries at most. */
 const CHARGE_BATCHES_IN_FLIGHT = 2;
@@ -193,8 +190,13 @@ class ChargeBatcher {
 
 const chargeBatchers = new WeakMap<Db, ChargeBatcher>();
 
-/** Withdraws the charge of a request that failed after it was metered (metering ran beside the work). */
+/**
+ * Withdraws the charge of a request that failed after it was metered (metering ran beside the
+ * work): one still queued from a charge lease leaves the queue (its amount goes back to the lease),
+ * one written is deleted.
+ */
 export async function withdrawCharge(db: Executor, workspaceId: string, kind: MeteredKind, ref: string): Promise<void> {
+  if (await withdrawLeasedCharge(workspaceId, kind, ref)) return;
   await db.raw('DELETE FROM metered_operations WHERE workspace_id = ? AND kind = ? AND operation_ref = ? AND reported_at IS NULL', [workspaceId, kind, ref]);
 }
 
@@ -253,12 +255,27 @@ async function creditTermsOf(db: Executor, workspaceId: string): Promise<CreditT
 /** Whether the plan's credit pauses this workspace's paid work: its own setting, else the installation's. */
 const creditLimited = (terms: CreditTerms) => (terms.creditLimit ?? installationCreditLimit()) === 'plan';
 
-/** The exact total of a workspace's charges in [from, to), as a Decimal. */
-async function spend(db: Executor, workspaceId: string, from: Date, to: Date, excluding?: { kind: MeteredKind; ref: string }): Promise<Decimal> {
-  const query = MeteredOperation.query(db).where({ workspaceId }).where('createdAt', '>=', from).where('createdAt', '<', to);
-  if (excluding) query.whereNot({ kind: excluding.kind, operationRef: excluding.ref });
-  const row = (await query.sum('amount as total').first()) as unknown as { total: string | null };
-  return new Decimal(row?.total ?? 0);
+/** Whether spent credit pauses this kind of work in the workspace (free reads and overage never pause). */
+function creditPauses(terms: CreditTerms, kind: MeteredKind): boolean {
+  const plan = PLANS[terms.plan] ?? PLANS.free;
+  return creditLimited(terms) && !plan.overage && !(plan.freeReads && READS.includes(kind));
+}
+
+/**
+ * The exact total of a workspace's charges in [from, to), as a Decimal; with `leased`, plus what
+ * its charge leases hold (answered or answerable without a round trip, so spent as far as credit
+ * is concerned), read in the same statement as the charges.
+ */
+async function spend(db: Executor, workspaceId: string, from: Date, to: Date, options: { excluding?: { kind: MeteredKind; ref: string }; leased?: boolean } = {}): Promise<Decimal> {
+  const { excluding, leased } = options;
+  let sql = `SELECT coalesce(sum(amount), 0) FROM metered_operations WHERE workspace_id = ? AND created_at >= ? AND created_at < ?${excluding ? ' AND NOT (kind = ? AND operation_ref = ?)' : ''}`;
+  const bindings: Array<string | Date> = [workspaceId, from, to, ...(excluding ? [excluding.kind, excluding.ref] : [])];
+  if (leased) {
+    sql = `(${sql}) + (SELECT coalesce(sum(remaining), 0) FROM charge_leases WHERE workspace_id = ?)`;
+    bindings.push(workspaceId);
+  }
+  const { rows } = await db.raw<{ rows: Array<{ total: string }> }>(`SELECT ${leased ? sql : `(${sql})`} AS total`, bindings);
+  return new Decimal(rows[0].total);
 }
 
 /** Crossing a threshold of the monthly budget records an alert event once per period; it never stops work. */
@@ -281,11 +298,13 @@ async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
  * check: the credit is what was spent before it.
  */
 export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
+  // A charge answered from a charge lease was paid from credit when the lease was granted.
+  if (chargingRef && leaseCovers(workspaceId, kind, chargingRef)) return;
   const terms = await creditTermsOf(db, workspaceId);
+  if (!creditPauses(terms, kind)) return;
   const plan = PLANS[terms.plan] ?? PLANS.free;
-  if (!creditLimited(terms) || plan.overage || (plan.freeReads && READS.includes(kind))) return;
   const now = new Date();
-  const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000), chargingRef ? { kind, ref: chargingRef } : undefined);
+  const used = await spend(db, workspaceId, monthStart(now), new Date(now.getTime() + 1000), { excluding: chargingRef ? { kind, ref: chargingRef } : undefined, leased: true });
   if (used.gte(plan.includedCredit)) {
     throw new PaymentRequiredError('usage_limit_reached', `This workspace has used its ${plan.title} plan’s included credit for ${monthOf(now)} (${plan.includedCredit}); new paid work is paused until the next month or an upgrade. Raising request limits does not help; work already running finishes.`, {
       includedCredit: plan.includedCredit,
@@ -311,6 +330,7 @@ export function usageRange(from?: string, to?: string): { from: Date; to: Date }
 export async function usageSummary(ctx: OperationContext, params: { from?: string; to?: string }) {
   const { db, principal } = ctx;
   const { from, to } = usageRange(params.from, params.to);
+  await settledCharges(principal.workspaceId);
   const rows = (await MeteredOperation.query(db)
     .where({ workspaceId: principal.workspaceId })
     .where('createdAt', '>=', from)
@@ -336,7 +356,9 @@ export async function billingMonth(ctx: OperationContext) {
   const plan = PLANS[workspace.plan] ?? PLANS.free;
   const limited = creditLimited(workspace);
   const now = new Date();
-  const used = await spend(db, principal.workspaceId, monthStart(now), new Date(now.getTime() + 1000));
+  await settledCharges(principal.workspaceId);
+  // Used is what was charged; paid work pauses as assertCredit says, counting outstanding charge leases too.
+  const [used, usedOrLeased] = await Promise.all([false, true].map((leased) => spend(db, principal.workspaceId, monthStart(now), new Date(now.getTime() + 1000), { leased })));
   const credit = new Decimal(plan.includedCredit);
   return {
     period: monthOf(now),
@@ -348,7 +370,7 @@ export async function billingMonth(ctx: OperationContext) {
     used: used.toFixed(),
     remainingCredit: Decimal.max(credit.minus(used), 0).toFixed(),
     overage: plan.overage ? Decimal.max(used.minus(credit), 0).toFixed() : '0',
-    paidWorkPaused: limited && !plan.overage && used.gte(credit),
+    paidWorkPaused: limited && !plan.overage && usedOrLeased.gte(credit),
   };
 }
 
@@ -376,6 +398,7 @@ const presentOperation = (o: MeteredOperation) => ({
 
 export async function listOperations(ctx: OperationContext, page: PageRequest, filter: { parentOperationId?: string }) {
   const { db, principal } = ctx;
+  await settledCharges(principal.workspaceId);
   const base = MeteredOperation.query(db).where({ workspaceId: principal.workspaceId });
   if (filter.parentOperationId) base.where('parentOperationId', filter.parentOperationId);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
@@ -384,6 +407,7 @@ export async function listOperations(ctx: OperationContext, page: PageRequest, f
 
 export async function operationCharges(ctx: OperationContext, operationId: string) {
   const { db, principal } = ctx;
+  await settledCharges(principal.workspaceId);
   const operation = await MeteredOperation.query(db).findOne({ id: operationId, workspaceId: principal.workspaceId });
   if (!operation) throw new NotFoundError('operation', 'No metered operation with this id in this workspace.');
   const charges = await OperationCharge.query(db).where({ operationId }).orderBy('item');
@@ -395,7 +419,7 @@ export async function operationCharges(ctx: OperationContext, operationId: strin
 
 export async function getAlerts(ctx: OperationContext) {
   const { db, principal } = ctx;
-  await settledAlerts(principal.workspaceId);
+  await settledCharges(principal.workspaceId);
   const settings = await UsageAlertSettings.query(db).findById(principal.workspaceId);
   const events = await UsageAlertEvent.query(db).where({ workspaceId: principal.workspaceId }).orderBy('createdAt', 'desc').limit(50);
   return {

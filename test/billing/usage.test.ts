@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { meter } from '../../services/usage/usage';
+import { meter, settledCharges } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
@@ -57,6 +57,8 @@ describe('Usage metering, credit and the usage routes', function () {
 
     // Several items: one charge each, and the operation's amount is their exact sum.
     const write = await meter(env().db, { workspaceId: ws, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 3 } });
+    // A charge answered from a charge lease is written by the next flush (usage reads wait for it; this direct read asks).
+    await settledCharges(ws);
     const items = await env().db('operation_charges').where({ operationId: write!.id }).orderBy('item');
     assert.deepEqual(items.map((c: { item: string }) => c.item), ['action', 'row']);
     const sum = items.reduce((total: number, c: { amount: string }) => total + Number(c.amount), 0);

@@ -3,6 +3,7 @@ import { bootstrapWorkspace, BootstrapResult } from '../../services/tenancy/work
 import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys';
 import { env } from './environment';
 import { definitionCache } from '../../services/shared/definition-cache';
+import { settledCharges } from '../../services/usage/usage';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -108,9 +109,12 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
  */
 export async function workspaceRows(workspaceIds: string[]): Promise<Record<string, unknown[]>> {
   const db = env().db;
+  // Charges this process answered from a charge lease are written first; the leases themselves are
+  // bookkeeping (taken and returned in the background, like request counters) and left out.
+  for (const workspaceId of workspaceIds) await settledCharges(workspaceId);
   const tables = await db.raw(
     `SELECT table_name AS name FROM information_schema.columns
-      WHERE table_schema = current_schema() AND column_name = 'workspace_id' ORDER BY table_name`,
+      WHERE table_schema = current_schema() AND column_name = 'workspace_id' AND table_name <> 'charge_leases' ORDER BY table_name`,
   );
   const snapshot: Record<string, unknown[]> = {};
   const read = async (table: string, column: string) => {

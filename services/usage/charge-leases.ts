@@ -1,0 +1,417 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import Decimal from 'decimal.js';
+import { chargeLeaseMax } from '../../core/config';
+import { logger } from '../../core/logger';
+import type { Db, Executor } from '../../db/connection';
+import type { MeteredKind } from '../../db/models';
+import { definitionCache } from '../shared/definition-cache';
+import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows';
+
+// Charges answered without a round trip. A charge made outside a caller's transaction (a SPARQL
+// query, a records read) is otherwise committed before its request answers. Once a workspace makes
+// LEASE_AFTER charges of a kind within RATE_WINDOW_MS in this process, the process takes a charge
+// lease (weft_take_charge_lease): a committed amount of about twice what it charged in the last
+// SIZE_WINDOW_MS, at most WEFT_CHARGE_LEASE_MAX, that counts as spent wherever credit is checked
+// and is granted only from the credit a credit-limited plan has left. Charges are then answered
+// from it at once and queued here; a flush (FLUSH_AFTER_MS after the first queued charge, at
+// FLUSH_AT queued, and when the process stops) writes them in one statement that also lowers the
+// lease by what the batch carried and renews its expiry, so what is metered plus what is leased
+// never drops below what was answered. A lease unused for IDLE_RETURN_MS goes back (its last
+// charges written, the row deleted in the same statement). A crash leaves the row: past its expiry
+// any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
+// which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
+
+const LEASE_AFTER = 4;
+const RATE_WINDOW_MS = 1000;
+const SIZE_WINDOW_MS = 250;
+const FLUSH_AFTER_MS = 200;
+const FLUSH_AT = 256;
+const IDLE_RETURN_MS = 1000;
+/** A lease its holder has not renewed for this long is billed by the sweep; holders renew at every flush. */
+export const CHARGE_LEASE_TTL_MS = 10_000;
+
+export interface ChargeLeaseHooks {
+  /** The included credit that bounds a lease of this kind, or null when the workspace's plan never pauses it. */
+  creditBound(db: Db, workspaceId: string, kind: MeteredKind): Promise<string | null>;
+  /** Operations a flush inserted: counted, and their workspaces' alerts checked. */
+  inserted(db: Db, operations: InsertedOperation[]): void;
+}
+
+export interface InsertedOperation {
+  workspace_id: string;
+  kind: MeteredKind;
+  amount: string;
+}
+
+interface Lease {
+  id: string;
+  /** Granted and not yet answered from. */
+  available: Decimal;
+  lastUsedAt: number;
+  /** Below this the lease is topped up (half of what the stream wanted when last asked). */
+  lowMark: Decimal;
+  toppingUp: boolean;
+}
+
+/** A workspace's charges of one kind in this process: their recent rate, and its lease. */
+interface Stream {
+  workspaceId: string;
+  kind: MeteredKind;
+  recent: Array<{ at: number; amount: Decimal }>;
+  lease?: Lease;
+  leasing: boolean;
+  /** Its charges this process is committing one by one (answer() left them to the caller). */
+  writing: number;
+  /** No lease is asked for before this (the last ask was refused for want of credit, or failed). */
+  notBefore: number;
+}
+
+interface Queued {
+  row: ChargeRow & { lease_id: string };
+  amount: Decimal;
+  stream: Stream;
+}
+
+/** A leased charge's row as it will be written (its id given now), 'duplicate', or undefined: not leased. */
+export type LeasedAnswer = (ChargeRow & { id: string; lease_id: string }) | 'duplicate' | undefined;
+
+/** Drops the stream's charges older than the rate window (they are in time order). */
+function trimRecent(stream: Stream, now: number): void {
+  let old = 0;
+  while (old < stream.recent.length && now - stream.recent[old].at >= RATE_WINDOW_MS) old += 1;
+  if (old) stream.recent.splice(0, old);
+}
+
+const monthStart = (date: Date) => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1));
+
+class ChargeLeases {
+  private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly streams = new Map<string, Stream>();
+  /** Answered charges not yet sent, and those in the statement in flight, by chargeKey. */
+  private readonly queue = new Map<string, Queued>();
+  private inFlight = new Map<string, Queued>();
+  /** Leases to delete with the next flush. */
+  private readonly returning = new Set<string>();
+  /** Lease statements in flight (close waits for them, so no lease is taken after the last flush). */
+  private readonly taking = new Set<Promise<void>>();
+  private flushing?: Promise<void>;
+  private nextFlush?: Promise<void>;
+  private flushTimer?: NodeJS.Timeout;
+  private closing = false;
+  private readonly idleSweep: NodeJS.Timeout;
+  private readonly stopListening: () => void;
+
+  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks) {
+    this.idleSweep = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
+    this.idleSweep.unref();
+    // A change to a workspace (its plan or credit limit among others) returns its leases: the next
+    // ones are granted under the terms as they are now.
+    this.stopListening = definitionCache().onChange((workspaceId) => {
+      for (const stream of this.streams.values()) if (workspaceId === undefined || stream.workspaceId === workspaceId) this.giveBack(stream);
+    });
+  }
+
+  /**
+   * Answers a charge from its workspace's lease when it holds enough: queued to be written, and
+   * 'duplicate' when the same reference is already queued. Synchronous, so a credit check that
+   * runs beside the charge sees it covered. Undefined: the caller commits it itself, and calls
+   * written() when that is done.
+   */
+  answer(row: ChargeRow, amount: Decimal): LeasedAnswer {
+    const now = Date.now();
+    const stream = this.streamOf(row.workspace_id, row.kind);
+    stream.recent.push({ at: now, amount });
+    const lease = this.closing ? undefined : stream.lease;
+    if (!lease || lease.available.lt(amount)) {
+      stream.writing += 1;
+      return undefined;
+    }
+    const key = chargeKey(row);
+    if (this.queue.has(key) || this.inFlight.has(key)) return 'duplicate';
+    lease.available = lease.available.minus(amount);
+    lease.lastUsedAt = now;
+    const queued = { ...row, id: randomUUID(), lease_id: lease.id };
+    this.queue.set(key, { row: queued, amount, stream });
+    if (this.queue.size >= FLUSH_AT) void this.flush();
+    else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+    this.topUp(stream);
+    return queued;
+  }
+
+  /**
+   * A charge answer() left to the caller is committed (or failed). A workspace that has made
+   * LEASE_AFTER of them within RATE_WINDOW_MS takes a lease now: after the commit, so a lease
+   * bounded by credit counts them as spent.
+   */
+  written(row: ChargeRow): void {
+    const stream = this.streams.get(`${row.workspace_id}\n${row.kind}`);
+    if (!stream) return;
+    stream.writing -= 1;
+    if (this.closing) return;
+    if (stream.lease) this.topUp(stream);
+    else this.maybeLease(stream);
+  }
+
+  /** Whether this charge was answered from a lease and is queued or being written. */
+  covers(workspaceId: string, kind: MeteredKind, ref: string): boolean {
+    const key = chargeKey({ workspace_id: workspaceId, kind, operation_ref: ref });
+    return this.queue.has(key) || this.inFlight.has(key);
+  }
+
+  /** Takes a queued charge back (its amount returns to its lease); false when it is not queued here (any write of it has finished). */
+  async withdraw(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
+    const key = chargeKey({ workspace_id: workspaceId, kind, operation_ref: ref });
+    for (;;) {
+      const queued = this.queue.get(key);
+      if (queued) {
+        this.queue.delete(key);
+        const lease = queued.stream.lease;
+        if (lease?.id === queued.row.lease_id) lease.available = lease.available.plus(queued.amount);
+        return true;
+      }
+      if (!this.inFlight.has(key)) return false;
+      await this.flushing?.catch(() => undefined);
+    }
+  }
+
+  /** Writes this process's queued charges of the workspace (a read of its usage sees them). */
+  async settle(workspaceId: string): Promise<void> {
+    const holds = (charges: Map<string, Queued>) => [...charges.values()].some((queued) => queued.row.workspace_id === workspaceId);
+    if (holds(this.queue) || holds(this.inFlight)) await this.flush().catch(() => undefined);
+  }
+
+  private streamOf(workspaceId: string, kind: MeteredKind): Stream {
+    const key = `${workspaceId}\n${kind}`;
+    let stream = this.streams.get(key);
+    if (!stream) this.streams.set(key, (stream = { workspaceId, kind, recent: [], leasing: false, writing: 0, notBefore: 0 }));
+    return stream;
+  }
+
+  /** About twice what the stream charged in the last SIZE_WINDOW_MS (at least LEASE_AFTER of its largest recent charge), at most the setting. */
+  private wanted(stream: Stream, now: number): Decimal {
+    trimRecent(stream, now);
+    const recent = stream.recent.filter((charge) => now - charge.at < SIZE_WINDOW_MS);
+    const sum = recent.reduce((total, charge) => total.plus(charge.amount), new Decimal(0));
+    const largest = stream.recent.reduce((max, charge) => Decimal.max(max, charge.amount), new Decimal(0));
+    return Decimal.min(Decimal.max(sum.times(2), largest.times(LEASE_AFTER)), chargeLeaseMax());
+  }
+
+  private maybeLease(stream: Stream): void {
+    const now = Date.now();
+    if (stream.leasing || stream.lease || now < stream.notBefore) return;
+    const want = this.wanted(stream, now);
+    if (stream.recent.length < LEASE_AFTER || want.lte(0)) return;
+    stream.leasing = true;
+    this.track(this.take(stream, undefined, want).finally(() => (stream.leasing = false)));
+  }
+
+  /** Adds to a lease that has less than half of what the stream now wants. */
+  private topUp(stream: Stream): void {
+    const lease = stream.lease;
+    const now = Date.now();
+    if (!lease || lease.toppingUp || lease.available.gte(lease.lowMark) || now < stream.notBefore) return;
+    const want = this.wanted(stream, now);
+    lease.lowMark = want.dividedBy(2);
+    if (lease.available.gte(lease.lowMark)) return;
+    lease.toppingUp = true;
+    this.track(this.take(stream, lease, want.minus(lease.available)).finally(() => (lease.toppingUp = false)));
+  }
+
+  private track(taking: Promise<void>): void {
+    this.taking.add(taking);
+    void taking.finally(() => this.taking.delete(taking));
+  }
+
+  private async take(stream: Stream, lease: Lease | undefined, want: Decimal): Promise<void> {
+    try {
+      const bound = await this.hooks.creditBound(this.db, stream.workspaceId, stream.kind);
+      // Credit leased while this process's own charges are still being committed would not count
+      // them: the last of them asks again.
+      if (bound !== null && stream.writing > 0) return;
+      const { rows } = await this.db.raw<{ rows: Array<{ outcome: 'granted' | 'no_credit' | 'gone'; lease_id: string | null; granted: string }> }>(
+        'SELECT * FROM weft_take_charge_lease(?, ?, ?, ?, ?, ?, ?, ?)',
+        [lease?.id ?? null, stream.workspaceId, stream.kind, this.holder, want.toFixed(10), bound, monthStart(new Date()), CHARGE_LEASE_TTL_MS],
+      );
+      const [{ outcome, lease_id: leaseId, granted }] = rows;
+      if (outcome === 'gone' && stream.lease === lease) stream.lease = undefined;
+      // Near the end of a credit-limited plan's credit: its charges are committed one by one (and
+      // checked) for a while, without a lease statement each.
+      if (outcome === 'no_credit') stream.notBefore = Date.now() + RATE_WINDOW_MS;
+      if (outcome !== 'granted') return;
+      if (lease) {
+        // Added to a lease still held here; one given back meanwhile was deleted, or will be with the next flush.
+        lease.available = lease.available.plus(granted);
+        return;
+      }
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now(), toppingUp: false };
+      stream.lease = taken;
+      if (this.closing) this.giveBack(stream);
+    } catch (error) {
+      stream.notBefore = Date.now() + RATE_WINDOW_MS;
+      logger.warn({ err: error, workspaceId: stream.workspaceId, kind: stream.kind }, 'a charge lease could not be taken; charges are committed one by one');
+    }
+  }
+
+  /** The stream's lease goes back with the next flush (its queued charges are written first, in the same statement). */
+  private giveBack(stream: Stream): void {
+    const lease = stream.lease;
+    if (!lease) return;
+    stream.lease = undefined;
+    this.returning.add(lease.id);
+    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+  }
+
+  private returnIdle(): void {
+    const now = Date.now();
+    for (const [key, stream] of this.streams) {
+      if (stream.lease && now - stream.lease.lastUsedAt >= IDLE_RETURN_MS) this.giveBack(stream);
+      trimRecent(stream, now);
+      if (!stream.lease && !stream.leasing && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
+    }
+  }
+
+  /**
+   * Writes every queued charge and returns the leases given back, in one statement; one statement
+   * at a time, so a lease's rows are written before its deletion. Resolves when the charges queued
+   * now are written (or put back after a failure, to be tried again).
+   */
+  flush(): Promise<void> {
+    if (this.flushing) return (this.nextFlush ??= this.flushing.catch(() => undefined).then(() => {
+      this.nextFlush = undefined;
+      return this.flush();
+    }));
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    if (this.queue.size === 0 && this.returning.size === 0) return Promise.resolve();
+    this.inFlight = new Map(this.queue);
+    this.queue.clear();
+    const returned = [...this.returning];
+    this.returning.clear();
+    const sent = this.inFlight;
+    this.flushing = this.write([...sent.values()], returned)
+      .catch((error: unknown) => {
+        // Nothing was written: the charges wait for the next flush, and the leases for it too.
+        logger.error({ err: error, charges: sent.size }, 'leased charges could not be written; trying again');
+        for (const [key, queued] of sent) if (!this.queue.has(key)) this.queue.set(key, queued);
+        for (const id of returned) this.returning.add(id);
+        this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+        throw error;
+      })
+      .finally(() => {
+        this.inFlight = new Map();
+        this.flushing = undefined;
+      });
+    return this.flushing;
+  }
+
+  private async write(batch: Queued[], returned: string[]): Promise<void> {
+    // Every lease held here is renewed, and lowered by what this batch carries of it.
+    const held = new Map<string, Decimal>();
+    for (const stream of this.streams.values()) if (stream.lease) held.set(stream.lease.id, new Decimal(0));
+    for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.set(queued.row.lease_id, (held.get(queued.row.lease_id) ?? new Decimal(0)).plus(queued.amount));
+    const { rows } = await this.db.raw<{ rows: Array<{ leases: string[]; operations: InsertedOperation[] }> }>(
+      `WITH held AS (
+         UPDATE charge_leases l SET remaining = l.remaining - d.spent, expires_at = clock_timestamp() + ? * interval '1 millisecond'
+           FROM jsonb_to_recordset(?::jsonb) AS d(id uuid, spent numeric)
+          WHERE l.id = d.id AND l.holder = ?
+         RETURNING l.id
+       ), returned AS (
+         DELETE FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? RETURNING id
+       ), kept AS (
+         SELECT id FROM held UNION ALL SELECT id FROM returned
+       ), input AS (${chargeInput('WHERE i.lease_id IN (SELECT id FROM kept)')}), ${INSERT_CHARGES}
+       SELECT (SELECT coalesce(json_agg(id), '[]') FROM kept) AS leases,
+              (SELECT coalesce(json_agg(json_build_object('workspace_id', workspace_id, 'kind', kind, 'amount', amount)), '[]') FROM operations) AS operations`,
+      [
+        CHARGE_LEASE_TTL_MS,
+        JSON.stringify([...held].map(([id, spent]) => ({ id, spent: spent.toFixed(10) }))),
+        this.holder,
+        JSON.stringify(returned),
+        this.holder,
+        JSON.stringify(batch.map((queued) => queued.row)),
+      ],
+    );
+    const kept = new Set(rows[0].leases);
+    // A lease the sweep billed (this process could not renew it in time) answers no more; its
+    // charges in this batch were paid for by its remainder and are not written.
+    for (const stream of this.streams.values()) if (stream.lease && held.has(stream.lease.id) && !kept.has(stream.lease.id)) stream.lease = undefined;
+    const lost = batch.filter((queued) => !kept.has(queued.row.lease_id)).length;
+    if (lost) logger.warn({ charges: lost }, 'charges answered from a lease that expired before they were written are billed in its remainder');
+    if (rows[0].operations.length) this.hooks.inserted(this.db, rows[0].operations);
+  }
+
+  /** Writes every queued charge and returns every lease (the process is stopping). */
+  async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.idleSweep);
+    this.stopListening();
+    while (this.taking.size) await Promise.all([...this.taking]);
+    for (const stream of this.streams.values()) this.giveBack(stream);
+    while (this.flushing || this.queue.size || this.returning.size) {
+      try {
+        await this.flush();
+      } catch {
+        // The leases expire and are billed by another process's sweep.
+        break;
+      }
+    }
+    clearTimeout(this.flushTimer);
+  }
+}
+
+const kept = new Map<Db, ChargeLeases>();
+
+/** The charge leases this process holds through `db`. */
+export function chargeLeases(db: Db, hooks: ChargeLeaseHooks): ChargeLeases {
+  let leases = kept.get(db);
+  if (!leases) kept.set(db, (leases = new ChargeLeases(db, hooks)));
+  return leases;
+}
+
+/** Writes the queued charges and returns the leases taken through `db`; call before destroying its pool. */
+export async function closeChargeLeases(db: Db): Promise<void> {
+  const leases = kept.get(db);
+  kept.delete(db);
+  await leases?.close();
+}
+
+/** Writes this process's queued charges of the workspace, through every pool. */
+export async function settleLeasedCharges(workspaceId: string): Promise<void> {
+  await Promise.all([...kept.values()].map((leases) => leases.settle(workspaceId)));
+}
+
+/** Whether this process answered the charge from a lease and has not yet finished writing it. */
+export function leaseCovers(workspaceId: string, kind: MeteredKind, ref: string): boolean {
+  return [...kept.values()].some((leases) => leases.covers(workspaceId, kind, ref));
+}
+
+/** Takes back a charge answered from a lease and not yet written; false when there is none. */
+export async function withdrawLeasedCharge(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
+  for (const leases of kept.values()) if (await leases.withdraw(workspaceId, kind, ref)) return true;
+  return false;
+}
+
+/**
+ * Bills every lease past its expiry (its holder stopped: a crash) as one operation of its kind
+ * for its remainder, ref `lease:<id>`: the remainder paid for answered charges whose rows were
+ * lost. Deleting the lease and inserting its operation is one statement, so of two sweeps one
+ * bills it; a holder's flush that renewed it first keeps it.
+ */
+export async function expireChargeLeases(db: Executor): Promise<InsertedOperation[]> {
+  const { rows } = await db.raw<{ rows: InsertedOperation[] }>(
+    `WITH stale AS (
+       DELETE FROM charge_leases WHERE expires_at < clock_timestamp() RETURNING *
+     ), operations AS (
+       INSERT INTO metered_operations (workspace_id, kind, operation_ref, quantities, amount)
+       SELECT workspace_id, kind, 'lease:' || id, jsonb_build_object('unaccountedRemainder', 1), remaining FROM stale WHERE remaining > 0
+       ON CONFLICT (workspace_id, kind, operation_ref) DO NOTHING
+       RETURNING *
+     ), charges AS (
+       INSERT INTO operation_charges (operation_id, item, quantity, unit_price, amount)
+       SELECT id, 'unaccounted_remainder', 1, amount, amount FROM operations
+     )
+     SELECT workspace_id, kind, amount FROM operations`,
+  );
+  return rows;
+}
