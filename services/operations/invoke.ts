@@ -26,6 +26,8 @@ export interface Invocation<O> {
 function contentOf(input: unknown): unknown {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
   const content = { ...(input as Record<string, unknown>) };
+  // The HTTP door's query as sent is read through an accessor, which a spread leaves out.
+  if ('rawQuery' in input) content.rawQuery = (input as { rawQuery?: unknown }).rawQuery;
   delete content.headers;
   delete content.accepts;
   return content;
