@@ -77,8 +77,9 @@ export interface OperationContext {
 /**
  * The same context on another executor, usually a transaction the service opened itself, so the
  * functions it calls run in that transaction. Keeps the principal and project getters (a spread
- * would call them, and the project's throws for operations that declare none).
+ * would call them, and the project's throws for operations that declare none), its own or its
+ * prototype's (invoke()'s context is a class).
  */
 export function inTransaction(ctx: OperationContext, db: Executor): OperationContext {
-  return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(ctx), db: { value: db, enumerable: true, writable: true } }) as OperationContext;
+  return Object.create(Object.getPrototypeOf(ctx), { ...Object.getOwnPropertyDescriptors(ctx), db: { value: db, enumerable: true, writable: true } }) as OperationContext;
 }
