@@ -51,7 +51,6 @@ interface Lease {
   lastUsedAt: number;
   /** Below this the lease is topped up (half of what the stream wanted when last asked). */
   lowMark: Decimal;
-  toppingUp: boolean;
 }
 
 /** A workspace's charges of one kind in this process: their recent rate, and its lease. */
@@ -60,7 +59,8 @@ interface Stream {
   kind: MeteredKind;
   recent: Array<{ at: number; amount: Decimal }>;
   lease?: Lease;
-  leasing: boolean;
+  /** Its lease statement in flight (a new lease or more for the one held): one at a time. */
+  taking?: Promise<void>;
   /** Its charges this process is committing one by one (answer() left them to the caller). */
   writing: number;
   /** No lease is asked for before this (the last ask was refused for want of credit, or failed). */
@@ -95,9 +95,12 @@ class ChargeLeases {
   private readonly returning = new Set<string>();
   /** Lease statements in flight (close waits for them, so no lease is taken after the last flush). */
   private readonly taking = new Set<Promise<void>>();
+  /** Charges waiting for their stream's lease statement, by chargeKey. */
+  private readonly waiting = new Map<string, Promise<LeasedAnswer>>();
   private flushing?: Promise<void>;
   private nextFlush?: Promise<void>;
   private flushTimer?: NodeJS.Timeout;
+  private flushDue = 0;
   private closing = false;
   private readonly idleSweep: NodeJS.Timeout;
   private readonly stopListening: () => void;
@@ -116,14 +119,17 @@ class ChargeLeases {
    * Answers a charge from its workspace's lease when it holds enough: queued to be written, and
    * 'duplicate' when the same reference is already queued. Synchronous, so a credit check that
    * runs beside the charge sees it covered. Undefined: the caller commits it itself, and calls
-   * written() when that is done.
+   * written() when that is done. A charge its lease cannot cover while a lease statement of its
+   * workspace and kind is in flight waits for it (a promise of the answer): a lease is never
+   * granted beside a charge of this process that it does not see, and a credit check waits too.
    */
-  answer(row: ChargeRow, amount: Decimal): LeasedAnswer {
+  answer(row: ChargeRow, amount: Decimal, again = false): LeasedAnswer | Promise<LeasedAnswer> {
     const now = Date.now();
     const stream = this.streamOf(row.workspace_id, row.kind);
-    stream.recent.push({ at: now, amount });
+    if (!again) stream.recent.push({ at: now, amount });
     const lease = this.closing ? undefined : stream.lease;
     if (!lease || lease.available.lt(amount)) {
+      if (stream.taking && !again && !this.closing) return this.afterTake(stream, row, amount);
       stream.writing += 1;
       return undefined;
     }
@@ -133,8 +139,7 @@ class ChargeLeases {
     lease.lastUsedAt = now;
     const queued = { ...row, id: randomUUID(), lease_id: lease.id };
     this.queue.set(key, { row: queued, amount, stream });
-    if (this.queue.size >= FLUSH_AT) void this.flush();
-    else this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+    this.flushIn(this.queue.size >= FLUSH_AT ? 0 : FLUSH_AFTER_MS);
     this.topUp(stream);
     return queued;
   }
@@ -153,9 +158,18 @@ class ChargeLeases {
     else this.maybeLease(stream);
   }
 
-  /** Whether this charge was answered from a lease and is queued or being written. */
-  covers(workspaceId: string, kind: MeteredKind, ref: string): boolean {
+  private afterTake(stream: Stream, row: ChargeRow, amount: Decimal): Promise<LeasedAnswer> {
+    const key = chargeKey(row);
+    const answered = stream.taking!.then(() => this.answer(row, amount, true));
+    this.waiting.set(key, answered);
+    void answered.finally(() => this.waiting.delete(key));
+    return answered;
+  }
+
+  /** Whether this charge was answered from a lease and is queued or being written (once an answer it waits for is given). */
+  async covers(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
     const key = chargeKey({ workspace_id: workspaceId, kind, operation_ref: ref });
+    await this.waiting.get(key);
     return this.queue.has(key) || this.inFlight.has(key);
   }
 
@@ -184,7 +198,7 @@ class ChargeLeases {
   private streamOf(workspaceId: string, kind: MeteredKind): Stream {
     const key = `${workspaceId}\n${kind}`;
     let stream = this.streams.get(key);
-    if (!stream) this.streams.set(key, (stream = { workspaceId, kind, recent: [], leasing: false, writing: 0, notBefore: 0 }));
+    if (!stream) this.streams.set(key, (stream = { workspaceId, kind, recent: [], writing: 0, notBefore: 0 }));
     return stream;
   }
 
@@ -199,28 +213,30 @@ class ChargeLeases {
 
   private maybeLease(stream: Stream): void {
     const now = Date.now();
-    if (stream.leasing || stream.lease || now < stream.notBefore) return;
+    if (stream.taking || stream.lease || now < stream.notBefore) return;
     const want = this.wanted(stream, now);
     if (stream.recent.length < LEASE_AFTER || want.lte(0)) return;
-    stream.leasing = true;
-    this.track(this.take(stream, undefined, want).finally(() => (stream.leasing = false)));
+    this.track(stream, this.take(stream, undefined, want));
   }
 
   /** Adds to a lease that has less than half of what the stream now wants. */
   private topUp(stream: Stream): void {
     const lease = stream.lease;
     const now = Date.now();
-    if (!lease || lease.toppingUp || lease.available.gte(lease.lowMark) || now < stream.notBefore) return;
+    if (!lease || stream.taking || lease.available.gte(lease.lowMark) || now < stream.notBefore) return;
     const want = this.wanted(stream, now);
     lease.lowMark = want.dividedBy(2);
     if (lease.available.gte(lease.lowMark)) return;
-    lease.toppingUp = true;
-    this.track(this.take(stream, lease, want.minus(lease.available)).finally(() => (lease.toppingUp = false)));
+    this.track(stream, this.take(stream, lease, want.minus(lease.available)));
   }
 
-  private track(taking: Promise<void>): void {
+  private track(stream: Stream, take: Promise<void>): void {
+    const taking = take.finally(() => {
+      stream.taking = undefined;
+      this.taking.delete(taking);
+    });
+    stream.taking = taking;
     this.taking.add(taking);
-    void taking.finally(() => this.taking.delete(taking));
   }
 
   private async take(stream: Stream, lease: Lease | undefined, want: Decimal): Promise<void> {
@@ -244,7 +260,7 @@ class ChargeLeases {
         lease.available = lease.available.plus(granted);
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now(), toppingUp: false };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now() };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
@@ -259,7 +275,7 @@ class ChargeLeases {
     if (!lease) return;
     stream.lease = undefined;
     this.returning.add(lease.id);
-    this.flushTimer ??= setTimeout(() => void this.flush(), 0);
+    this.flushIn(0);
   }
 
   private returnIdle(): void {
@@ -267,8 +283,16 @@ class ChargeLeases {
     for (const [key, stream] of this.streams) {
       if (stream.lease && now - stream.lease.lastUsedAt >= IDLE_RETURN_MS) this.giveBack(stream);
       trimRecent(stream, now);
-      if (!stream.lease && !stream.leasing && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
+      if (!stream.lease && !stream.taking && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
     }
+  }
+
+  /** A flush in `ms` unless one is due sooner (a failure is logged by flush and tried again). */
+  private flushIn(ms: number): void {
+    if (this.flushTimer && (ms > 0 || this.flushDue === 0)) return;
+    clearTimeout(this.flushTimer);
+    this.flushDue = ms;
+    this.flushTimer = setTimeout(() => void this.flush().catch(() => undefined), ms);
   }
 
   /**
@@ -295,7 +319,7 @@ class ChargeLeases {
         logger.error({ err: error, charges: sent.size }, 'leased charges could not be written; trying again');
         for (const [key, queued] of sent) if (!this.queue.has(key)) this.queue.set(key, queued);
         for (const id of returned) this.returning.add(id);
-        this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_AFTER_MS);
+        this.flushIn(FLUSH_AFTER_MS);
         throw error;
       })
       .finally(() => {
@@ -382,8 +406,9 @@ export async function settleLeasedCharges(workspaceId: string): Promise<void> {
 }
 
 /** Whether this process answered the charge from a lease and has not yet finished writing it. */
-export function leaseCovers(workspaceId: string, kind: MeteredKind, ref: string): boolean {
-  return [...kept.values()].some((leases) => leases.covers(workspaceId, kind, ref));
+export async function leaseCovers(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
+  for (const leases of kept.values()) if (await leases.covers(workspaceId, kind, ref)) return true;
+  return false;
 }
 
 /** Takes back a charge answered from a lease and not yet written; false when there is none. */

@@ -93,7 +93,8 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
     return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
   }
   const leases = chargeLeases(db as Db, LEASE_HOOKS);
-  const leased = leases.answer(row, amount);
+  const answered = leases.answer(row, amount);
+  const leased = answered instanceof Promise ? await answered : answered;
   if (leased === 'duplicate') return undefined;
   if (leased) {
     const { id, workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities } = leased;
@@ -299,7 +300,7 @@ async function raiseAlerts(db: Executor, workspaceId: string): Promise<void> {
  */
 export async function assertCredit(db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
   // A charge answered from a charge lease was paid from credit when the lease was granted.
-  if (chargingRef && leaseCovers(workspaceId, kind, chargingRef)) return;
+  if (chargingRef && (await leaseCovers(workspaceId, kind, chargingRef))) return;
   const terms = await creditTermsOf(db, workspaceId);
   if (!creditPauses(terms, kind)) return;
   const plan = PLANS[terms.plan] ?? PLANS.free;
