@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import { writesJsonText } from '../core/json-text';
 import type { JsonSchema } from '../core/schema-validator';
 import type { InputSchema, Operation, Reply, RequestInput } from '../services/operations/operation';
 
@@ -127,5 +128,9 @@ class HttpRequestInput implements RequestInput<any, any, any> {
 /** The input of operations that take identifiers, options and payload: the validated request parts. */
 export const requestInput = (request: HttpRequest): RequestInput<any, any, any> => new HttpRequestInput(request);
 
-/** The answer of an operation whose outcome decides its status and headers. */
-export const asReply = (output: Reply): HandlerResult => output;
+/**
+ * The answer of an operation whose outcome decides its status and headers. A body that writes its
+ * own JSON text (a records read's page, kept as the text PostgreSQL wrote) is sent as that text.
+ */
+export const asReply = (output: Reply): HandlerResult =>
+  writesJsonText(output.body) ? { ...output, body: output.body.toJsonText(), contentType: output.contentType ?? 'application/json' } : output;

@@ -9,6 +9,7 @@ import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
 import { afterCommit } from '../../db/after-commit';
+import { postgresJsonAsJavaScript } from '../../core/json-text';
 import { announceSnapshotsOf, snapshotCommitted, snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
 import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, isCatalogCurrent, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
@@ -44,10 +45,20 @@ interface ManagedTarget {
   primaryKey: string[] | null;
 }
 
+/** Targets already checked, by their JSON text (a few bytes): every read checks its endpoint's target. */
+const checkedTargets = new Map<string, ManagedTarget>();
+
 /** Stored targets were validated on save; checking again guards older rows. Works on a copy. */
 function parseTarget(target: Record<string, unknown>): ManagedTarget {
-  const { table, primaryKey } = validateWithSchema<{ table: string; primaryKey?: string[] }>(definition.targetSchema, structuredClone(target), 'managed_table target', { code: 'invalid_target' });
-  return { table, primaryKey: primaryKey ?? null };
+  const text = JSON.stringify(target);
+  let checked = checkedTargets.get(text);
+  if (!checked) {
+    const { table, primaryKey } = validateWithSchema<{ table: string; primaryKey?: string[] }>(definition.targetSchema, JSON.parse(text), 'managed_table target', { code: 'invalid_target' });
+    if (checkedTargets.size >= 1000) checkedTargets.clear();
+    checkedTargets.set(text, (checked = { table, primaryKey: primaryKey ?? null }));
+  }
+  // A copy: callers may keep or change theirs.
+  return { table: checked.table, primaryKey: checked.primaryKey && [...checked.primaryKey] };
 }
 
 /**
@@ -212,35 +223,59 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
   const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
         WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
         ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
-  /** The page's records, and the position of its last one when more follow (the continuation). */
-  const pageOf = ({ data, position }: PageJson, snapshot: SnapshotRow): RecordsPage => {
+  /** The page's records (objects, or their JSON text as PostgreSQL wrote it), and the position of its last one when more follow (the continuation). */
+  const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage => {
     const continuation: TableCursor | null = position ? { order: orderOf(query.orderBy), key: position, version: String(snapshot.version) } : null;
     const select = query.select;
-    const records = select ? data.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : data;
-    return { records, continuation, snapshot: toSnapshotInfo(snapshot) };
+    const info = toSnapshotInfo(snapshot);
+    if (!Array.isArray(data) && !select) return pageOfJsonText(data.text, data.count, continuation, info);
+    const rows: Array<Record<string, unknown>> = Array.isArray(data) ? data : JSON.parse(data.text);
+    const records = select ? rows.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : rows;
+    return { records, continuation, snapshot: info };
   };
   return {
     sql: `SELECT data, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
     /** The rows of `sql` as the page: the one past the page says more follow, and is not part of it. */
     pageOfRows: (rows: PageRow[], snapshot: SnapshotRow): RecordsPage =>
-      pageOf({ data: rows.slice(0, query.limit).map((row) => row.data), position: rows.length > query.limit ? rows[query.limit - 1].position : null }, snapshot),
+      pageOf(rows.slice(0, query.limit).map((row) => row.data), rows.length > query.limit ? rows[query.limit - 1].position : null, snapshot),
     /**
-     * The same page as one JSON value, for a statement that selects more than the page: the records
-     * alone, and the last one's position only when a row follows it (a final page carries none, and
-     * the row past the page is counted, not sent).
+     * The same page in one row (PageAggregate), for a statement that selects more than the page:
+     * the records alone as one JSON text, how many rows were read (the one past the page is
+     * counted, not sent), and the last record's position only when a row follows it.
      */
-    json: (pageSize = params.add(query.limit)) => `SELECT json_build_object(
-             'data', coalesce(json_agg(data ORDER BY n) FILTER (WHERE n <= ${pageSize}), '[]'::json),
-             'position', CASE WHEN count(*) > ${pageSize} THEN (json_agg(${cursorSelect(picked)}) FILTER (WHERE n = ${pageSize})) -> 0 END)
+    aggregate: (pageSize = params.add(query.limit)) => `SELECT coalesce(json_agg(data ORDER BY n) FILTER (WHERE n <= ${pageSize}), '[]'::json)::text AS records,
+             count(*) AS read,
+             CASE WHEN count(*) > ${pageSize} THEN (json_agg(${cursorSelect(picked)}) FILTER (WHERE n = ${pageSize})) -> 0 END AS position
            FROM (SELECT page.*, row_number() OVER (ORDER BY ${orderByClause(picked)}) AS n FROM (${inner}) page) numbered`,
     pageOf,
   };
 }
 
-/** A page as the one-statement read returns it (pageQuery's json). */
-interface PageJson {
-  data: Array<Record<string, unknown>>;
+/** A page's records: objects, or their JSON text with how many there are. */
+type PageRecords = Array<Record<string, unknown>> | { text: string; count: number };
+
+/** A page as the one-statement read returns it (pageQuery's aggregate). */
+interface PageAggregate {
+  records: string;
+  read: number;
   position: Array<string | null> | null;
+}
+
+/**
+ * A page whose records stay the JSON text PostgreSQL wrote (as JavaScript writes it: see
+ * postgresJsonAsJavaScript), parsed only should someone read them as objects.
+ */
+function pageOfJsonText(text: string, count: number, continuation: TableCursor | null, snapshot: SnapshotInfo): RecordsPage {
+  const json = postgresJsonAsJavaScript(text);
+  let records: Array<Record<string, unknown>> | undefined;
+  return {
+    get records() {
+      return (records ??= JSON.parse(json) as Array<Record<string, unknown>>);
+    },
+    recordsJson: { text: json, count },
+    continuation,
+    snapshot,
+  };
 }
 
 /**
@@ -262,23 +297,27 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
   } else filter = 'TRUE ORDER BY version DESC LIMIT 1';
   const s = quoteIdentifier(schema);
   const snapshotSql = `SELECT id, version, committed_at AS committed FROM ${s}._snapshots WHERE table_name = ${tableParam} AND ${filter}`;
-  // A continuation whose position does not fit the order is refused after its snapshot is checked, as the long way does.
+  // A continuation whose position does not fit the order is refused after its snapshot is checked,
+  // as the long way does. (Values the refused attempt added to params are bound by nothing in the text.)
   let misfit: unknown;
+  let page: ReturnType<typeof pageQuery>;
   try {
-    pageQuery(schema, table, query, cursor, '0', new SqlParams());
+    page = pageQuery(schema, table, query, cursor, '(SELECT version FROM snap)', params);
   } catch (error) {
     misfit = error;
+    page = pageQuery(schema, table, query, undefined, '(SELECT version FROM snap)', params);
   }
-  const { json, pageOf } = pageQuery(schema, table, query, misfit ? undefined : cursor, '(SELECT version FROM snap)', params);
-  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null; page: PageJson }>(
+  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null } & PageAggregate>(
     db,
     `WITH snap AS (${snapshotSql})
      SELECT (SELECT json_build_object('fields', fields, 'key', primary_key) FROM ${s}._tables WHERE table_name = ${tableParam}) AS registry,
             (SELECT to_json(snap) FROM snap) AS snapshot,
-            (${json()}) AS page`,
+            page.records, page.read, page.position
+       FROM (${page.aggregate()}) page`,
     params,
+    { prepared: true },
   );
-  const { registry, snapshot, page } = rows[0];
+  const { registry, snapshot, records, read, position } = rows[0];
   if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
   refuseUnknownFields(queryFieldUses(query), knownFields(registry ? { fields: registry.fields, primaryKey: registry.key } : undefined, primaryKey), 'field');
   if (refusal) throw refusal;
@@ -290,7 +329,7 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
     return { records: [], continuation: null };
   }
   if (misfit) throw misfit;
-  return pageOf(page, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
+  return page.pageOf({ text: records, count: Math.min(read, query.limit) }, position, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
 }
 
 /** Row keys: the primary key values as a JSON array, or a random id for tables without a key. */

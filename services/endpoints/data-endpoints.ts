@@ -133,17 +133,23 @@ async function assertNameFree(db: Executor, workspaceId: string, namespace: stri
   if (await query) throw new ConflictError('endpoint_name_taken', `An endpoint named ${namespace}/${name} already exists in this workspace.`);
 }
 
-/** A lookup (db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold. */
-export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
+/**
+ * A lookup (db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold.
+ * `use`: true locks the rows (FOR UPDATE); `{ shared: true }`, for callers that only read the
+ * endpoint (records reads), hands out the definition cache's own instance outside a transaction,
+ * not a copy: it must not be changed.
+ */
+export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, use: boolean | { shared: true } = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
   // One round trip: every data-endpoint route starts here.
   const query = () => DataEndpoint.query(db)
     .withGraphJoined('installation', { joinOperation: 'innerJoin' })
     .findOne({ 'data_endpoints.id': endpointId, 'data_endpoints.workspaceId': workspaceId });
   // Locks the installation row too, harmlessly: the public API never changes installations. Reads
   // outside a transaction come from the definition cache, as a copy (callers may patch theirs).
-  const endpoint = forUpdate ? await query().forUpdate()
+  const cached = async () => (await definitionCache().get(db as Db, workspaceId, `endpoint:${endpointId}`, async () => (await query()) ?? null)) ?? undefined;
+  const endpoint = use === true ? await query().forUpdate()
     : db.isTransaction ? await query()
-      : (await definitionCache().get(db as Db, workspaceId, `endpoint:${endpointId}`, async () => (await query()) ?? null))?.$clone();
+      : use ? await cached() : (await cached())?.$clone();
   if (!endpoint?.installation) throw new NotFoundError('data_endpoint', 'No data endpoint with this id in this workspace.');
   return { endpoint, installation: endpoint.installation };
 }

@@ -4,7 +4,9 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { InputError, UpstreamError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { checkJsonShape } from '../../core/json-shape';
-import type { Condition, OrderTerm, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
+import type { Condition, OrderTerm, RecordsPage, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
+import type { DataEndpoint, PluginInstallation } from '../../db/models';
+import type { WritesJsonText } from '../../core/json-text';
 import { findCapability } from '../../plugins';
 import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
@@ -98,8 +100,11 @@ function fieldsUsed(query: RecordsQuery): string[] {
  * the endpoint's schema, asks the capability for one page, and wraps its continuation in a cursor.
  */
 export async function readEndpointRecords(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
+  return readRecordsOf(ctx, await requireDataEndpoint(ctx.db, ctx.principal.workspaceId, endpointId, { shared: true }), params);
+}
+
+async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: { endpoint: DataEndpoint; installation: PluginInstallation }, params: RecordsReadParams): Promise<RecordsReadResult> {
   const { db, deps: { encryptionKey }, principal } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.recordsRead) throw new InputError('records_read_not_supported', `${runtime.definition.name} endpoints cannot be read.`);
 
@@ -154,18 +159,36 @@ export async function readEndpointRecords(ctx: OperationContext, endpointId: str
   const nextCursor = page.continuation === null || page.continuation === undefined
     ? null
     : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);
-  return {
-    data: page.records,
-    metadata: {
-      rowCount: page.records.length,
-      limit,
-      hasMore: nextCursor !== null,
-      nextCursor,
-      snapshot: page.snapshot ?? null,
-      stopReason: page.stopReason ?? null,
-      pagesFetched: page.pagesFetched ?? null,
-    },
-  };
+  return new RecordsAnswer(page, {
+    rowCount: page.recordsJson?.count ?? page.records.length,
+    limit,
+    hasMore: nextCursor !== null,
+    nextCursor,
+    snapshot: page.snapshot ?? null,
+    stopReason: page.stopReason ?? null,
+    pagesFetched: page.pagesFetched ?? null,
+  });
+}
+
+/**
+ * A read's answer. Records a store gave as JSON text (RecordsPage.recordsJson) are written into the
+ * answer's text as they are (toJsonText, for the HTTP answer), and parsed only should a caller read
+ * `data`. toJSON and toJsonText write the same JSON.
+ */
+class RecordsAnswer implements RecordsReadResult, WritesJsonText {
+  constructor(private readonly page: RecordsPage, readonly metadata: RecordsReadResult['metadata']) {}
+
+  get data(): Array<Record<string, unknown>> {
+    return this.page.records;
+  }
+
+  toJSON(): RecordsReadResult {
+    return { data: this.data, metadata: this.metadata };
+  }
+
+  toJsonText(): string {
+    return `{"data":${this.page.recordsJson?.text ?? JSON.stringify(this.page.records)},"metadata":${JSON.stringify(this.metadata)}}`;
+  }
 }
 
 /**
@@ -174,10 +197,10 @@ export async function readEndpointRecords(ctx: OperationContext, endpointId: str
  */
 export async function readRecordsMetered(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
   const { db, principal } = ctx;
+  const found = await requireDataEndpoint(db, principal.workspaceId, endpointId, { shared: true });
   // The direct read of GET …/records: reads through bindings (term reads, SPARQL) ask the guard for the binding's data instead.
-  const { endpoint } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
-  await guardEndpointData(db, principal, endpoint, { channel: 'records', mode: 'read' });
-  const result = await readEndpointRecords(ctx, endpointId, params);
-  await meter(db, { workspaceId: principal.workspaceId, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: result.data.length } });
+  await guardEndpointData(db, principal, found.endpoint, { channel: 'records', mode: 'read' });
+  const result = await readRecordsOf(ctx, found, params);
+  await meter(db, { workspaceId: principal.workspaceId, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: result.metadata.rowCount } });
   return result;
 }

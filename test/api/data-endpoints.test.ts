@@ -436,3 +436,60 @@ describe('Records reads of managed tables through the API', () => {
     assert.equal(unknown.body.code, 'unknown_snapshot');
   });
 });
+
+describe('Records reads of managed tables as JSON text', () => {
+  // Stored values whose JSON PostgreSQL and JavaScript write differently (spacing, digits, key order).
+  const awkward = [
+    { id: 1, amount: 1.5, tiny: 0.0000001, huge: 1e21, negative: -0 },
+    { id: 2, text: 'quote " backslash \\ slash / tab \t newline \n nul-free \u0001 \u001f \u007f \u2028 é 😀', 'key with space': ': , {}', '': 'empty key' },
+    { id: 3, nested: { b: [1, 2.50, { c: null, d: true, e: false }], a: [] }, list: ['x, y', 'a: b', '"', '\\"'] },
+    { id: 4, 10: 'array-index keys are listed first by JavaScript', b: 1, 2: 'two' },
+    { id: 5, ' lead': 1, zz: '\\', z: '\\\\"' },
+  ];
+
+  it('answers with the bytes JSON.stringify writes of the records, on the first read and on every read after', async () => {
+    const ws = await newWorkspace();
+    const installation = await installPlugin(env().db, loadEncryptionKey(), ws.workspaceId, 'managed_table', {});
+    const key = await newKey(ws, { scopes: ['endpoints:write', 'endpoints:read', 'data:read'] });
+    const created = await as(key).post('/api/v1/data-endpoints', {
+      name: 'awkward', namespace: 'json', role: 'source', contractKind: 'source_stream',
+      pluginCapabilityInstallationId: installation.id, target: { table: 'awkward_values', primaryKey: ['id'] },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const runtime = findCapability('managed_table');
+    const ctx = { installation: openInstallation(installation, loadEncryptionKey()), db: env().db };
+    // Written as JSON text, so the stored numbers keep the digits JavaScript would round.
+    await env().db.transaction(async (trx) => {
+      await runtime.writeRecords!({ ...ctx, db: trx }, created.body.dataEndpoint.target, { operation: 'append', rows: awkward, provenance: { kind: 'write', id: 'seed' } });
+      await trx.raw(`UPDATE "weft_ws_${ws.workspaceId.replace(/-/g, '')}".awkward_values SET data = data || ?::jsonb WHERE row_key = '[1]'`, ['{"big": 12345678901234567890, "precise": 0.1234567890123456789, "trailing": 2.50, "exact": 1E+2}']);
+    });
+    const raw = async (query: string) => {
+      const response = await fetch(`${env().baseUrl}/api/v1/data-endpoints/${created.body.dataEndpoint.id}/records?${query}`, { headers: { Authorization: `Bearer ${key}` } });
+      assert.equal(response.status, 200);
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json; charset=utf-8$/);
+      return response.text();
+    };
+    for (const query of ['limit=2', 'limit=10']) {
+      const texts = [await raw(query), await raw(query), await raw(query)];
+      const answer = JSON.parse(texts[0]);
+      assert.equal(texts[0], JSON.stringify(answer), 'written as JSON.stringify writes it');
+      // The cursor is sealed with a fresh nonce each time; everything else is the same bytes.
+      const withoutCursor = (text: string) => text.replace(/"nextCursor":"[^"]*"/, '"nextCursor":"…"');
+      assert.deepEqual(texts.slice(1).map(withoutCursor), [withoutCursor(texts[0]), withoutCursor(texts[0])]);
+      assert.equal(answer.metadata.rowCount, answer.data.length);
+    }
+    const all = JSON.parse(await raw('limit=10'));
+    assert.deepEqual(all.data.map((r: { id: number }) => r.id), [1, 2, 3, 4, 5]);
+    assert.equal(all.data[0].big, Number('12345678901234567890'));
+    assert.equal(all.data[0].precise, Number('0.1234567890123456789'));
+    assert.equal(all.data[0].trailing, 2.5);
+    assert.equal(all.data[0].tiny, 0.0000001);
+    assert.deepEqual(Object.keys(all.data[3]), ['2', '10', 'b', 'id']);
+    assert.deepEqual(all.data[1], awkward[1]);
+    assert.deepEqual(all.data[2], awkward[2]);
+    // select projects as before: the named fields in the order asked, missing ones as null.
+    const selected = JSON.parse(await raw('limit=10&select=text,id,nested'));
+    assert.deepEqual(selected.data[1], { text: awkward[1].text, id: 2, nested: null });
+    assert.deepEqual(Object.keys(selected.data[0]), ['text', 'id', 'nested']);
+  });
+});

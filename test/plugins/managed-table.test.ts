@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { forgetStoredTables, managedTableCapability as capability } from '../../plugins/managed-table';
 import { forgetCurrentCatalogs } from '../../plugins/managed-table/storage';
+import { postgresJsonAsJavaScript } from '../../core/json-text';
 import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
@@ -73,7 +74,10 @@ describe('managed_table capability', () => {
     await write({ operation: 'upsert', rows: [{ id: 3, team: 'odd', score: 99, note: 'late' }] });
     const outcome = async (q: Partial<RecordsQuery>) => {
       try {
-        return { page: await capability.readRecords(ctx, target, query(q)) };
+        // A page read as JSON text carries it beside its records: the same records, as JSON.stringify writes them.
+        const { recordsJson, ...page } = await capability.readRecords(ctx, target, query(q));
+        if (recordsJson) assert.deepEqual(recordsJson, { text: JSON.stringify(page.records), count: page.records.length });
+        return { page };
       } catch (error) {
         return { error: `${(error as { code?: string }).code}: ${(error as Error).message}` };
       }
@@ -99,6 +103,34 @@ describe('managed_table capability', () => {
       assert.deepEqual(oneStatement, longWay, JSON.stringify(read));
     }
     assert.ok(reads.length > 0);
+  });
+
+  it('writes PostgreSQL’s JSON text of stored records as JSON.stringify writes the parsed records', async () => {
+    // Seeded documents with the values both write differently: spacing, digits, array-index keys, escapes.
+    let seed = 22;
+    const next = (n: number) => Math.floor(((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) * n);
+    const parts = ['a', ' ', '"', '\\', '/', '\n', '\t', '\u0001', 'é', '😀', ':', ',', '{', ']', '7', '-', '\u2028'];
+    const text = () => JSON.stringify(Array.from({ length: next(5) }, () => parts[next(parts.length)]).join(''));
+    const numbers = ['0', '42', '-7.250', '1e21', '1E-7', '12345678901234567890', '0.000001', '-0', '0.1234567890123456789', '2.5e3', '-1e-300'];
+    const value = (depth: number): string => {
+      const kind = next(depth > 2 ? 4 : 6);
+      if (kind === 0) return text();
+      if (kind === 1) return numbers[next(numbers.length)];
+      if (kind === 2) return ['true', 'false', 'null'][next(3)];
+      if (kind === 3) return JSON.stringify(String(next(30)));
+      if (kind === 4) return `[${Array.from({ length: next(4) }, () => value(depth + 1)).join(',')}]`;
+      return document(depth + 1);
+    };
+    const document = (depth: number) => `{${Array.from({ length: next(5) }, () => `${next(9) ? text() : JSON.stringify(String(next(40)))}: ${value(depth)}`).join(', ')}}`;
+    let fallbacks = 0;
+    for (let round = 0; round < 60; round++) {
+      const documents = Array.from({ length: 10 }, () => document(0));
+      const { rows } = await env().db.raw(`SELECT coalesce(json_agg(d ORDER BY n), '[]'::json)::text AS page FROM unnest(?::jsonb[]) WITH ORDINALITY AS u(d, n)`, [documents]);
+      const page = rows[0].page as string;
+      assert.equal(postgresJsonAsJavaScript(page), JSON.stringify(JSON.parse(page)), page);
+      if (/"\d+": /.test(page)) fallbacks++;
+    }
+    assert.ok(fallbacks > 0 && fallbacks < 60, 'both the scan and the parse for array-index keys were taken');
   });
 
   it('matches eq and in on strings by JSON type and value, also strings that read like other JSON', async () => {
