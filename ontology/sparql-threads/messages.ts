@@ -89,4 +89,10 @@ export interface QueryStarted {
   id: number;
 }
 
-export type ThreadMessage = QueryAnswer | QueryFailure | ThreadReady | QueryStarted;
+/** The thread builds stores for a query whose clock the pool started on dispatch: the clock stops until `started`. */
+export interface QueryBuilding {
+  type: 'building';
+  id: number;
+}
+
+export type ThreadMessage = QueryAnswer | QueryFailure | ThreadReady | QueryStarted | QueryBuilding;

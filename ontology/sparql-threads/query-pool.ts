@@ -50,6 +50,8 @@ interface QueryThread {
   index: number;
   worker: Worker;
   ready: Promise<void>;
+  /** It has loaded its engine: what it is sent runs at once. */
+  loaded: boolean;
   running?: Running;
   /** Graph versions this thread keeps, with their triples, least recently used first. */
   resident: Map<string, number>;
@@ -73,6 +75,9 @@ export class SparqlQueryPool {
     if (this.closed) return Promise.reject(new UnavailableError('sparql_unavailable', 'The SPARQL engine is shutting down; retry shortly.', { retryAfterSeconds: 1 }));
     return new Promise<QueryAnswer>((resolve, reject) => {
       const pending: Pending = { job, resolve, reject };
+      // Nothing waits and a thread is free: straight to it, with no queue timer to set and clear.
+      const thread = this.waiting.length === 0 && (this.runningByWorkspace.get(job.workspaceId) ?? 0) < this.settings.workspaceConcurrency ? this.threadFor(job) : undefined;
+      if (thread) return this.dispatch(thread, pending);
       pending.queueTimer = setTimeout(() => {
         const at = this.waiting.indexOf(pending);
         if (at < 0) return;
@@ -107,10 +112,14 @@ export class SparqlQueryPool {
     // The pool must not keep a finished process alive.
     worker.unref();
     let markReady!: () => void;
-    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), resident: new Map() };
+    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), loaded: false, resident: new Map() };
     worker.on('message', (message: ThreadMessage) => {
-      if (message.type === 'ready') return markReady();
+      if (message.type === 'ready') {
+        thread.loaded = true;
+        return markReady();
+      }
       if (message.type === 'started') return this.startClock(thread, message.id);
+      if (message.type === 'building') return this.stopClock(thread, message.id);
       this.settle(thread, message);
     });
     worker.on('error', (error) => {
@@ -136,7 +145,7 @@ export class SparqlQueryPool {
     this.pump();
   }
 
-  private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' } | { type: 'started' }>): void {
+  private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' } | { type: 'started' } | { type: 'building' }>): void {
     const running = thread.running;
     if (!running || running.id !== message.id) return;
     thread.running = undefined;
@@ -196,8 +205,9 @@ export class SparqlQueryPool {
     const drop = this.makeRoom(thread, job.graphs);
     // Encoded graphs travel once per thread: a resident graph is named by its version alone.
     const graphs = job.graphs.map((handle) => (thread.resident.has(handle.version) ? { version: handle.version } : handle));
-    // A thread that was sent every graph before has their stores (almost always): the clock starts now.
-    const clockStarted = graphs.every((graph) => !('graph' in graph));
+    // A loaded thread that was sent every graph before has their stores (almost always): the clock
+    // starts now. A thread still loading its engine may not read the query for seconds.
+    const clockStarted = thread.loaded && graphs.every((graph) => !('graph' in graph));
     for (const handle of job.graphs) {
       // Most recently used last.
       thread.resident.delete(handle.version);
@@ -225,6 +235,11 @@ export class SparqlQueryPool {
       logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: Date.now() - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
       this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
     }, job.limits.timeoutMs + TERMINATION_GRACE_MS);
+  }
+
+  /** A thread builds stores after all (a fresh entity index): the build is the data's cost, not the query's. */
+  private stopClock(thread: QueryThread, id: number): void {
+    if (thread.running?.id === id) clearTimeout(thread.running.timer);
   }
 
   /**

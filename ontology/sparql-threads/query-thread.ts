@@ -65,6 +65,7 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     for (const { version, graph } of request.graphs) if (graph) encoded.set(version, graph);
     collectTerms(request.graphs);
     const builds = request.graphs.some(({ version }) => !stores.has(version));
+    if (builds && request.clockStarted) port.postMessage({ type: 'building', id: request.id } satisfies ThreadMessage);
     // The query's graphs as one dataset: stores over one entity index, their union the default graph.
     const dataset: QueryDataset = { stores: request.graphs.map(({ version }) => storeOf(version)) };
     // Building a large graph's store is the data's cost, not the query's: the time limit starts now.
