@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { newKey, requestAt } from '../support/fixtures';
+import Decimal from 'decimal.js';
+import { chargeLeaseMax } from '../../core/config';
+import { billExpiredChargeLeases } from '../../services/usage/usage';
+import { env } from '../support/environment';
+import { as, newKey, requestAt } from '../support/fixtures';
 import { bind, customerOntology, ontologyTenant, seededTable } from '../support/ontology';
 import { freePort, killHard, RunningScript, startScript } from '../support/processes';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../support/source-writes';
@@ -102,5 +106,40 @@ describe('API process killed during open work', function () {
     assert.equal(snapshot.body.snapshot.version, '1', 'applied exactly once');
     const rows = await call(t.writerKey, 'GET', `/api/v1/data-endpoints/${endpointId}/records?limit=10`);
     assert.deepEqual(rows.body.data.map((r: { name: string }) => r.name), ['Ada']);
+  });
+
+  it('SPARQL queries answered from a charge lease stay billed when the API is killed: the lease left behind is billed once for its remainder', async () => {
+    const t = await ontologyTenant();
+    await customerOntology(t);
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+    await startApi();
+    const ws = t.ws.workspaceId;
+    const leases = () => env().db('charge_leases').where({ workspaceId: ws });
+    let answered = 0;
+    // Waves of queries until the API process holds a lease (queries arriving together take one), then the kill.
+    for (let i = 0; i < 50 && (await leases()).length === 0; i += 1) {
+      const answers = await Promise.all(Array.from({ length: 8 }, () => requestAt(baseUrl, 'POST', `${t.base}/sparql`, { key: t.key, rawBody: 'ASK {}', headers: { 'Content-Type': 'application/sparql-query' } })));
+      answered += answers.filter((res) => res.status === 200).length;
+    }
+    const [lease] = await leases();
+    assert.ok(lease, 'the burst took a charge lease');
+    await killHard(api!);
+
+    // No process renews the lease now: past its expiry a sweep (this one, or another process's) bills it.
+    for (let i = 0; i < 200 && (await leases()).length > 0; i += 1) {
+      await billExpiredChargeLeases(env().db);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.equal((await leases()).length, 0, 'the lease was billed');
+    const operations = await env().db('metered_operations').where({ workspaceId: ws, kind: 'sparql_query' });
+    const remainders = operations.filter((o: { operationRef: string }) => o.operationRef.startsWith('lease:'));
+    assert.ok(remainders.length <= 1, 'one lease held at the kill, billed once');
+    const written = operations.length - remainders.length;
+    assert.ok(written <= answered, `never more charges than answered queries: ${written} of ${answered}`);
+    // Every answered query is paid for: by its own charge, or (its row lost with the process) by the lease's remainder.
+    const billed = operations.reduce((sum: Decimal, o: { amount: string }) => sum.plus(o.amount), new Decimal(0));
+    const owed = new Decimal('0.002').times(answered);
+    assert.ok(billed.gte(owed), `billed ${billed} for ${answered} answered queries (${owed})`);
+    assert.ok(billed.lte(owed.plus(chargeLeaseMax())), `the overcharge is at most the lease: ${billed} for ${owed}`);
   });
 });
