@@ -193,9 +193,12 @@ async function boundSources(db: Executor, encryptionKey: Buffer, catalog: Datase
   await Promise.all([...byInstallation.values()].map(async (group) => {
     const installation = group[0].endpoint.installation!;
     const runtime = findCapability(installation.capability, installation.capabilityVersion);
-    const ctx = capabilityContext(db, installation, encryptionKey);
     const targets = group.map((source) => source.endpoint.target);
-    const read = async () => (runtime.currentSnapshots ? runtime.currentSnapshots(ctx, targets) : Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target))));
+    // The installation is opened (its credentials decrypted) only when the snapshots are read, not per warm query.
+    const read = async () => {
+      const ctx = capabilityContext(db, installation, encryptionKey);
+      return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, targets) : Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target)));
+    };
     // Snapshots a capability announces are kept until the next announcement (a commit's NOTIFY):
     // a warm query then reads nothing from the database to know its data versions.
     const kept = !db.isTransaction && announcesSnapshots(installation.capability);
