@@ -13,8 +13,23 @@ const GRAPH_TYPES = ['text/turtle', 'application/n-triples', 'application/ld+jso
 /** Common aliases clients send. */
 const ALIASES: Record<string, string> = { 'application/json': 'application/sparql-results+json', 'application/xml': 'application/sparql-results+xml', 'text/xml': 'application/sparql-results+xml', 'text/plain': 'application/n-triples' };
 
+/** Answers of negotiate per Accept header and result kind: clients send a handful of distinct headers, each on every request. */
+const negotiated = new Map<string, string | null>();
+const MAX_NEGOTIATED = 512;
+
 /** The media type to answer with, honouring q-values and wildcards; null when none is acceptable (406). */
 export function negotiate(accept: string | undefined, kind: SparqlResult['kind']): string | null {
+  const key = `${kind}\n${accept ?? ''}`;
+  const known = negotiated.get(key);
+  if (known !== undefined) return known;
+  const chosen = rankMediaTypes(accept, kind);
+  // Bounded: a client sending ever-new headers gets them ranked afresh, never a growing map.
+  if (negotiated.size >= MAX_NEGOTIATED) negotiated.clear();
+  negotiated.set(key, chosen);
+  return chosen;
+}
+
+function rankMediaTypes(accept: string | undefined, kind: SparqlResult['kind']): string | null {
   const offered = kind === 'quads' ? GRAPH_TYPES : kind === 'boolean' ? BOOLEAN_TYPES : RESULT_SET_TYPES;
   if (!accept || !accept.trim()) return offered[0];
   const ranges = accept.split(',').map((part, index) => {
