@@ -197,9 +197,23 @@ export class RouteTable {
   /** The routes as middleware: each request dispatched by the router of its path's group. */
   routes(): Koa.Middleware {
     for (const router of [this.all, ...this.groups.values()]) this.dispatchers.set(router, router.routes() as unknown as Koa.Middleware);
-    return (ctx, next) => this.dispatchers.get(this.routerFor(ctx.path))!(ctx, next);
+    // The dispatchers of recent paths, so a path seen again is not split and walked again.
+    const recent = new Map<string, Koa.Middleware>();
+    return (ctx, next) => {
+      const path = ctx.path;
+      let dispatch = recent.get(path);
+      if (!dispatch) {
+        dispatch = this.dispatchers.get(this.routerFor(path))!;
+        if (recent.size >= RECENT_PATHS) recent.clear();
+        if (path.length <= 256) recent.set(path, dispatch);
+      }
+      return dispatch(ctx, next);
+    };
   }
 }
+
+/** How many request paths (of at most 256 characters) RouteTable.routes() keeps the dispatcher of. */
+const RECENT_PATHS = 2048;
 
 /** A path's segments after the leading slash; one trailing slash is optional, as for @koa/router. */
 function segmentsOf(path: string): string[] {
