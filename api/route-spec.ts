@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { writesJsonText } from '../core/json-text';
+import { writesJson } from '../core/json-text';
 import type { JsonSchema } from '../core/schema-validator';
 import type { InputSchema, Operation, Reply, RequestInput } from '../services/operations/operation';
 
@@ -130,7 +130,7 @@ export const requestInput = (request: HttpRequest): RequestInput<any, any, any> 
 
 /**
  * The answer of an operation whose outcome decides its status and headers. A body that writes its
- * own JSON text (a records read's page, kept as the text PostgreSQL wrote) is sent as that text.
+ * own JSON (a records read's page, kept as the text PostgreSQL wrote) is sent as those bytes.
  */
 export const asReply = (output: Reply): HandlerResult =>
-  writesJsonText(output.body) ? { ...output, body: output.body.toJsonText(), contentType: output.contentType ?? 'application/json' } : output;
+  writesJson(output.body) ? { ...output, body: output.body.toJsonBytes(), contentType: output.contentType ?? 'application/json' } : output;

@@ -132,11 +132,11 @@ export type StopReason = 'exhausted' | 'max_pages' | 'repeated_cursor' | 'empty_
 export interface RecordsPage {
   records: Array<Record<string, unknown>>;
   /**
-   * The records as JSON text, exactly as JSON.stringify(records) writes them, and how many there
+   * The records as JSON (UTF-8), exactly the bytes of JSON.stringify(records), and how many there
    * are: given by a store that reads them as text (managed_table), so that an answer can carry them
    * without parsing and writing them again. `records` then parses them when first read.
    */
-  recordsJson?: { text: string; count: number };
+  recordsJson?: { bytes: Buffer; count: number };
   /** JSON state to resume after the last record, or null when there is nothing more. */
   continuation: unknown | null;
   snapshot?: SnapshotInfo;

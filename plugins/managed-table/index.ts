@@ -9,7 +9,7 @@ import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
 import { afterCommit } from '../../db/after-commit';
-import { postgresJsonAsJavaScript } from '../../core/json-text';
+import { postgresJsonBytes } from '../../core/json-text';
 import { announceSnapshotsOf, snapshotCommitted, snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
 import { FieldRegistry, fieldRegistry, findSnapshot, inTableWrite, isCatalogCurrent, latestSnapshot, latestSnapshots, qualified, registerFields, run, SnapshotRow, tableExists, workspaceSchema } from './storage';
 
@@ -263,16 +263,16 @@ interface PageAggregate {
 
 /**
  * A page whose records stay the JSON text PostgreSQL wrote (as JavaScript writes it: see
- * postgresJsonAsJavaScript), parsed only should someone read them as objects.
+ * postgresJsonBytes), parsed only should someone read them as objects.
  */
 function pageOfJsonText(text: string, count: number, continuation: TableCursor | null, snapshot: SnapshotInfo): RecordsPage {
-  const json = postgresJsonAsJavaScript(text);
+  const bytes = postgresJsonBytes(text);
   let records: Array<Record<string, unknown>> | undefined;
   return {
     get records() {
-      return (records ??= JSON.parse(json) as Array<Record<string, unknown>>);
+      return (records ??= JSON.parse(bytes.toString('utf8')) as Array<Record<string, unknown>>);
     },
-    recordsJson: { text: json, count },
+    recordsJson: { bytes, count },
     continuation,
     snapshot,
   };

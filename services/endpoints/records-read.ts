@@ -6,7 +6,7 @@ import { validateWithSchema } from '../../core/schema-validator';
 import { checkJsonShape } from '../../core/json-shape';
 import type { Condition, OrderTerm, RecordsPage, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
 import type { DataEndpoint, PluginInstallation } from '../../db/models';
-import type { WritesJsonText } from '../../core/json-text';
+import type { WritesJson } from '../../core/json-text';
 import { findCapability } from '../../plugins';
 import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
@@ -171,11 +171,13 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
 }
 
 /**
- * A read's answer. Records a store gave as JSON text (RecordsPage.recordsJson) are written into the
- * answer's text as they are (toJsonText, for the HTTP answer), and parsed only should a caller read
- * `data`. toJSON and toJsonText write the same JSON.
+ * A read's answer. Records a store gave as JSON (RecordsPage.recordsJson) are written into the
+ * answer as they are (toJsonBytes, for the HTTP answer), and parsed only should a caller read
+ * `data`. toJSON and toJsonBytes write the same JSON.
  */
-class RecordsAnswer implements RecordsReadResult, WritesJsonText {
+const DATA_OPENING = Buffer.from('{"data":');
+
+class RecordsAnswer implements RecordsReadResult, WritesJson {
   constructor(private readonly page: RecordsPage, readonly metadata: RecordsReadResult['metadata']) {}
 
   get data(): Array<Record<string, unknown>> {
@@ -186,8 +188,9 @@ class RecordsAnswer implements RecordsReadResult, WritesJsonText {
     return { data: this.data, metadata: this.metadata };
   }
 
-  toJsonText(): string {
-    return `{"data":${this.page.recordsJson?.text ?? JSON.stringify(this.page.records)},"metadata":${JSON.stringify(this.metadata)}}`;
+  toJsonBytes(): Buffer {
+    const records = this.page.recordsJson?.bytes ?? Buffer.from(JSON.stringify(this.page.records), 'utf8');
+    return Buffer.concat([DATA_OPENING, records, Buffer.from(`,"metadata":${JSON.stringify(this.metadata)}}`, 'utf8')]);
   }
 }
 

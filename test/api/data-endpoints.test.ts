@@ -469,7 +469,9 @@ describe('Records reads of managed tables as JSON text', () => {
       assert.match(response.headers.get('content-type') ?? '', /^application\/json; charset=utf-8$/);
       return response.text();
     };
-    for (const query of ['limit=2', 'limit=10']) {
+    // Records 2 and 5 hold only values both write alike (the page is compacted, not parsed); 1, 3 and 4 do not.
+    const alike = `where=${encodeURIComponent(JSON.stringify([{ field: 'id', op: 'in', values: [2, 5] }]))}`;
+    for (const query of ['limit=2', 'limit=10', alike]) {
       const texts = [await raw(query), await raw(query), await raw(query)];
       const answer = JSON.parse(texts[0]);
       assert.equal(texts[0], JSON.stringify(answer), 'written as JSON.stringify writes it');
