@@ -18,10 +18,10 @@ export function decryptSecret(envelope: string, key: Buffer): string {
 }
 
 /** SHA-256 suffices for API-key secrets: they carry 256 random bits, so there is nothing to brute-force. */
-export const sha256Hex: (value: string) => string = typeof crypto.hash === 'function'
+export function sha256Hex(value: string): string {
   // Node's one-shot digest (20.12+): no Hash object, about half the cost, on every request's key.
-  ? (value) => crypto.hash('sha256', value, 'hex')
-  : (value) => createHash('sha256').update(value).digest('hex');
+  return typeof crypto.hash === 'function' ? crypto.hash('sha256', value, 'hex') : createHash('sha256').update(value).digest('hex');
+}
 
 export function constantTimeEqualHex(a: string, b: string): boolean {
   const left = Buffer.from(a, 'hex');
