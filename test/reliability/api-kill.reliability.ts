@@ -108,21 +108,32 @@ describe('API process killed during open work', function () {
     assert.deepEqual(rows.body.data.map((r: { name: string }) => r.name), ['Ada']);
   });
 
-  it('SPARQL queries answered from a charge lease stay billed when the API is killed: the lease left behind is billed once for its remainder', async () => {
+  /** A workspace whose SPARQL queries the API process answers from a charge lease: waves of queries until it holds one. */
+  async function leasedQueries() {
     const t = await ontologyTenant();
     await customerOntology(t);
     assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
     await startApi();
-    const ws = t.ws.workspaceId;
-    const leases = () => env().db('charge_leases').where({ workspaceId: ws });
+    const leases = () => env().db('charge_leases').where({ workspaceId: t.ws.workspaceId });
     let answered = 0;
-    // Waves of queries until the API process holds a lease (queries arriving together take one), then the kill.
     for (let i = 0; i < 50 && (await leases()).length === 0; i += 1) {
       const answers = await Promise.all(Array.from({ length: 8 }, () => requestAt(baseUrl, 'POST', `${t.base}/sparql`, { key: t.key, rawBody: 'ASK {}', headers: { 'Content-Type': 'application/sparql-query' } })));
       answered += answers.filter((res) => res.status === 200).length;
     }
-    const [lease] = await leases();
-    assert.ok(lease, 'the burst took a charge lease');
+    assert.ok((await leases()).length > 0, 'the burst took a charge lease');
+    return { ws: t.ws.workspaceId, leases, answered };
+  }
+
+  it('a drained API (SIGTERM) writes the charges it answered from its lease and returns the lease', async () => {
+    const { ws, leases, answered } = await leasedQueries();
+    await api!.stop('SIGTERM');
+    assert.equal((await leases()).length, 0, 'the lease went back with the drain');
+    const operations = await env().db('metered_operations').where({ workspaceId: ws, kind: 'sparql_query' });
+    assert.equal(operations.length, answered, 'one charge per answered query, none billed as a remainder');
+  });
+
+  it('SPARQL queries answered from a charge lease stay billed when the API is killed: the lease left behind is billed once for its remainder', async () => {
+    const { ws, leases, answered } = await leasedQueries();
     await killHard(api!);
 
     // No process renews the lease now: past its expiry a sweep (this one, or another process's) bills it.
