@@ -21,7 +21,7 @@ import autocannon from 'autocannon';
 import { call, freePort, startBenchWeft } from './support/weft';
 import { emit, figure, median, row, BenchRow } from './support/report';
 import { benchFlags, count, names } from './support/options';
-import { cpuTimes } from './support/ingest-proc';
+import { backendsOf, cpuSeconds, cpuTimes } from './support/ingest-proc';
 import type { Db } from '../db/connection';
 import { sha256Hex } from '../core/secrets';
 import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/tenancy/api-limits';
@@ -38,25 +38,36 @@ const only = names(flags.only, 'only', MEASURES, [...MEASURES]);
 const seconds = count(flags.seconds, 'seconds', 10);
 const CONNECTIONS = 50;
 
-interface Measured { rps: number; p50: number; p99: number; cpuUs: number; userCpuUs: number }
+interface Measured { rps: number; p50: number; p99: number; cpuUs: number; userCpuUs: number; postgresCpuUs: number }
+
+/** The bench database's name: every PostgreSQL backend serving it works for the API or the peer being measured. */
+let benchDatabase = '';
+
+/** CPU seconds of the bench database's backends, by process (10 ms ticks; thousands of requests per measurement). */
+const backendCpu = () => new Map(backendsOf(benchDatabase).map((pid) => [pid, cpuSeconds(pid) ?? 0]));
 
 /**
  * autocannon against `url`; cpuUs is the serving process's main-thread CPU time per answered
  * request (user and system, from /proc), which other load on the machine changes far less than
- * the throughput.
+ * the throughput; postgresCpuUs the same of the PostgreSQL backends serving the bench database
+ * (PostgreSQL shares the machine's cores: what a request asks of it counts too).
  */
 async function measure(url: string, key: string | null, server: ChildProcess, duration = seconds, connections = CONNECTIONS): Promise<Measured> {
   // The main thread's: the API's SPARQL query threads load their engine in the background after it
   // starts listening, which would count against the first measurements.
   const before = cpuTimes(server.pid!, true) ?? { user: 0, system: 0 };
+  const postgresBefore = backendCpu();
   const result = await autocannon({ url, connections, duration, headers: key ? { Authorization: `Bearer ${key}` } : {} });
   const after = cpuTimes(server.pid!, true) ?? before;
+  // A backend started meanwhile counts whole; one that ended meanwhile is missed.
+  const postgres = [...backendCpu()].reduce((sum, [pid, seconds]) => sum + seconds - (postgresBefore.get(pid) ?? 0), 0);
   const non2xx = result.non2xx + result.errors;
   if (non2xx > 0) throw new Error(`${url}: ${non2xx} failed or non-2xx responses of ${result.requests.total}`);
   const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(1, result.requests.total);
   return {
     rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99,
     cpuUs: perRequest(after.user + after.system - before.user - before.system), userCpuUs: perRequest(after.user - before.user),
+    postgresCpuUs: perRequest(postgres),
   };
 }
 
@@ -109,6 +120,7 @@ async function main(): Promise<void> {
     apiEnv: { LOG_LEVEL: 'info' },
     apiNodeArgs: flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [],
   });
+  benchDatabase = new URL(weft.databaseUrl).pathname.slice(1);
   const rows: BenchRow[] = [];
   try {
     const { tenant } = weft;
@@ -146,6 +158,7 @@ async function main(): Promise<void> {
       const cpuRow = (measure: string, weftRun: Measured, peerRun: Measured, peerName: string) => [
         row({ benchmark: 'api', measure: `${measure} CPU per request`, weft: weftRun.cpuUs, peer: peerRun.cpuUs, peerName, unit: 'µs' }),
         row({ benchmark: 'api', measure: `${measure} user CPU per request`, weft: weftRun.userCpuUs, peer: peerRun.userCpuUs, peerName, unit: 'µs' }),
+        row({ benchmark: 'api', measure: `${measure} PostgreSQL CPU per request`, weft: weftRun.postgresCpuUs, peer: peerRun.postgresCpuUs, peerName, unit: 'µs' }),
       ];
       if (only.includes('organization')) {
         // Warm both up (JIT, pools), then measure each alone.
