@@ -5,7 +5,7 @@ import { validateWithSchema } from '../core/schema-validator';
 import { authenticateBearer } from '../services/tenancy/bearer';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
 import { checkIdempotencyKey } from '../services/operations/idempotency';
-import { admit, admitKey, execute } from '../services/operations/invoke';
+import { admit, execute } from '../services/operations/invoke';
 import { isKeyless } from '../services/operations/operation';
 import { inputOf, type HandlerResult, type HttpRequest, type RouteSpec } from './route-spec';
 
@@ -84,7 +84,7 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
     const principal = authentication instanceof Promise ? (await authentication).principal : authentication?.principal;
     const caller: Caller = { deps, principal, door: 'http', requestId: String(ctx.state.requestId) };
-    admitKey(caller, operation);
+    await admit(caller, operation);
     const params = schemas.params ? validateWithSchema<Record<string, unknown>>(schemas.params, { ...ctx.params }, 'path') : { ...ctx.params };
     const admitted = typeof params.project_id === 'string' ? await admit(caller, operation, params.project_id) : undefined;
     const query = schemas.query ? validateWithSchema<Record<string, unknown>>(schemas.query, readQuery(ctx), 'query string', { query: true }) : {};

@@ -33,8 +33,8 @@ function contentOf(input: unknown): unknown {
   return content;
 }
 
-/** The key-level layers of the operation's access (admit() without a project); the principal, or none for public operations. */
-export function admitKey(caller: Caller, operation: Operation): Principal | undefined {
+/** The key-level layers of the operation's access; the principal, or none for public operations. */
+function admitKey(caller: Caller, operation: Operation): Principal | undefined {
   // The admin door is the operator's, and only the operator's operations are reached through it.
   if (isOperator(operation.access) !== (caller.door === 'admin')) throw new Error(`${operation.name} cannot be invoked through the ${caller.door} door`);
   if (isKeyless(operation.access)) return undefined;
