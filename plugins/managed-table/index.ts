@@ -207,7 +207,12 @@ interface PageRow {
   position: Array<string | null>;
 }
 
-/** One page of a table at a snapshot version (an SQL expression): the statement, and the page from its rows. */
+/**
+ * One page of a table at a snapshot version (an SQL expression): the statement, and the page from its rows.
+ * `version: 'current'`: the table as the statement sees it, for a statement that reads the latest
+ * snapshot itself: the record versions not yet ended (the partial unique index on row_key holds
+ * them, in row_key order).
+ */
 function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: TableCursor | undefined, version: string, params: SqlParams) {
   const where = compileWhere(query.where, readConditions, params);
   const keyset: KeysetColumn[] = [
@@ -221,7 +226,7 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
   // only (not for every row the sort meets, as a position in the sorted select list would be).
   const picked: KeysetColumn[] = keyset.map((column, i) => ({ ...column, sql: `k${i}` }));
   const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
-        WHERE valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version}) AND (${where}) AND (${after})
+        WHERE ${version === 'current' ? 'valid_to IS NULL' : `valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version})`} AND (${where}) AND (${after})
         ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
   /** The page's records (objects, or their JSON text as PostgreSQL wrote it), and the position of its last one when more follow (the continuation). */
   const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage => {
@@ -278,6 +283,9 @@ function pageOfJsonText(text: string, count: number, continuation: TableCursor |
   };
 }
 
+/** The snapshot filter of a read of the latest snapshot. */
+const LATEST = 'TRUE ORDER BY version DESC LIMIT 1';
+
 /**
  * A read of a table known to be stored, in one round trip: its field registry, the snapshot the read
  * sees and the page, in one statement; the checks of readRecords then run on what it returned, with
@@ -294,18 +302,21 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
     const valid = isoTimestamp.test(query.asOf) && !Number.isNaN(Date.parse(query.asOf));
     if (!valid) refusal = new InputError('invalid_as_of', 'asOf must be an ISO 8601 timestamp.');
     filter = valid ? `committed_at <= ${params.add(new Date(query.asOf))}::timestamptz ORDER BY version DESC LIMIT 1` : 'FALSE';
-  } else filter = 'TRUE ORDER BY version DESC LIMIT 1';
+  } else filter = LATEST;
   const s = quoteIdentifier(schema);
   const snapshotSql = `SELECT id, version, committed_at AS committed FROM ${s}._snapshots WHERE table_name = ${tableParam} AND ${filter}`;
+  // The latest snapshot and the records not yet ended are read by the same statement, so they agree
+  // (a commit writes both in one transaction).
+  const version = filter === LATEST ? 'current' : '(SELECT version FROM snap)';
   // A continuation whose position does not fit the order is refused after its snapshot is checked,
   // as the long way does. (Values the refused attempt added to params are bound by nothing in the text.)
   let misfit: unknown;
   let page: ReturnType<typeof pageQuery>;
   try {
-    page = pageQuery(schema, table, query, cursor, '(SELECT version FROM snap)', params);
+    page = pageQuery(schema, table, query, cursor, version, params);
   } catch (error) {
     misfit = error;
-    page = pageQuery(schema, table, query, undefined, '(SELECT version FROM snap)', params);
+    page = pageQuery(schema, table, query, undefined, version, params);
   }
   const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null } & PageAggregate>(
     db,

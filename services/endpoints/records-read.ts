@@ -122,7 +122,8 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
 
   const query: RecordsQuery = { select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf };
   // The endpoint's target is part of the fingerprint: after a PATCH, old positions mean nothing.
-  const paramsFingerprint = createHash('sha256')
+  // Only cursors need it: a read that follows none and issues none (a last page) skips the hash.
+  const paramsFingerprint = () => createHash('sha256')
     .update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf, target: endpoint.target }))
     .digest('base64url');
   if (params.cursor) {
@@ -130,7 +131,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
     if (cursor.key !== principal.apiKeyId || cursor.endpoint !== endpoint.id) {
       throw new InputError('cursor_not_yours', 'This cursor was issued to another caller or for another endpoint. Follow cursors with the same key.', [{ path: 'query:cursor', message: 'belongs to another caller or endpoint' }]);
     }
-    if (cursor.params !== paramsFingerprint) {
+    if (cursor.params !== paramsFingerprint()) {
       throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf) that produced it. A cursor also ends when the endpoint’s target changes.', [{ path: 'query:cursor', message: 'was issued for other parameters or an earlier target' }]);
     }
     query.after = cursor.after;
@@ -158,7 +159,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
   }
   const nextCursor = page.continuation === null || page.continuation === undefined
     ? null
-    : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint, after: page.continuation }, encryptionKey);
+    : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint(), after: page.continuation }, encryptionKey);
   return new RecordsAnswer(page, {
     rowCount: page.recordsJson?.count ?? page.records.length,
     limit,
