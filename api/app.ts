@@ -58,6 +58,15 @@ export function allRoutes(): RouteSpec[] {
   return [...apiRoutes, ...documentationRoutes(apiRoutes)];
 }
 
+/** Media types of bodies routes read raw, as text: the SPARQL protocol's. */
+const RAW_BODY_TYPES = new Set(['application/sparql-query', 'application/sparql-update', 'application/x-www-form-urlencoded']);
+/** The methods whose bodies the JSON parser reads (its default). */
+const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+const mediaTypeOf = (contentType: string): string => {
+  const parameters = contentType.indexOf(';');
+  return (parameters < 0 ? contentType : contentType.slice(0, parameters)).trim().toLowerCase();
+};
+
 /** The JSON body parser of one size limit; 413 beyond it. */
 function jsonParser(limitBytes: number): Koa.Middleware {
   return bodyParser({
@@ -84,6 +93,12 @@ function jsonBodies(router: ReturnType<typeof buildRouter>, routes: RouteSpec[])
   return (ctx, next) => {
     // Most requests carry no body: nothing to parse, and no route match to size the parser.
     if (!ctx.request.length && !ctx.get('Transfer-Encoding')) return next();
+    // Bodies routes read as text (SPARQL, forms) are never JSON: the parser would only match their
+    // media type against its JSON types (type-is, tens of µs) and leave the body it does, {}.
+    if (RAW_BODY_TYPES.has(mediaTypeOf(ctx.get('Content-Type')))) {
+      if (PARSED_METHODS.has(ctx.method) && (ctx.request as { body?: unknown }).body === undefined) (ctx.request as { body?: unknown }).body = {};
+      return next();
+    }
     const limits = router.match(ctx.path, ctx.method).pathAndMethod.map((layer) => limitOf.get(`${ctx.method} ${layer.path}`) ?? DEFAULT_JSON_BYTES);
     return parserFor(limits.length ? Math.max(...limits) : DEFAULT_JSON_BYTES)(ctx, next);
   };
