@@ -38,14 +38,16 @@ export function qualified(schema: string, table: string): string {
 
 /**
  * Statement texts run as named (prepared) statements, each with its name. A records read's
- * statement is parsed, analysed and planned on every call when unnamed: about 450 µs of
+ * statement is parsed, analysed and planned on every call when unnamed: about 400 µs of
  * PostgreSQL's CPU, twice what it then takes to run. Named, each connection prepares it once and
- * keeps its plan. Bounded, because a name stays prepared on every pooled connection that ran it
- * (texts name a workspace's table, so they multiply with tables and read shapes): past the bound,
- * statements are planned per call as before.
+ * keeps its plan. Bounded, because a name stays prepared on every pooled connection that ran it,
+ * about 130 KiB of the backend's memory each (a read with a filter and an order, measured with
+ * pg_backend_memory_contexts), and texts name a workspace's table, so they multiply with tables and
+ * read shapes: the first 50 texts a process runs are named (at most ~6.5 MB per connection), later
+ * ones are planned per call as before.
  */
 const statementNames = new Map<string, string>();
-const MAX_NAMED_STATEMENTS = 200;
+const MAX_NAMED_STATEMENTS = 50;
 
 function statementName(text: string): string | undefined {
   let name = statementNames.get(text);
