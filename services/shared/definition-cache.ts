@@ -42,6 +42,8 @@ class DefinitionCache {
   private listener?: { connection?: pg.Client; closed: boolean; retry?: NodeJS.Timeout };
   private listening = false;
   private readonly listeners = new Set<(workspaceId: string | undefined) => void>();
+  /** Reads in flight, by workspace and key, with the ticket they were started under. */
+  private readonly loading = new Map<string, { ticket: Ticket; value: Promise<unknown> }>();
 
   /** The cached value of `key` in `workspaceId`, or what `load` reads (and keeps, when it may). */
   async get<T>(db: Db, workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
@@ -51,8 +53,21 @@ class DefinitionCache {
     const kept = this.entries.get(workspaceId)?.get(key);
     if (kept && kept.expiresAt > Date.now()) return kept.value as T;
     const ticket = this.ticket(workspaceId);
-    const value = await load();
-    this.keep(workspaceId, key, value, ticket);
+    // Requests that miss together share one read (an entry expiring under load was read again by
+    // every request in flight): a read started before a change of the workspace is not joined.
+    const slot = `${workspaceId}\n${key}`;
+    const loading = this.loading.get(slot);
+    if (loading && loading.ticket.generation === ticket.generation && loading.ticket.epoch === ticket.epoch) return loading.value as Promise<T>;
+    const value = load().then((loaded) => {
+      this.keep(workspaceId, key, loaded, ticket);
+      return loaded;
+    });
+    const shared = { ticket, value };
+    this.loading.set(slot, shared);
+    const done = () => {
+      if (this.loading.get(slot) === shared) this.loading.delete(slot);
+    };
+    value.then(done, done);
     return value;
   }
 

@@ -101,6 +101,36 @@ describe('The definition cache', () => {
     assert.equal(await cache.get(env().db, workspaceId, 'overlap', async () => 'new'), 'new', 'but is not kept past the change');
   });
 
+  it('reads once for requests that miss together, and never joins a read started before a change', async () => {
+    const workspaceId = randomUUID();
+    const cache = definitionCache();
+    let loads = 0;
+    let release!: (value: string) => void;
+    const slowLoad = () => {
+      loads += 1;
+      return new Promise<string>((resolve) => (release = resolve));
+    };
+    const together = [cache.get(env().db, workspaceId, 'burst', slowLoad), cache.get(env().db, workspaceId, 'burst', slowLoad), cache.get(env().db, workspaceId, 'burst', slowLoad)];
+    assert.equal(loads, 1, 'three misses in flight, one read');
+    release('first');
+    assert.deepEqual(await Promise.all(together), ['first', 'first', 'first']);
+
+    const beforeChange = cache.get(env().db, workspaceId, 'changing', slowLoad);
+    const releaseOld = release;
+    cache.changed(workspaceId);
+    const afterChange = cache.get(env().db, workspaceId, 'changing', slowLoad);
+    assert.equal(loads, 3, 'a miss after the change reads again');
+    release('new');
+    releaseOld('old');
+    assert.equal(await beforeChange, 'old');
+    assert.equal(await afterChange, 'new');
+
+    const failing = [cache.get(env().db, workspaceId, 'failing', async () => Promise.reject(new Error('down'))), cache.get(env().db, workspaceId, 'failing', slowLoad)];
+    await assert.rejects(failing[0], /down/);
+    await assert.rejects(failing[1], /down/, 'a joined read shares the failure');
+    assert.equal(await cache.get(env().db, workspaceId, 'failing', async () => 'recovered'), 'recovered', 'and the next miss reads again');
+  });
+
   it('keeps nothing once its listener is closed, and listens again on the next read', async () => {
     const ws = await newWorkspace();
     const reader = planReader(ws.workspaceId);
