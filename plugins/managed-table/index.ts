@@ -228,16 +228,7 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
   const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
         WHERE ${version === 'current' ? 'valid_to IS NULL' : `valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version})`} AND (${where}) AND (${after})
         ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
-  /** The page's records (objects, or their JSON text as PostgreSQL wrote it), and the position of its last one when more follow (the continuation). */
-  const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage => {
-    const continuation: TableCursor | null = position ? { order: orderOf(query.orderBy), key: position, version: String(snapshot.version) } : null;
-    const select = query.select;
-    const info = toSnapshotInfo(snapshot);
-    if (!Array.isArray(data) && !select) return pageOfJsonText(data.text, data.count, continuation, info);
-    const rows: Array<Record<string, unknown>> = Array.isArray(data) ? data : JSON.parse(data.text);
-    const records = select ? rows.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : rows;
-    return { records, continuation, snapshot: info };
-  };
+  const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage => pageFrom(query, data, position, snapshot);
   return {
     sql: `SELECT data, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
     /** The rows of `sql` as the page: the one past the page says more follow, and is not part of it. */
@@ -254,6 +245,17 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
            FROM (SELECT page.*, row_number() OVER (ORDER BY ${orderByClause(picked)}) AS n FROM (${inner}) page) numbered`,
     pageOf,
   };
+}
+
+/** The page's records (objects, or their JSON text as PostgreSQL wrote it), and the position of its last one when more follow (the continuation). */
+function pageFrom(query: RecordsQuery, data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage {
+  const continuation: TableCursor | null = position ? { order: orderOf(query.orderBy), key: position, version: String(snapshot.version) } : null;
+  const select = query.select;
+  const info = toSnapshotInfo(snapshot);
+  if (!Array.isArray(data) && !select) return pageOfJsonText(data.text, data.count, continuation, info);
+  const rows: Array<Record<string, unknown>> = Array.isArray(data) ? data : JSON.parse(data.text);
+  const records = select ? rows.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : rows;
+  return { records, continuation, snapshot: info };
 }
 
 /** A page's records: objects, or their JSON text with how many there are. */
@@ -292,6 +294,40 @@ const LATEST = 'TRUE ORDER BY version DESC LIMIT 1';
  * the same answers in the same order.
  */
 async function readInOneStatement(db: Knex, schema: string, table: string, primaryKey: string[] | null, query: RecordsQuery, cursor: TableCursor | undefined): Promise<RecordsPage> {
+  const plain = !cursor && query.snapshotId === undefined && query.asOf === undefined && query.where.length === 0 && query.orderBy.length === 0;
+  const { sql, params, page } = plain ? plainLatestRead(schema, table, query) : oneStatementRead(schema, table, query, cursor);
+  return pageOfOneStatement(await run<OneStatementRow>(db, sql, params, { prepared: true }), table, primaryKey, query, cursor, page);
+}
+
+type OneStatementRow = { registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null } & PageAggregate;
+
+/** The one-statement read: its text and parameters, and the page from its row (a refusal found while building it is thrown there, in the long way's order). */
+interface OneStatementRead {
+  sql: string;
+  params: SqlParams;
+  page: { refusal?: InputError; misfit?: unknown };
+}
+
+/**
+ * The statements of plain reads (the latest snapshot, no filter, order or cursor: a page of a table
+ * as it is now), per table and limit: their text and parameters depend on nothing else, so they
+ * are built once, not on every read (select only shapes the page from the same rows).
+ */
+const plainReads = new Map<string, OneStatementRead>();
+const MAX_PLAIN_READS = 200;
+
+function plainLatestRead(schema: string, table: string, query: RecordsQuery): OneStatementRead {
+  const key = `${schema}.${table}:${query.limit}`;
+  let read = plainReads.get(key);
+  if (read === undefined) {
+    read = oneStatementRead(schema, table, { where: [], orderBy: [], limit: query.limit }, undefined);
+    if (plainReads.size >= MAX_PLAIN_READS) plainReads.clear();
+    plainReads.set(key, read);
+  }
+  return read;
+}
+
+function oneStatementRead(schema: string, table: string, query: RecordsQuery, cursor: TableCursor | undefined): OneStatementRead {
   const params = new SqlParams();
   const tableParam = params.add(table);
   let refusal: InputError | undefined;
@@ -318,16 +354,15 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
     misfit = error;
     page = pageQuery(schema, table, query, undefined, version, params);
   }
-  const { rows } = await run<{ registry: { fields: string[]; key: string[] | null } | null; snapshot: { id: string; version: number; committed: string } | null } & PageAggregate>(
-    db,
-    `WITH snap AS (${snapshotSql})
+  const sql = `WITH snap AS (${snapshotSql})
      SELECT (SELECT json_build_object('fields', fields, 'key', primary_key) FROM ${s}._tables WHERE table_name = ${tableParam}) AS registry,
             (SELECT to_json(snap) FROM snap) AS snapshot,
             page.records, page.read, page.position
-       FROM (${page.aggregate()}) page`,
-    params,
-    { prepared: true },
-  );
+       FROM (${page.aggregate()}) page`;
+  return { sql, params, page: { refusal, misfit } };
+}
+
+function pageOfOneStatement({ rows }: { rows: OneStatementRow[] }, table: string, primaryKey: string[] | null, query: RecordsQuery, cursor: TableCursor | undefined, { refusal, misfit }: OneStatementRead['page']): RecordsPage {
   const { registry, snapshot, records, read, position } = rows[0];
   if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
   refuseUnknownFields(queryFieldUses(query), knownFields(registry ? { fields: registry.fields, primaryKey: registry.key } : undefined, primaryKey), 'field');
@@ -340,7 +375,7 @@ async function readInOneStatement(db: Knex, schema: string, table: string, prima
     return { records: [], continuation: null };
   }
   if (misfit) throw misfit;
-  return page.pageOf({ text: records, count: Math.min(read, query.limit) }, position, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
+  return pageFrom(query, { text: records, count: Math.min(read, query.limit) }, position, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
 }
 
 /** Row keys: the primary key values as a JSON array, or a random id for tables without a key. */

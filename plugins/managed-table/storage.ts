@@ -82,8 +82,8 @@ interface ConnectionLender {
  * `query` events) and outside transactions.
  */
 async function runOnConnection<T>(db: Knex, sql: string, params: SqlParams): Promise<{ rows: T[]; rowCount: number }> {
-  const { text, values } = numberedByUse(sql, params.values);
-  const name = statementName(text);
+  const { text, name, uses } = numberedStatement(sql);
+  const values = uses.map((index) => params.values[index]);
   const lender = db.client as unknown as ConnectionLender;
   const connection = await lender.acquireConnection();
   try {
@@ -94,19 +94,35 @@ async function runOnConnection<T>(db: Knex, sql: string, params: SqlParams): Pro
   }
 }
 
-/** `$n` placeholders numbered by first use, with only the values the text uses (PostgreSQL refuses a parameter it cannot type). */
-function numberedByUse(sql: string, values: unknown[]): { text: string; values: unknown[] } {
-  const used: unknown[] = [];
+/**
+ * A statement's text with its `$n` placeholders numbered by first use, its name, and which of the
+ * caller's values it binds, in order (only the values the text uses: PostgreSQL refuses a parameter
+ * it cannot type). Kept per SQL text for the named ones: the same read's text is renumbered once.
+ */
+interface NumberedStatement {
+  text: string;
+  name: string | undefined;
+  uses: number[];
+}
+
+const numberedStatements = new Map<string, NumberedStatement>();
+
+function numberedStatement(sql: string): NumberedStatement {
+  const kept = numberedStatements.get(sql);
+  if (kept) return kept;
+  const uses: number[] = [];
   const numbers = new Map<string, number>();
   const text = sql.replace(/\$(\d+)/g, (_, index: string) => {
     let number = numbers.get(index);
     if (number === undefined) {
-      used.push(values[Number(index) - 1]);
-      numbers.set(index, (number = used.length));
+      uses.push(Number(index) - 1);
+      numbers.set(index, (number = uses.length));
     }
     return `$${number}`;
   });
-  return { text, values: used };
+  const numbered = { text, name: statementName(text), uses };
+  if (numbered.name !== undefined && numberedStatements.size < MAX_NAMED_STATEMENTS * 4) numberedStatements.set(sql, numbered);
+  return numbered;
 }
 
 export async function tableExists(db: Knex, schema: string, table: string): Promise<boolean> {
