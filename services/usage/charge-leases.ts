@@ -30,6 +30,8 @@ const FLUSH_AT = 256;
 const IDLE_RETURN_MS = 1000;
 /** A lease its holder has not renewed for this long is billed by the sweep; holders renew at every flush. */
 export const CHARGE_LEASE_TTL_MS = 10_000;
+/** A held lease is renewed by a flush at least this often, even with nothing to write. */
+const RENEW_AFTER_MS = CHARGE_LEASE_TTL_MS / 3;
 
 export interface ChargeLeaseHooks {
   /** The included credit that bounds a lease of this kind, or null when the workspace's plan never pauses it. */
@@ -49,6 +51,8 @@ interface Lease {
   /** Granted and not yet answered from. */
   available: Decimal;
   lastUsedAt: number;
+  /** When its expiry was last pushed forward (granted, topped up, or renewed by a flush). */
+  renewedAt: number;
   /** Below this the lease is topped up (half of what the stream wanted when last asked). */
   lowMark: Decimal;
 }
@@ -245,6 +249,7 @@ class ChargeLeases {
       // Credit leased while this process's own charges are still being committed would not count
       // them: the last of them asks again.
       if (bound !== null && stream.writing > 0) return;
+      const asked = Date.now();
       const { rows } = await this.db.raw<{ rows: Array<{ outcome: 'granted' | 'no_credit' | 'gone'; lease_id: string | null; granted: string }> }>(
         'SELECT * FROM weft_take_charge_lease(?, ?, ?, ?, ?, ?, ?, ?)',
         [lease?.id ?? null, stream.workspaceId, stream.kind, this.holder, want.toFixed(10), bound, monthStart(new Date()), CHARGE_LEASE_TTL_MS],
@@ -258,9 +263,10 @@ class ChargeLeases {
       if (lease) {
         // Added to a lease still held here; one given back meanwhile was deleted, or will be with the next flush.
         lease.available = lease.available.plus(granted);
+        lease.renewedAt = asked;
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now() };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now(), renewedAt: asked };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
@@ -285,6 +291,16 @@ class ChargeLeases {
       trimRecent(stream, now);
       if (!stream.lease && !stream.taking && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
     }
+    if (this.renewalDue(now)) this.flushIn(0);
+  }
+
+  /**
+   * A lease in use whose charges were all withdrawn (failed queries) is flushed with nothing to
+   * write: it must still be renewed, or the sweep would bill it as a crashed holder's.
+   */
+  private renewalDue(now: number): boolean {
+    for (const stream of this.streams.values()) if (stream.lease && now - stream.lease.renewedAt > RENEW_AFTER_MS) return true;
+    return false;
   }
 
   /** A flush in `ms` unless one is due sooner (a failure is logged by flush and tried again). */
@@ -307,7 +323,7 @@ class ChargeLeases {
     }));
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    if (this.queue.size === 0 && this.returning.size === 0) return Promise.resolve();
+    if (this.queue.size === 0 && this.returning.size === 0 && !this.renewalDue(Date.now())) return Promise.resolve();
     this.inFlight = new Map(this.queue);
     this.queue.clear();
     const returned = [...this.returning];
@@ -330,36 +346,47 @@ class ChargeLeases {
   }
 
   private async write(batch: Queued[], returned: string[]): Promise<void> {
-    // Every lease held here is renewed, and lowered by what this batch carries of it.
-    const held = new Map<string, Decimal>();
-    for (const stream of this.streams.values()) if (stream.lease) held.set(stream.lease.id, new Decimal(0));
-    for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.set(queued.row.lease_id, (held.get(queued.row.lease_id) ?? new Decimal(0)).plus(queued.amount));
+    // Every lease held here is renewed, and lowered by what this batch inserted of it: counted in
+    // the statement, so a batch sent again after a lost reply (inserting nothing the second time)
+    // does not lower its lease twice.
+    const held = new Set<string>();
+    for (const stream of this.streams.values()) if (stream.lease) held.add(stream.lease.id);
+    for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.add(queued.row.lease_id);
+    const sentAt = Date.now();
     const { rows } = await this.db.raw<{ rows: Array<{ leases: string[]; operations: InsertedOperation[] }> }>(
-      `WITH held AS (
-         UPDATE charge_leases l SET remaining = l.remaining - d.spent, expires_at = clock_timestamp() + ? * interval '1 millisecond'
-           FROM jsonb_to_recordset(?::jsonb) AS d(id uuid, spent numeric)
-          WHERE l.id = d.id AND l.holder = ?
-         RETURNING l.id
+      `WITH locked AS (
+         SELECT id FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? FOR UPDATE
        ), returned AS (
          DELETE FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? RETURNING id
        ), kept AS (
-         SELECT id FROM held UNION ALL SELECT id FROM returned
-       ), input AS (${chargeInput('WHERE i.lease_id IN (SELECT id FROM kept)')}), ${INSERT_CHARGES}
-       SELECT (SELECT coalesce(json_agg(id), '[]') FROM kept) AS leases,
+         SELECT id FROM locked UNION ALL SELECT id FROM returned
+       ), input AS (${chargeInput('WHERE i.lease_id IN (SELECT id FROM kept)')}), ${INSERT_CHARGES},
+       held AS (
+         UPDATE charge_leases l
+            SET remaining = l.remaining - coalesce((SELECT sum(o.amount) FROM operations o WHERE o.id IN (SELECT i.id FROM input i WHERE i.lease_id = l.id)), 0),
+                expires_at = clock_timestamp() + ? * interval '1 millisecond'
+          WHERE l.id IN (SELECT id FROM locked)
+         RETURNING l.id
+       )
+       SELECT (SELECT coalesce(json_agg(id), '[]') FROM (SELECT id FROM held UNION ALL SELECT id FROM returned) still) AS leases,
               (SELECT coalesce(json_agg(json_build_object('workspace_id', workspace_id, 'kind', kind, 'amount', amount)), '[]') FROM operations) AS operations`,
       [
-        CHARGE_LEASE_TTL_MS,
-        JSON.stringify([...held].map(([id, spent]) => ({ id, spent: spent.toFixed(10) }))),
+        JSON.stringify([...held]),
         this.holder,
         JSON.stringify(returned),
         this.holder,
         JSON.stringify(batch.map((queued) => queued.row)),
+        CHARGE_LEASE_TTL_MS,
       ],
     );
     const kept = new Set(rows[0].leases);
-    // A lease the sweep billed (this process could not renew it in time) answers no more; its
-    // charges in this batch were paid for by its remainder and are not written.
-    for (const stream of this.streams.values()) if (stream.lease && held.has(stream.lease.id) && !kept.has(stream.lease.id)) stream.lease = undefined;
+    for (const stream of this.streams.values()) {
+      if (!stream.lease || !held.has(stream.lease.id)) continue;
+      // A lease the sweep billed (this process could not renew it in time) answers no more; its
+      // charges in this batch were paid for by its remainder and are not written.
+      if (!kept.has(stream.lease.id)) stream.lease = undefined;
+      else stream.lease.renewedAt = sentAt;
+    }
     const lost = batch.filter((queued) => !kept.has(queued.row.lease_id)).length;
     if (lost) logger.warn({ charges: lost }, 'charges answered from a lease that expired before they were written are billed in its remainder');
     if (rows[0].operations.length) this.hooks.inserted(this.db, rows[0].operations);
