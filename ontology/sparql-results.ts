@@ -19,6 +19,8 @@ const MAX_NEGOTIATED = 512;
 
 /** The media type to answer with, honouring q-values and wildcards; null when none is acceptable (406). */
 export function negotiate(accept: string | undefined, kind: SparqlResult['kind']): string | null {
+  // Headers of ordinary length only: the kept answers stay small whatever clients send.
+  if (accept && accept.length > 256) return rankMediaTypes(accept, kind);
   const key = `${kind}\n${accept ?? ''}`;
   const known = negotiated.get(key);
   if (known !== undefined) return known;
