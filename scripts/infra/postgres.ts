@@ -4,6 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../core/paths';
 import { isRoot, portIsOpen, run, runAsPostgres, say } from './process';
+import { machineLeaseRoot } from './leases';
 
 export interface LocalPostgres {
   /** Connection URL for a database on the cluster (the cluster's own superuser, trust auth on loopback only). */
@@ -28,6 +29,7 @@ function runningPort(dir: string): number {
 async function choosePort(): Promise<number> {
   if (process.env.WEFT_PG_PORT) return Number(process.env.WEFT_PG_PORT);
   for (let candidate = DEFAULT_PORT; candidate < DEFAULT_PORT + 50; candidate++) {
+    if (portIsClaimed(candidate)) continue;
     if (!(await portIsOpen('127.0.0.1', candidate))) return candidate;
   }
   throw new Error(`No free port for PostgreSQL in ${DEFAULT_PORT}-${DEFAULT_PORT + 49}; set WEFT_PG_PORT.`);
@@ -138,11 +140,43 @@ export async function restartLocalPostgres(whileDown: () => Promise<void>): Prom
   const { dir } = clusterDirectory();
   if (!isRunning(bin, dir)) throw new Error('The project-local PostgreSQL is not running (is DATABASE_URL an external server?).');
   const port = runningPort(dir);
-  runAsPostgres(path.join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w']);
+  // While it is down its port looks free: another clone starting its cluster then took it, and
+  // this one could not start again (a CI clone's reliability run beside a working tree's tests).
+  const claim = claimPort(port);
   try {
-    await whileDown();
+    runAsPostgres(path.join(bin, 'pg_ctl'), ['stop', '-D', dir, '-m', 'fast', '-w']);
+    try {
+      await whileDown();
+    } finally {
+      startCluster(bin, dir, port);
+    }
   } finally {
-    startCluster(bin, dir, port);
+    claim.release();
+  }
+}
+
+/** Where a cluster stopped for a restart claims its port on this machine (leases.ts's folder). */
+const portClaimFile = (port: number) => path.join(machineLeaseRoot(), `postgres-port-${port}.claim`);
+
+/** Claims a port for this process until released: choosePort on this machine passes it by. */
+export function claimPort(port: number, holder = process.pid): { release(): void } {
+  const file = portClaimFile(port);
+  writeFileSync(file, String(holder));
+  return { release: () => rmSync(file, { force: true }) };
+}
+
+/** Whether a live process of this user claims the port (a claim of a dead one is cleared). */
+export function portIsClaimed(port: number): boolean {
+  const file = portClaimFile(port);
+  if (!existsSync(file)) return false;
+  const holder = Number(readFileSync(file, 'utf8'));
+  try {
+    process.kill(holder, 0);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') return true;
+    rmSync(file, { force: true });
+    return false;
   }
 }
 
