@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { InputError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
+import getRawBody from 'raw-body';
+import { BadRequestError, InputError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../core/errors';
 import { validateWithSchema } from '../core/schema-validator';
 import { authenticateBearer } from '../services/tenancy/bearer';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
@@ -38,14 +39,16 @@ async function readRawBody(ctx: Koa.Context, spec: NonNullable<RouteSpec['rawBod
   if (ctx.request.length && ctx.request.length > spec.maxBytes) {
     throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes; this one is ${ctx.request.length}.`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > spec.maxBytes) throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes.`);
-    chunks.push(chunk);
+  // raw-body reads the stream by its events (an async iterator cost a promise per chunk and about
+  // 0.1 ms per SPARQL request), stops at the limit and reports a body cut short.
+  let body: Buffer;
+  try {
+    body = await getRawBody(ctx.req, { limit: spec.maxBytes, length: ctx.request.length || undefined });
+  } catch (error) {
+    if ((error as { type?: string }).type === 'entity.too.large') throw new PayloadTooLargeError('payload_too_large', `The request body may be at most ${spec.maxBytes} bytes.`);
+    throw new BadRequestError('body_incomplete', 'The request body ended before its declared length, or the connection closed while it was read.');
   }
-  return { text: Buffer.concat(chunks).toString('utf8'), type };
+  return { text: body.toString('utf8'), type };
 }
 
 /** Query values arrive as strings or repeated arrays; schemas coerce them. */
