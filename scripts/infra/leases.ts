@@ -53,7 +53,8 @@ export function formerPortLease(lease: LeaseFolder): LeaseFolder | undefined {
 /** Leases on a server at a machine-wide address, shared by every clone that uses it. */
 export const portLease = (service: string, host: string, port: number): LeaseFolder => path.join(machineLeaseRoot(), `${service}-${host}-${port}`);
 
-const alive = (pid: number): boolean => {
+/** Whether a process of this pid runs (one of another user's counts: EPERM). */
+export const alive = (pid: number): boolean => {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../core/paths';
 import { isRoot, portIsOpen, run, runAsPostgres, say } from './process';
-import { machineLeaseRoot } from './leases';
+import { alive, machineLeaseRoot } from './leases';
 
 export interface LocalPostgres {
   /** Connection URL for a database on the cluster (the cluster's own superuser, trust auth on loopback only). */
@@ -169,15 +169,9 @@ export function claimPort(port: number, holder = process.pid): { release(): void
 export function portIsClaimed(port: number): boolean {
   const file = portClaimFile(port);
   if (!existsSync(file)) return false;
-  const holder = Number(readFileSync(file, 'utf8'));
-  try {
-    process.kill(holder, 0);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EPERM') return true;
-    rmSync(file, { force: true });
-    return false;
-  }
+  if (alive(Number(readFileSync(file, 'utf8')))) return true;
+  rmSync(file, { force: true });
+  return false;
 }
 
 /** Initializes (once) and starts the project-local PostgreSQL cluster, or reuses it when running. */

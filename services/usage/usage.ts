@@ -269,13 +269,10 @@ function creditPauses(terms: CreditTerms, kind: MeteredKind): boolean {
  */
 async function spend(db: Executor, workspaceId: string, from: Date, to: Date, options: { excluding?: { kind: MeteredKind; ref: string }; leased?: boolean } = {}): Promise<Decimal> {
   const { excluding, leased } = options;
-  let sql = `SELECT coalesce(sum(amount), 0) FROM metered_operations WHERE workspace_id = ? AND created_at >= ? AND created_at < ?${excluding ? ' AND NOT (kind = ? AND operation_ref = ?)' : ''}`;
-  const bindings: Array<string | Date> = [workspaceId, from, to, ...(excluding ? [excluding.kind, excluding.ref] : [])];
-  if (leased) {
-    sql = `(${sql}) + (SELECT coalesce(sum(remaining), 0) FROM charge_leases WHERE workspace_id = ?)`;
-    bindings.push(workspaceId);
-  }
-  const { rows } = await db.raw<{ rows: Array<{ total: string }> }>(`SELECT ${leased ? sql : `(${sql})`} AS total`, bindings);
+  const charged = `SELECT coalesce(sum(amount), 0) FROM metered_operations WHERE workspace_id = ? AND created_at >= ? AND created_at < ?${excluding ? ' AND NOT (kind = ? AND operation_ref = ?)' : ''}`;
+  const held = leased ? ' + (SELECT coalesce(sum(remaining), 0) FROM charge_leases WHERE workspace_id = ?)' : '';
+  const bindings = [workspaceId, from, to, ...(excluding ? [excluding.kind, excluding.ref] : []), ...(leased ? [workspaceId] : [])];
+  const { rows } = await db.raw<{ rows: Array<{ total: string }> }>(`SELECT (${charged})${held} AS total`, bindings);
   return new Decimal(rows[0].total);
 }
 
