@@ -36,7 +36,8 @@ export const downgradePlanOperation = defineOperation({
   name: 'downgradePlan',
   summary: 'Cancel the subscription and return to the free plan now. An intentional administration action.',
   access: ADMIN,
-  effect: 'write',
+  // Cancels at Stripe with no transaction open, then records the cancellation in one of its own.
+  effect: 'external',
   async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await downgrade(ctx) };
   },

@@ -7,6 +7,7 @@ import { scrubSecrets } from '../../core/secrets';
 import type { Db, Executor } from '../../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../../db/models';
 import type { OperationContext } from '../operations/context';
+import { definitionCache } from '../shared/definition-cache';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
@@ -96,12 +97,17 @@ export function returnUrl(config: BillingConfig, returnPath: string | undefined)
   return resolved.toString();
 }
 
+/**
+ * The workspace's Stripe customer, created at Stripe on its first checkout or portal visit. No
+ * transaction is open during the call: Stripe's idempotency key makes concurrent first visits
+ * create one customer, and only the first to store it writes it.
+ */
 async function customerOf(db: Executor, config: BillingConfig, stripe: Stripe, workspaceId: string): Promise<string> {
-  const workspace = (await Workspace.query(db).findById(workspaceId).forUpdate())!;
+  const workspace = (await Workspace.query(db).findById(workspaceId))!;
   if (workspace.stripeCustomerId) return workspace.stripeCustomerId;
   const customer = await stripeCall(config, () => stripe.customers.create({ name: workspace.name, metadata: { workspaceId } }, { idempotencyKey: `weft-customer-${workspaceId}` }));
-  await workspace.$query(db).patch({ stripeCustomerId: customer.id });
-  return customer.id;
+  await Workspace.query(db).findById(workspaceId).whereNull('stripeCustomerId').patch({ stripeCustomerId: customer.id });
+  return (await Workspace.query(db).findById(workspaceId))!.stripeCustomerId!;
 }
 
 export async function startCheckout(ctx: OperationContext, returnPath?: string) {
@@ -141,22 +147,43 @@ export async function listInvoices(ctx: OperationContext) {
 /**
  * An intentional administration action: cancels the workspace's paying subscriptions at Stripe
  * (normally one) and moves to the free plan now. They are recorded as canceled, which is final: the
- * events Stripe sends about them later change nothing.
+ * events Stripe sends about them later change nothing. The cancellations happen with no transaction
+ * open; the transaction that records them checks under the workspace's lock that no paying
+ * subscription arrived meanwhile (a webhook), and cancels that one too before recording.
  */
 export async function downgrade(ctx: OperationContext) {
   const { db, principal } = ctx;
   const { config, stripe } = requireBilling();
-  const workspace = (await Workspace.query(db).findById(principal.workspaceId).forUpdate())!;
-  const paying = (await db('stripe_subscriptions').where({ workspace_id: workspace.id }).whereIn('status', PAYING).pluck('id')) as string[];
-  for (const subscriptionId of new Set([...paying, ...(workspace.stripeSubscriptionId ? [workspace.stripeSubscriptionId] : [])])) {
-    await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
-    await db('stripe_subscriptions')
-      .insert({ id: subscriptionId, workspace_id: workspace.id, status: 'canceled', updated_at: new Date() })
-      .onConflict('id')
-      .merge(['status', 'updated_at']);
+  const canceled = new Set<string>();
+  for (let settled = false; !settled; ) {
+    for (const subscriptionId of await payingSubscriptions(db, principal.workspaceId)) {
+      if (canceled.has(subscriptionId)) continue;
+      await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
+      canceled.add(subscriptionId);
+    }
+    settled = await db.transaction(async (trx) => {
+      const workspace = (await Workspace.query(trx).findById(principal.workspaceId).forUpdate())!;
+      if ([...(await payingSubscriptions(trx, workspace.id))].some((id) => !canceled.has(id))) return false;
+      for (const subscriptionId of canceled) {
+        await trx('stripe_subscriptions')
+          .insert({ id: subscriptionId, workspace_id: workspace.id, status: 'canceled', updated_at: new Date() })
+          .onConflict('id')
+          .merge(['status', 'updated_at']);
+      }
+      await workspace.$query(trx).patch({ plan: 'free', stripeSubscriptionId: null });
+      return true;
+    });
   }
-  await workspace.$query(db).patch({ plan: 'free', stripeSubscriptionId: null });
+  // Like a write's invoke: this process sees the new plan at once, the others by NOTIFY.
+  definitionCache().changed(principal.workspaceId);
   return { plan: 'free' };
+}
+
+/** The workspace's subscriptions that pay, and the one it is on. */
+async function payingSubscriptions(db: Executor, workspaceId: string): Promise<Set<string>> {
+  const workspace = (await Workspace.query(db).findById(workspaceId))!;
+  const paying = (await db('stripe_subscriptions').where({ workspace_id: workspaceId }).whereIn('status', PAYING).pluck('id')) as string[];
+  return new Set([...paying, ...(workspace.stripeSubscriptionId ? [workspace.stripeSubscriptionId] : [])]);
 }
 
 /** Subscription statuses that give the team plan. */
@@ -177,7 +204,8 @@ function stripeTime(value: unknown, what: string): Date {
 /**
  * Where an event about a Stripe object stands against the state kept for it: older events are
  * stale; one from the same second as the kept state cannot be ordered by time (Stripe's `created`
- * counts seconds), so the object's current state is fetched from Stripe, as Stripe advises.
+ * counts seconds), so the object's current state is taken from Stripe, as Stripe advises
+ * (fetched outside the transaction: stripeStateOf).
  */
 function orderOf(eventAt: Date, stateAt: Date | null | undefined): 'newer' | 'stale' | 'same_second' {
   if (!stateAt) return 'newer';
@@ -191,7 +219,7 @@ function orderOf(eventAt: Date, stateAt: Date | null | undefined): 'newer' | 'st
  * workspace's plan is then settled from all its subscriptions, so the deletion of a subscription
  * the workspace has moved on from leaves the plan alone.
  */
-async function applySubscriptionEvent(trx: Knex.Transaction, billing: Billing, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
+async function applySubscriptionEvent(trx: Knex.Transaction, fetched: FetchedObjects, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
   const object = event.data.object as unknown as Record<string, unknown>;
   const id = String(object.id);
   const kept = await trx('stripe_subscriptions').where({ id }).forUpdate().first() as { workspaceId: string; status: string; stateAt: Date | null } | undefined;
@@ -201,7 +229,7 @@ async function applySubscriptionEvent(trx: Knex.Transaction, billing: Billing, w
   if (!FINAL.includes(status)) {
     const order = orderOf(eventAt, kept?.stateAt);
     if (order === 'stale') return 'stale';
-    if (order === 'same_second') status = (await stripeCall(billing.config, () => billing.stripe.subscriptions.retrieve(id))).status;
+    if (order === 'same_second') status = String(stripeStateOf(fetched, 'subscription', id).status);
   }
   await trx('stripe_subscriptions')
     .insert({ id, workspace_id: workspace.id, status, started_at: typeof object.created === 'number' ? stripeTime(object.created, 'subscription start') : null, state_at: eventAt, last_event_id: event.id, updated_at: new Date() })
@@ -228,19 +256,52 @@ async function settlePlan(trx: Knex.Transaction, workspace: Workspace): Promise<
 }
 
 /** An invoice event, in order per invoice: an older one is stale; one from the same second stores the invoice as Stripe has it now. */
-async function applyInvoiceEvent(trx: Knex.Transaction, billing: Billing, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
+async function applyInvoiceEvent(trx: Knex.Transaction, fetched: FetchedObjects, workspace: Workspace, event: Stripe.Event, eventAt: Date): Promise<EventOutcome> {
   let object = event.data.object as unknown as Record<string, unknown>;
   const kept = await Invoice.query(trx).findById(String(object.id)).forUpdate();
   if (kept && kept.workspaceId !== workspace.id) return 'ignored';
   const order = orderOf(eventAt, kept?.stateAt);
   if (order === 'stale') return 'stale';
-  if (order === 'same_second') object = (await stripeCall(billing.config, () => billing.stripe.invoices.retrieve(String(object.id)))) as unknown as Record<string, unknown>;
+  if (order === 'same_second') object = stripeStateOf(fetched, 'invoice', String(object.id));
   await saveInvoice(trx, workspace.id, object, { at: eventAt, eventId: event.id });
   return 'applied';
 }
 
-/** Verifies a webhook against the raw body and Stripe-Signature (tolerance 300 s); a bad one is a 400 and nothing changes. */
-export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<{ received: true; duplicate: boolean; outcome: EventOutcome | undefined }> {
+/** Stripe's current state of the objects an event needed, by id, fetched with no transaction open. */
+type FetchedObjects = Map<string, Record<string, unknown>>;
+
+/**
+ * Thrown inside the webhook's transaction when the event can only be applied against Stripe's
+ * current state of its object, not fetched yet: the transaction rolls back (its event id with it),
+ * the object is fetched with no transaction open, and the event is applied again.
+ */
+class StripeStateNeeded extends Error {
+  constructor(readonly kind: 'subscription' | 'invoice', readonly objectId: string) {
+    super(`The current state of ${kind} ${objectId} is needed from Stripe.`);
+  }
+}
+
+function stripeStateOf(fetched: FetchedObjects, kind: StripeStateNeeded['kind'], id: string): Record<string, unknown> {
+  const object = fetched.get(id);
+  if (!object) throw new StripeStateNeeded(kind, id);
+  return object;
+}
+
+async function fetchStripeState({ config, stripe }: Billing, needed: StripeStateNeeded): Promise<Record<string, unknown>> {
+  const retrieve = (): Promise<object> => (needed.kind === 'subscription' ? stripe.subscriptions.retrieve(needed.objectId) : stripe.invoices.retrieve(needed.objectId));
+  return (await stripeCall(config, retrieve)) as Record<string, unknown>;
+}
+
+type WebhookReceipt = { received: true; duplicate: boolean; outcome: EventOutcome | undefined };
+
+/**
+ * Verifies a webhook against the raw body and Stripe-Signature (tolerance 300 s); a bad one is a 400
+ * and nothing changes. The event is applied in one transaction, once per event id (stripe_events),
+ * under the lock of its customer's workspace. No Stripe call happens while that transaction is
+ * open: an event that needs Stripe's current state of its object rolls back, fetches it, and is
+ * applied again from the start, so what the first attempt read under the lock is read again.
+ */
+export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<WebhookReceipt> {
   const billing = requireBilling();
   const { config, stripe } = billing;
   if (!config.webhookSecret) throw new UnavailableError('billing_unavailable', 'No STRIPE_WEBHOOK_SECRET is configured, so webhooks cannot be verified.');
@@ -252,21 +313,32 @@ export async function receiveWebhook(db: Db, rawBody: string, signature: string 
     const reason = scrubSecrets((error as Error).message.split('\n')[0], [config.webhookSecret, config.secretKey]);
     throw new BadRequestError('invalid_signature', `The webhook signature does not verify: ${reason}`);
   }
-  return db.transaction(async (trx) => {
-    const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
-    if (!inserted.length) return { received: true as const, duplicate: true, outcome: undefined };
-    const object = event.data.object as unknown as Record<string, unknown>;
-    const customer = typeof object.customer === 'string' ? object.customer : undefined;
-    // The workspace's lock orders the events of one customer: one at a time, each against the state the last one left.
-    const workspace = customer ? await Workspace.query(trx).findOne({ stripeCustomerId: customer }).forUpdate() : undefined;
-    let outcome: EventOutcome = 'no_workspace';
-    if (!workspace) logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
-    else if (event.type.startsWith('customer.subscription.')) outcome = await applySubscriptionEvent(trx, billing, workspace, event, stripeTime(event.created, 'created time'));
-    else if (event.type.startsWith('invoice.')) outcome = await applyInvoiceEvent(trx, billing, workspace, event, stripeTime(event.created, 'created time'));
-    else outcome = 'ignored';
-    await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace?.id ?? null, outcome });
-    return { received: true as const, duplicate: false, outcome };
-  });
+  const fetched: FetchedObjects = new Map();
+  for (;;) {
+    try {
+      return await db.transaction((trx) => applyEvent(trx, fetched, event));
+    } catch (error) {
+      // An event is about one object, so this happens at most once per delivery.
+      if (!(error instanceof StripeStateNeeded) || fetched.has(error.objectId)) throw error;
+      fetched.set(error.objectId, await fetchStripeState(billing, error));
+    }
+  }
+}
+
+async function applyEvent(trx: Knex.Transaction, fetched: FetchedObjects, event: Stripe.Event): Promise<WebhookReceipt> {
+  const inserted = await trx('stripe_events').insert({ id: event.id, type: event.type }).onConflict('id').ignore().returning('id');
+  if (!inserted.length) return { received: true, duplicate: true, outcome: undefined };
+  const object = event.data.object as unknown as Record<string, unknown>;
+  const customer = typeof object.customer === 'string' ? object.customer : undefined;
+  // The workspace's lock orders the events of one customer: one at a time, each against the state the last one left.
+  const workspace = customer ? await Workspace.query(trx).findOne({ stripeCustomerId: customer }).forUpdate() : undefined;
+  let outcome: EventOutcome = 'no_workspace';
+  if (!workspace) logger.info({ eventId: event.id, type: event.type }, 'stripe event for no known workspace');
+  else if (event.type.startsWith('customer.subscription.')) outcome = await applySubscriptionEvent(trx, fetched, workspace, event, stripeTime(event.created, 'created time'));
+  else if (event.type.startsWith('invoice.')) outcome = await applyInvoiceEvent(trx, fetched, workspace, event, stripeTime(event.created, 'created time'));
+  else outcome = 'ignored';
+  await trx('stripe_events').where({ id: event.id }).update({ workspace_id: workspace?.id ?? null, outcome });
+  return { received: true, duplicate: false, outcome };
 }
 
 /**

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { BILLING_SCHEDULE_ID, ensureBillingSchedule, reportUsage } from '../../services/usage/billing';
 import { meter } from '../../services/usage/usage';
@@ -9,6 +11,43 @@ import { useStripeMock } from '../support/stripe-mock';
 import { useProcessSettings } from './process-settings';
 
 const SECRET = 'whsec_test_secret';
+
+/**
+ * A front for stripe-mock that passes every call on, after asking PostgreSQL from a connection of
+ * its own whether a transaction holds the row lock of a watched workspace (FOR UPDATE NOWAIT): the
+ * webhook's and the downgrade's transactions take that lock, so a call made while one is open is
+ * seen as 'held'.
+ */
+async function startLockProbingFront(upstream: string, watched: () => string[]) {
+  const calls: Array<{ method: string; path: string; workspaceRow: string }> = [];
+  const server = http.createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const workspaceRow = await env()
+      .db.transaction((trx) => trx('workspaces').whereIn('id', watched()).forUpdate().noWait())
+      .then(
+        () => 'free',
+        (error: { code?: string; message: string }) => (error.code === '55P03' ? 'held' : `probe failed: ${error.message}`),
+      );
+    calls.push({ method: req.method!, path: new URL(req.url!, upstream).pathname, workspaceRow });
+    const forwarded = http.request(new URL(req.url!, upstream), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode!, answer.headers);
+      answer.pipe(res);
+    });
+    forwarded.on('error', (error) => res.destroy(error));
+    forwarded.end(Buffer.concat(chunks));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
 const signer = new Stripe('sk_test_123');
 
 describe('Billing through Stripe (stripe-mock) and the signed webhook', function () {
@@ -88,29 +127,33 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     assert.equal(await plan(), 'free');
   });
 
-  describe('event order per subscription and invoice', () => {
-    /** A workspace of its own with a customer id of its own (stripe-mock answers every customer create with the same id). */
-    async function customerWorkspace() {
-      const ws = await newWorkspace();
-      const customer = `cus_test_${randomUUID().replaceAll('-', '')}`;
-      await env().db('workspaces').where({ id: ws.workspaceId }).update({ stripe_customer_id: customer });
-      const state = async () => {
-        const row = await env().db('workspaces').where({ id: ws.workspaceId }).first();
-        return { plan: row.plan, subscription: row.stripeSubscriptionId };
-      };
-      return { ws, customer, state };
-    }
-    const T = Math.floor(Date.now() / 1000) - 3600;
-    const subscriptionEvent = (customer: string, id: string, type: 'updated' | 'deleted', status: string, created: number, started = T - 86_400) => ({
-      id: `evt_${randomUUID()}`, object: 'event', type: `customer.subscription.${type}`, created,
-      data: { object: { id, object: 'subscription', customer, status, created: started } },
-    });
-    async function applied(event: Record<string, unknown>, outcome: string) {
-      const res = await deliver(event);
-      assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.equal(res.body.outcome, outcome, `${(event as { type: string }).type} at ${(event as { created: number }).created}`);
-    }
+  /** A workspace of its own with a customer id of its own (stripe-mock answers every customer create with the same id). */
+  async function customerWorkspace() {
+    const ws = await newWorkspace();
+    const customer = `cus_test_${randomUUID().replaceAll('-', '')}`;
+    await env().db('workspaces').where({ id: ws.workspaceId }).update({ stripe_customer_id: customer });
+    const state = async () => {
+      const row = await env().db('workspaces').where({ id: ws.workspaceId }).first();
+      return { plan: row.plan, subscription: row.stripeSubscriptionId };
+    };
+    return { ws, customer, state };
+  }
+  const T = Math.floor(Date.now() / 1000) - 3600;
+  const subscriptionEvent = (customer: string, id: string, type: 'updated' | 'deleted', status: string, created: number, started = T - 86_400) => ({
+    id: `evt_${randomUUID()}`, object: 'event', type: `customer.subscription.${type}`, created,
+    data: { object: { id, object: 'subscription', customer, status, created: started } },
+  });
+  const invoiceEvent = (customer: string, id: string, type: string, status: string, amountPaid: number, created: number) => ({
+    id: `evt_${randomUUID()}`, object: 'event', type, created,
+    data: { object: { id, object: 'invoice', customer, status, amount_due: 4900, amount_paid: amountPaid, currency: 'usd' } },
+  });
+  async function applied(event: Record<string, unknown>, outcome: string) {
+    const res = await deliver(event);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.outcome, outcome, `${(event as { type: string }).type} at ${(event as { created: number }).created}`);
+  }
 
+  describe('event order per subscription and invoice', () => {
     it('a late active after the deletion does not restore the plan, and an older event is stale', async () => {
       configure();
       const { customer, state } = await customerWorkspace();
@@ -162,15 +205,12 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
       assert.deepEqual(await state(), { plan: 'team', subscription: sub });
       assert.equal((await env().db('stripe_subscriptions').where({ id: sub }).first()).lastEventId, tie.id);
 
-      const invoiceEvent = (type: string, status: string, amountPaid: number, created: number) => ({
-        id: `evt_${randomUUID()}`, object: 'event', type, created,
-        data: { object: { id: `in_${ws.workspaceId.slice(0, 8)}`, object: 'invoice', customer, status, amount_due: 4900, amount_paid: amountPaid, currency: 'usd' } },
-      });
+      const invoiceOf = (type: string, status: string, amountPaid: number, created: number) => invoiceEvent(customer, `in_${ws.workspaceId.slice(0, 8)}`, type, status, amountPaid, created);
       const invoice = async () => (await as(ws.apiKey).get('/api/v1/billing/invoices')).body.invoices.map((i: { status: string; amountDue: string; amountPaid: string }) => [i.status, i.amountDue, i.amountPaid]);
-      await applied(invoiceEvent('invoice.paid', 'paid', 4900, T + 10), 'applied');
-      await applied(invoiceEvent('invoice.finalized', 'open', 0, T + 5), 'stale');
+      await applied(invoiceOf('invoice.paid', 'paid', 4900, T + 10), 'applied');
+      await applied(invoiceOf('invoice.finalized', 'open', 0, T + 5), 'stale');
       assert.deepEqual(await invoice(), [['paid', '49.00', '49.00']], 'the late finalized event did not reopen the paid invoice');
-      await applied(invoiceEvent('invoice.updated', 'void', 0, T + 10), 'applied');
+      await applied(invoiceOf('invoice.updated', 'void', 0, T + 10), 'applied');
       assert.deepEqual(await invoice(), [['draft', '10.00', '0.00']], 'stored as stripe-mock has it now');
     });
 
@@ -182,6 +222,69 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
       const res = await deliver(untimed);
       assert.equal(res.status, 422, JSON.stringify(res.body));
       assert.deepEqual(await state(), { plan: 'free', subscription: null });
+    });
+  });
+
+  describe('Stripe calls with no transaction open', () => {
+    let front: Awaited<ReturnType<typeof startLockProbingFront>>;
+    const watched: string[] = [];
+    before(async () => {
+      front = await startLockProbingFront(mock.url, () => watched);
+    });
+    after(async () => {
+      await front?.close();
+    });
+    const configureThroughFront = () => settings.set({ STRIPE_SECRET_KEY: 'sk_test_123', STRIPE_API_URL: front.url, STRIPE_WEBHOOK_SECRET: SECRET, WEFT_PUBLIC_URL: env().baseUrl });
+    /** A workspace whose row lock the front probes before passing each call to Stripe on. */
+    async function watchedWorkspace() {
+      const workspace = await customerWorkspace();
+      watched.push(workspace.ws.workspaceId);
+      return workspace;
+    }
+
+    it('the webhook fetches a same-second subscription and invoice from Stripe while their workspace is not locked', async () => {
+      configureThroughFront();
+      const { ws, customer, state } = await watchedWorkspace();
+      const [sub, invoiceId] = [`sub_${randomUUID().slice(0, 8)}`, `in_${randomUUID().slice(0, 8)}`];
+      await applied(subscriptionEvent(customer, sub, 'updated', 'unpaid', T), 'applied');
+      await applied(subscriptionEvent(customer, sub, 'updated', 'incomplete', T), 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: sub }, 'as stripe-mock has it now: active');
+      await applied(invoiceEvent(customer, invoiceId, 'invoice.paid', 'paid', 4900, T + 10), 'applied');
+      await applied(invoiceEvent(customer, invoiceId, 'invoice.updated', 'void', 0, T + 10), 'applied');
+      assert.equal((await env().db('invoices').where({ workspace_id: ws.workspaceId }).first()).status, 'draft', 'as stripe-mock has it now');
+      assert.deepEqual(front.calls.splice(0), [
+        { method: 'GET', path: `/v1/subscriptions/${sub}`, workspaceRow: 'free' },
+        { method: 'GET', path: `/v1/invoices/${invoiceId}`, workspaceRow: 'free' },
+      ]);
+    });
+
+    it('a downgrade cancels at Stripe while the workspace is not locked, then records it', async () => {
+      configureThroughFront();
+      const { ws, customer, state } = await watchedWorkspace();
+      const sub = `sub_${randomUUID().slice(0, 8)}`;
+      await applied(subscriptionEvent(customer, sub, 'updated', 'active', T), 'applied');
+      const down = await as(ws.apiKey).post('/api/v1/billing/downgrade', {});
+      assert.equal(down.status, 200, JSON.stringify(down.body));
+      assert.deepEqual(await state(), { plan: 'free', subscription: null });
+      assert.equal((await env().db('stripe_subscriptions').where({ id: sub }).first()).status, 'canceled');
+      assert.deepEqual(front.calls.splice(0), [{ method: 'DELETE', path: `/v1/subscriptions/${sub}`, workspaceRow: 'free' }]);
+    });
+
+    it('racing deliveries converge: the same event twice and another of the same second apply once each', async () => {
+      configureThroughFront();
+      const { customer, state } = await customerWorkspace();
+      const sub = `sub_${randomUUID().slice(0, 8)}`;
+      await applied(subscriptionEvent(customer, sub, 'updated', 'unpaid', T), 'applied');
+      const [event, other] = [subscriptionEvent(customer, sub, 'updated', 'incomplete', T), subscriptionEvent(customer, sub, 'updated', 'past_due', T)];
+      const answers = await Promise.all([deliver(event), deliver(event), deliver(other)]);
+      assert.deepEqual(answers.map((res) => res.status), [200, 200, 200]);
+      const outcomes = (delivered: Array<(typeof answers)[number]>) => delivered.map((res) => (res.body.duplicate ? 'duplicate' : res.body.outcome)).sort();
+      assert.deepEqual(outcomes(answers.slice(0, 2)), ['applied', 'duplicate']);
+      assert.equal(answers[2].body.outcome, 'applied');
+      assert.deepEqual(await state(), { plan: 'team', subscription: sub }, 'as stripe-mock has it now: active');
+      const recorded = await env().db('stripe_events').whereIn('id', [event.id, other.id]).select('id', 'outcome');
+      assert.deepEqual(recorded.map((row: { outcome: string }) => row.outcome), ['applied', 'applied']);
+      front.calls.splice(0);
     });
   });
 
