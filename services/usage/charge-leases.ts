@@ -32,12 +32,23 @@ const IDLE_RETURN_MS = 1000;
 export const CHARGE_LEASE_TTL_MS = 10_000;
 /** A held lease is renewed by a flush at least this often, even with nothing to write. */
 const RENEW_AFTER_MS = CHARGE_LEASE_TTL_MS / 3;
+/** A failed flush is tried again after FLUSH_AFTER_MS, doubling per failure up to this. */
+const MAX_RETRY_MS = 5000;
+/** While flushes keep failing, the failure is logged again at most this often. */
+const FAILURE_LOG_EVERY_MS = 60_000;
 
 export interface ChargeLeaseHooks {
   /** The included credit that bounds a lease of this kind, or null when the workspace's plan never pauses it. */
   creditBound(db: Db, workspaceId: string, kind: MeteredKind): Promise<string | null>;
   /** Operations a flush inserted: counted, and their workspaces' alerts checked. */
   inserted(db: Db, operations: InsertedOperation[]): void;
+}
+
+export interface ChargeLeaseOptions {
+  /** The clock lease ages are read from (tests drive time with it); timers stay real. */
+  now?: () => number;
+  /** How long after the first queued charge a flush starts (tests hold charges queued with a long one). */
+  flushAfterMs?: number;
 }
 
 export interface InsertedOperation {
@@ -106,10 +117,18 @@ class ChargeLeases {
   private flushTimer?: NodeJS.Timeout;
   private flushDue = 0;
   private closing = false;
+  /** Flushes failed in a row; a retry waits longer after each (backoff), and none starts before retryAt. */
+  private failures = 0;
+  private retryAt = 0;
+  private failureLoggedAt = 0;
   private readonly idleSweep: NodeJS.Timeout;
   private readonly stopListening: () => void;
+  private readonly now: () => number;
+  private readonly flushAfterMs: number;
 
-  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks) {
+  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, options: ChargeLeaseOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.flushAfterMs = options.flushAfterMs ?? FLUSH_AFTER_MS;
     this.idleSweep = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
     this.idleSweep.unref();
     // A change to a workspace (its plan or credit limit among others) returns its leases: the next
@@ -128,9 +147,12 @@ class ChargeLeases {
    * granted beside a charge of this process that it does not see, and a credit check waits too.
    */
   answer(row: ChargeRow, amount: Decimal, again = false): LeasedAnswer | Promise<LeasedAnswer> {
-    const now = Date.now();
+    const now = this.now();
     const stream = this.streamOf(row.workspace_id, row.kind);
     if (!again) stream.recent.push({ at: now, amount });
+    // A lease not renewed for its time to live (the database failed every renewal) may have been
+    // billed by another process's sweep: it answers no more, and its charges take the direct path.
+    if (stream.lease && this.lapsed(stream.lease, now)) this.giveBack(stream);
     const lease = this.closing ? undefined : stream.lease;
     if (!lease || lease.available.lt(amount)) {
       if (stream.taking && !again && !this.closing) return this.afterTake(stream, row, amount);
@@ -143,7 +165,7 @@ class ChargeLeases {
     lease.lastUsedAt = now;
     const queued = { ...row, id: randomUUID(), lease_id: lease.id };
     this.queue.set(key, { row: queued, amount, stream });
-    this.flushIn(this.queue.size >= FLUSH_AT ? 0 : FLUSH_AFTER_MS);
+    this.flushIn(this.queue.size >= FLUSH_AT ? 0 : this.flushAfterMs);
     this.topUp(stream);
     return queued;
   }
@@ -216,7 +238,7 @@ class ChargeLeases {
   }
 
   private maybeLease(stream: Stream): void {
-    const now = Date.now();
+    const now = this.now();
     if (stream.taking || stream.lease || now < stream.notBefore) return;
     const want = this.wanted(stream, now);
     if (stream.recent.length < LEASE_AFTER || want.lte(0)) return;
@@ -226,7 +248,7 @@ class ChargeLeases {
   /** Adds to a lease that has less than half of what the stream now wants. */
   private topUp(stream: Stream): void {
     const lease = stream.lease;
-    const now = Date.now();
+    const now = this.now();
     if (!lease || stream.taking || lease.available.gte(lease.lowMark) || now < stream.notBefore) return;
     const want = this.wanted(stream, now);
     lease.lowMark = want.dividedBy(2);
@@ -249,7 +271,7 @@ class ChargeLeases {
       // Credit leased while this process's own charges are still being committed would not count
       // them: the last of them asks again.
       if (bound !== null && stream.writing > 0) return;
-      const asked = Date.now();
+      const asked = this.now();
       const { rows } = await this.db.raw<{ rows: Array<{ outcome: 'granted' | 'no_credit' | 'gone'; lease_id: string | null; granted: string }> }>(
         'SELECT * FROM weft_take_charge_lease(?, ?, ?, ?, ?, ?, ?, ?)',
         [lease?.id ?? null, stream.workspaceId, stream.kind, this.holder, want.toFixed(10), bound, monthStart(new Date()), CHARGE_LEASE_TTL_MS],
@@ -258,7 +280,7 @@ class ChargeLeases {
       if (outcome === 'gone' && stream.lease === lease) stream.lease = undefined;
       // Near the end of a credit-limited plan's credit: its charges are committed one by one (and
       // checked) for a while, without a lease statement each.
-      if (outcome === 'no_credit') stream.notBefore = Date.now() + RATE_WINDOW_MS;
+      if (outcome === 'no_credit') stream.notBefore = this.now() + RATE_WINDOW_MS;
       if (outcome !== 'granted') return;
       if (lease) {
         // Added to a lease still held here; one given back meanwhile was deleted, or will be with the next flush.
@@ -266,11 +288,11 @@ class ChargeLeases {
         lease.renewedAt = asked;
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: Date.now(), renewedAt: asked };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), renewedAt: asked };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
-      stream.notBefore = Date.now() + RATE_WINDOW_MS;
+      stream.notBefore = this.now() + RATE_WINDOW_MS;
       logger.warn({ err: error, workspaceId: stream.workspaceId, kind: stream.kind }, 'a charge lease could not be taken; charges are committed one by one');
     }
   }
@@ -285,9 +307,9 @@ class ChargeLeases {
   }
 
   private returnIdle(): void {
-    const now = Date.now();
+    const now = this.now();
     for (const [key, stream] of this.streams) {
-      if (stream.lease && now - stream.lease.lastUsedAt >= IDLE_RETURN_MS) this.giveBack(stream);
+      if (stream.lease && (now - stream.lease.lastUsedAt >= IDLE_RETURN_MS || this.lapsed(stream.lease, now))) this.giveBack(stream);
       trimRecent(stream, now);
       if (!stream.lease && !stream.taking && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
     }
@@ -303,8 +325,17 @@ class ChargeLeases {
     return false;
   }
 
-  /** A flush in `ms` unless one is due sooner (a failure is logged by flush and tried again). */
+  /** Whether the lease went unrenewed for its time to live: the sweep may have billed it. */
+  private lapsed(lease: Lease, now: number): boolean {
+    return now - lease.renewedAt >= CHARGE_LEASE_TTL_MS;
+  }
+
+  /**
+   * A flush in `ms` unless one is due sooner; after a failure, not before the backoff's retry
+   * (a failure is logged by flush and tried again).
+   */
   private flushIn(ms: number): void {
+    ms = Math.max(ms, this.retryAt - Date.now());
     if (this.flushTimer && (ms > 0 || this.flushDue === 0)) return;
     clearTimeout(this.flushTimer);
     this.flushDue = ms;
@@ -323,19 +354,29 @@ class ChargeLeases {
     }));
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    if (this.queue.size === 0 && this.returning.size === 0 && !this.renewalDue(Date.now())) return Promise.resolve();
+    if (this.queue.size === 0 && this.returning.size === 0 && !this.renewalDue(this.now())) return Promise.resolve();
+    // Asked of a pool being destroyed, a connection would wait for the acquire timeout (a minute).
+    if (poolDestroyed(this.db)) {
+      this.abandon();
+      return Promise.resolve();
+    }
     this.inFlight = new Map(this.queue);
     this.queue.clear();
     const returned = [...this.returning];
     this.returning.clear();
     const sent = this.inFlight;
     this.flushing = this.write([...sent.values()], returned)
+      .then(() => {
+        if (this.failures) logger.info({ failures: this.failures }, 'leased charges written again after failed flushes');
+        this.failures = 0;
+        this.retryAt = 0;
+      })
       .catch((error: unknown) => {
         // Nothing was written: the charges wait for the next flush, and the leases for it too.
-        logger.error({ err: error, charges: sent.size }, 'leased charges could not be written; trying again');
         for (const [key, queued] of sent) if (!this.queue.has(key)) this.queue.set(key, queued);
         for (const id of returned) this.returning.add(id);
-        this.flushIn(FLUSH_AFTER_MS);
+        if (poolDestroyed(this.db)) this.abandon(error);
+        else this.retryLater(error);
         throw error;
       })
       .finally(() => {
@@ -345,51 +386,65 @@ class ChargeLeases {
     return this.flushing;
   }
 
+  /**
+   * The database is failing (not gone): the charges stay queued, and the next try waits twice as
+   * long as the last, up to MAX_RETRY_MS; logged at the first failure and then once a minute.
+   */
+  private retryLater(error: unknown): void {
+    this.failures += 1;
+    const delay = Math.min(FLUSH_AFTER_MS * 2 ** Math.min(this.failures - 1, 10), MAX_RETRY_MS);
+    if (this.failures === 1 || Date.now() - this.failureLoggedAt >= FAILURE_LOG_EVERY_MS) {
+      this.failureLoggedAt = Date.now();
+      logger.error({ err: error, charges: this.queue.size, failures: this.failures }, 'leased charges could not be written; trying again while the process runs');
+    }
+    this.retryAt = Date.now() + delay;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.flushIn(delay);
+  }
+
+  /**
+   * The pool was destroyed without closeChargeLeases: nothing here can be written any more, so
+   * this process stops trying (no timer keeps it alive). Its leases stay in the table and the
+   * crash sweep bills their remainders, which pay for the charges still queued: none goes unbilled.
+   */
+  private abandon(error?: unknown): void {
+    const leases = new Set([...this.queue.values()].map((queued) => queued.row.lease_id));
+    for (const stream of this.streams.values()) if (stream.lease) leases.add(stream.lease.id);
+    for (const id of this.returning) leases.add(id);
+    logger.error(
+      { ...(error === undefined ? {} : { err: error }), charges: this.queue.size, leases: [...leases] },
+      'the database pool was destroyed before closeChargeLeases: leased charges not written are billed with their leases’ remainders by the crash sweep',
+    );
+    this.closing = true;
+    clearInterval(this.idleSweep);
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.stopListening();
+    this.queue.clear();
+    this.returning.clear();
+    for (const stream of this.streams.values()) stream.lease = undefined;
+    if (kept.get(this.db) === this) kept.delete(this.db);
+  }
+
   private async write(batch: Queued[], returned: string[]): Promise<void> {
-    // Every lease held here is renewed, and lowered by what this batch inserted of it: counted in
-    // the statement, so a batch sent again after a lost reply (inserting nothing the second time)
-    // does not lower its lease twice.
+    // Every lease held here is renewed, and lowered by what this batch inserted of it.
     const held = new Set<string>();
     for (const stream of this.streams.values()) if (stream.lease) held.add(stream.lease.id);
     for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.add(queued.row.lease_id);
-    const sentAt = Date.now();
-    const { rows } = await this.db.raw<{ rows: Array<{ leases: string[]; operations: InsertedOperation[] }> }>(
-      `WITH locked AS (
-         SELECT id FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? FOR UPDATE
-       ), returned AS (
-         DELETE FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? RETURNING id
-       ), kept AS (
-         SELECT id FROM locked UNION ALL SELECT id FROM returned
-       ), input AS (${chargeInput('WHERE i.lease_id IN (SELECT id FROM kept)')}), ${INSERT_CHARGES},
-       held AS (
-         UPDATE charge_leases l
-            SET remaining = l.remaining - coalesce((SELECT sum(o.amount) FROM operations o WHERE o.id IN (SELECT i.id FROM input i WHERE i.lease_id = l.id)), 0),
-                expires_at = clock_timestamp() + ? * interval '1 millisecond'
-          WHERE l.id IN (SELECT id FROM locked)
-         RETURNING l.id
-       )
-       SELECT (SELECT coalesce(json_agg(id), '[]') FROM (SELECT id FROM held UNION ALL SELECT id FROM returned) still) AS leases,
-              (SELECT coalesce(json_agg(json_build_object('workspace_id', workspace_id, 'kind', kind, 'amount', amount)), '[]') FROM operations) AS operations`,
-      [
-        JSON.stringify([...held]),
-        this.holder,
-        JSON.stringify(returned),
-        this.holder,
-        JSON.stringify(batch.map((queued) => queued.row)),
-        CHARGE_LEASE_TTL_MS,
-      ],
-    );
-    const kept = new Set(rows[0].leases);
+    const sentAt = this.now();
+    const written = await writeLeasedCharges(this.db, this.holder, { held: [...held], returned, rows: batch.map((queued) => queued.row) });
+    const still = new Set(written.leases);
     for (const stream of this.streams.values()) {
       if (!stream.lease || !held.has(stream.lease.id)) continue;
       // A lease the sweep billed (this process could not renew it in time) answers no more; its
       // charges in this batch were paid for by its remainder and are not written.
-      if (!kept.has(stream.lease.id)) stream.lease = undefined;
+      if (!still.has(stream.lease.id)) stream.lease = undefined;
       else stream.lease.renewedAt = sentAt;
     }
-    const lost = batch.filter((queued) => !kept.has(queued.row.lease_id)).length;
+    const lost = batch.filter((queued) => !still.has(queued.row.lease_id)).length;
     if (lost) logger.warn({ charges: lost }, 'charges answered from a lease that expired before they were written are billed in its remainder');
-    if (rows[0].operations.length) this.hooks.inserted(this.db, rows[0].operations);
+    if (written.operations.length) this.hooks.inserted(this.db, written.operations);
   }
 
   /** Writes every queued charge and returns every lease (the process is stopping). */
@@ -411,12 +466,52 @@ class ChargeLeases {
   }
 }
 
+/** Whether the pool behind `db` was destroyed (knex drops it; tarn marks it while it drains). */
+function poolDestroyed(db: Db): boolean {
+  const pool = (db.client as { pool?: { destroyed?: boolean } }).pool;
+  return !pool || pool.destroyed === true;
+}
+
+/**
+ * The flush statement of a holder: deletes the `returned` leases, inserts the charges of those and
+ * of the `held` leases still in the table (a charge of a lease the sweep billed is not inserted:
+ * its remainder paid for it), and lowers each held lease by what the statement inserted of it, so
+ * a batch sent again after a lost reply (inserting nothing the second time) does not lower it
+ * twice, and renews it. Answers the leases still held or returned, and the operations inserted.
+ */
+export async function writeLeasedCharges(
+  db: Executor,
+  holder: string,
+  batch: { held: string[]; returned: string[]; rows: Array<ChargeRow & { lease_id: string }> },
+): Promise<{ leases: string[]; operations: InsertedOperation[] }> {
+  const { rows } = await db.raw<{ rows: Array<{ leases: string[]; operations: InsertedOperation[] }> }>(
+    `WITH locked AS (
+       SELECT id FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? FOR UPDATE
+     ), returned AS (
+       DELETE FROM charge_leases WHERE id IN (SELECT value::uuid FROM jsonb_array_elements_text(?::jsonb)) AND holder = ? RETURNING id
+     ), kept AS (
+       SELECT id FROM locked UNION ALL SELECT id FROM returned
+     ), input AS (${chargeInput('WHERE i.lease_id IN (SELECT id FROM kept)')}), ${INSERT_CHARGES},
+     held AS (
+       UPDATE charge_leases l
+          SET remaining = l.remaining - coalesce((SELECT sum(o.amount) FROM operations o WHERE o.id IN (SELECT i.id FROM input i WHERE i.lease_id = l.id)), 0),
+              expires_at = clock_timestamp() + ? * interval '1 millisecond'
+        WHERE l.id IN (SELECT id FROM locked)
+       RETURNING l.id
+     )
+     SELECT (SELECT coalesce(json_agg(id), '[]') FROM (SELECT id FROM held UNION ALL SELECT id FROM returned) still) AS leases,
+            (SELECT coalesce(json_agg(json_build_object('workspace_id', workspace_id, 'kind', kind, 'amount', amount)), '[]') FROM operations) AS operations`,
+    [JSON.stringify(batch.held), holder, JSON.stringify(batch.returned), holder, JSON.stringify(batch.rows), CHARGE_LEASE_TTL_MS],
+  );
+  return rows[0];
+}
+
 const kept = new Map<Db, ChargeLeases>();
 
-/** The charge leases this process holds through `db`. */
-export function chargeLeases(db: Db, hooks: ChargeLeaseHooks): ChargeLeases {
+/** The charge leases this process holds through `db` (`options` apply when this call creates them). */
+export function chargeLeases(db: Db, hooks: ChargeLeaseHooks, options?: ChargeLeaseOptions): ChargeLeases {
   let leases = kept.get(db);
-  if (!leases) kept.set(db, (leases = new ChargeLeases(db, hooks)));
+  if (!leases) kept.set(db, (leases = new ChargeLeases(db, hooks, options)));
   return leases;
 }
 

@@ -8,7 +8,7 @@ import { chargeLeases, ChargeLeaseHooks, closeChargeLeases, expireChargeLeases, 
 import { ChargeRow, insertCharges } from './charge-rows';
 import { meteredAmount, meteredOperations } from '../../observability/metrics';
 import { definitionCache } from '../shared/definition-cache';
-import { snakeCaseMappers } from 'objection';
+import { raw, snakeCaseMappers } from 'objection';
 import { MeteredKind, MeteredOperation, OperationCharge, UsageAlertEvent, UsageAlertSettings, Workspace } from '../../db/models';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
@@ -110,24 +110,30 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
   return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
 }
 
-/** The metrics of operations written. */
-function counted(operations: Array<Pick<InsertedOperation, 'kind' | 'amount'>>): void {
+/**
+ * The metrics of operations written. A lease's billed remainder (`lease:<id>`) is an amount, not an
+ * operation anyone made: it adds to the amount only.
+ */
+function counted(operations: Array<Pick<InsertedOperation, 'kind' | 'amount'>>, remainders = false): void {
   for (const operation of operations) {
-    meteredOperations.inc({ kind: operation.kind });
+    if (!remainders) meteredOperations.inc({ kind: operation.kind });
     meteredAmount.inc({ kind: operation.kind }, Number(operation.amount));
   }
 }
 
+/** Counts written operations and checks their workspaces' alerts soon. */
+function afterInserted(db: Db, operations: InsertedOperation[], remainders = false): void {
+  counted(operations, remainders);
+  for (const workspaceId of new Set(operations.map((operation) => operation.workspace_id))) checkAlertsSoon(db, workspaceId);
+}
+
 /** What charge leases ask of metering: the credit that bounds them, and what follows a write. */
-const LEASE_HOOKS: ChargeLeaseHooks = {
+export const LEASE_HOOKS: ChargeLeaseHooks = {
   async creditBound(db, workspaceId, kind) {
     const terms = await creditTermsOf(db, workspaceId);
     return creditPauses(terms, kind) ? (PLANS[terms.plan] ?? PLANS.free).includedCredit : null;
   },
-  inserted(db, operations) {
-    counted(operations);
-    for (const workspaceId of new Set(operations.map((operation) => operation.workspace_id))) checkAlertsSoon(db, workspaceId);
-  },
+  inserted: afterInserted,
 };
 
 /**
@@ -136,7 +142,7 @@ const LEASE_HOOKS: ChargeLeaseHooks = {
  */
 export async function billExpiredChargeLeases(db: Db): Promise<number> {
   const operations = await expireChargeLeases(db);
-  LEASE_HOOKS.inserted(db, operations);
+  afterInserted(db, operations, true);
   return operations.length;
 }
 
@@ -329,12 +335,12 @@ export async function usageSummary(ctx: OperationContext, params: { from?: strin
   const { db, principal } = ctx;
   const { from, to } = usageRange(params.from, params.to);
   await settledCharges(principal.workspaceId);
+  // A crashed holder's lease remainder (`lease:<id>`, charge-leases.ts) counts in the amount, not as an operation of its kind.
   const rows = (await MeteredOperation.query(db)
     .where({ workspaceId: principal.workspaceId })
     .where('createdAt', '>=', from)
     .where('createdAt', '<', to)
-    .select('kind')
-    .count('* as operations')
+    .select('kind', raw(`count(*) FILTER (WHERE operation_ref NOT LIKE 'lease:%') AS operations`))
     .sum('amount as amount')
     .groupBy('kind')) as unknown as Array<{ kind: string; operations: string; amount: string }>;
   const total = rows.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createDb } from '../../db/connection';
 import { leaseCovers } from '../../services/usage/charge-leases';
+import { meteredAmount, meteredOperations } from '../../observability/metrics';
 import { assertCredit, billExpiredChargeLeases, meter, settledCharges, withdrawCharge } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newWorkspace, request } from '../support/fixtures';
@@ -152,6 +153,23 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     assert.equal(charged, 5);
     const [{ used }] = (await env().db.raw('SELECT sum(amount) AS used FROM metered_operations WHERE workspace_id = ?', [ws])).rows;
     assert.equal(new Decimal(used).toFixed(), '5');
+  });
+
+  it('counts a billed remainder in the amount, not as an operation of its kind (usage summary and metrics)', async () => {
+    const workspace = await newWorkspace();
+    const ws = workspace.workspaceId;
+    for (let i = 0; i < 3; i += 1) await meter(env().db, { workspaceId: ws, kind: 'records_read', ref: randomUUID(), quantities: { request: 1, record: 100 } });
+    await env().db('charge_leases').insert({ workspaceId: ws, kind: 'records_read', holder: 'gone:3:z', remaining: '0.0250000000', expiresAt: new Date(Date.now() - 1000) });
+    const counterOf = async (counter: typeof meteredOperations) => (await counter.get()).values.find((value) => value.labels.kind === 'records_read')?.value ?? 0;
+    const [operationsBefore, amountBefore] = [await counterOf(meteredOperations), await counterOf(meteredAmount)];
+    await billExpiredChargeLeases(env().db);
+    // Billed by this sweep or the API's own (both in this process): either counts the same.
+    assert.equal((await operationsOf(ws, 'records_read').where('operationRef', 'like', 'lease:%')).length, 1);
+    assert.equal(await counterOf(meteredOperations), operationsBefore, 'weft_metered_operations_total counts no operation for it');
+    assert.ok((await counterOf(meteredAmount)) - amountBefore >= 0.025 - 1e-9, 'weft_metered_amount_total counts its amount');
+    const usage = (await as(workspace.apiKey).get('/api/v1/usage')).body.usage;
+    assert.deepEqual(usage.byKind.find((k: { kind: string }) => k.kind === 'records_read'), { kind: 'records_read', operations: 3, amount: '0.028' }, 'three reads (0.001 each) and the remainder');
+    assert.equal(usage.totalExact, '0.028');
   });
 
   it('bills a lease its holder left behind once, as its remainder, even with two sweeps at once; a live lease stays', async () => {

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import Decimal from 'decimal.js';
+import { projectRoot } from '../../core/paths';
+import { createDb, Db } from '../../db/connection';
+import { CHARGE_LEASE_TTL_MS, chargeLeases, closeChargeLeases, leaseCovers, writeLeasedCharges } from '../../services/usage/charge-leases';
+import type { ChargeRow } from '../../services/usage/charge-rows';
+import { billExpiredChargeLeases, LEASE_HOOKS, meter, settledCharges } from '../../services/usage/usage';
+import { env } from '../support/environment';
+import { newWorkspace } from '../support/fixtures';
+
+// Charge leases when things go wrong (services/usage/charge-leases.ts): a flush whose reply was
+// lost and is sent again, a holder whose renewals fail past the lease's time to live, a lease the
+// sweep billed while its holder still had charges queued, and a pool destroyed without
+// closeChargeLeases. Time is driven through the leases' clock option, never by waiting for it.
+
+const leasesOf = (workspaceId: string) => env().db('charge_leases').where({ workspaceId });
+const operationsOf = (workspaceId: string) => env().db('metered_operations').where({ workspaceId });
+const sumOf = (rows: Array<{ amount: string }>) => rows.reduce((sum, row) => sum.plus(row.amount), new Decimal(0));
+
+/** A pool of the test's own whose charge leases run on `clock` and flush only when asked (settledCharges). */
+function holderWithClock(clock: { now: number }): Db {
+  const db = createDb(process.env.DATABASE_URL!, { max: 4 });
+  chargeLeases(db, LEASE_HOOKS, { now: () => clock.now, flushAfterMs: 3_600_000 });
+  return db;
+}
+
+/** Meters SPARQL charges through `db` until one is answered from a lease; returns every ref and the leased ones. */
+async function chargeUntilLeased(db: Db, workspaceId: string, leasedWanted = 1): Promise<{ refs: string[]; leased: string[] }> {
+  const refs: string[] = [];
+  const leased: string[] = [];
+  for (let i = 0; i < 5000 && leased.length < leasedWanted; i += 1) {
+    const ref = randomUUID();
+    refs.push(ref);
+    await meter(db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
+    if (await leaseCovers(workspaceId, 'sparql_query', ref)) leased.push(ref);
+  }
+  assert.equal(leased.length, leasedWanted, 'charges were answered from a lease');
+  return { refs, leased };
+}
+
+function chargeRow(workspaceId: string, leaseId: string): ChargeRow & { id: string; lease_id: string } {
+  return {
+    id: randomUUID(), lease_id: leaseId, workspace_id: workspaceId, project_id: null, kind: 'sparql_query', operation_ref: randomUUID(), parent_operation_id: null,
+    actor_member_id: null, api_key_id: null, quantities: { query: 1 }, amount: '0.0020000000',
+    charges: [{ item: 'query', quantity: '1.000000', unit_price: '0.0020000000', amount: '0.0020000000' }],
+  };
+}
+
+describe('Charge leases when a flush, a renewal or the pool fails', function () {
+  this.timeout(180_000);
+
+  it('a batch sent twice through the flush statement (a lost reply, then the retry) lowers its lease once and inserts each charge once', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const holder = `test:${process.pid}:${randomUUID().slice(0, 8)}`;
+    const [lease] = await env().db('charge_leases').insert({ workspaceId: ws, kind: 'sparql_query', holder, remaining: '0.0500000000', expiresAt: new Date(Date.now() + 60_000) }).returning('*');
+    const rows = Array.from({ length: 5 }, () => chargeRow(ws, lease.id));
+    const batch = { held: [lease.id], returned: [], rows };
+    const first = await writeLeasedCharges(env().db, holder, batch);
+    assert.equal(first.operations.length, 5);
+    const again = await writeLeasedCharges(env().db, holder, batch);
+    assert.deepEqual(again.operations, [], 'the retry inserts nothing');
+    assert.deepEqual(again.leases, [lease.id], 'and still renews the lease');
+
+    const [after] = await leasesOf(ws);
+    assert.equal(new Decimal(after.remaining).toFixed(), '0.04', 'lowered by the five charges once (0.05 - 5 × 0.002)');
+    const stored = await operationsOf(ws);
+    assert.deepEqual(stored.map((row: { id: string }) => row.id).sort(), rows.map((row) => row.id).sort(), 'each charge once, with the id it was answered with');
+    const charges = await env().db('operation_charges').whereIn('operationId', rows.map((row) => row.id));
+    assert.equal(charges.length, 5, 'one charge line per operation, none twice');
+  });
+
+  it('a holder whose lease went unrenewed for its time to live answers no more from it: the next charge is committed before its answer', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const clock = { now: Date.now() };
+    const db = holderWithClock(clock);
+    try {
+      const { refs } = await chargeUntilLeased(db, ws);
+      const [lease] = await leasesOf(ws);
+      // Its time to live passes without a renewal (as when the database fails every flush);
+      // the clock moves and the charge is made in one turn, before anything else could run.
+      clock.now += CHARGE_LEASE_TTL_MS;
+      const ref = randomUUID();
+      const metered = meter(db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } });
+      assert.equal(await leaseCovers(ws, 'sparql_query', ref), false, 'not answered from the lapsed lease');
+      await metered;
+      assert.equal((await operationsOf(ws).where({ operationRef: ref })).length, 1, 'committed before meter() answered');
+      // The lapsed lease went back: its queued charges written once, its row deleted.
+      await settledCharges(ws);
+      assert.deepEqual(await env().db('charge_leases').where({ id: lease.id }), []);
+      const stored = await operationsOf(ws);
+      assert.equal(stored.length, refs.length + 1, 'every charge written once');
+      assert.equal(sumOf(stored).toFixed(), new Decimal('0.002').times(refs.length + 1).toFixed());
+    } finally {
+      await closeChargeLeases(db);
+      await db.destroy();
+    }
+  });
+
+  it('charges queued under a lease the sweep billed are not inserted again when their holder flushes: the workspace pays the lease, not lease + charges', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const clock = { now: Date.now() };
+    const db = holderWithClock(clock);
+    try {
+      // Three charges answered from the lease and held in its holder's queue (its flush waits to be asked).
+      const { refs, leased } = await chargeUntilLeased(db, ws, 3);
+      const direct = await operationsOf(ws);
+      assert.equal(direct.length, refs.length - leased.length, 'the charges before the lease were committed one by one');
+      const [lease] = await leasesOf(ws);
+      // The holder could not renew it (its database failed); past its expiry another process's sweep bills it.
+      await env().db('charge_leases').where({ id: lease.id }).update({ expiresAt: new Date(Date.now() - 60_000) });
+      await billExpiredChargeLeases(env().db);
+      const [remainder] = await operationsOf(ws).where({ operationRef: `lease:${lease.id}` });
+      assert.ok(remainder, 'the sweep billed the lease');
+      assert.ok(new Decimal(remainder.amount).gte(new Decimal('0.002').times(leased.length)), 'its remainder pays for the charges answered from it');
+
+      // The database is back: the holder's flush finds the lease gone and inserts none of its charges.
+      await settledCharges(ws);
+      const stored = await operationsOf(ws);
+      assert.deepEqual(stored.filter((row: { operationRef: string }) => leased.includes(row.operationRef)), [], 'no charge of the billed lease inserted');
+      assert.equal(sumOf(stored).toFixed(), sumOf(direct).plus(remainder.amount).toFixed(), 'billed: the charges committed one by one plus the lease, nothing more');
+      // And the holder answers no more from it.
+      const ref = randomUUID();
+      await meter(db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } });
+      const covered = await leaseCovers(ws, 'sparql_query', ref);
+      const current = (await leasesOf(ws)).map((row: { id: string }) => row.id);
+      assert.ok(!current.includes(lease.id));
+      if (covered) assert.equal(current.length, 1, 'answered only from a new lease');
+    } finally {
+      await closeChargeLeases(db);
+      await db.destroy();
+    }
+  });
+
+  it('a process that destroys its pool without closeChargeLeases still exits, logs once, and its queued charge is billed with its lease', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(projectRoot, 'test/billing/support/destroy-pool-with-leased-charges.ts'), ws], {
+      cwd: projectRoot,
+      env: { ...process.env, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    // Generous for a loaded machine; a script kept alive by a retry timer never exits at all.
+    const limitMs = 90_000;
+    const code = await new Promise<number | null>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`the script did not exit within ${limitMs} ms of starting:\n${output.slice(-3000)}`));
+      }, limitMs);
+      child.once('exit', (exitCode) => {
+        clearTimeout(timer);
+        resolve(exitCode);
+      });
+    });
+    assert.equal(code, 0, output);
+    const lines = output.split('\n');
+    assert.equal(lines.filter((line) => line.includes('pool was destroyed')).length, 1, `one line says why it stopped:\n${output}`);
+    assert.equal(lines.filter((line) => line.includes('trying again')).length, 0, `no retries:\n${output}`);
+    const { leasedRef } = JSON.parse(lines.find((line) => line.startsWith('{"leasedRef"'))!) as { leasedRef: string };
+
+    // Not dropped silently: the charge was never written, and the lease it was answered from is
+    // left for the crash sweep, which bills its remainder (the API's own sweep may have already).
+    assert.deepEqual(await operationsOf(ws).where({ operationRef: leasedRef }), []);
+    await leasesOf(ws).update({ expiresAt: new Date(Date.now() - 60_000) });
+    await billExpiredChargeLeases(env().db);
+    const remainders = await operationsOf(ws).where('operationRef', 'like', 'lease:%');
+    assert.equal(remainders.length, 1, 'the lease is billed once');
+    assert.ok(new Decimal(remainders[0].amount).gte('0.002'), 'its remainder pays for the queued charge');
+  });
+});
