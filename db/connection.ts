@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { observeDatabase } from '../observability/database';
+import { databaseTlsError, withTlsEnvironment } from './tls';
 
 /**
  * Weft's own bigint columns (COUNT(*), versions) fit a JS number, so its connections parse INT8 as
@@ -22,14 +23,16 @@ export type Executor = Knex | Knex.Transaction;
 const migrationsDirectory = path.join(__dirname, 'migrations');
 
 /**
- * DATABASE_URL goes to pg whole, so its query parameters apply: `?sslmode=require` (or verify-ca /
- * verify-full with `sslrootcert=/path/ca.pem`, `sslcert` / `sslkey` for a client certificate)
- * connects over TLS, as pg-connection-string reads them.
+ * DATABASE_URL goes to pg whole, so its query parameters apply: `?sslmode=verify-full` with
+ * `sslrootcert=/path/ca.pem` (`sslcert` / `sslkey` for a client certificate) connects over TLS, as
+ * pg-connection-string reads them; PGSSLMODE / PGSSLROOTCERT / PGSSLCERT / PGSSLKEY fill in what
+ * the URL leaves out (db/tls.ts). Every connection of the pool, and the raw ones taken from it
+ * (LISTEN), is made from these settings.
  */
 export function createDb(databaseUrl: string, pool: { min?: number; max?: number } = {}): Db {
   const db = knexFactory({
     client: 'pg',
-    connection: { connectionString: databaseUrl, application_name: 'weft', types: weftTypes } as Knex.PgConnectionConfig,
+    connection: { connectionString: withTlsEnvironment(databaseUrl), application_name: 'weft', types: weftTypes } as Knex.PgConnectionConfig,
     pool: { min: pool.min ?? 0, max: pool.max ?? 10 },
     // A failed statement's error names its SQL with placeholders, not with the bound values written
     // in: errors reach logs and traces, and values can be records or key material.
@@ -53,11 +56,22 @@ const MIGRATION_LOCK = 0x57656674;
  * the second one, and its creation of the bookkeeping tables races on a fresh database.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  return db.transaction(async (lock) => {
-    await lock.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
-    const [, applied] = (await db.migrate.latest()) as [number, string[]];
-    return applied;
-  });
+  return explainingTls(() =>
+    db.transaction(async (lock) => {
+      await lock.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
+      const [, applied] = (await db.migrate.latest()) as [number, string[]];
+      return applied;
+    }),
+  );
+}
+
+/** A process's first use of its database, with a failure for a TLS reason saying which setting to look at. */
+async function explainingTls<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw databaseTlsError(error) ?? error;
+  }
 }
 
 /** The migrations this code has and the database has not applied, read without writing anything. */
@@ -72,7 +86,7 @@ export class SchemaNotCurrentError extends Error {}
 
 /** Refuses to serve on a schema older than the code: migrations are a deployment step (`npm run migrate`). */
 export async function assertSchemaCurrent(db: Db): Promise<void> {
-  const pending = await pendingMigrations(db);
+  const pending = await explainingTls(() => pendingMigrations(db));
   if (pending.length === 0) return;
   throw new SchemaNotCurrentError(
     `The database schema is not current: ${pending.length} migration(s) pending (${pending.slice(0, 3).join(', ')}${pending.length > 3 ? ', …' : ''}). ` +

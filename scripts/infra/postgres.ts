@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
 import { dataDir } from '../../core/paths';
+import { withTlsEnvironment } from '../../db/tls';
 import { isRoot, portIsOpen, run, runAsPostgres, say } from './process';
 import { alive, machineLeaseRoot } from './leases';
 
@@ -35,7 +36,8 @@ async function choosePort(): Promise<number> {
   throw new Error(`No free port for PostgreSQL in ${DEFAULT_PORT}-${DEFAULT_PORT + 49}; set WEFT_PG_PORT.`);
 }
 
-function findPostgresBin(): string {
+/** The newest PostgreSQL (15 or later) of the Debian packages, installed when missing and running as root. */
+export function findPostgresBin(): string {
   const roots = ['/usr/lib/postgresql'];
   for (const root of roots) {
     if (!existsSync(root)) continue;
@@ -212,7 +214,7 @@ export async function startLocalPostgres(): Promise<LocalPostgres> {
 
 /** Creates the database when missing (CREATE DATABASE cannot run inside a transaction or use IF NOT EXISTS). */
 export async function ensureDatabase(adminUrl: string, database: string, options: { recreate?: boolean } = {}): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new pg.Client({ connectionString: withTlsEnvironment(adminUrl) });
   await client.connect();
   try {
     const quoted = `"${database.replace(/"/g, '""')}"`;
@@ -225,7 +227,7 @@ export async function ensureDatabase(adminUrl: string, database: string, options
 }
 
 export async function dropDatabase(adminUrl: string, database: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = new pg.Client({ connectionString: withTlsEnvironment(adminUrl) });
   await client.connect();
   try {
     await client.query(`DROP DATABASE IF EXISTS "${database.replace(/"/g, '""')}" WITH (FORCE)`);
@@ -249,7 +251,7 @@ export function urlForDatabase(url: string, database: string): string {
 export async function createThrowawayDatabase(serverUrl: string, prefix: string): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const name = `${prefix}_${randomBytes(4).toString('hex')}`;
   const named = decodeURIComponent(new URL(serverUrl).pathname.slice(1)) || '(the default database)';
-  const client = new pg.Client({ connectionString: serverUrl });
+  const client = new pg.Client({ connectionString: withTlsEnvironment(serverUrl) });
   await client.connect();
   try {
     await client.query(`CREATE DATABASE "${name}"`);

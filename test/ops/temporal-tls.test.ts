@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
@@ -12,6 +11,7 @@ import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalConnectionOptions, temporalSettings } from '../../core/temporal-config';
 import { NativeConnection } from '@temporalio/worker';
 import { startWorker } from '../../worker';
+import { certificateAuthority } from '../support/certificates';
 import { env } from '../support/environment';
 
 /**
@@ -22,27 +22,19 @@ import { env } from '../support/environment';
  */
 
 function makeCertificates(dir: string): Record<'ca' | 'serverCert' | 'serverKey' | 'clientCert' | 'clientKey' | 'strangerCert' | 'strangerKey', string> {
-  const file = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=Weft test CA', '-keyout', file('ca.key'), '-out', file('ca.pem'));
-  const issue = (name: string, subject: string, extensions: string, ca = 'ca') => {
-    openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', subject, '-keyout', file(`${name}.key`), '-out', file(`${name}.csr`));
-    writeFileSync(file(`${name}.ext`), extensions);
-    openssl('x509', '-req', '-in', file(`${name}.csr`), '-CA', file(`${ca}.pem`), '-CAkey', file(`${ca}.key`), '-CAcreateserial', '-days', '1', '-extfile', file(`${name}.ext`), '-out', file(`${name}.pem`));
-  };
-  issue('server', '/CN=temporal.test', 'subjectAltName=DNS:temporal.test\nextendedKeyUsage=serverAuth\n');
-  issue('client', '/CN=weft-worker', 'extendedKeyUsage=clientAuth\n');
+  const ca = certificateAuthority(dir, 'ca', 'Weft test CA');
+  const server = ca.issue('server', '/CN=temporal.test', 'subjectAltName=DNS:temporal.test\nextendedKeyUsage=serverAuth\n');
+  const client = ca.issue('client', '/CN=weft-worker', 'extendedKeyUsage=clientAuth\n');
   // A client certificate from another CA: well-formed, but not one the cluster trusts.
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=Stranger CA', '-keyout', file('stranger-ca.key'), '-out', file('stranger-ca.pem'));
-  issue('stranger', '/CN=stranger', 'extendedKeyUsage=clientAuth\n', 'stranger-ca');
+  const stranger = certificateAuthority(dir, 'stranger-ca', 'Stranger CA').issue('stranger', '/CN=stranger', 'extendedKeyUsage=clientAuth\n');
   return {
-    ca: file('ca.pem'),
-    serverCert: file('server.pem'),
-    serverKey: file('server.key'),
-    clientCert: file('client.pem'),
-    clientKey: file('client.key'),
-    strangerCert: file('stranger.pem'),
-    strangerKey: file('stranger.key'),
+    ca: ca.pem,
+    serverCert: server.cert,
+    serverKey: server.key,
+    clientCert: client.cert,
+    clientKey: client.key,
+    strangerCert: stranger.cert,
+    strangerKey: stranger.key,
   };
 }
 
