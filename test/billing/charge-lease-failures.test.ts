@@ -134,6 +134,38 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
     }
   });
 
+  it('a holder whose flushes fail while its pool is alive keeps its charges queued and writes them once the database answers again', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const clock = { now: Date.now() };
+    const db = holderWithClock(clock);
+    try {
+      const { refs, leased } = await chargeUntilLeased(db, ws, 2);
+      const [lease] = await leasesOf(ws);
+      // Every lease statement fails (this test's own database; no other file runs in it meanwhile).
+      await env().db.raw('ALTER TABLE charge_leases RENAME TO charge_leases_away');
+      try {
+        await settledCharges(ws);
+        for (const ref of leased) assert.equal(await leaseCovers(ws, 'sparql_query', ref), true, 'still queued after the failed flush');
+        assert.equal((await operationsOf(ws).whereIn('operationRef', leased)).length, 0);
+      } finally {
+        await env().db.raw('ALTER TABLE charge_leases_away RENAME TO charge_leases');
+      }
+      // Tried again on its own (backoff of at most 5 s): written once, the lease lowered by them.
+      const until = Date.now() + 60_000;
+      while ((await operationsOf(ws).whereIn('operationRef', leased)).length < leased.length) {
+        assert.ok(Date.now() < until, 'the queued charges were written after the database answered again');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const stored = await operationsOf(ws);
+      assert.equal(stored.length, refs.length, 'every charge once');
+      const [after] = await env().db('charge_leases').where({ id: lease.id });
+      assert.equal(new Decimal(lease.remaining).minus(after.remaining).toFixed(), new Decimal('0.002').times(leased.length).toFixed(), 'the lease lowered by its written charges');
+    } finally {
+      await closeChargeLeases(db);
+      await db.destroy();
+    }
+  });
+
   it('a process that destroys its pool without closeChargeLeases still exits, logs once, and its queued charge is billed with its lease', async () => {
     const ws = (await newWorkspace()).workspaceId;
     const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(projectRoot, 'test/billing/support/destroy-pool-with-leased-charges.ts'), ws], {
