@@ -25,7 +25,8 @@
  * The endpoint answers over every bound record, or refuses a dataset past WEFT_SPARQL_MAX_DATASET_TRIPLES
  * (422 dataset_too_large): such a refusal of the first request stops the scale with an error.
  */
-import { spawn } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
+import path from 'node:path';
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -34,7 +35,8 @@ import { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { Parser, Quad, Store, Writer } from 'n3';
 import * as oxigraph from 'oxigraph';
 import { BenchRow, emit, figure, median, parseRows, row } from './support/report';
-import { BenchWeft, call, startBenchWeft } from './support/weft';
+import { BenchWeft, call, freePort, startBenchWeft } from './support/weft';
+import { requestText, TextResponse } from './support/http-client';
 import { generate, LINKS, MIX, MixQuery, TERMS, BsbmData } from './support/sparql-bsbm';
 import { OntologyPackage, PluginInstallation, Project, ReadBinding } from '../db/models';
 import { assertCredit, meter } from '../services/usage/usage';
@@ -268,28 +270,17 @@ interface Endpoint {
   key: string;
 }
 
-const STALE_CONNECTION = new Set(['UND_ERR_SOCKET', 'EPIPE', 'ECONNRESET']);
-
-/** One request as a client makes it; the body is read in full (the timed part ends there). */
 /** A query's time in the API's query thread, from its Server-Timing header (evaluation + serialization), or NaN. */
-function threadMsOf(response: Response): number {
-  const timing = response.headers.get('server-timing') ?? '';
+function threadMsOf(response: TextResponse): number {
+  const timing = String(response.headers['server-timing'] ?? '');
   const durations = [...timing.matchAll(/(?:^|,)\s*(evaluation|serialization);dur=([0-9.]+)/g)].map((match) => Number(match[2]));
   return durations.length ? durations.reduce((a, b) => a + b, 0) : Number.NaN;
 }
 
-async function post(endpoint: Endpoint, text: string, accept: string, retries = 4): Promise<{ status: number; body: string; threadMs: number }> {
-  let response: Response;
-  try {
-    response = await fetch(endpoint.url, { method: 'POST', headers: { Authorization: `Bearer ${endpoint.key}`, 'Content-Type': 'application/sparql-query', Accept: accept }, body: text });
-  } catch (error) {
-    // Kept-alive connections the server closed while the bench's event loop was busy elsewhere (a
-    // 1M Oxigraph load blocks it for longer than the server's keep-alive timeout): the closes are
-    // only noticed on use, one stale connection after another, so again, on a new one.
-    if (retries > 0 && STALE_CONNECTION.has((error as { cause?: { code?: string } }).cause?.code ?? '')) return post(endpoint, text, accept, retries - 1);
-    throw error;
-  }
-  return { status: response.status, body: await response.text(), threadMs: threadMsOf(response) };
+/** One request as a client makes it (bench/support/http-client.ts: node:http, one kept-alive connection); the body is read in full (the timed part ends there). */
+async function post(endpoint: Endpoint, text: string, accept: string): Promise<{ status: number; body: string; threadMs: number }> {
+  const response = await requestText(endpoint.url, { method: 'POST', headers: { Authorization: `Bearer ${endpoint.key}`, 'Content-Type': 'application/sparql-query', Accept: accept }, body: text });
+  return { status: response.status, body: response.body, threadMs: threadMsOf(response) };
 }
 
 const acceptFor = (query: MixQuery) => (query.kind === 'construct' ? 'application/n-triples' : 'application/sparql-results+json');
@@ -411,6 +402,8 @@ interface Breakdown {
   askEmptyMs: number;
   /** An authenticated GET /organization by the same client: the request path every route shares. */
   organizationMs: number;
+  /** The same client's GET of ASK {}'s answer from bare Koa + @koa/router in a process of its own: HTTP and Koa, nothing of Weft's. */
+  bareKoaMs: number;
   /** Pieces of that fixed cost, in this process: key, warm dataset, ASK {} itself; then the credit check and the charge, which run beside the evaluation. */
   fixed: Array<[string, number]>;
   /** Of `fixed`, the pieces that run beside the evaluation: the request waits for the longest of them and the evaluation. */
@@ -422,6 +415,20 @@ interface Breakdown {
   warmDatasetMs: number;
   evaluate: Map<string, number>;
   serialize: Map<string, number>;
+}
+
+/** The median time of the bench's client getting `body` from bare Koa + @koa/router (bench/support/api-bare-koa.ts) in a process of its own. */
+async function bareKoa(body: string, runs: number): Promise<number> {
+  const port = await freePort();
+  const child = fork(path.join(__dirname, 'support', 'api-bare-koa.ts'), [String(port)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const ready = new Promise<void>((resolve) => child.once('message', () => resolve()));
+    child.send({ bodies: { '/ask': JSON.parse(body) } });
+    await ready;
+    return (await bench(() => requestText(`http://127.0.0.1:${port}/ask`), runs, 2)).median;
+  } finally {
+    child.kill('SIGTERM');
+  }
 }
 
 async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], texts: Map<string, string>, runs: number): Promise<Breakdown> {
@@ -472,7 +479,8 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   }
   const askEmpty = await bench(() => post(loaded.endpoint, 'ASK {}', 'application/sparql-results+json'), Math.max(runs, 9), 2);
   // The same client and key on the path every route shares (key, limits, Koa, HTTP): what ASK {} adds to it is the SPARQL route's own.
-  const organization = await bench(async () => (await fetch(`${weft.baseUrl}/api/v1/organization`, { headers: { Authorization: `Bearer ${weft.tenant.key}` } })).text(), Math.max(runs, 9), 2);
+  const organization = await bench(() => requestText(`${weft.baseUrl}/api/v1/organization`, { headers: { Authorization: `Bearer ${weft.tenant.key}` } }), Math.max(runs, 9), 2);
+  const bareKoaMs = await bareKoa(askEmpty.value.body, Math.max(runs, 9));
   const piece = async (fn: () => Promise<unknown>) => (await bench(fn, Math.max(runs, 9), 2)).median;
   const fixed: Array<[string, number]> = [
     ['API key check and count (authenticateRequest)', await piece(() => authenticateRequest(weft.db, weft.tenant.key))],
@@ -482,7 +490,7 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
     ['metering (meter)', await piece(() => meter(weft.db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } }))],
   ];
   const beside = ['evaluateQuery ASK {}', 'credit check (assertCredit)', 'metering (meter)'];
-  return { askEmptyMs: askEmpty.median, organizationMs: organization.median, fixed, beside, readMs: read.ms, mapMs: mapped.ms, storeMs: stored.ms, coldDatasetMs: cold.ms, warmDatasetMs: warm.median, evaluate, serialize };
+  return { askEmptyMs: askEmpty.median, organizationMs: organization.median, bareKoaMs, fixed, beside, readMs: read.ms, mapMs: mapped.ms, storeMs: stored.ms, coldDatasetMs: cold.ms, warmDatasetMs: warm.median, evaluate, serialize };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -610,11 +618,11 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
       say(`\nwhere a request's time goes (in this process, Weft's own functions):`);
       say(`- cold dataset build: sparqlDataset ${fmt(b.coldDatasetMs)} ms = reading ${data.records.toLocaleString('en')} records in pages ${fmt(b.readMs)} ms + mapping to quads ${fmt(b.mapMs)} ms + new Store ${fmt(b.storeMs)} ms (measured apart)`);
       say(`- warm dataset (what a repeated request pays before evaluating): ${fmt(b.warmDatasetMs)} ms`);
-      say(`- a whole request whose evaluation is trivial (HTTP POST ASK {}): ${fmt(b.askEmptyMs)} ms; its parts measured apart: ${b.fixed.map(([what, ms]) => `${what} ${fmt(ms)}`).join(', ')} (the last three run side by side); the rest (router: request limits and key usage; Koa; HTTP): ${rest(b)}; an authenticated GET /organization by the same client, the path every route shares: ${fmt(b.organizationMs)} ms`);
+      say(`- a whole request whose evaluation is trivial (HTTP POST ASK {}): ${fmt(b.askEmptyMs)} ms; its parts measured apart: ${b.fixed.map(([what, ms]) => `${what} ${fmt(ms)}`).join(', ')} (the last three run side by side); the rest (router: request limits and key usage; Koa; HTTP): ${rest(b)}; an authenticated GET /organization by the same client, the path every route shares: ${fmt(b.organizationMs)} ms; the same answer from bare Koa + @koa/router by the same client (HTTP and Koa alone): ${fmt(b.bareKoaMs)} ms`);
       say(`- evaluateQuery (Comunica with Weft's limits and kept parses) geomean ${fmt(evalGm)} ms; serializeResult geomean ${fmt(serGm)} ms`);
       say(markdown(['query', 'Weft HTTP ms', 'evaluateQuery ms', 'serialize ms', 'Weft − evaluate ms', 'Comunica ms'], queries.map((q, i) => [q.id, fmt(medians.weft[i]), fmt(b.evaluate.get(q.id)!), fmt(b.serialize.get(q.id)!), fmt(medians.weft[i] - b.evaluate.get(q.id)!), fmt(medians.com[i])])));
       rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: dataset build (cold)`, weft: b.coldDatasetMs, unit: 'ms', note: `read ${fmt(b.readMs)} + map ${fmt(b.mapMs)} + n3 Store ${fmt(b.storeMs)} ms; warm (kept store): ${fmt(b.warmDatasetMs)} ms` }));
-      rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: HTTP POST ASK {} (a request's fixed cost)`, weft: b.askEmptyMs, unit: 'ms', note: `GET /organization by the same client ${fmt(b.organizationMs)} ms; ${b.fixed.map(([what, ms]) => `${what} ${fmt(ms)}`).join('; ')}` }));
+      rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: HTTP POST ASK {} (a request's fixed cost)`, weft: b.askEmptyMs, unit: 'ms', note: `GET /organization by the same client ${fmt(b.organizationMs)} ms; bare Koa + @koa/router, same answer and client ${fmt(b.bareKoaMs)} ms; ${b.fixed.map(([what, ms]) => `${what} ${fmt(ms)}`).join('; ')}` }));
       rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: evaluateQuery geomean (in-process)`, weft: evalGm, unit: 'ms', note: `Weft's own engine wiring on the kept store; serializeResult geomean ${fmt(serGm)} ms` }));
     }
     const memory = processMemoryMb(weft.api.pid!);
