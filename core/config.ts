@@ -74,6 +74,20 @@ export function chargeLeaseMax(): string {
   return setting;
 }
 
+/**
+ * How long a process keeps a request lease or a charge lease nobody uses before handing it back
+ * (WEFT_LEASE_IDLE_MS, default 10000). Longer spares a client that pauses between bursts the round
+ * trips of leasing again (its first requests would each be counted and charged in PostgreSQL);
+ * shorter hands unused budget back sooner to the other processes serving the same key. Read on
+ * every sweep; config() refuses a bad value at start.
+ */
+export function leaseIdleMs(): number {
+  const setting = process.env.WEFT_LEASE_IDLE_MS?.trim() || '10000';
+  const ms = Number(setting);
+  if (!/^\d+$/.test(setting) || ms < 100 || ms > 60_000) throw new Error(`WEFT_LEASE_IDLE_MS must be a whole number of milliseconds from 100 to 60000; got "${setting}".`);
+  return ms;
+}
+
 let cached: WeftConfig | undefined;
 
 export function config(): WeftConfig {
@@ -82,6 +96,7 @@ export function config(): WeftConfig {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a TCP port, got "${process.env.PORT}".`);
     installationCreditLimit();
     chargeLeaseMax();
+    leaseIdleMs();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',
       port,

@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/connection';
+import { leaseIdleMs } from '../../core/config';
 import { logger } from '../../core/logger';
 import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
@@ -12,13 +13,15 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // MIN_REMAINING left is not leased from: until its window turns, its requests are counted one by
 // one with the key's check (weft_authenticate_requests), exactly as without leases, so small
 // buckets and the last stretch of large ones stay exact to the request. What a process does not
-// spend goes back after IDLE_RETURN_MS without use, when the workspace's keys or limits change, or
-// when the process stops, so another process is not refused for long while budget lies idle here.
+// spend goes back after WEFT_LEASE_IDLE_MS without use (leaseIdleMs), when the workspace's keys or
+// limits change, or when the process stops, so another process is not refused for long while
+// budget lies idle here.
 
 const SHARE = 16;
 const MAX_LEASE = 1000;
 const MIN_REMAINING = 256;
-const IDLE_RETURN_MS = 1000;
+/** How often leases are looked over: ended windows dropped, idle leases handed back. */
+const SWEEP_MS = 500;
 
 interface Lease {
   workspaceId: string;
@@ -56,7 +59,7 @@ class RequestBudgets {
   private readonly stopListening: () => void;
 
   constructor(private readonly db: Executor) {
-    this.sweeper = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
+    this.sweeper = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.sweeper.unref();
     // A change to a workspace's keys or limits ends its leases: the next request of each key is
     // checked and counted afresh, under the limits as they are now.
@@ -165,9 +168,10 @@ class RequestBudgets {
 
   private returnIdle(): void {
     const now = Date.now();
+    const idleMs = leaseIdleMs();
     for (const [keyId, lease] of this.leases) {
       if (now >= lease.endsAt) this.leases.delete(keyId);
-      else if (lease.left > 0 && now - lease.lastUsedAt >= IDLE_RETURN_MS) void this.giveBack(lease);
+      else if (lease.left > 0 && now - lease.lastUsedAt >= idleMs) void this.giveBack(lease);
     }
     for (const [keyId, counted] of this.oneByOne) if (now >= counted.until) this.oneByOne.delete(keyId);
   }

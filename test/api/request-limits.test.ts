@@ -206,6 +206,50 @@ describe('Request limits', () => {
   });
 });
 
+describe('Request leases while a key pauses', function () {
+  // A process hands a key's unused request lease back after WEFT_LEASE_IDLE_MS without use (10 s
+  // by default), so a client that pauses between bursts keeps it; leased requests count as used.
+  this.timeout(120_000);
+  let quick: RunningScript | undefined;
+  let quickUrl = '';
+  before(async () => {
+    const port = await freePort();
+    quick = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', WEFT_LEASE_IDLE_MS: '300' }, /API:\s+http/);
+    quickUrl = `http://127.0.0.1:${port}`;
+  });
+  after(async () => {
+    if (quick && quick.child.exitCode === null) assert.equal(await quick.stop('SIGTERM'), 0, quick.output());
+  });
+
+  const usedBy = async (keyId: string) => Number((await env().db('request_counters').where({ bucket: `k:${keyId}` }).first('used'))?.used ?? 0);
+
+  /** Three requests of a new key with room to lease: what its bucket counts afterwards. */
+  async function burst(baseUrl: string): Promise<{ keyId: string; used: number }> {
+    const ws = await newWorkspace();
+    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
+    const key = await newKey(ws, { scopes: ['org:read'] });
+    for (let i = 0; i < 3; i++) assert.equal((await requestAt(baseUrl, 'GET', '/api/v1/organization', { key })).status, 200);
+    const keyId = await keyIdOf(key);
+    return { keyId, used: await usedBy(keyId) };
+  }
+
+  it('keeps a lease through a pause shorter than the idle time (10 s by default)', async () => {
+    const { keyId, used } = await burst(env().baseUrl);
+    assert.ok(used > 3, `the key's bucket counts its lease as used (${used})`);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.equal(await usedBy(keyId), used, 'the lease is still held after a 2 s pause');
+  });
+
+  it('hands an idle lease back after WEFT_LEASE_IDLE_MS', async () => {
+    const { keyId, used } = await burst(quickUrl);
+    assert.ok(used > 3, `the key's bucket counts its lease as used (${used})`);
+    for (let waited = 0; (await usedBy(keyId)) !== 3; waited += 100) {
+      assert.ok(waited < 30_000, `the unused lease went back within 30 s (used ${await usedBy(keyId)})`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  });
+});
+
 describe('Request authentication in batches', () => {
   // authenticateRequest sends the requests that arrive while a batch is in flight together, in one
   // statement. A second pool stands in for a second API process: batches of both lock counter rows
