@@ -21,6 +21,10 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // charges written, the row deleted in the same statement). A crash leaves the row: past its expiry
 // any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
 // which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
+// A failing flush is tried again with backoff while the process runs; a holder that could not renew
+// a lease for its time to live answers no more from it (the sweep may have billed it, and then
+// charges queued under it are not written: its remainder paid for them). A pool destroyed without
+// closeChargeLeases ends the trying: the leases' remainders pay for what was queued.
 
 const LEASE_AFTER = 4;
 const RATE_WINDOW_MS = 1000;

@@ -20,11 +20,25 @@ const leasesOf = (workspaceId: string) => env().db('charge_leases').where({ work
 const operationsOf = (workspaceId: string) => env().db('metered_operations').where({ workspaceId });
 const sumOf = (rows: Array<{ amount: string }>) => rows.reduce((sum, row) => sum.plus(row.amount), new Decimal(0));
 
-/** A pool of the test's own whose charge leases run on `clock` and flush only when asked (settledCharges). */
-function holderWithClock(clock: { now: number }): Db {
+interface Holder {
+  ws: string;
+  /** What the holder's leases take for now: the test moves it. */
+  clock: { now: number };
+  db: Db;
+}
+
+/** Runs `body` with a new workspace and a pool of the test's own, whose charge leases run on a clock the test moves and flush only when asked (settledCharges) or retrying. */
+async function withHolder(body: (holder: Holder) => Promise<void>): Promise<void> {
+  const ws = (await newWorkspace()).workspaceId;
+  const clock = { now: Date.now() };
   const db = createDb(process.env.DATABASE_URL!, { max: 4 });
   chargeLeases(db, LEASE_HOOKS, { now: () => clock.now, flushAfterMs: 3_600_000 });
-  return db;
+  try {
+    await body({ ws, clock, db });
+  } finally {
+    await closeChargeLeases(db);
+    await db.destroy();
+  }
 }
 
 /** Meters SPARQL charges through `db` until one is answered from a lease; returns every ref and the leased ones. */
@@ -72,11 +86,8 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
     assert.equal(charges.length, 5, 'one charge line per operation, none twice');
   });
 
-  it('a holder whose lease went unrenewed for its time to live answers no more from it: the next charge is committed before its answer', async () => {
-    const ws = (await newWorkspace()).workspaceId;
-    const clock = { now: Date.now() };
-    const db = holderWithClock(clock);
-    try {
+  it('a holder whose lease went unrenewed for its time to live answers no more from it: the next charge is committed before its answer', () =>
+    withHolder(async ({ ws, clock, db }) => {
       const { refs } = await chargeUntilLeased(db, ws);
       const [lease] = await leasesOf(ws);
       // Its time to live passes without a renewal (as when the database fails every flush);
@@ -93,17 +104,10 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       const stored = await operationsOf(ws);
       assert.equal(stored.length, refs.length + 1, 'every charge written once');
       assert.equal(sumOf(stored).toFixed(), new Decimal('0.002').times(refs.length + 1).toFixed());
-    } finally {
-      await closeChargeLeases(db);
-      await db.destroy();
-    }
-  });
+    }));
 
-  it('charges queued under a lease the sweep billed are not inserted again when their holder flushes: the workspace pays the lease, not lease + charges', async () => {
-    const ws = (await newWorkspace()).workspaceId;
-    const clock = { now: Date.now() };
-    const db = holderWithClock(clock);
-    try {
+  it('charges queued under a lease the sweep billed are not inserted again when their holder flushes: the workspace pays the lease, not lease + charges', () =>
+    withHolder(async ({ ws, db }) => {
       // Three charges answered from the lease and held in its holder's queue (its flush waits to be asked).
       const { refs, leased } = await chargeUntilLeased(db, ws, 3);
       const direct = await operationsOf(ws);
@@ -128,17 +132,10 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       const current = (await leasesOf(ws)).map((row: { id: string }) => row.id);
       assert.ok(!current.includes(lease.id));
       if (covered) assert.equal(current.length, 1, 'answered only from a new lease');
-    } finally {
-      await closeChargeLeases(db);
-      await db.destroy();
-    }
-  });
+    }));
 
-  it('a holder whose flushes fail while its pool is alive keeps its charges queued and writes them once the database answers again', async () => {
-    const ws = (await newWorkspace()).workspaceId;
-    const clock = { now: Date.now() };
-    const db = holderWithClock(clock);
-    try {
+  it('a holder whose flushes fail while its pool is alive keeps its charges queued and writes them once the database answers again', () =>
+    withHolder(async ({ ws, db }) => {
       const { refs, leased } = await chargeUntilLeased(db, ws, 2);
       const [lease] = await leasesOf(ws);
       // Every lease statement fails (this test's own database; no other file runs in it meanwhile).
@@ -160,11 +157,7 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       assert.equal(stored.length, refs.length, 'every charge once');
       const [after] = await env().db('charge_leases').where({ id: lease.id });
       assert.equal(new Decimal(lease.remaining).minus(after.remaining).toFixed(), new Decimal('0.002').times(leased.length).toFixed(), 'the lease lowered by its written charges');
-    } finally {
-      await closeChargeLeases(db);
-      await db.destroy();
-    }
-  });
+    }));
 
   it('a process that destroys its pool without closeChargeLeases still exits, logs once, and its queued charge is billed with its lease', async () => {
     const ws = (await newWorkspace()).workspaceId;
