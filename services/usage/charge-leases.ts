@@ -66,8 +66,12 @@ interface Lease {
   /** Granted and not yet answered from. */
   available: Decimal;
   lastUsedAt: number;
-  /** When its expiry was last pushed forward (granted, topped up, or renewed by a flush). */
-  renewedAt: number;
+  /**
+   * When it was granted or a flush statement last went through for it (renewing it). A top-up
+   * renews it too but writes nothing: it does not count, so a lease whose charges cannot be written
+   * lapses (answers no more) however it is topped up.
+   */
+  flushedAt: number;
   /** Below this the lease is topped up (half of what the stream wanted when last asked). */
   lowMark: Decimal;
 }
@@ -154,7 +158,7 @@ class ChargeLeases {
     const now = this.now();
     const stream = this.streamOf(row.workspace_id, row.kind);
     if (!again) stream.recent.push({ at: now, amount });
-    // A lease not renewed for its time to live (the database failed every renewal) may have been
+    // A lease no flush went through for in its time to live (the database failed them) may have been
     // billed by another process's sweep: it answers no more, and its charges take the direct path.
     if (stream.lease && this.lapsed(stream.lease, now)) this.giveBack(stream);
     const lease = this.closing ? undefined : stream.lease;
@@ -289,10 +293,9 @@ class ChargeLeases {
       if (lease) {
         // Added to a lease still held here; one given back meanwhile was deleted, or will be with the next flush.
         lease.available = lease.available.plus(granted);
-        lease.renewedAt = asked;
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), renewedAt: asked };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
@@ -325,13 +328,16 @@ class ChargeLeases {
    * write: it must still be renewed, or the sweep would bill it as a crashed holder's.
    */
   private renewalDue(now: number): boolean {
-    for (const stream of this.streams.values()) if (stream.lease && now - stream.lease.renewedAt > RENEW_AFTER_MS) return true;
+    for (const stream of this.streams.values()) if (stream.lease && now - stream.lease.flushedAt > RENEW_AFTER_MS) return true;
     return false;
   }
 
-  /** Whether the lease went unrenewed for its time to live: the sweep may have billed it. */
+  /**
+   * Whether no flush went through for the lease for its time to live: the sweep may have billed
+   * it, and (were top-ups renewing it) its charges answered and not written would keep growing.
+   */
   private lapsed(lease: Lease, now: number): boolean {
-    return now - lease.renewedAt >= CHARGE_LEASE_TTL_MS;
+    return now - lease.flushedAt >= CHARGE_LEASE_TTL_MS;
   }
 
   /**
@@ -444,7 +450,7 @@ class ChargeLeases {
       // A lease the sweep billed (this process could not renew it in time) answers no more; its
       // charges in this batch were paid for by its remainder and are not written.
       if (!still.has(stream.lease.id)) stream.lease = undefined;
-      else stream.lease.renewedAt = sentAt;
+      else stream.lease.flushedAt = sentAt;
     }
     const lost = batch.filter((queued) => !still.has(queued.row.lease_id)).length;
     if (lost) logger.warn({ charges: lost }, 'charges answered from a lease that expired before they were written are billed in its remainder');

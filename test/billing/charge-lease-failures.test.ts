@@ -55,6 +55,21 @@ async function chargeUntilLeased(db: Db, workspaceId: string, leasedWanted = 1):
   return { refs, leased };
 }
 
+/**
+ * Makes every insert of the workspace's charges fail until the returned function is called: a
+ * trigger in this test run's own database, on that workspace's rows only (a lease statement fails
+ * as a whole; one taking or topping up a lease inserts no charge and still goes through).
+ */
+async function refuseChargesOf(workspaceId: string): Promise<() => Promise<void>> {
+  const name = `refuse_charges_${workspaceId.replace(/-/g, '')}`;
+  await env().db.raw(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'charges refused by the test'; END $$`);
+  await env().db.raw(`CREATE TRIGGER ${name} BEFORE INSERT ON metered_operations FOR EACH ROW WHEN (NEW.workspace_id = '${workspaceId}') EXECUTE FUNCTION ${name}()`);
+  return async () => {
+    await env().db.raw(`DROP TRIGGER ${name} ON metered_operations`);
+    await env().db.raw(`DROP FUNCTION ${name}()`);
+  };
+}
+
 function chargeRow(workspaceId: string, leaseId: string): ChargeRow & { id: string; lease_id: string } {
   return {
     id: randomUUID(), lease_id: leaseId, workspace_id: workspaceId, project_id: null, kind: 'sparql_query', operation_ref: randomUUID(), parent_operation_id: null,
@@ -134,18 +149,52 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       if (covered) assert.equal(current.length, 1, 'answered only from a new lease');
     }));
 
+  it('a lease whose charges cannot be written lapses after its time to live even while top-ups renew it: answered and unwritten work stays within one lease', () =>
+    withHolder(async ({ ws, clock, db }) => {
+      const { refs, leased } = await chargeUntilLeased(db, ws);
+      const [lease] = await leasesOf(ws);
+      const answered = [...leased];
+      const allow = await refuseChargesOf(ws);
+      try {
+        await settledCharges(ws);
+        // Nearly its time to live later, charges answered from it take a top-up: the lease row is
+        // renewed (a top-up inserts no charge), but no flush has gone through since it was granted.
+        clock.now += CHARGE_LEASE_TTL_MS - 1000;
+        let toppedUp = false;
+        for (let i = 0; i < 100 && !toppedUp; i += 1) {
+          const ref = randomUUID();
+          await meter(db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } });
+          assert.equal(await leaseCovers(ws, 'sparql_query', ref), true, 'answered from the lease');
+          answered.push(ref);
+          const [row] = await leasesOf(ws);
+          toppedUp = new Decimal(row.remaining).gt(lease.remaining);
+        }
+        assert.ok(toppedUp, 'a top-up renewed the lease');
+        clock.now += 1000;
+        const ref = randomUUID();
+        await assert.rejects(meter(db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } }), /charges refused by the test/, 'not answered from the lease: committed first (and refused here)');
+        assert.equal(await leaseCovers(ws, 'sparql_query', ref), false);
+      } finally {
+        await allow();
+      }
+      // Once charges can be written, the queued ones are, once each, and the lapsed lease goes back.
+      await settledCharges(ws);
+      const stored = await operationsOf(ws);
+      assert.deepEqual(stored.map((row: { operationRef: string }) => row.operationRef).sort(), [...refs.filter((ref) => !leased.includes(ref)), ...answered].sort());
+      assert.deepEqual(await env().db('charge_leases').where({ id: lease.id }), []);
+    }));
+
   it('a holder whose flushes fail while its pool is alive keeps its charges queued and writes them once the database answers again', () =>
     withHolder(async ({ ws, db }) => {
       const { refs, leased } = await chargeUntilLeased(db, ws, 2);
       const [lease] = await leasesOf(ws);
-      // Every lease statement fails (this test's own database; no other file runs in it meanwhile).
-      await env().db.raw('ALTER TABLE charge_leases RENAME TO charge_leases_away');
+      const allow = await refuseChargesOf(ws);
       try {
         await settledCharges(ws);
         for (const ref of leased) assert.equal(await leaseCovers(ws, 'sparql_query', ref), true, 'still queued after the failed flush');
         assert.equal((await operationsOf(ws).whereIn('operationRef', leased)).length, 0);
       } finally {
-        await env().db.raw('ALTER TABLE charge_leases_away RENAME TO charge_leases');
+        await allow();
       }
       // Tried again on its own (backoff of at most 5 s): written once, the lease lowered by them.
       const until = Date.now() + 60_000;
