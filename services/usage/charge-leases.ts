@@ -245,9 +245,13 @@ class ChargeLeases {
     return Decimal.min(Decimal.max(sum.times(2), largest.times(LEASE_AFTER)), chargeLeaseMax());
   }
 
+  /**
+   * While flushes fail, no lease is taken or topped up (charges are committed one by one): what is
+   * answered and not written stays within the leases held when the failure began.
+   */
   private maybeLease(stream: Stream): void {
     const now = this.now();
-    if (stream.taking || stream.lease || now < stream.notBefore) return;
+    if (stream.taking || stream.lease || now < stream.notBefore || this.failures > 0) return;
     const want = this.wanted(stream, now);
     if (stream.recent.length < LEASE_AFTER || want.lte(0)) return;
     this.track(stream, this.take(stream, undefined, want));
@@ -257,7 +261,7 @@ class ChargeLeases {
   private topUp(stream: Stream): void {
     const lease = stream.lease;
     const now = this.now();
-    if (!lease || stream.taking || lease.available.gte(lease.lowMark) || now < stream.notBefore) return;
+    if (!lease || stream.taking || lease.available.gte(lease.lowMark) || now < stream.notBefore || this.failures > 0) return;
     const want = this.wanted(stream, now);
     lease.lowMark = want.dividedBy(2);
     if (lease.available.gte(lease.lowMark)) return;
