@@ -21,10 +21,11 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // charges written, the row deleted in the same statement). A crash leaves the row: past its expiry
 // any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
 // which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
-// A failing flush is tried again with backoff while the process runs; a holder that could not renew
-// a lease for its time to live answers no more from it (the sweep may have billed it, and then
-// charges queued under it are not written: its remainder paid for them). A pool destroyed without
-// closeChargeLeases ends the trying: the leases' remainders pay for what was queued.
+// A failing flush is tried again with backoff while the process runs, and meanwhile no lease is
+// taken or topped up; a lease no flush went through for in its time to live answers no more (the
+// sweep may have billed it, and then charges queued under it are not written: its remainder paid
+// for them). A pool destroyed without closeChargeLeases ends the trying: the leases' remainders
+// pay for what was queued.
 
 const LEASE_AFTER = 4;
 const RATE_WINDOW_MS = 1000;
@@ -556,8 +557,9 @@ export async function withdrawLeasedCharge(workspaceId: string, kind: MeteredKin
 /**
  * Bills every lease past its expiry (its holder stopped: a crash) as one operation of its kind
  * for its remainder, ref `lease:<id>`: the remainder paid for answered charges whose rows were
- * lost. Deleting the lease and inserting its operation is one statement, so of two sweeps one
- * bills it; a holder's flush that renewed it first keeps it.
+ * lost (usage summaries and metrics count it in amounts, not as an operation). Deleting the lease
+ * and inserting its operation is one statement, so of two sweeps one bills it; a holder's flush
+ * that renewed it first keeps it.
  */
 export async function expireChargeLeases(db: Executor): Promise<InsertedOperation[]> {
   const { rows } = await db.raw<{ rows: InsertedOperation[] }>(
