@@ -369,7 +369,12 @@ class ChargeLeases {
     }));
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    if (this.queue.size === 0 && this.returning.size === 0 && !this.renewalDue(this.now())) return Promise.resolve();
+    if (this.queue.size === 0 && this.returning.size === 0 && !this.renewalDue(this.now())) {
+      // Nothing left that a failed flush held back (withdrawn, say): leases may be taken again.
+      this.failures = 0;
+      this.retryAt = 0;
+      return Promise.resolve();
+    }
     // Asked of a pool being destroyed, a connection would wait for the acquire timeout (a minute).
     if (poolDestroyed(this.db)) {
       this.abandon();
