@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import Decimal from 'decimal.js';
-import { chargeLeaseMax } from '../../core/config';
+import { chargeLeaseMax, leaseIdleMs } from '../../core/config';
 import { logger } from '../../core/logger';
 import type { Db, Executor } from '../../db/connection';
 import type { MeteredKind } from '../../db/models';
@@ -17,8 +17,10 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // from it at once and queued here; a flush (FLUSH_AFTER_MS after the first queued charge, at
 // FLUSH_AT queued, and when the process stops) writes them in one statement that also lowers the
 // lease by what the batch carried and renews its expiry, so what is metered plus what is leased
-// never drops below what was answered. A lease unused for IDLE_RETURN_MS goes back (its last
-// charges written, the row deleted in the same statement). A crash leaves the row: past its expiry
+// never drops below what was answered. A lease unused for WEFT_LEASE_IDLE_MS (leaseIdleMs) goes
+// back (its last charges written, the row deleted in the same statement); one granted from a
+// credit-limited plan's credit goes back after CREDIT_BOUND_IDLE_MS at most, since while it is held
+// it counts as spent and may pause the workspace's other paid work. A crash leaves the row: past its expiry
 // any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
 // which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
 // A failing flush is tried again with backoff while the process runs, and meanwhile no lease is
@@ -32,7 +34,10 @@ const RATE_WINDOW_MS = 1000;
 const SIZE_WINDOW_MS = 250;
 const FLUSH_AFTER_MS = 200;
 const FLUSH_AT = 256;
-const IDLE_RETURN_MS = 1000;
+/** How often leases are looked over: idle ones handed back, lapsed ones dropped, renewals sent. */
+const SWEEP_MS = 500;
+/** The longest a lease granted from a credit-limited plan's credit is kept unused. */
+const CREDIT_BOUND_IDLE_MS = 1000;
 /** A lease its holder has not renewed for this long is billed by the sweep; holders renew at every flush. */
 export const CHARGE_LEASE_TTL_MS = 10_000;
 /** A held lease is renewed by a flush at least this often, even with nothing to write. */
@@ -75,6 +80,8 @@ interface Lease {
   flushedAt: number;
   /** Below this the lease is topped up (half of what the stream wanted when last asked). */
   lowMark: Decimal;
+  /** Granted from a credit-limited plan's credit: handed back sooner when unused (CREDIT_BOUND_IDLE_MS). */
+  creditBound: boolean;
 }
 
 /** A workspace's charges of one kind in this process: their recent rate, and its lease. */
@@ -138,7 +145,7 @@ class ChargeLeases {
   constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, options: ChargeLeaseOptions = {}) {
     this.now = options.now ?? Date.now;
     this.flushAfterMs = options.flushAfterMs ?? FLUSH_AFTER_MS;
-    this.idleSweep = setInterval(() => this.returnIdle(), IDLE_RETURN_MS / 2);
+    this.idleSweep = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.idleSweep.unref();
     // A change to a workspace (its plan or credit limit among others) returns its leases: the next
     // ones are granted under the terms as they are now.
@@ -300,7 +307,7 @@ class ChargeLeases {
         lease.available = lease.available.plus(granted);
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked, creditBound: bound !== null };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
@@ -320,8 +327,10 @@ class ChargeLeases {
 
   private returnIdle(): void {
     const now = this.now();
+    const idleMs = leaseIdleMs();
     for (const [key, stream] of this.streams) {
-      if (stream.lease && (now - stream.lease.lastUsedAt >= IDLE_RETURN_MS || this.lapsed(stream.lease, now))) this.giveBack(stream);
+      const lease = stream.lease;
+      if (lease && (now - lease.lastUsedAt >= (lease.creditBound ? Math.min(idleMs, CREDIT_BOUND_IDLE_MS) : idleMs) || this.lapsed(lease, now))) this.giveBack(stream);
       trimRecent(stream, now);
       if (!stream.lease && !stream.taking && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
     }

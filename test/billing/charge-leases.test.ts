@@ -42,7 +42,7 @@ async function chargeUntilLeased(workspaceId: string, limit = 5000): Promise<{ l
 
 describe('Charge leases: charges answered without waiting for their commit, exactly once', function () {
   this.timeout(120_000);
-  const settings = useProcessSettings(['STRIPE_SECRET_KEY', 'WEFT_CREDIT_LIMIT', 'WEFT_CHARGE_LEASE_MAX']);
+  const settings = useProcessSettings(['STRIPE_SECRET_KEY', 'WEFT_CREDIT_LIMIT', 'WEFT_CHARGE_LEASE_MAX', 'WEFT_LEASE_IDLE_MS']);
   beforeEach(() => settings.set({}));
 
   describe('a burst of SPARQL queries', () => {
@@ -76,7 +76,11 @@ describe('Charge leases: charges answered without waiting for their commit, exac
       // Reading usage writes this process's queued charges first.
       const usage = (await as(t.ws.apiKey).get('/api/v1/usage')).body.usage;
       assert.equal(usage.byKind.find((k: { kind: string }) => k.kind === 'sparql_query')?.operations, answered, 'one operation per answered query');
+      // A pause shorter than WEFT_LEASE_IDLE_MS (10 s by default) keeps the lease for the next burst.
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.equal((await leasesOf(ws)).length, 1, 'the lease is kept through a 2 s pause');
       // Idle: the lease goes back (its last charges written, its row deleted), and nothing changes in the charges.
+      settings.set({ WEFT_LEASE_IDLE_MS: '500' });
       await eventually(async () => (await leasesOf(ws)).length === 0, 'the idle lease is returned');
       const stored = await operationsOf(ws, 'sparql_query');
       assert.equal(stored.length, answered);
