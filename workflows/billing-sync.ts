@@ -7,7 +7,7 @@ const { reportUsage, reconcileInvoices } = proxyActivities<BillingActivities>({
 });
 
 /**
- * One billing sync, started by the `weft-billing-sync` Temporal Schedule: reports unreported usage
+ * One billing sync, started by the `weft-billing-sync-<task queue>` Temporal Schedule: reports unreported usage
  * to Stripe in batches, then reconciles invoices. Idempotent: each operation is one meter event
  * keyed by its id, and invoices are upserted by their Stripe id.
  */

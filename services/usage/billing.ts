@@ -426,19 +426,41 @@ export async function reportUsage(db: Db, batch = 500): Promise<{ reported: numb
   return { reported: pending.length };
 }
 
-export const BILLING_SCHEDULE_ID = 'weft-billing-sync';
+/**
+ * The billing sync's schedule, one per task queue: installations sharing a Temporal namespace (and
+ * test runs sharing a dev server, each with its own task queue) each keep theirs. One fixed id
+ * was shared: a test run's schedule, left pointing at its finished task queue, was "already
+ * running" for the next installation, whose syncs then never ran; and two runs deleted each
+ * other's.
+ */
+export const billingScheduleId = (taskQueue: string): string => `weft-billing-sync-${taskQueue}`;
+
+/** The id every installation shared before; removed when it starts this installation's workflows. */
+const SHARED_SCHEDULE_ID = 'weft-billing-sync';
 
 /** The hourly billing sync schedule (visible in the Web UI); created once when billing is configured. */
 export async function ensureBillingSchedule(temporal: import('@temporalio/client').Client, taskQueue: string): Promise<boolean> {
   if (!billingConfig()) return false;
   try {
     await temporal.schedule.create({
-      scheduleId: BILLING_SCHEDULE_ID,
+      scheduleId: billingScheduleId(taskQueue),
       spec: { intervals: [{ every: '1 hour' }] },
       action: { type: 'startWorkflow', workflowType: 'billingSyncWorkflow', taskQueue, args: [] },
     });
   } catch (error) {
     if ((error as Error).name !== 'ScheduleAlreadyRunning') throw error;
   }
+  await removeSharedSchedule(temporal, taskQueue);
   return true;
+}
+
+/** The schedule of the one shared id, if it starts this task queue's syncs (this installation's, from before). */
+async function removeSharedSchedule(temporal: import('@temporalio/client').Client, taskQueue: string): Promise<void> {
+  const shared = temporal.schedule.getHandle(SHARED_SCHEDULE_ID);
+  try {
+    const { action } = await shared.describe();
+    if (action.type === 'startWorkflow' && action.taskQueue === taskQueue) await shared.delete();
+  } catch (error) {
+    if ((error as Error).name !== 'ScheduleNotFoundError') throw error;
+  }
 }

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
-import { BILLING_SCHEDULE_ID, ensureBillingSchedule, reportUsage } from '../../services/usage/billing';
+import { billingScheduleId, ensureBillingSchedule, reportUsage } from '../../services/usage/billing';
 import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newWorkspace, raiseRequestLimits, request } from '../support/fixtures';
@@ -298,12 +298,33 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     assert.equal(again.reported, 0);
   });
 
+  it('keeps one billing schedule per task queue, and removes the shared one this installation had', async function () {
+    configure();
+    const legacy = env().temporal.schedule.getHandle('weft-billing-sync');
+    try {
+      await env().temporal.schedule.create({ scheduleId: 'weft-billing-sync', spec: { intervals: [{ every: '1 hour' }] }, action: { type: 'startWorkflow', workflowType: 'billingSyncWorkflow', taskQueue: env().taskQueue, args: [] } });
+    } catch (error) {
+      // Another run on this Temporal server holds the shared id right now: nothing of ours to remove.
+      if ((error as Error).name === 'ScheduleAlreadyRunning') this.skip();
+      throw error;
+    }
+    try {
+      assert.equal(await ensureBillingSchedule(env().temporal, env().taskQueue), true);
+      const own = await env().temporal.schedule.getHandle(billingScheduleId(env().taskQueue)).describe();
+      assert.equal(own.action.type === 'startWorkflow' && own.action.taskQueue, env().taskQueue);
+      await assert.rejects(legacy.describe(), (error: Error) => error.name === 'ScheduleNotFoundError', 'the shared schedule of this task queue is gone');
+    } finally {
+      await legacy.delete().catch(() => undefined);
+      await env().temporal.schedule.getHandle(billingScheduleId(env().taskQueue)).delete().catch(() => undefined);
+    }
+  });
+
   it('runs the billing sync as a Temporal workflow from its schedule', async () => {
     configure();
     await meter(env().db, { workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1 } });
     assert.equal(await ensureBillingSchedule(env().temporal, env().taskQueue), true);
     assert.equal(await ensureBillingSchedule(env().temporal, env().taskQueue), true, 'creating it again is harmless');
-    const schedule = env().temporal.schedule.getHandle(BILLING_SCHEDULE_ID);
+    const schedule = env().temporal.schedule.getHandle(billingScheduleId(env().taskQueue));
     try {
       await schedule.trigger();
       let workflowId: string | undefined;
