@@ -39,7 +39,7 @@ import { BenchWeft, call, freePort, startBenchWeft } from './support/weft';
 import { requestText, TextResponse } from './support/http-client';
 import { generate, LINKS, MIX, MixQuery, TERMS, BsbmData } from './support/sparql-bsbm';
 import { OntologyPackage, PluginInstallation, Project, ReadBinding } from '../db/models';
-import { assertCredit, meter } from '../services/usage/usage';
+import { assertCredit, charge } from '../services/usage/usage';
 import { findCapability } from '../plugins';
 import { capabilityContext } from '../services/endpoints/data-endpoints';
 import { authenticateRequest } from '../services/tenancy/request-authentication';
@@ -487,9 +487,9 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
     ['catalog, snapshots and graphs, all kept (sparqlDataset)', warm.median],
     ['evaluateQuery ASK {}', await piece(() => evaluateQuery(store, 'ASK {}', { timeoutMs: 10_000, maxResults: 10_000 }))],
     ['credit check (assertCredit)', await piece(() => assertCredit(weft.db, principal.workspaceId, 'sparql_query'))],
-    ['metering (meter)', await piece(() => meter(weft.db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } }))],
+    ['metering (charge)', await piece(() => charge(weft.db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } }))],
   ];
-  const beside = ['evaluateQuery ASK {}', 'credit check (assertCredit)', 'metering (meter)'];
+  const beside = ['evaluateQuery ASK {}', 'credit check (assertCredit)', 'metering (charge)'];
   return { askEmptyMs: askEmpty.median, organizationMs: organization.median, bareKoaMs, fixed, beside, readMs: read.ms, mapMs: mapped.ms, storeMs: stored.ms, coldDatasetMs: cold.ms, warmDatasetMs: warm.median, evaluate, serialize };
 }
 

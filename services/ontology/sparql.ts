@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { assertCredit, meter, withdrawCharge } from '../usage/usage';
+import { assertCredit, charge, withdrawCharge } from '../usage/usage';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { keptParse, SparqlLimits } from '../../ontology/sparql-engine';
@@ -115,7 +115,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   // leaves, and withdrawn if the query fails or the credit is spent. A workspace out of credit
   // is refused as soon as the check says so; its query is not started if it has not been yet.
   const ref = randomUUID();
-  const charged = meter(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
+  const charged = charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
   const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
   let refused = false;
   const paid = Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), charged]).catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Parser, Store } from 'n3';
-import { meter } from '../usage/usage';
+import { charge } from '../usage/usage';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { mapRecord } from '../../ontology/term-records';
@@ -83,7 +83,7 @@ export async function readTermRecords(ctx: OperationContext, termId: string, par
     }
   }
   const nextCursor = next ? encodeCursor(next) : null;
-  await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: data.length } });
+  await charge(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: data.length } });
   return {
     data,
     metadata: {

@@ -70,6 +70,19 @@ const monthStart = (date: Date) => new Date(Date.UTC(date.getUTCFullYear(), date
  * metered before); reads of usage through this module wait for that flush.
  */
 export async function meter(db: Executor, input: MeterInput): Promise<MeteredOperation | undefined> {
+  return (await record(db, input, true)) as MeteredOperation | undefined;
+}
+
+/**
+ * meter() for a caller that needs only to know the charge is recorded (a query or read before it
+ * answers): true, or false when the reference was metered before. A charge answered from a lease
+ * builds no operation model (about 30 µs of a SPARQL request's path).
+ */
+export async function charge(db: Executor, input: MeterInput): Promise<boolean> {
+  return Boolean(await record(db, input, false));
+}
+
+async function record(db: Executor, input: MeterInput, asOperation: boolean): Promise<MeteredOperation | boolean | undefined> {
   const rates = RATES[input.kind];
   const charges = Object.entries(input.quantities)
     .filter(([item]) => item in rates)
@@ -97,6 +110,7 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
   const leased = answered instanceof Promise ? await answered : answered;
   if (leased === 'duplicate') return undefined;
   if (leased) {
+    if (!asOperation) return true;
     const { id, workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities } = leased;
     const operation = { id, workspace_id, project_id, kind, operation_ref, parent_operation_id, actor_member_id, api_key_id, quantities, amount: leased.amount, reported_at: null, created_at: new Date() };
     return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(operation));
