@@ -16,7 +16,9 @@ const WITHOUT_TLS = ['disable', 'allow'];
 
 /** `databaseUrl` with the PGSSL* settings of `env` added where it sets none; unchanged without TLS. */
 export function withTlsEnvironment(databaseUrl: string, env: NodeJS.ProcessEnv = process.env): string {
-  const given = new URL(databaseUrl).searchParams;
+  // Only the query is read: a socket URL (postgres://user@/db?host=/run/postgresql) is no WHATWG URL.
+  const query = databaseUrl.indexOf('?');
+  const given = new URLSearchParams(query < 0 ? '' : databaseUrl.slice(query + 1).split('#')[0]);
   const mode = given.get('sslmode') ?? env.PGSSLMODE;
   if (!mode || WITHOUT_TLS.includes(mode)) return databaseUrl;
   const added = new URLSearchParams();

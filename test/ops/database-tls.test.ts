@@ -125,6 +125,13 @@ describe('Weft’s database over TLS (sslmode and sslrootcert in DATABASE_URL)',
     assert.equal(withTlsEnvironment(urlOf('postgres', '?sslmode=disable'), { PGSSLROOTCERT: ca }), urlOf('postgres', '?sslmode=disable'), 'no TLS asked for, none added');
   });
 
+  it('still takes a Unix-socket DATABASE_URL (host= in the query, no host in the authority)', async () => {
+    const socketUrl = `postgres://weft@/postgres?host=${encodeURIComponent(dir)}&port=${cluster!.port}`;
+    assert.equal(withTlsEnvironment(socketUrl, {}), socketUrl, 'no TLS asked for, unchanged');
+    assert.equal(withTlsEnvironment(socketUrl, { PGSSLMODE: 'require' }), `${socketUrl}&sslmode=require`);
+    await withDb(socketUrl, async (db) => assert.equal((await db.raw('SELECT 1 AS one')).rows[0].one, 1));
+  });
+
   it('refuses a server whose certificate another CA signed, saying which setting to look at', async () => {
     await withDb(urlOf('postgres', `?sslmode=verify-full&sslrootcert=${encodeURIComponent(otherCa)}`), async (db) => {
       await assert.rejects(migrateToLatest(db), (error: Error) => {
