@@ -145,6 +145,28 @@ export async function listInvoices(ctx: OperationContext) {
 }
 
 /**
+ * Cancels a subscription at Stripe; one Stripe already has canceled counts as done. Two downgrades
+ * at once both cancel it (no lock is held across a Stripe call), and a downgrade retried after its
+ * record step failed cancels it again: Stripe refuses those with 404 resource_missing (review s30:
+ * the second downgrade answered 500, and the workspace stayed on its plan until the webhook).
+ */
+async function cancelSubscription({ config, stripe }: Billing, subscriptionId: string): Promise<void> {
+  try {
+    await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
+  } catch (error) {
+    if (!(await canceledAtStripe({ config, stripe }, subscriptionId))) throw error;
+  }
+}
+
+async function canceledAtStripe({ config, stripe }: Billing, subscriptionId: string): Promise<boolean> {
+  try {
+    return (await stripeCall(config, () => stripe.subscriptions.retrieve(subscriptionId))).status === 'canceled';
+  } catch (error) {
+    return (error as { code?: string }).code === 'resource_missing';
+  }
+}
+
+/**
  * An intentional administration action: cancels the workspace's paying subscriptions at Stripe
  * (normally one) and moves to the free plan now. They are recorded as canceled, which is final: the
  * events Stripe sends about them later change nothing. The cancellations happen with no transaction
@@ -158,7 +180,7 @@ export async function downgrade(ctx: OperationContext) {
   for (let settled = false; !settled; ) {
     for (const subscriptionId of await payingSubscriptions(db, principal.workspaceId)) {
       if (canceled.has(subscriptionId)) continue;
-      await stripeCall(config, () => stripe.subscriptions.cancel(subscriptionId));
+      await cancelSubscription({ config, stripe }, subscriptionId);
       canceled.add(subscriptionId);
     }
     settled = await db.transaction(async (trx) => {
