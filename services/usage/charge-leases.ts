@@ -18,9 +18,9 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // FLUSH_AT queued, and when the process stops) writes them in one statement that also lowers the
 // lease by what the batch carried and renews its expiry, so what is metered plus what is leased
 // never drops below what was answered. A lease unused for WEFT_LEASE_IDLE_MS (leaseIdleMs) goes
-// back (its last charges written, the row deleted in the same statement); one granted from a
-// credit-limited plan's credit goes back after CREDIT_BOUND_IDLE_MS at most, since while it is held
-// it counts as spent and may pause the workspace's other paid work. A crash leaves the row: past its expiry
+// back (its last charges written, the row deleted in the same statement); one of a workspace whose
+// plan pauses paid work when its credit is spent goes back after CREDIT_BOUND_IDLE_MS at most,
+// since while it is held it counts as spent and may pause the workspace's other paid work. A crash leaves the row: past its expiry
 // any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
 // which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
 // A failing flush is tried again with backoff while the process runs, and meanwhile no lease is
@@ -36,7 +36,7 @@ const FLUSH_AFTER_MS = 200;
 const FLUSH_AT = 256;
 /** How often leases are looked over: idle ones handed back, lapsed ones dropped, renewals sent. */
 const SWEEP_MS = 500;
-/** The longest a lease granted from a credit-limited plan's credit is kept unused. */
+/** The longest a lease of a workspace whose plan pauses paid work is kept unused. */
 const CREDIT_BOUND_IDLE_MS = 1000;
 /** A lease its holder has not renewed for this long is billed by the sweep; holders renew at every flush. */
 export const CHARGE_LEASE_TTL_MS = 10_000;
@@ -50,6 +50,8 @@ const FAILURE_LOG_EVERY_MS = 60_000;
 export interface ChargeLeaseHooks {
   /** The included credit that bounds a lease of this kind, or null when the workspace's plan never pauses it. */
   creditBound(db: Db, workspaceId: string, kind: MeteredKind): Promise<string | null>;
+  /** Whether the workspace's spent credit can pause its paid work: its leases, counted as spent, then should not lie idle long. */
+  pausesPaidWork(db: Db, workspaceId: string): Promise<boolean>;
   /** Operations a flush inserted: counted, and their workspaces' alerts checked. */
   inserted(db: Db, operations: InsertedOperation[]): void;
 }
@@ -80,8 +82,12 @@ interface Lease {
   flushedAt: number;
   /** Below this the lease is topped up (half of what the stream wanted when last asked). */
   lowMark: Decimal;
-  /** Granted from a credit-limited plan's credit: handed back sooner when unused (CREDIT_BOUND_IDLE_MS). */
-  creditBound: boolean;
+  /**
+   * Its workspace's plan pauses paid work when its credit is spent, and the lease counts as spent
+   * (whatever its kind: a free plan's reads never pause, but their lease still counts): handed back
+   * sooner when unused (CREDIT_BOUND_IDLE_MS).
+   */
+  againstCredit: boolean;
 }
 
 /** A workspace's charges of one kind in this process: their recent rate, and its lease. */
@@ -287,7 +293,7 @@ class ChargeLeases {
 
   private async take(stream: Stream, lease: Lease | undefined, want: Decimal): Promise<void> {
     try {
-      const bound = await this.hooks.creditBound(this.db, stream.workspaceId, stream.kind);
+      const [bound, pausing] = await Promise.all([this.hooks.creditBound(this.db, stream.workspaceId, stream.kind), this.hooks.pausesPaidWork(this.db, stream.workspaceId)]);
       // Credit leased while this process's own charges are still being committed would not count
       // them: the last of them asks again.
       if (bound !== null && stream.writing > 0) return;
@@ -307,7 +313,7 @@ class ChargeLeases {
         lease.available = lease.available.plus(granted);
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked, creditBound: bound !== null };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked, againstCredit: pausing };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {
@@ -330,7 +336,7 @@ class ChargeLeases {
     const idleMs = leaseIdleMs();
     for (const [key, stream] of this.streams) {
       const lease = stream.lease;
-      if (lease && (now - lease.lastUsedAt >= (lease.creditBound ? Math.min(idleMs, CREDIT_BOUND_IDLE_MS) : idleMs) || this.lapsed(lease, now))) this.giveBack(stream);
+      if (lease && (now - lease.lastUsedAt >= (lease.againstCredit ? Math.min(idleMs, CREDIT_BOUND_IDLE_MS) : idleMs) || this.lapsed(lease, now))) this.giveBack(stream);
       trimRecent(stream, now);
       if (!stream.lease && !stream.taking && !stream.writing && stream.recent.length === 0 && now >= stream.notBefore) this.streams.delete(key);
     }

@@ -147,6 +147,10 @@ export const LEASE_HOOKS: ChargeLeaseHooks = {
     const terms = await creditTermsOf(db, workspaceId);
     return creditPauses(terms, kind) ? (PLANS[terms.plan] ?? PLANS.free).includedCredit : null;
   },
+  async pausesPaidWork(db, workspaceId) {
+    const terms = await creditTermsOf(db, workspaceId);
+    return creditLimited(terms) && !(PLANS[terms.plan] ?? PLANS.free).overage;
+  },
   inserted: afterInserted,
 };
 
