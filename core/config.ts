@@ -75,10 +75,10 @@ export function chargeLeaseMax(): string {
 }
 
 /**
- * How long a process keeps a request lease or a charge lease nobody uses before handing it back
- * (WEFT_LEASE_IDLE_MS, default 10000). Longer spares a client that pauses between bursts the round
- * trips of leasing again (its first requests would each be counted and charged in PostgreSQL);
- * shorter hands unused budget back sooner to the other processes serving the same key. Read on
+ * How long a process keeps a charge lease nobody uses before handing it back (WEFT_LEASE_IDLE_MS,
+ * default 10000; request leases keep at most 2 s of it, request-budgets.ts). Longer spares a client
+ * that pauses between bursts the round trips of leasing again (the first charges of its next burst
+ * would each be committed before their answers); shorter hands unused budget back sooner. Read on
  * every sweep; config() refuses a bad value at start.
  */
 export function leaseIdleMs(): number {

@@ -13,15 +13,21 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // MIN_REMAINING left is not leased from: until its window turns, its requests are counted one by
 // one with the key's check (weft_authenticate_requests), exactly as without leases, so small
 // buckets and the last stretch of large ones stay exact to the request. What a process does not
-// spend goes back after WEFT_LEASE_IDLE_MS without use (leaseIdleMs), when the workspace's keys or
-// limits change, or when the process stops, so another process is not refused for long while
-// budget lies idle here.
+// spend goes back after REQUEST_LEASE_IDLE_MS (or WEFT_LEASE_IDLE_MS, if shorter) without use,
+// when the workspace's keys or limits change, or when the process stops, so another process, or
+// another key of the workspace, is not refused for long while budget lies idle here.
 
 const SHARE = 16;
 const MAX_LEASE = 1000;
 const MIN_REMAINING = 256;
 /** How often leases are looked over: ended windows dropped, idle leases handed back. */
 const SWEEP_MS = 500;
+/**
+ * The longest a request lease is kept unused. Shorter than a charge lease's: every key of a
+ * workspace leases from the one workspace bucket (ten keys that each lease once hold half of what
+ * was left), and a key's next burst pays one lease statement, not a round trip per request.
+ */
+const REQUEST_LEASE_IDLE_MS = 2000;
 
 interface Lease {
   workspaceId: string;
@@ -168,7 +174,7 @@ class RequestBudgets {
 
   private returnIdle(): void {
     const now = Date.now();
-    const idleMs = leaseIdleMs();
+    const idleMs = Math.min(leaseIdleMs(), REQUEST_LEASE_IDLE_MS);
     for (const [keyId, lease] of this.leases) {
       if (now >= lease.endsAt) this.leases.delete(keyId);
       else if (lease.left > 0 && now - lease.lastUsedAt >= idleMs) void this.giveBack(lease);
