@@ -25,6 +25,8 @@ export interface SparqlSettings {
   unpinnedTtlSeconds: number;
   /** Heap ceiling of one query thread, so a runaway query cannot take the API down (WEFT_SPARQL_THREAD_MEMORY_MB). */
   threadMemoryMb: number;
+  /** Each query thread's young-generation semi-space, from its start (WEFT_SPARQL_THREAD_SEMI_SPACE_MB): query-pool.ts says why. */
+  threadSemiSpaceMb: number;
 }
 
 let settings: SparqlSettings | undefined;
@@ -41,6 +43,7 @@ export function sparqlSettings(): SparqlSettings {
       maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
       unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
       threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
+      threadSemiSpaceMb: positiveInteger('WEFT_SPARQL_THREAD_SEMI_SPACE_MB', 16),
     };
   }
   return settings;
