@@ -56,7 +56,7 @@ const MIGRATION_LOCK = 0x57656674;
  * the second one, and its creation of the bookkeeping tables races on a fresh database.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  return explainingTls(() =>
+  return explainingTls(db, () =>
     db.transaction(async (lock) => {
       await lock.raw('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
       const [, applied] = (await db.migrate.latest()) as [number, string[]];
@@ -66,11 +66,12 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 }
 
 /** A process's first use of its database, with a failure for a TLS reason saying which setting to look at. */
-async function explainingTls<T>(work: () => Promise<T>): Promise<T> {
+async function explainingTls<T>(db: Db, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    throw databaseTlsError(error) ?? error;
+    const connection = (db.client as { config?: { connection?: { connectionString?: string } } }).config?.connection;
+    throw databaseTlsError(error, connection?.connectionString) ?? error;
   }
 }
 
@@ -86,7 +87,7 @@ export class SchemaNotCurrentError extends Error {}
 
 /** Refuses to serve on a schema older than the code: migrations are a deployment step (`npm run migrate`). */
 export async function assertSchemaCurrent(db: Db): Promise<void> {
-  const pending = await explainingTls(() => pendingMigrations(db));
+  const pending = await explainingTls(db, () => pendingMigrations(db));
   if (pending.length === 0) return;
   throw new SchemaNotCurrentError(
     `The database schema is not current: ${pending.length} migration(s) pending (${pending.slice(0, 3).join(', ')}${pending.length > 3 ? ', …' : ''}). ` +

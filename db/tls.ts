@@ -32,6 +32,15 @@ export function withTlsEnvironment(databaseUrl: string, env: NodeJS.ProcessEnv =
   return `${databaseUrl}${databaseUrl.includes('?') ? '&' : '?'}${added.toString()}`;
 }
 
+/** Whether `file` is one of the TLS files the database URL (as filled in) or the PGSSL* variables name. */
+function namesTlsFile(file: string, databaseUrl: string | undefined): boolean {
+  if (FROM_ENVIRONMENT.some(([, variable]) => process.env[variable] === file)) return true;
+  const query = databaseUrl?.indexOf('?') ?? -1;
+  if (!databaseUrl || query < 0) return false;
+  const given = new URLSearchParams(databaseUrl.slice(query + 1).split('#')[0]);
+  return FROM_ENVIRONMENT.some(([parameter]) => given.get(parameter) === file);
+}
+
 /** Node's codes for a server certificate it does not accept. */
 const CERTIFICATE_REFUSALS = new Set([
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -51,8 +60,14 @@ export class DatabaseTlsError extends Error {}
  * A failed connection to Weft's database explained when TLS is why: Node's bare "self-signed
  * certificate in certificate chain" does not say which setting to look at. Undefined otherwise.
  */
-export function databaseTlsError(error: unknown): DatabaseTlsError | undefined {
+export function databaseTlsError(error: unknown, databaseUrl?: string): DatabaseTlsError | undefined {
   const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  // pg reads the files the URL names when it connects; a bare ENOENT does not say which setting
+  // named it. (knex passes the error on with its message, not always its path.)
+  const file = /^ENOENT: no such file or directory, open '(.+)'$/.exec(message ?? '')?.[1];
+  if (file && namesTlsFile(file, databaseUrl)) {
+    return new DatabaseTlsError(`The TLS file ${file} does not exist: sslrootcert, sslcert or sslkey in DATABASE_URL (or PGSSLROOTCERT, PGSSLCERT, PGSSLKEY) names it.`, { cause: error });
+  }
   if (code && CERTIFICATE_REFUSALS.has(code)) {
     return new DatabaseTlsError(
       `PostgreSQL's TLS certificate was refused (${code}: ${message}). sslrootcert in DATABASE_URL (or PGSSLROOTCERT) must name the CA ` +

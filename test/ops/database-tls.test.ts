@@ -132,6 +132,17 @@ describe('Weft’s database over TLS (sslmode and sslrootcert in DATABASE_URL)',
     await withDb(socketUrl, async (db) => assert.equal((await db.raw('SELECT 1 AS one')).rows[0].one, 1));
   });
 
+  it('names the setting when a TLS file it names does not exist', async () => {
+    const missing = path.join(dir, 'no-such-ca.pem');
+    await withDb(urlOf('postgres', `?sslmode=verify-full&sslrootcert=${encodeURIComponent(missing)}`), async (db) => {
+      await assert.rejects(migrateToLatest(db), (error: Error) => {
+        assert.ok(error instanceof DatabaseTlsError, String(error));
+        assert.equal(error.message, `The TLS file ${missing} does not exist: sslrootcert, sslcert or sslkey in DATABASE_URL (or PGSSLROOTCERT, PGSSLCERT, PGSSLKEY) names it.`);
+        return true;
+      });
+    });
+  });
+
   it('refuses a server whose certificate another CA signed, saying which setting to look at', async () => {
     await withDb(urlOf('postgres', `?sslmode=verify-full&sslrootcert=${encodeURIComponent(otherCa)}`), async (db) => {
       await assert.rejects(migrateToLatest(db), (error: Error) => {
