@@ -14,11 +14,15 @@ const FROM_ENVIRONMENT = [
 /** Modes that ask for no TLS, or that libpq would fall back from (pg has no such fallback). */
 const WITHOUT_TLS = ['disable', 'allow'];
 
+/** A database URL's query parameters. Only the query is read: a socket URL (postgres://user@/db?host=/run/postgresql) is no WHATWG URL. */
+function queryOf(databaseUrl: string): URLSearchParams {
+  const query = databaseUrl.indexOf('?');
+  return new URLSearchParams(query < 0 ? '' : databaseUrl.slice(query + 1).split('#')[0]);
+}
+
 /** `databaseUrl` with the PGSSL* settings of `env` added where it sets none; unchanged without TLS. */
 export function withTlsEnvironment(databaseUrl: string, env: NodeJS.ProcessEnv = process.env): string {
-  // Only the query is read: a socket URL (postgres://user@/db?host=/run/postgresql) is no WHATWG URL.
-  const query = databaseUrl.indexOf('?');
-  const given = new URLSearchParams(query < 0 ? '' : databaseUrl.slice(query + 1).split('#')[0]);
+  const given = queryOf(databaseUrl);
   const mode = given.get('sslmode') ?? env.PGSSLMODE;
   if (!mode || WITHOUT_TLS.includes(mode)) return databaseUrl;
   const added = new URLSearchParams();
@@ -35,9 +39,8 @@ export function withTlsEnvironment(databaseUrl: string, env: NodeJS.ProcessEnv =
 /** Whether `file` is one of the TLS files the database URL (as filled in) or the PGSSL* variables name. */
 function namesTlsFile(file: string, databaseUrl: string | undefined): boolean {
   if (FROM_ENVIRONMENT.some(([, variable]) => process.env[variable] === file)) return true;
-  const query = databaseUrl?.indexOf('?') ?? -1;
-  if (!databaseUrl || query < 0) return false;
-  const given = new URLSearchParams(databaseUrl.slice(query + 1).split('#')[0]);
+  if (!databaseUrl) return false;
+  const given = queryOf(databaseUrl);
   return FROM_ENVIRONMENT.some(([parameter]) => given.get(parameter) === file);
 }
 

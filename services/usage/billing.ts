@@ -178,14 +178,14 @@ export async function downgrade(ctx: OperationContext) {
   const { config, stripe } = requireBilling();
   const canceled = new Set<string>();
   for (let settled = false; !settled; ) {
-    for (const subscriptionId of await payingSubscriptions(db, principal.workspaceId)) {
+    for (const subscriptionId of payingSubscriptions(await Workspace.query(db).findById(principal.workspaceId), await payingRows(db, principal.workspaceId))) {
       if (canceled.has(subscriptionId)) continue;
       await cancelSubscription({ config, stripe }, subscriptionId);
       canceled.add(subscriptionId);
     }
     settled = await db.transaction(async (trx) => {
       const workspace = (await Workspace.query(trx).findById(principal.workspaceId).forUpdate())!;
-      if ([...(await payingSubscriptions(trx, workspace.id))].some((id) => !canceled.has(id))) return false;
+      if ([...payingSubscriptions(workspace, await payingRows(trx, workspace.id))].some((id) => !canceled.has(id))) return false;
       for (const subscriptionId of canceled) {
         await trx('stripe_subscriptions')
           .insert({ id: subscriptionId, workspace_id: workspace.id, status: 'canceled', updated_at: new Date() })
@@ -201,11 +201,14 @@ export async function downgrade(ctx: OperationContext) {
   return { plan: 'free' };
 }
 
+/** The ids of the workspace's subscriptions whose status pays. */
+async function payingRows(db: Executor, workspaceId: string): Promise<string[]> {
+  return (await db('stripe_subscriptions').where({ workspace_id: workspaceId }).whereIn('status', PAYING).pluck('id')) as string[];
+}
+
 /** The workspace's subscriptions that pay, and the one it is on. */
-async function payingSubscriptions(db: Executor, workspaceId: string): Promise<Set<string>> {
-  const workspace = (await Workspace.query(db).findById(workspaceId))!;
-  const paying = (await db('stripe_subscriptions').where({ workspace_id: workspaceId }).whereIn('status', PAYING).pluck('id')) as string[];
-  return new Set([...paying, ...(workspace.stripeSubscriptionId ? [workspace.stripeSubscriptionId] : [])]);
+function payingSubscriptions(workspace: Workspace | undefined, paying: string[]): Set<string> {
+  return new Set([...paying, ...(workspace?.stripeSubscriptionId ? [workspace.stripeSubscriptionId] : [])]);
 }
 
 /** Subscription statuses that give the team plan. */

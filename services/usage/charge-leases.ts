@@ -20,9 +20,10 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // never drops below what was answered. A lease unused for WEFT_LEASE_IDLE_MS (leaseIdleMs) goes
 // back (its last charges written, the row deleted in the same statement); one of a workspace whose
 // plan pauses paid work when its credit is spent goes back after CREDIT_BOUND_IDLE_MS at most,
-// since while it is held it counts as spent and may pause the workspace's other paid work. A crash leaves the row: past its expiry
-// any process's sweep (expireChargeLeases) bills its remainder as one operation, `lease:<id>`,
-// which paid for the answered charges whose rows were lost; the overcharge is at most the lease.
+// since while it is held it counts as spent and may pause the workspace's other paid work. A
+// crash leaves the row: past its expiry any process's sweep (expireChargeLeases) bills its
+// remainder as one operation, `lease:<id>`, which paid for the answered charges whose rows were
+// lost; the overcharge is at most the lease.
 // A failing flush is tried again with backoff while the process runs, and meanwhile no lease is
 // taken or topped up; a lease no flush went through for in its time to live answers no more (the
 // sweep may have billed it, and then charges queued under it are not written: its remainder paid
@@ -47,11 +48,16 @@ const MAX_RETRY_MS = 5000;
 /** While flushes keep failing, the failure is logged again at most this often. */
 const FAILURE_LOG_EVERY_MS = 60_000;
 
+/** What a workspace's plan says of a lease of one kind. */
+export interface LeaseTerms {
+  /** The included credit that bounds the lease, or null when the plan never pauses this kind. */
+  bound: string | null;
+  /** Spent credit pauses some of the workspace's paid work: its leases, counted as spent, should not lie idle long. */
+  pausesPaidWork: boolean;
+}
+
 export interface ChargeLeaseHooks {
-  /** The included credit that bounds a lease of this kind, or null when the workspace's plan never pauses it. */
-  creditBound(db: Db, workspaceId: string, kind: MeteredKind): Promise<string | null>;
-  /** Whether the workspace's spent credit can pause its paid work: its leases, counted as spent, then should not lie idle long. */
-  pausesPaidWork(db: Db, workspaceId: string): Promise<boolean>;
+  leaseTerms(db: Db, workspaceId: string, kind: MeteredKind): Promise<LeaseTerms>;
   /** Operations a flush inserted: counted, and their workspaces' alerts checked. */
   inserted(db: Db, operations: InsertedOperation[]): void;
 }
@@ -293,7 +299,7 @@ class ChargeLeases {
 
   private async take(stream: Stream, lease: Lease | undefined, want: Decimal): Promise<void> {
     try {
-      const [bound, pausing] = await Promise.all([this.hooks.creditBound(this.db, stream.workspaceId, stream.kind), this.hooks.pausesPaidWork(this.db, stream.workspaceId)]);
+      const { bound, pausesPaidWork } = await this.hooks.leaseTerms(this.db, stream.workspaceId, stream.kind);
       // Credit leased while this process's own charges are still being committed would not count
       // them: the last of them asks again.
       if (bound !== null && stream.writing > 0) return;
@@ -313,7 +319,7 @@ class ChargeLeases {
         lease.available = lease.available.plus(granted);
         return;
       }
-      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked, againstCredit: pausing };
+      const taken: Lease = { id: leaseId!, available: new Decimal(granted), lowMark: want.dividedBy(2), lastUsedAt: this.now(), flushedAt: asked, againstCredit: pausesPaidWork };
       stream.lease = taken;
       if (this.closing) this.giveBack(stream);
     } catch (error) {

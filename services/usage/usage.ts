@@ -143,13 +143,10 @@ function afterInserted(db: Db, operations: InsertedOperation[], remainders = fal
 
 /** What charge leases ask of metering: the credit that bounds them, and what follows a write. */
 export const LEASE_HOOKS: ChargeLeaseHooks = {
-  async creditBound(db, workspaceId, kind) {
+  async leaseTerms(db, workspaceId, kind) {
     const terms = await creditTermsOf(db, workspaceId);
-    return creditPauses(terms, kind) ? (PLANS[terms.plan] ?? PLANS.free).includedCredit : null;
-  },
-  async pausesPaidWork(db, workspaceId) {
-    const terms = await creditTermsOf(db, workspaceId);
-    return creditLimited(terms) && !(PLANS[terms.plan] ?? PLANS.free).overage;
+    const plan = PLANS[terms.plan] ?? PLANS.free;
+    return { bound: creditPauses(terms, kind) ? plan.includedCredit : null, pausesPaidWork: creditLimited(terms) && !plan.overage };
   },
   inserted: afterInserted,
 };
