@@ -30,6 +30,24 @@ function assertTooManyRequests(res: HttpResponse, limit: number, dimension: 'api
   assert.ok(rateHeaders(res).reset >= 1);
 }
 
+/**
+ * Another API process (`scripts/start.ts api`, with `settings`) on the same database, started
+ * before the enclosing describe's tests and stopped after them: `url` once started.
+ */
+function anotherApi(settings: Record<string, string> = {}): { url: string } {
+  const api = { url: '' };
+  let running: RunningScript | undefined;
+  before(async () => {
+    const port = await freePort();
+    running = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', ...settings }, /API:\s+http/);
+    api.url = `http://127.0.0.1:${port}`;
+  });
+  after(async () => {
+    if (running && running.child.exitCode === null) assert.equal(await running.stop('SIGTERM'), 0, running.output());
+  });
+  return api;
+}
+
 describe('Request limits', () => {
   describe('GET and PUT /api/v1/api-limits', () => {
     it('answers the defaults: 600 per workspace, 120 per key, 60-second windows', async () => {
@@ -159,20 +177,11 @@ describe('Request limits', () => {
   describe('across API processes', function () {
     // The second API is a real separate process (`scripts/start.ts api`) on the same database.
     this.timeout(120_000);
-    let second: RunningScript | undefined;
-    let secondUrl = '';
-    before(async () => {
-      const port = await freePort();
-      second = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1' }, /API:\s+http/);
-      secondUrl = `http://127.0.0.1:${port}`;
-    });
-    after(async () => {
-      if (second && second.child.exitCode === null) assert.equal(await second.stop('SIGTERM'), 0, second.output());
-    });
+    const second = anotherApi();
 
     /** Fires the requests all at once, alternating between the shared test API and the second process. */
     async function fireConcurrently(keys: string[], count: number): Promise<HttpResponse[]> {
-      const urls = [env().baseUrl, secondUrl];
+      const urls = [env().baseUrl, second.url];
       return Promise.all(Array.from({ length: count }, (_, i) => requestAt(urls[i % 2], 'GET', '/api/v1/organization', { key: keys[i % keys.length] })));
     }
 
@@ -201,7 +210,7 @@ describe('Request limits', () => {
       assert.equal(refused.length, 1);
       assertTooManyRequests(refused[0], n, 'workspace');
       // Both processes now refuse the workspace.
-      for (const url of [env().baseUrl, secondUrl]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
+      for (const url of [env().baseUrl, second.url]) assert.equal((await requestAt(url, 'GET', '/api/v1/organization', { key: ws.apiKey })).status, 429);
     });
   });
 });
@@ -210,16 +219,7 @@ describe('Request leases while a key pauses', function () {
   // A process hands a key's unused request lease back after 2 s without use (or WEFT_LEASE_IDLE_MS,
   // if shorter), so a client pausing briefly between bursts keeps it; leased requests count as used.
   this.timeout(120_000);
-  let quick: RunningScript | undefined;
-  let quickUrl = '';
-  before(async () => {
-    const port = await freePort();
-    quick = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', WEFT_LEASE_IDLE_MS: '300' }, /API:\s+http/);
-    quickUrl = `http://127.0.0.1:${port}`;
-  });
-  after(async () => {
-    if (quick && quick.child.exitCode === null) assert.equal(await quick.stop('SIGTERM'), 0, quick.output());
-  });
+  const quick = anotherApi({ WEFT_LEASE_IDLE_MS: '300' });
 
   const usedBy = async (keyId: string) => Number((await env().db('request_counters').where({ bucket: `k:${keyId}` }).first('used'))?.used ?? 0);
 
@@ -241,7 +241,7 @@ describe('Request leases while a key pauses', function () {
   });
 
   it('hands an idle lease back after WEFT_LEASE_IDLE_MS', async () => {
-    const { keyId, used } = await burst(quickUrl);
+    const { keyId, used } = await burst(quick.url);
     assert.ok(used > 3, `the key's bucket counts its lease as used (${used})`);
     for (let waited = 0; (await usedBy(keyId)) !== 3; waited += 100) {
       assert.ok(waited < 30_000, `the unused lease went back within 30 s (used ${await usedBy(keyId)})`);
