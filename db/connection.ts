@@ -3,6 +3,7 @@ import { Model, knexSnakeCaseMappers } from 'objection';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { logger } from '../core/logger';
 import { observeDatabase } from '../observability/database';
 import { databaseTlsError, withTlsEnvironment } from './tls';
 
@@ -15,6 +16,24 @@ const weftTypes = {
   getTypeParser: ((oid: number, format?: string) =>
     oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
+
+/**
+ * knex writes its own warnings ("Acquire connection error: …" with a stack) with console.log, on
+ * the stdout that carries the structured log lines; they go through the logger instead, one JSON
+ * line each, the first line as the message and the stack as a field.
+ */
+const knexLog = Object.fromEntries(
+  (['debug', 'warn', 'error', 'deprecate'] as const).map((level) => [
+    level,
+    (message: unknown) => {
+      // knex's debug objects carry a statement's bound values (records, key material): only its SQL is kept.
+      const text = typeof message === 'string' ? message : String((message as { sql?: unknown } | null)?.sql ?? 'knex debug output');
+      const [first, ...stack] = text.split('\n');
+      const fields = { component: 'knex', ...(stack.length ? { stack: stack.join('\n') } : {}) };
+      logger[level === 'deprecate' ? 'warn' : level](fields, first);
+    },
+  ]),
+);
 
 export type Db = Knex;
 /** A connection or an open transaction: services accept either so callers decide the unit of work. */
@@ -37,6 +56,7 @@ export function createDb(databaseUrl: string, pool: { min?: number; max?: number
     // A failed statement's error names its SQL with placeholders, not with the bound values written
     // in: errors reach logs and traces, and values can be records or key material.
     compileSqlOnError: false,
+    log: knexLog,
     // Code says camelCase, tables say snake_case: identifiers are converted both ways, for
     // query-builder calls and result rows alike (raw SQL text is left as written).
     ...knexSnakeCaseMappers(),
