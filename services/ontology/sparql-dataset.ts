@@ -214,13 +214,40 @@ async function boundSources(db: Executor, encryptionKey: Buffer, catalog: Datase
 onSnapshotCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
 
 /** The graph of one binding at its endpoint's current data. */
+/**
+ * A binding's slot in the kept graphs, and its last snapshot version, per binding of a kept
+ * catalog: the same strings every query, whose hashes V8 keeps, instead of new ones to build and
+ * hash for each lookup (they showed in the request path's profile).
+ */
+interface BindingNames {
+  pkgId: string;
+  slot: string;
+  snapshotId?: string;
+  snapshotVersion?: string;
+}
+const bindingNames = new WeakMap<CatalogBinding, BindingNames>();
+
+function namesOf(binding: CatalogBinding, pkg: PackageHead): BindingNames {
+  let names = bindingNames.get(binding);
+  if (!names || names.pkgId !== pkg.id) {
+    names = { pkgId: pkg.id, slot: `binding:${binding.id}@${binding.updatedAt}:${binding.endpointId}@${binding.endpointUpdatedAt}:${pkg.id}` };
+    bindingNames.set(binding, names);
+  }
+  return names;
+}
+
 async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, budget: number): Promise<GraphHandle> {
   const { binding, endpoint, snapshot } = source;
-  const slot = `binding:${binding.id}@${binding.updatedAt}:${binding.endpointId}@${binding.endpointUpdatedAt}:${pkg.id}`;
+  const names = namesOf(binding, pkg);
+  const slot = names.slot;
   if (snapshot) {
     // An endpoint never written has no snapshot to pin (and no records).
     const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
-    const version = `${slot}:snapshot:${snapshot.id}`;
+    if (names.snapshotId !== snapshot.id) {
+      names.snapshotId = snapshot.id;
+      names.snapshotVersion = `${slot}:snapshot:${snapshot.id}`;
+    }
+    const version = names.snapshotVersion!;
     return (await keptOrBuilt(slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
   }
   const ttlMs = sparqlSettings().unpinnedTtlSeconds * 1000;
@@ -261,8 +288,18 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
+  return { pkg, graphs: handles, version: datasetVersionOf(catalog, handles), triples, withheldBindings: catalog.bindings.length - bindings.length };
+}
+
+/** Per kept catalog, the graphs of its last query and their dataset version: a repeated query finds the same handles. */
+const lastDatasets = new WeakMap<DatasetCatalog, { handles: GraphHandle[]; version: string }>();
+
+function datasetVersionOf(catalog: DatasetCatalog, handles: GraphHandle[]): string {
+  const last = lastDatasets.get(catalog);
+  if (last && last.handles.length === handles.length && last.handles.every((handle, index) => handle === handles[index])) return last.version;
   const version = datasetVersion(handles.map((handle) => handle.version).join('\n'));
-  return { pkg, graphs: handles, version, triples, withheldBindings: catalog.bindings.length - bindings.length };
+  lastDatasets.set(catalog, { handles, version });
+  return version;
 }
 
 /** The dataset's version: a digest of its graphs' versions, kept per combination (every query names one). */

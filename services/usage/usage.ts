@@ -82,17 +82,46 @@ export async function charge(db: Executor, input: MeterInput): Promise<boolean> 
   return Boolean(await record(db, input, false));
 }
 
-async function record(db: Executor, input: MeterInput, asOperation: boolean): Promise<MeteredOperation | boolean | undefined> {
-  const rates = RATES[input.kind];
-  const charges = Object.entries(input.quantities)
+interface Priced {
+  amount: Decimal;
+  amountText: string;
+  charges: ChargeRow['charges'];
+}
+
+/**
+ * Priced charges by kind and quantities. RATES is fixed, and most operations repeat the same
+ * quantities (a query is `{ query: 1 }`): pricing them in decimals on every request showed in the
+ * request path's profile. Bounded: cleared when full. Entries are frozen, as rows share them.
+ */
+const pricedCharges = new Map<string, Priced>();
+const PRICED_CHARGES_KEPT = 1024;
+
+function priced(kind: MeteredKind, quantities: Record<string, number>): Priced {
+  const key = `${kind}${JSON.stringify(quantities)}`;
+  const kept = pricedCharges.get(key);
+  if (kept) return kept;
+  const rates = RATES[kind];
+  const charges = Object.entries(quantities)
     .filter(([item]) => item in rates)
     .map(([item, quantity]) => ({ item, quantity: new Decimal(quantity), unitPrice: new Decimal(rates[item]) }))
     .map((c) => ({ ...c, amount: c.quantity.times(c.unitPrice) }));
   const amount = charges.reduce((sum, c) => sum.plus(c.amount), new Decimal(0));
+  const result: Priced = Object.freeze({
+    amount,
+    amountText: amount.toFixed(10),
+    charges: Object.freeze(charges.map((c) => Object.freeze({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) }))) as ChargeRow['charges'],
+  });
+  if (pricedCharges.size >= PRICED_CHARGES_KEPT) pricedCharges.clear();
+  pricedCharges.set(key, result);
+  return result;
+}
+
+async function record(db: Executor, input: MeterInput, asOperation: boolean): Promise<MeteredOperation | boolean | undefined> {
+  const { amount, amountText, charges } = priced(input.kind, input.quantities);
   const row: ChargeRow = {
     workspace_id: input.workspaceId, project_id: input.projectId ?? null, kind: input.kind, operation_ref: input.ref, parent_operation_id: input.parentOperationId ?? null,
-    actor_member_id: input.actor?.memberId ?? null, api_key_id: input.actor?.apiKeyId ?? null, quantities: input.quantities, amount: amount.toFixed(10),
-    charges: charges.map((c) => ({ item: c.item, quantity: c.quantity.toFixed(6), unit_price: c.unitPrice.toFixed(10), amount: c.amount.toFixed(10) })),
+    actor_member_id: input.actor?.memberId ?? null, api_key_id: input.actor?.apiKeyId ?? null, quantities: input.quantities, amount: amountText,
+    charges,
   };
   // In a caller's transaction the charge and its alert are part of its unit of work. A charge
   // made on its own (a query, a read) is answered from its workspace's charge lease when it holds
