@@ -11,7 +11,7 @@ import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '.
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
-import { billExpiredChargeLeases, closeChargeLeases } from '../services/usage/usage';
+import { billExpiredChargeLeases, closeMetering } from '../services/usage/usage';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
@@ -110,7 +110,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       await keyUsage.close();
       await closeRequestBudgets(db);
       await expiredChargeLeases.stop();
-      await closeChargeLeases(db);
+      await closeMetering(db);
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
@@ -141,7 +141,7 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
     async stop() {
       await worker.shutdown();
       await expiredChargeLeases.stop();
-      await closeChargeLeases(db);
+      await closeMetering(db);
       await closePostgresTablePools();
       await closeDefinitionCache();
       await db.destroy();

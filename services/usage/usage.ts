@@ -196,7 +196,14 @@ export async function settledCharges(workspaceId: string): Promise<void> {
   await settledAlerts(workspaceId);
 }
 
-export { closeChargeLeases };
+/**
+ * Writes this process's leased charges and returns its leases, then waits for the alert checks
+ * that charges started: call before destroying the pool, so no check meets a destroyed one.
+ */
+export async function closeMetering(db: Db): Promise<void> {
+  await closeChargeLeases(db);
+  while (alertChecks.size) await Promise.all([...alertChecks.values()].map((state) => state.running));
+}
 
 /** How many statements one process keeps in flight, and how many charges one statement carries at most. */
 const CHARGE_BATCHES_IN_FLIGHT = 2;

@@ -3,7 +3,7 @@ import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalSettings } from '../../core/temporal-config';
 import { migrate, startApi } from '../../scripts/runtime';
 import { closeDefinitionCache } from '../../services/shared/definition-cache';
-import { closeChargeLeases } from '../../services/usage/usage';
+import { closeMetering } from '../../services/usage/usage';
 import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
@@ -63,7 +63,7 @@ export async function startEnvironment(): Promise<void> {
       worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => closeChargeLeases(db), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => closeMetering(db), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
 }
 
 export async function stopEnvironment(): Promise<void> {
