@@ -213,7 +213,6 @@ async function boundSources(db: Executor, encryptionKey: Buffer, catalog: Datase
 // the commit's NOTIFY (the definition cache drops the scope's entries either way).
 onSnapshotCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
 
-/** The graph of one binding at its endpoint's current data. */
 /**
  * A binding's slot in the kept graphs, and its last snapshot version, per binding of a kept
  * catalog: the same strings every query, whose hashes V8 keeps, instead of new ones to build and
@@ -236,6 +235,7 @@ function namesOf(binding: CatalogBinding, pkg: PackageHead): BindingNames {
   return names;
 }
 
+/** The graph of one binding at its endpoint's current data. */
 async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, budget: number): Promise<GraphHandle> {
   const { binding, endpoint, snapshot } = source;
   const names = namesOf(binding, pkg);
