@@ -134,8 +134,8 @@ class ChargeLeases {
   /** Answered charges not yet sent, and those in the statement in flight, by chargeKey. */
   private readonly queue = new Map<string, Queued>();
   private inFlight = new Map<string, Queued>();
-  /** Leases to delete with the next flush. */
-  private readonly returning = new Set<string>();
+  /** Leases to delete with the next flush, with their workspaces. */
+  private readonly returning = new Map<string, string>();
   /** Lease statements in flight (close waits for them, so no lease is taken after the last flush). */
   private readonly taking = new Set<Promise<void>>();
   /** Charges waiting for their stream's lease statement, by chargeKey. */
@@ -333,7 +333,7 @@ class ChargeLeases {
     const lease = stream.lease;
     if (!lease) return;
     stream.lease = undefined;
-    this.returning.add(lease.id);
+    this.returning.set(lease.id, stream.workspaceId);
     this.flushIn(0);
   }
 
@@ -403,19 +403,21 @@ class ChargeLeases {
     }
     this.inFlight = new Map(this.queue);
     this.queue.clear();
-    const returned = [...this.returning];
+    const returned = new Map(this.returning);
     this.returning.clear();
     const sent = this.inFlight;
-    this.flushing = this.write([...sent.values()], returned)
-      .then(() => {
-        if (this.failures) logger.info({ failures: this.failures }, 'leased charges written again after failed flushes');
-        this.failures = 0;
-        this.retryAt = 0;
-      })
-      .catch((error: unknown) => {
-        // Nothing was written: the charges wait for the next flush, and the leases for it too.
-        for (const [key, queued] of sent) if (!this.queue.has(key)) this.queue.set(key, queued);
-        for (const id of returned) this.returning.add(id);
+    this.flushing = this.writeEachWorkspaceIfNeeded([...sent.values()], returned)
+      .then(({ failed, error }) => {
+        if (failed.size === 0) {
+          if (this.failures) logger.info({ failures: this.failures }, 'leased charges written again after failed flushes');
+          this.failures = 0;
+          this.retryAt = 0;
+          return;
+        }
+        // Nothing of these workspaces was written: their charges wait for the next flush, and
+        // their returned leases for it too.
+        for (const [key, queued] of sent) if (failed.has(queued.row.workspace_id) && !this.queue.has(key)) this.queue.set(key, queued);
+        for (const [id, workspaceId] of returned) if (failed.has(workspaceId)) this.returning.set(id, workspaceId);
         if (poolDestroyed(this.db)) this.abandon(error);
         else this.retryLater(error);
         throw error;
@@ -452,7 +454,7 @@ class ChargeLeases {
   private abandon(error?: unknown): void {
     const leases = new Set([...this.queue.values()].map((queued) => queued.row.lease_id));
     for (const stream of this.streams.values()) if (stream.lease) leases.add(stream.lease.id);
-    for (const id of this.returning) leases.add(id);
+    for (const id of this.returning.keys()) leases.add(id);
     logger.error(
       { ...(error === undefined ? {} : { err: error }), charges: this.queue.size, leases: [...leases] },
       'the database pool was destroyed before closeChargeLeases: leased charges not written are billed with their leases’ remainders by the crash sweep',
@@ -468,10 +470,41 @@ class ChargeLeases {
     if (kept.get(this.db) === this) kept.delete(this.db);
   }
 
-  private async write(batch: Queued[], returned: string[]): Promise<void> {
+  /**
+   * Writes the batch in one statement. When that fails and the batch spans several workspaces,
+   * each workspace is tried alone: a row-specific error of one workspace's charges must not keep
+   * every other workspace's charges unwritten and their leases unrenewed (they would lapse, and
+   * the sweep would bill their whole remainders). Answers the workspaces nothing was written for.
+   */
+  private async writeEachWorkspaceIfNeeded(batch: Queued[], returned: Map<string, string>): Promise<{ failed: Set<string>; error?: unknown }> {
+    const workspaces = new Set([...batch.map((queued) => queued.row.workspace_id), ...returned.values()]);
+    for (const stream of this.streams.values()) if (stream.lease) workspaces.add(stream.workspaceId);
+    try {
+      await this.write(batch, [...returned.keys()]);
+      return { failed: new Set() };
+    } catch (error) {
+      if (workspaces.size < 2 || poolDestroyed(this.db)) return { failed: workspaces, error };
+    }
+    const failed = new Set<string>();
+    let firstError: unknown;
+    for (const workspaceId of workspaces) {
+      const rows = batch.filter((queued) => queued.row.workspace_id === workspaceId);
+      const leases = [...returned].filter(([, of]) => of === workspaceId).map(([id]) => id);
+      try {
+        await this.write(rows, leases, workspaceId);
+      } catch (error) {
+        failed.add(workspaceId);
+        firstError ??= error;
+      }
+    }
+    return { failed, error: firstError };
+  }
+
+  /** One flush statement: the batch, the returned leases, and every lease held here (of `workspaceId` only, when given) renewed. */
+  private async write(batch: Queued[], returned: string[], workspaceId?: string): Promise<void> {
     // Every lease held here is renewed, and lowered by what this batch inserted of it.
     const held = new Set<string>();
-    for (const stream of this.streams.values()) if (stream.lease) held.add(stream.lease.id);
+    for (const stream of this.streams.values()) if (stream.lease && (workspaceId === undefined || stream.workspaceId === workspaceId)) held.add(stream.lease.id);
     for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.add(queued.row.lease_id);
     const sentAt = this.now();
     const written = await writeLeasedCharges(this.db, this.holder, { held: [...held], returned, rows: batch.map((queued) => queued.row) });

@@ -195,6 +195,38 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       assert.deepEqual(stored.map((row: { operationRef: string }) => row.operationRef).sort(), [...refs.filter((ref) => !leased.includes(ref)), ...answered].sort());
     }));
 
+  it("one workspace's failing charges do not hold back another's: its charges are written and its lease renewed (review s30 R5)", () =>
+    withHolder(async ({ ws, db }) => {
+      const other = (await newWorkspace()).workspaceId;
+      const failing = await chargeUntilLeased(db, ws, 2);
+      const healthy = await chargeUntilLeased(db, other, 2);
+      const [failingLease, healthyLease] = [await keptFromTheSweep(ws), await keptFromTheSweep(other)];
+      // Marked to expire in an hour (keptFromTheSweep): a flush that goes through for it renews it to
+      // CHARGE_LEASE_TTL_MS from then, well before that.
+      const marked = Date.now() + 3_600_000;
+      const allow = await refuseChargesOf(ws);
+      try {
+        // One flush carries both workspaces' queued charges; the refused rows fail its statement.
+        await settledCharges(other);
+        assert.equal((await operationsOf(other).whereIn('operationRef', healthy.leased)).length, healthy.leased.length, "the healthy workspace's leased charges are written");
+        const [renewed] = await leasesOf(other);
+        assert.equal(renewed.id, healthyLease.id);
+        assert.ok(new Date(renewed.expiresAt).getTime() < marked - 60_000, 'and its lease renewed');
+        assert.equal((await operationsOf(ws).whereIn('operationRef', failing.leased)).length, 0, "the failing workspace's are not");
+        for (const ref of failing.leased) assert.equal(await leaseCovers(ws, 'sparql_query', ref), true, 'they stay queued');
+      } finally {
+        await allow();
+      }
+      const until = Date.now() + 60_000;
+      while ((await operationsOf(ws).whereIn('operationRef', failing.leased)).length < failing.leased.length) {
+        assert.ok(Date.now() < until, 'the refused charges were written after the database accepted them');
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      assert.equal((await operationsOf(ws)).length, failing.refs.length, 'every charge of the failing workspace once');
+      assert.equal((await operationsOf(other)).length, healthy.refs.length, 'every charge of the healthy one once');
+      assert.deepEqual((await leasesOf(ws)).map((lease: { id: string }) => lease.id), [failingLease.id]);
+    }));
+
   it('a holder whose flushes fail while its pool is alive keeps its charges queued and writes them once the database answers again', () =>
     withHolder(async ({ ws, db }) => {
       const { refs, leased } = await chargeUntilLeased(db, ws, 2);
