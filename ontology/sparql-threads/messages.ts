@@ -11,12 +11,13 @@ export interface GraphHandle {
 }
 
 /**
- * A graph as a query names it to a thread: with its encoded graph when the thread does not hold
- * it yet, by version alone when it does (the thread keeps what it was sent until told to drop it).
+ * The pool numbers each graph version it sends to threads: a query names its graphs by number (a
+ * version is a long string, and cloning nine of them into every message was most of a query
+ * message's cost), and carries an encoded graph only to a thread that does not hold it yet.
  */
-export interface GraphRef {
-  version: string;
-  graph?: EncodedGraph;
+export interface GraphLoad {
+  ref: number;
+  graph: EncodedGraph;
 }
 
 /** How the answer comes back: serialized for the protocol, or as terms for Weft's own checks (published queries). */
@@ -28,9 +29,12 @@ export interface QueryRequest {
   text: string;
   baseIri?: string;
   limits: SparqlLimits;
-  graphs: GraphRef[];
-  /** Versions the thread drops before it runs this query: the pool keeps the process within its memory budget. */
-  drop: string[];
+  /** The dataset's graphs by number; the thread holds each, or it comes in `load`. */
+  graphs: number[];
+  /** Graphs this thread is sent now (it keeps them until told to drop them). */
+  load?: GraphLoad[];
+  /** Graphs the thread drops before it runs this query: the pool keeps the process within its memory budget. */
+  drop?: number[];
   answer: AnswerForm;
   /**
    * The pool started the query's clock on dispatch (the thread was sent every graph before). The
@@ -43,7 +47,7 @@ export interface QueryRequest {
 /** Graphs an idle thread drops at once, to make room in another thread. */
 export interface DropRequest {
   type: 'drop';
-  versions: string[];
+  graphs: number[];
 }
 
 /** An RDF term as data (structured clone keeps no classes). */

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { DomainError, InputError, restoredError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import type { SparqlLimits } from '../sparql-engine';
-import type { AnswerForm, DropRequest, GraphHandle, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
+import type { AnswerForm, DropRequest, GraphHandle, GraphLoad, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
 import { sparqlSettings, SparqlSettings } from './settings';
 
 // SPARQL evaluation off the API's event loop. Queries run in a pool of worker threads, one query
@@ -44,7 +44,10 @@ interface Pending {
 interface Running extends Pending {
   id: number;
   startedAt: number;
-  timer?: NodeJS.Timeout;
+  /** When the watchdog replaces the thread (the limit and its grace); Infinity while the clock is stopped. */
+  deadline: number;
+  /** The job's graphs by the pool's numbers, in the job's order. */
+  refs: number[];
 }
 
 interface QueryThread {
@@ -54,8 +57,10 @@ interface QueryThread {
   /** It has loaded its engine: what it is sent runs at once. */
   loaded: boolean;
   running?: Running;
-  /** Graph versions this thread keeps, with their triples, least recently used first. */
-  resident: Map<string, number>;
+  /** Graphs this thread keeps, by the pool's number, with their triples, least recently used first. */
+  resident: Map<number, number>;
+  /** The sum of `resident`'s triples. */
+  residentTriples: number;
 }
 
 const triplesOf = (handle: GraphHandle) => handle.graph.tripleCount;
@@ -64,8 +69,21 @@ export class SparqlQueryPool {
   private readonly threads: QueryThread[] = [];
   private readonly waiting: Pending[] = [];
   private readonly runningByWorkspace = new Map<string, number>();
+  private running = 0;
   private nextId = 1;
   private closed = false;
+  /** The pool's number of each graph version some thread keeps (threads know graphs by number). */
+  private readonly refs = new Map<string, number>();
+  private readonly versionsByRef = new Map<number, string>();
+  private nextRef = 1;
+  /**
+   * One timer for every running query's deadline, instead of a timer set and cleared per query
+   * (together about a tenth of the API thread's work for a cheap query): armed for the earliest
+   * deadline, it replaces the threads past theirs and arms itself again for the next. It keeps
+   * the process alive only while a query runs.
+   */
+  private watchdog?: NodeJS.Timeout;
+  private watchdogAt = Number.POSITIVE_INFINITY;
 
   constructor(private readonly settings: SparqlSettings = sparqlSettings()) {
     for (let index = 0; index < settings.threads; index++) this.threads.push(this.spawn(index));
@@ -92,11 +110,12 @@ export class SparqlQueryPool {
 
   /** Graphs kept per thread (tests and the bench read it). */
   residency(): Array<{ thread: number; busy: boolean; triples: number; versions: string[] }> {
-    return this.threads.map((thread) => ({ thread: thread.index, busy: Boolean(thread.running), triples: sum(thread.resident.values()), versions: [...thread.resident.keys()] }));
+    return this.threads.map((thread) => ({ thread: thread.index, busy: Boolean(thread.running), triples: thread.residentTriples, versions: [...thread.resident.keys()].map((ref) => this.versionsByRef.get(ref)!) }));
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.watchdog);
     for (const pending of this.waiting.splice(0)) {
       clearTimeout(pending.queueTimer);
       pending.reject(new UnavailableError('sparql_unavailable', 'The SPARQL engine is shutting down; retry shortly.', { retryAfterSeconds: 1 }));
@@ -114,7 +133,7 @@ export class SparqlQueryPool {
     // The pool must not keep a finished process alive.
     worker.unref();
     let markReady!: () => void;
-    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), loaded: false, resident: new Map() };
+    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), loaded: false, resident: new Map(), residentTriples: 0 };
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'ready') {
         thread.loaded = true;
@@ -144,6 +163,7 @@ export class SparqlQueryPool {
     if (running) this.finish(running, () => running.reject(error));
     this.threads[thread.index] = this.closed ? thread : this.spawn(thread.index);
     void thread.worker.terminate();
+    this.forgetUnkept([...thread.resident.keys()]);
     this.pump();
   }
 
@@ -160,7 +180,8 @@ export class SparqlQueryPool {
   }
 
   private finish(running: Running, settle: () => void): void {
-    clearTimeout(running.timer);
+    // The watchdog finds no query on this thread; it keeps the process alive only while one runs.
+    if (--this.running === 0) this.watchdog?.unref();
     const count = (this.runningByWorkspace.get(running.job.workspaceId) ?? 1) - 1;
     if (count > 0) this.runningByWorkspace.set(running.job.workspaceId, count);
     else this.runningByWorkspace.delete(running.job.workspaceId);
@@ -182,40 +203,89 @@ export class SparqlQueryPool {
     }
   }
 
+  /** The pool's number of a graph version, given on first use. */
+  private refOf(version: string): number {
+    let ref = this.refs.get(version);
+    if (ref === undefined) {
+      ref = this.nextRef++;
+      this.refs.set(version, ref);
+      this.versionsByRef.set(ref, version);
+    }
+    return ref;
+  }
+
+  /** Forgets the numbers of graphs no thread keeps any more (a new snapshot is a new version). */
+  private forgetUnkept(refs: Iterable<number>): void {
+    for (const ref of refs) {
+      if (this.threads.some((thread) => thread.resident.has(ref))) continue;
+      this.refs.delete(this.versionsByRef.get(ref)!);
+      this.versionsByRef.delete(ref);
+    }
+  }
+
   /**
    * The idle thread for a job: one that keeps all its graphs; otherwise none while a busy thread
    * keeps them all and loading them elsewhere would pass the budget; otherwise the idle thread
-   * that keeps most of them.
+   * that keeps most of them (the emptiest of those that keep as many).
    */
   private threadFor(job: QueryJob): QueryThread | undefined {
-    const kept = (thread: QueryThread) => sum(job.graphs.filter((handle) => thread.resident.has(handle.version)).map(triplesOf));
-    const needed = sum(job.graphs.map(triplesOf));
-    const idle = this.threads.filter((thread) => !thread.running);
-    const best = idle.sort((a, b) => kept(b) - kept(a) || sum(a.resident.values()) - sum(b.resident.values()))[0];
-    if (!best || kept(best) === needed) return best;
-    const holder = this.threads.some((thread) => thread.running && kept(thread) === needed && needed > 0);
-    const total = sum(this.threads.map((thread) => sum(thread.resident.values())));
-    if (holder && total + needed - kept(best) > this.settings.keptTriples) return undefined;
+    const refs = job.graphs.map((handle) => this.refOf(handle.version));
+    const keptIn = (thread: QueryThread) => {
+      let kept = 0;
+      for (let at = 0; at < refs.length; at++) if (thread.resident.has(refs[at])) kept += triplesOf(job.graphs[at]);
+      return kept;
+    };
+    let needed = 0;
+    for (const handle of job.graphs) needed += triplesOf(handle);
+    let best: QueryThread | undefined;
+    let bestKept = -1;
+    for (const thread of this.threads) {
+      if (thread.running) continue;
+      const kept = keptIn(thread);
+      if (kept > bestKept || (kept === bestKept && thread.residentTriples < best!.residentTriples)) {
+        best = thread;
+        bestKept = kept;
+      }
+    }
+    if (!best || bestKept === needed) return best;
+    const holder = needed > 0 && this.threads.some((thread) => thread.running && keptIn(thread) === needed);
+    if (holder && this.keptTriples() + needed - bestKept > this.settings.keptTriples) return undefined;
     return best;
+  }
+
+  private keptTriples(): number {
+    let total = 0;
+    for (const thread of this.threads) total += thread.residentTriples;
+    return total;
   }
 
   private dispatch(thread: QueryThread, pending: Pending): void {
     const { job } = pending;
-    const running: Running = { ...pending, id: this.nextId++, startedAt: Date.now() };
+    const refs = job.graphs.map((handle) => this.refOf(handle.version));
+    const running: Running = { ...pending, id: this.nextId++, startedAt: Date.now(), deadline: Number.POSITIVE_INFINITY, refs };
     thread.running = running;
+    if (this.running++ === 0) this.watchdog?.ref();
     this.runningByWorkspace.set(job.workspaceId, (this.runningByWorkspace.get(job.workspaceId) ?? 0) + 1);
-    const drop = this.makeRoom(thread, job.graphs);
-    // Encoded graphs travel once per thread: a resident graph is named by its version alone.
-    const graphs = job.graphs.map((handle) => (thread.resident.has(handle.version) ? { version: handle.version } : handle));
+    const drop = this.makeRoom(thread, job.graphs, refs);
+    // Encoded graphs travel once per thread: a resident graph is named by its number alone.
+    let load: GraphLoad[] | undefined;
+    for (let at = 0; at < refs.length; at++) {
+      const ref = refs[at];
+      if (thread.resident.has(ref)) thread.resident.delete(ref);
+      else {
+        (load ??= []).push({ ref, graph: job.graphs[at].graph });
+        thread.residentTriples += triplesOf(job.graphs[at]);
+      }
+      // Most recently used last.
+      thread.resident.set(ref, triplesOf(job.graphs[at]));
+    }
     // A loaded thread that was sent every graph before has their stores (almost always): the clock
     // starts now. A thread still loading its engine may not read the query for seconds.
-    const clockStarted = thread.loaded && graphs.every((graph) => !('graph' in graph));
-    for (const handle of job.graphs) {
-      // Most recently used last.
-      thread.resident.delete(handle.version);
-      thread.resident.set(handle.version, triplesOf(handle));
-    }
-    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, baseIri: job.baseIri, limits: job.limits, graphs, drop, answer: job.answer, clockStarted };
+    const clockStarted = thread.loaded && !load;
+    const request: QueryRequest = { type: 'query', id: running.id, text: job.text, limits: job.limits, graphs: refs, answer: job.answer, clockStarted };
+    if (job.baseIri !== undefined) request.baseIri = job.baseIri;
+    if (load) request.load = load;
+    if (drop.length) request.drop = drop;
     thread.worker.postMessage(request);
     if (clockStarted) this.startClock(thread, running.id);
   }
@@ -228,20 +298,43 @@ export class SparqlQueryPool {
   private startClock(thread: QueryThread, id: number): void {
     const running = thread.running;
     if (!running || running.id !== id) return;
-    const { job } = running;
     // Started again when a thread had to build stores after all: the limit counts from the build's end.
-    clearTimeout(running.timer);
     running.startedAt = Date.now();
-    running.timer = setTimeout(() => {
-      if (thread.running !== running) return;
-      logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: Date.now() - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
-      this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
-    }, job.limits.timeoutMs + TERMINATION_GRACE_MS);
+    running.deadline = running.startedAt + running.job.limits.timeoutMs + TERMINATION_GRACE_MS;
+    if (running.deadline < this.watchdogAt) this.armWatchdog(running.deadline);
   }
 
   /** A thread builds stores after all (a fresh entity index): the build is the data's cost, not the query's. */
   private stopClock(thread: QueryThread, id: number): void {
-    if (thread.running?.id === id) clearTimeout(thread.running.timer);
+    if (thread.running?.id === id) thread.running.deadline = Number.POSITIVE_INFINITY;
+  }
+
+  private armWatchdog(at: number): void {
+    clearTimeout(this.watchdog);
+    this.watchdogAt = at;
+    this.watchdog = setTimeout(() => this.replaceOverdue(), Math.max(0, at - Date.now()));
+    if (this.running === 0) this.watchdog.unref();
+  }
+
+  /** Replaces every thread whose query passed its deadline, and arms the watchdog for the next deadline. */
+  private replaceOverdue(): void {
+    this.watchdog = undefined;
+    this.watchdogAt = Number.POSITIVE_INFINITY;
+    if (this.closed) return;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const thread of [...this.threads]) {
+      const running = thread.running;
+      if (!running) continue;
+      if (running.deadline > now) {
+        next = Math.min(next, running.deadline);
+        continue;
+      }
+      const { job } = running;
+      logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: now - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
+      this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
+    }
+    if (next < this.watchdogAt) this.armWatchdog(next);
   }
 
   /**
@@ -249,21 +342,26 @@ export class SparqlQueryPool {
    * least recently used graphs that no running query uses, this thread's first. Returns what this
    * thread drops before the query; other idle threads are told at once.
    */
-  private makeRoom(thread: QueryThread, graphs: GraphHandle[]): string[] {
-    const wanted = new Set(graphs.map((handle) => handle.version));
-    const incoming = sum(graphs.filter((handle) => !thread.resident.has(handle.version)).map(triplesOf));
-    let total = sum(this.threads.map((t) => sum(t.resident.values()))) + incoming;
-    const dropped = new Map<QueryThread, string[]>();
+  private makeRoom(thread: QueryThread, graphs: GraphHandle[], refs: number[]): number[] {
+    let incoming = 0;
+    for (let at = 0; at < refs.length; at++) if (!thread.resident.has(refs[at])) incoming += triplesOf(graphs[at]);
+    let total = this.keptTriples() + incoming;
+    if (total <= this.settings.keptTriples) return [];
+    const wanted = new Set(refs);
+    const dropped = new Map<QueryThread, number[]>();
     for (const candidate of [thread, ...this.threads.filter((t) => t !== thread)]) {
-      for (const [version, triples] of candidate.resident) {
+      for (const [ref, triples] of candidate.resident) {
         if (total <= this.settings.keptTriples) break;
-        if (candidate === thread ? wanted.has(version) : candidate.running) continue;
-        candidate.resident.delete(version);
+        if (candidate === thread ? wanted.has(ref) : candidate.running) continue;
+        candidate.resident.delete(ref);
+        candidate.residentTriples -= triples;
         total -= triples;
-        dropped.set(candidate, [...(dropped.get(candidate) ?? []), version]);
+        dropped.set(candidate, [...(dropped.get(candidate) ?? []), ref]);
       }
     }
-    for (const [other, versions] of dropped) if (other !== thread) other.worker.postMessage({ type: 'drop', versions } satisfies DropRequest);
+    for (const [other, refsDropped] of dropped) if (other !== thread) other.worker.postMessage({ type: 'drop', graphs: refsDropped } satisfies DropRequest);
+    // A graph dropped elsewhere that this query loads here keeps its number.
+    this.forgetUnkept([...dropped.values()].flat().filter((ref) => !wanted.has(ref)));
     return dropped.get(thread) ?? [];
   }
 
@@ -299,12 +397,6 @@ function youngGenerationFrom(mb: number): void {
   if (semiSpaceMb === mb) return;
   setFlagsFromString(`--min-semi-space-size=${mb}`);
   semiSpaceMb = mb;
-}
-
-function sum(values: Iterable<number>): number {
-  let total = 0;
-  for (const value of values) total += value;
-  return total;
 }
 
 let pool: SparqlQueryPool | undefined;

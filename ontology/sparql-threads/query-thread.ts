@@ -2,10 +2,10 @@ import { parentPort } from 'node:worker_threads';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
 import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
-import { compactEntityIndex } from '../sparql-evaluator';
+import { compactEntityIndex, forgetKeptPlans } from '../sparql-evaluator';
 import { serializeResult } from '../sparql-results';
 import { addEncodedGraph, EncodedGraph } from './encoded-graph';
-import type { DropRequest, GraphRef, QueryRequest, ThreadMessage } from './messages';
+import type { DropRequest, QueryRequest, ThreadMessage } from './messages';
 import { plainResult } from './plain-result';
 
 // A query thread: evaluates one query at a time over stores it builds from encoded graphs and
@@ -19,60 +19,64 @@ import { plainResult } from './plain-result';
  * a query names the graphs to drop before it runs.
  */
 let entityIndex = compactEntityIndex();
-const stores = new Map<string, { store: Store; terms: number }>();
-/** The encoded graphs this thread was sent (shared memory, not copies), until the pool drops them. */
-const encoded = new Map<string, EncodedGraph>();
+const stores = new Map<number, { store: Store; terms: number }>();
+/** The encoded graphs this thread was sent (shared memory, not copies), by the pool's number, until the pool drops them. */
+const encoded = new Map<number, EncodedGraph>();
 
-function drop(versions: string[]): void {
-  for (const version of versions) {
-    stores.delete(version);
-    encoded.delete(version);
+function drop(refs: number[]): void {
+  // Kept plans hold their stores.
+  if (refs.some((ref) => stores.has(ref))) forgetKeptPlans();
+  for (const ref of refs) {
+    stores.delete(ref);
+    encoded.delete(ref);
   }
 }
 
 /** Starts the entity index afresh when it mostly holds terms of dropped stores (before a query builds any). */
-function collectTerms(incoming: GraphRef[]): void {
+function collectTerms(incoming: number[]): void {
   let neededTerms = 0;
   for (const entry of stores.values()) neededTerms += entry.terms;
-  for (const { version } of incoming) if (!stores.has(version)) neededTerms += encodedGraph(version).termCount;
+  for (const ref of incoming) if (!stores.has(ref)) neededTerms += encodedGraph(ref).termCount;
   const indexed = (entityIndex as unknown as { _id: number })._id;
   if (indexed <= 4 * neededTerms + 100_000) return;
   stores.clear();
+  forgetKeptPlans();
   entityIndex = compactEntityIndex();
 }
 
-function encodedGraph(version: string): EncodedGraph {
-  const graph = encoded.get(version);
+function encodedGraph(ref: number): EncodedGraph {
+  const graph = encoded.get(ref);
   // The pool sends a graph with the first query that needs it here; a thread that lacks one is out of step.
-  if (!graph) throw new Error(`the query thread was not sent graph ${version}`);
+  if (!graph) throw new Error(`the query thread was not sent graph ${ref}`);
   return graph;
 }
 
-function storeOf(version: string): Store {
-  const kept = stores.get(version);
+function storeOf(ref: number): Store {
+  const kept = stores.get(ref);
   if (kept) return kept.store;
-  const graph = encodedGraph(version);
+  const graph = encodedGraph(ref);
   const store = new Store([], { entityIndex } as never);
   addEncodedGraph(store, graph);
-  stores.set(version, { store, terms: graph.termCount });
+  stores.set(ref, { store, terms: graph.termCount });
   return store;
 }
 
 async function answer(request: QueryRequest): Promise<ThreadMessage> {
   const started = performance.now();
   try {
-    drop(request.drop);
-    for (const { version, graph } of request.graphs) if (graph) encoded.set(version, graph);
+    if (request.drop) drop(request.drop);
+    if (request.load) for (const { ref, graph } of request.load) encoded.set(ref, graph);
     collectTerms(request.graphs);
-    const builds = request.graphs.some(({ version }) => !stores.has(version));
+    const builds = request.graphs.some((ref) => !stores.has(ref));
     if (builds && request.clockStarted) port.postMessage({ type: 'building', id: request.id } satisfies ThreadMessage);
     // The query's graphs as one dataset: stores over one entity index, their union the default graph.
-    const dataset: QueryDataset = { stores: request.graphs.map(({ version }) => storeOf(version)) };
+    const dataset: QueryDataset = { stores: request.graphs.map(storeOf) };
     // Building a large graph's store is the data's cost, not the query's: the time limit starts now.
     // A query over kept stores was timed from its dispatch, and a message less wakes the API's loop.
     if (builds || !request.clockStarted) port.postMessage({ type: 'started', id: request.id } satisfies ThreadMessage);
     let path: string | undefined;
-    const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen) });
+    // The stores here never change once built, so the evaluator may keep plans over them.
+    const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen), keepPlans: true });
     const evaluated = performance.now();
     const evaluationMs = evaluated - started;
     if ('serializeAs' in request.answer) {
@@ -88,7 +92,7 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
 
 const port = parentPort!;
 port.on('message', (message: QueryRequest | DropRequest) => {
-  if (message.type === 'drop') drop(message.versions);
+  if (message.type === 'drop') drop(message.graphs);
   else void answer(message).then((reply) => port.postMessage(reply));
 });
 // Comunica loads before the thread says it is ready, so no query pays for the load.
