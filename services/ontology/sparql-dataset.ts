@@ -14,6 +14,8 @@ import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import { capabilityContext } from '../endpoints/data-endpoints';
 import { readableThroughBindings } from '../endpoints/data-guard';
+import { checkingGrants } from '../operations/current-operation';
+import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 
@@ -172,41 +174,86 @@ async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: Packa
 interface BoundSource {
   binding: CatalogBinding;
   endpoint: DataEndpoint;
-  /** The endpoint's current snapshot; undefined for capabilities without snapshots. */
-  snapshot?: SnapshotInfo;
+  names: BindingNames;
+  /** The group whose snapshots say this source's data version; none for capabilities without snapshots. */
+  group?: SnapshotGroup;
+  /** Its place in the group's snapshots. */
+  at: number;
 }
 
-/** The bindings' endpoints (from the catalog) and their current snapshots (one call per installation). */
-async function boundSources(db: Executor, encryptionKey: Buffer, catalog: DatasetCatalog, bindings: CatalogBinding[]): Promise<BoundSource[]> {
-  if (!bindings.length) return [];
+/** The bound endpoints of one installation whose current snapshots are read together. */
+interface SnapshotGroup {
+  installation: NonNullable<DataEndpoint['installation']>;
+  targets: Array<DataEndpoint['target']>;
+  /** The snapshots are kept in the definition cache under this key until the next announcement. */
+  key: string;
+  scope: string;
+  kept: boolean;
+}
+
+/**
+ * What one key's queries over one kept catalog have in common, worked out once: the bindings it
+ * may read, their endpoints and graph names, and how their snapshots are found. The catalog and
+ * a kept key's principal are the same objects until either changes, so the plan lives as long as
+ * both. The plan's last dataset is remembered: a repeated query finds the same graphs and version.
+ */
+interface DatasetPlan {
+  sources: BoundSource[];
+  groups: SnapshotGroup[];
+  withheld: number;
+  last?: { handles: GraphHandle[]; version: string };
+}
+
+const plans = new WeakMap<DatasetCatalog, WeakMap<Principal, DatasetPlan>>();
+
+function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal, snapshotsKept: boolean): DatasetPlan {
+  let byPrincipal = plans.get(catalog);
+  const kept = byPrincipal?.get(principal);
+  if (kept) return kept;
+  const readable = readableThroughBindings(principal, catalog.bindings.map((binding) => ({ endpointId: binding.endpointId, grants: binding.grants })));
+  const bindings = catalog.bindings.filter((binding) => readable.has(binding.endpointId));
+  const groups = new Map<string, SnapshotGroup>();
   const sources = bindings.map((binding): BoundSource => {
     const endpoint = catalog.endpoints.get(binding.endpointId);
     if (!endpoint) throw new NotFoundError('data_endpoint', 'A bound endpoint was removed while the query started; retry.');
-    return { binding, endpoint };
-  });
-  const byInstallation = new Map<string, BoundSource[]>();
-  for (const source of sources) {
-    const runtime = findCapability(source.endpoint.installation!.capability, source.endpoint.installation!.capabilityVersion);
-    if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) continue;
-    byInstallation.set(source.endpoint.installation!.id, [...(byInstallation.get(source.endpoint.installation!.id) ?? []), source]);
-  }
-  await Promise.all([...byInstallation.values()].map(async (group) => {
-    const installation = group[0].endpoint.installation!;
+    const installation = endpoint.installation!;
     const runtime = findCapability(installation.capability, installation.capabilityVersion);
-    const targets = group.map((source) => source.endpoint.target);
+    const source: BoundSource = { binding, endpoint, names: namesOf(binding, pkg), at: 0 };
+    if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) return source;
+    let group = groups.get(installation.id);
+    if (!group) groups.set(installation.id, (group = { installation, targets: [], key: '', scope: snapshotScope(installation.workspaceId), kept: announcesSnapshots(installation.capability) }));
+    source.group = group;
+    source.at = group.targets.length;
+    group.targets.push(endpoint.target);
+    group.key = `${group.key ? `${group.key},` : `sparql-snapshots:${installation.id}:`}${endpoint.id}`;
+    return source;
+  });
+  const plan: DatasetPlan = { sources, groups: [...groups.values()], withheld: catalog.bindings.length - bindings.length };
+  // Only plans of kept catalogs are kept: a catalog read inside a transaction is read once.
+  if (snapshotsKept) {
+    if (!byPrincipal) plans.set(catalog, (byPrincipal = new WeakMap()));
+    byPrincipal.set(principal, plan);
+  }
+  return plan;
+}
+
+/** Each group's current snapshots (one call per installation), kept per group when its capability announces them. */
+async function snapshotsOf(db: Executor, encryptionKey: Buffer, groups: SnapshotGroup[]): Promise<Map<SnapshotGroup, SnapshotInfo[]>> {
+  const found = new Map<SnapshotGroup, SnapshotInfo[]>();
+  await Promise.all(groups.map(async (group) => {
+    const { installation } = group;
+    const runtime = findCapability(installation.capability, installation.capabilityVersion);
     // The installation is opened (its credentials decrypted) only when the snapshots are read, not per warm query.
     const read = async () => {
       const ctx = capabilityContext(db, installation, encryptionKey);
-      return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, targets) : Promise.all(targets.map((target) => runtime.currentSnapshot!(ctx, target)));
+      return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, group.targets) : Promise.all(group.targets.map((target) => runtime.currentSnapshot!(ctx, target)));
     };
     // Snapshots a capability announces are kept until the next announcement (a commit's NOTIFY):
     // a warm query then reads nothing from the database to know its data versions.
-    const kept = !db.isTransaction && announcesSnapshots(installation.capability);
-    const key = `sparql-snapshots:${installation.id}:${group.map((source) => source.endpoint.id).join(',')}`;
-    const snapshots = kept ? await definitionCache().get(db as Db, snapshotScope(installation.workspaceId), key, read) : await read();
-    group.forEach((source, index) => (source.snapshot = snapshots[index]));
+    const kept = !db.isTransaction && group.kept;
+    found.set(group, kept ? await definitionCache().get(db as Db, group.scope, group.key, read) : await read());
   }));
-  return sources;
+  return found;
 }
 
 // A snapshot committed in this process is seen by its next query at once; other processes hear
@@ -235,26 +282,30 @@ function namesOf(binding: CatalogBinding, pkg: PackageHead): BindingNames {
   return names;
 }
 
+/** The version of a binding's graph at a snapshot. */
+function snapshotVersionOf(names: BindingNames, snapshot: SnapshotInfo): string {
+  if (names.snapshotId !== snapshot.id) {
+    names.snapshotId = snapshot.id;
+    names.snapshotVersion = `${names.slot}:snapshot:${snapshot.id}`;
+  }
+  return names.snapshotVersion!;
+}
+
+const unpinnedFresh = (entry: KeptGraph) => Date.now() - entry.builtAt < sparqlSettings().unpinnedTtlSeconds * 1000;
+
 /** The graph of one binding at its endpoint's current data. */
-async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, budget: number): Promise<GraphHandle> {
-  const { binding, endpoint, snapshot } = source;
-  const names = namesOf(binding, pkg);
+async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
+  const { binding, endpoint, names } = source;
   const slot = names.slot;
   if (snapshot) {
     // An endpoint never written has no snapshot to pin (and no records).
     const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
-    if (names.snapshotId !== snapshot.id) {
-      names.snapshotId = snapshot.id;
-      names.snapshotVersion = `${slot}:snapshot:${snapshot.id}`;
-    }
-    const version = names.snapshotVersion!;
+    const version = snapshotVersionOf(names, snapshot);
     return (await keptOrBuilt(slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
   }
-  const ttlMs = sparqlSettings().unpinnedTtlSeconds * 1000;
-  const fresh = (entry: KeptGraph) => Date.now() - entry.builtAt < ttlMs;
   const kept = graphs.get(slot);
-  const version = kept && fresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
-  return (await keptOrBuilt(slot, version, fresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
+  const version = kept && unpinnedFresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
+  return (await keptOrBuilt(slot, version, unpinnedFresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
 }
 
 export interface QueryDatasetHandles {
@@ -267,38 +318,89 @@ export interface QueryDatasetHandles {
   withheldBindings: number;
 }
 
+/** The catalog's package, or a 404 when the project has none active. */
+function packageOf(catalog: DatasetCatalog): PackageHead {
+  if (!catalog.pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
+  return catalog.pkg;
+}
+
+/**
+ * The caller's dataset when every graph of it is kept at its current version and the snapshots
+ * that say so are kept too (almost every query): found without a promise, so the query starts at
+ * once. Undefined when anything must be read or built (queryDataset does that).
+ */
+export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): QueryDatasetHandles | undefined {
+  const { db, principal } = ctx;
+  if (db.isTransaction) return undefined;
+  const pkg = packageOf(catalog);
+  checkingGrants(principal, 'read');
+  const plan = planOf(catalog, pkg, principal, true);
+  const pkgVersion = `package:${pkg.id}`;
+  const pkgGraph = graphs.get(pkgVersion);
+  if (!pkgGraph || pkgGraph.handle.version !== pkgVersion) return undefined;
+  const handles = [pkgGraph.handle];
+  let snapshots: SnapshotInfo[] | undefined;
+  let snapshotGroup: SnapshotGroup | undefined;
+  for (const source of plan.sources) {
+    const group = source.group;
+    let kept: KeptGraph | undefined;
+    if (group) {
+      if (!group.kept) return undefined;
+      if (group !== snapshotGroup) {
+        snapshots = definitionCache().peek<SnapshotInfo[]>(group.scope, group.key);
+        snapshotGroup = group;
+      }
+      if (!snapshots) return undefined;
+      kept = graphs.get(source.names.slot);
+      if (!kept || kept.handle.version !== snapshotVersionOf(source.names, snapshots[source.at])) return undefined;
+    } else {
+      kept = graphs.get(source.names.slot);
+      if (!kept || !unpinnedFresh(kept)) return undefined;
+    }
+    handles.push(kept.handle);
+  }
+  return datasetOf(plan, pkg, handles);
+}
+
 /**
  * The graphs one caller's query runs over: the active package and the graphs of the bindings whose
- * endpoints the data guard lets this key read through bindings. Refuses (never truncates) a dataset
- * past the configured bound.
+ * endpoints the data guard lets this key read through bindings, read and built where they are not
+ * kept. Refuses (never truncates) a dataset past the configured bound.
  */
 export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
+  const kept = keptDataset(ctx, catalog);
+  if (kept) return kept;
   const { db, deps: { encryptionKey }, principal } = ctx;
-  const pkg = catalog.pkg;
-  if (!pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
-  const readable = readableThroughBindings(principal, catalog.bindings.map((binding) => ({ endpointId: binding.endpointId, grants: binding.grants })));
-  const bindings = catalog.bindings.filter((binding) => readable.has(binding.endpointId));
+  const pkg = packageOf(catalog);
+  checkingGrants(principal, 'read');
+  const plan = planOf(catalog, pkg, principal, !db.isTransaction);
   const bound = sparqlSettings().maxDatasetTriples;
   const handles = [await packageGraph(db, pkg)];
   let triples = handles[0].graph.tripleCount;
+  const snapshots = plan.groups.length ? await snapshotsOf(db, encryptionKey, plan.groups) : undefined;
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
-  for (const source of await boundSources(db, encryptionKey, catalog, bindings)) {
-    const handle = await bindingGraph(db, encryptionKey, pkg, source, bound - triples);
+  for (const source of plan.sources) {
+    const handle = await bindingGraph(db, encryptionKey, pkg, source, source.group && snapshots!.get(source.group)![source.at], bound - triples);
     handles.push(handle);
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  return { pkg, graphs: handles, version: datasetVersionOf(catalog, handles), triples, withheldBindings: catalog.bindings.length - bindings.length };
+  return datasetOf(plan, pkg, handles);
 }
 
-/** Per kept catalog, the graphs of its last query and their dataset version: a repeated query finds the same handles. */
-const lastDatasets = new WeakMap<DatasetCatalog, { handles: GraphHandle[]; version: string }>();
+/** The dataset of these graphs, within the bound, named by its graphs' versions. */
+function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[]): QueryDatasetHandles {
+  let triples = 0;
+  for (const handle of handles) triples += handle.graph.tripleCount;
+  if (triples > sparqlSettings().maxDatasetTriples) throw tooLarge(triples, false);
+  return { pkg, graphs: handles, version: datasetVersionOf(plan, handles), triples, withheldBindings: plan.withheld };
+}
 
-function datasetVersionOf(catalog: DatasetCatalog, handles: GraphHandle[]): string {
-  const last = lastDatasets.get(catalog);
+function datasetVersionOf(plan: DatasetPlan, handles: GraphHandle[]): string {
+  const last = plan.last;
   if (last && last.handles.length === handles.length && last.handles.every((handle, index) => handle === handles[index])) return last.version;
   const version = datasetVersion(handles.map((handle) => handle.version).join('\n'));
-  lastDatasets.set(catalog, { handles, version });
+  plan.last = { handles, version };
   return version;
 }
 

@@ -8,7 +8,7 @@ import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/mess
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { loadDatasetCatalog, queryDataset, QueryDatasetHandles, requireSemanticMode } from './sparql-dataset';
+import { keptDataset, loadDatasetCatalog, queryDataset, QueryDatasetHandles, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -110,23 +110,28 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   const kind = ask.queryType === 'CONSTRUCT' || ask.queryType === 'DESCRIBE' ? 'quads' : ask.queryType === 'ASK' ? 'boolean' : 'bindings';
   const mediaType = negotiate(accept, kind);
   if (!mediaType) throw new NotAcceptable(kind);
-  // The charge and the credit check run beside the query (the data versions are known from the
-  // kept snapshots, so a warm query starts at once): the charge is committed before the answer
-  // leaves, and withdrawn if the query fails or the credit is spent. A workspace out of credit
-  // is refused as soon as the check says so; its query is not started if it has not been yet.
+  // The charge and the credit check run beside the query: a warm query's graphs are found at once
+  // (the data versions are known from the kept snapshots), so it is sent to its thread first and
+  // the API's share of the work overlaps its evaluation. The charge is committed before the
+  // answer leaves, and withdrawn if the query fails or the credit is spent. A workspace out of
+  // credit is refused as soon as the check says so; a query whose graphs must be built first is
+  // not started if the check has said so by then.
+  const limits = { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults };
+  let dataset = keptDataset(ctx, catalog);
+  let refused = false;
+  const evaluated = dataset
+    ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
+    : queryDataset(ctx, catalog).then((built) => {
+        if (refused) return undefined;
+        dataset = built;
+        return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
+      });
   const ref = randomUUID();
   const charged = charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
   const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
-  let refused = false;
   const paid = Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), charged]).catch((error: unknown) => {
     refused = true;
     throw error;
-  });
-  let dataset: QueryDatasetHandles | undefined;
-  const evaluated = queryDataset(ctx, catalog).then((built) => {
-    if (refused) return undefined;
-    dataset = built;
-    return runDatasetQuery(built, principal.workspaceId, ask.text, { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults }, { serializeAs: mediaType });
   });
   let answer: QueryAnswer;
   try {
