@@ -240,13 +240,13 @@ export async function evaluateQuery(
   source: Store | QueryDataset,
   text: string,
   limits: SparqlLimits,
-  options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql; onPath?(path: EvaluationPath): void } = {},
+  options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql; onPath?(path: EvaluationPath): void; keepPlans?: boolean } = {},
 ): Promise<SparqlResult> {
   const parsed = options.parsed ?? keptParse(text, options);
   if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
   let fast: (() => SparqlResult) | undefined;
   try {
-    fast = planFastEvaluation(source, parsed.parsed as Parameters<typeof planFastEvaluation>[1], limits);
+    fast = planFastEvaluation(source, parsed.parsed as Parameters<typeof planFastEvaluation>[1], limits, { keepPlans: options.keepPlans });
     options.onPath?.(fast ? 'fast' : 'comunica');
     if (fast) return fast();
   } catch (error) {

@@ -7,10 +7,17 @@ import { InputError } from '../../core/errors';
  */
 export class Deadline {
   private ticks = 0;
-  private readonly endsAt: number;
+  private endsAt: number;
 
-  constructor(private readonly timeoutMs: number) {
+  constructor(private timeoutMs: number) {
     this.endsAt = performance.now() + timeoutMs;
+  }
+
+  /** The limit counted afresh from now: a kept plan (index.ts) is evaluated again. */
+  restart(timeoutMs: number): void {
+    this.timeoutMs = timeoutMs;
+    this.endsAt = performance.now() + timeoutMs;
+    this.ticks = 0;
   }
 
   tick(): void {

@@ -1,11 +1,12 @@
 import type * as RDF from '@rdfjs/types';
 import type { Store } from 'n3';
 import type * as Sparql from 'sparqljs';
+import { performance } from 'node:perf_hooks';
 import { InputError } from '../../core/errors';
 import type { SparqlLimits, SparqlResult } from '../sparql-engine';
 import { TemplateInstantiator } from './construct';
 import { unsupportedFeature } from './coverage';
-import { datasetView, QueryDataset } from './dataset';
+import { datasetView, isQueryDataset, QueryDataset } from './dataset';
 import type { EntityIndex } from './n3-internals';
 import { Deadline } from './deadline';
 import { planSelect, SelectPlan } from './select';
@@ -44,12 +45,75 @@ function asSelect(query: Sparql.Query): Sparql.SelectQuery {
 }
 
 /**
+ * A plan kept for the next evaluation of the same parsed query over the same stores. Planning a
+ * selective query (its join orders from the estimates, its expressions compiled) takes two to
+ * five times as long as evaluating it, and an endpoint is asked the same texts again and again.
+ * A plan holds only what the data decides (a join order, a MINUS or subquery table loaded once,
+ * path closures), never a run's own state (solutions, groups, DISTINCT, ORDER BY are made per
+ * run), and its time limit restarts each run. Only callers whose stores never change keep plans
+ * (the query threads: a store there is built once from an encoded graph), and only plans whose
+ * run was cheap and ended well, so what one holds stays small.
+ */
+interface KeptPlan {
+  readonly stores: readonly Store[];
+  readonly plan: SelectPlan;
+  readonly terms: TermTable;
+  readonly entityIndex: EntityIndex;
+  readonly deadline: Deadline;
+}
+
+/** Per parsed query (kept per text by the engine's parse cache), least recently used first. */
+const keptPlans = new Map<Sparql.Query, KeptPlan>();
+const MAX_KEPT_PLANS = 64;
+/** A run longer than this may have loaded large tables into its plan: the plan is not kept. */
+const KEEP_RUNS_UNDER_MS = 5;
+
+function keptPlanFor(query: Sparql.Query, stores: readonly Store[]): KeptPlan | undefined {
+  const kept = keptPlans.get(query);
+  if (!kept) return undefined;
+  keptPlans.delete(query);
+  if (kept.stores.length !== stores.length || kept.stores.some((store, index) => store !== stores[index])) return undefined;
+  keptPlans.set(query, kept);
+  return kept;
+}
+
+function keepPlan(query: Sparql.Query, kept: KeptPlan): void {
+  keptPlans.delete(query);
+  keptPlans.set(query, kept);
+  if (keptPlans.size > MAX_KEPT_PLANS) keptPlans.delete(keptPlans.keys().next().value!);
+}
+
+/** How many plans are kept (tests). */
+export function keptPlanCount(): number {
+  return keptPlans.size;
+}
+
+/** Forgets every kept plan: the caller drops or rebuilds stores (kept plans hold theirs). */
+export function forgetKeptPlans(): void {
+  keptPlans.clear();
+}
+
+/**
  * Plans the query over the store or dataset and returns what evaluates it, or undefined when the
  * fast path does not take the query (then nothing was evaluated and Comunica answers). The time
  * limit counts from planning; evaluation throws query_timeout and result_too_large as the Comunica
- * path does.
+ * path does. With `keepPlans` (stores that never change), the plan of a cheap run is kept for the
+ * next evaluation of the same parsed query over the same stores.
  */
-export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Query, limits: SparqlLimits): (() => SparqlResult) | undefined {
+export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Query, limits: SparqlLimits, options: { keepPlans?: boolean } = {}): (() => SparqlResult) | undefined {
+  const stores = isQueryDataset(source) ? source.stores : [source];
+  const kept = options.keepPlans ? keptPlanFor(query, stores) : undefined;
+  if (kept) {
+    kept.deadline.restart(limits.timeoutMs);
+    return () => {
+      try {
+        return evaluate(query, kept.plan, kept.terms, kept.entityIndex, limits);
+      } catch (error) {
+        keptPlans.delete(query);
+        throw error;
+      }
+    };
+  }
   if (unsupportedFeature(query)) return undefined;
   const view = datasetView(source);
   if (!view) return undefined;
@@ -62,7 +126,13 @@ export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Q
     if (error instanceof UnsupportedQuery) return undefined;
     throw error;
   }
-  return () => evaluate(query, plan, terms, view.entityIndex, limits);
+  if (!options.keepPlans) return () => evaluate(query, plan, terms, view.entityIndex, limits);
+  return () => {
+    const started = performance.now();
+    const result = evaluate(query, plan, terms, view.entityIndex, limits);
+    if (performance.now() - started < KEEP_RUNS_UNDER_MS) keepPlan(query, { stores: [...stores], plan, terms, entityIndex: view.entityIndex, deadline });
+    return result;
+  };
 }
 
 function evaluate(query: Sparql.Query, plan: SelectPlan, terms: TermTable, entityIndex: EntityIndex, limits: SparqlLimits): SparqlResult {

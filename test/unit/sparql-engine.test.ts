@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { DataFactory, Store } from 'n3';
 import { evaluateQuery, parseSparql } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
+import { forgetKeptPlans, keptPlanCount } from '../../ontology/sparql-evaluator';
 
 const { namedNode, literal, quad } = DataFactory;
 const EX = 'http://example.org/';
@@ -30,6 +31,32 @@ describe('SPARQL engine wiring and result formats', () => {
     assert.equal(await codeOf(async () => parseSparql('SELECT * FROM <http://x/g> WHERE { ?s ?p ?o }')), 'external_graph_refused');
     assert.equal(await codeOf(async () => parseSparql('SELECT * WHERE { SERVICE <http://x/sparql> { ?s ?p ?o } }')), 'service_refused');
     assert.equal(await codeOf(() => evaluateQuery(store, 'CLEAR ALL', limits)), 'update_not_allowed');
+  });
+
+  it('keeps a cheap query’s plan for the same stores only, and answers from it as from a new one', async () => {
+    forgetKeptPlans();
+    const other = new Store([quad(namedNode(`${EX}c`), namedNode(`${EX}name`), literal('Cy'))]);
+    const rows = async (over: Store, text: string, keepPlans = true) => {
+      const result = await evaluateQuery(over, text, limits, { keepPlans });
+      assert.equal(result.kind, 'bindings');
+      return result.rows.map((row) => Object.values(row).map((term) => term.value).join(' '));
+    };
+    // A join, a MINUS (its right side loaded once into the plan), a path (its closures kept in the plan) and DISTINCT with ORDER BY (state of each run).
+    const names = `SELECT DISTINCT ?name WHERE { ?s <${EX}name> ?name MINUS { ?s <${EX}age> 52 } } ORDER BY ?name`;
+    const reach = `SELECT (COUNT(?b) AS ?n) WHERE { <${EX}n290> <${EX}next>+ ?b }`;
+    for (let run = 0; run < 3; run++) {
+      assert.deepEqual(await rows(store, names), ['Ada']);
+      assert.deepEqual(await rows(store, reach), ['10']);
+    }
+    assert.equal(keptPlanCount(), 2, 'both plans are kept');
+    // The same text over another store is planned for that store: its own answer, then kept for it.
+    assert.deepEqual(await rows(other, names), ['Cy']);
+    assert.deepEqual(await rows(other, names), ['Cy']);
+    assert.deepEqual(await rows(store, names), ['Ada']);
+    // Without keepPlans (stores that may change), nothing is kept or reused.
+    forgetKeptPlans();
+    assert.deepEqual(await rows(store, names, false), ['Ada']);
+    assert.equal(keptPlanCount(), 0);
   });
 
   it('stops a query past its result limit or its time limit', async () => {
