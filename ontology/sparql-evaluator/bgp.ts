@@ -70,19 +70,26 @@ class PatternEstimates {
 
   /** Estimated matches of pattern `i` once per row in which the variables in `bound` are bound. */
   matches(i: number, bound: number): number {
-    const [sBit, pBit, oBit] = this.bits[i];
-    const mask = (sBit & bound ? 1 : 0) | (pBit & bound ? 2 : 0) | (oBit & bound ? 4 : 0);
+    const bits = this.bits[i];
+    const mask = (bits[0] & bound ? 1 : 0) | (bits[1] & bound ? 2 : 0) | (bits[2] & bound ? 4 : 0);
     const at = i * 8 + mask;
     let value = this.kept[at];
     if (value < 0) {
       const [s, p, o] = this.compiled[i];
-      const position = (bit: number, known: number, compiledPosition: CompiledPosition): Position =>
-        bit === 0 ? { kind: 'constant', id: compiledPosition.id === ABSENT ? 0 : compiledPosition.id } : mask & known ? { kind: 'bound' } : { kind: 'free' };
-      value = estimateMatches(this.view, position(sBit, 1, s), position(pBit, 2, p), position(oBit, 4, o));
+      value = estimateMatches(this.view, positionOf(bits[0], mask & 1, s), positionOf(bits[1], mask & 2, p), positionOf(bits[2], mask & 4, o));
       this.kept[at] = value;
     }
     return value;
   }
+}
+
+const BOUND: Position = { kind: 'bound' };
+const FREE: Position = { kind: 'free' };
+
+/** A pattern position as the estimates see it: a constant (0 when no store holds it), or a variable bound or free. */
+function positionOf(bit: number, bound: number, compiled: CompiledPosition): Position {
+  if (bit === 0) return { kind: 'constant', id: compiled.id === ABSENT ? 0 : compiled.id };
+  return bound ? BOUND : FREE;
 }
 
 /**
@@ -95,12 +102,14 @@ function greedyOrder(first: number, estimates: PatternEstimates, count: number, 
   let rows = Math.max(estimates.matches(first, boundOnEntry), 0);
   let cost = rows;
   const order = [first];
-  const remaining = Array.from({ length: count }, (_, i) => i).filter((i) => i !== first);
-  while (remaining.length) {
+  const placed = new Uint8Array(count);
+  placed[first] = 1;
+  for (let step = 1; step < count; step++) {
     let best = -1;
     let bestScore = Infinity;
     let bestFanout = 0;
-    for (const i of remaining) {
+    for (let i = 0; i < count; i++) {
+      if (placed[i]) continue;
       const fanout = estimates.matches(i, bound);
       const variables = estimates.variableMasks[i];
       // A pattern unconnected to what is bound multiplies the rows: only when nothing else is left.
@@ -112,7 +121,7 @@ function greedyOrder(first: number, estimates: PatternEstimates, count: number, 
       }
     }
     order.push(best);
-    remaining.splice(remaining.indexOf(best), 1);
+    placed[best] = 1;
     bound |= estimates.variableMasks[best];
     rows *= bestFanout;
     cost += rows;
@@ -123,7 +132,14 @@ function greedyOrder(first: number, estimates: PatternEstimates, count: number, 
 /** Bits for the BGP's variables (those beyond 30 share the last bit: the estimates only get rougher). */
 function variableBits(triples: TriplePattern[]): (name: string) => number {
   const bits = new Map<string, number>();
-  for (const triple of triples) for (const name of variablesOfTriple(triple)) if (!bits.has(name)) bits.set(name, 1 << Math.min(bits.size, 30));
+  const add = (term: PatternTerm) => {
+    if ('variable' in term && !bits.has(term.variable)) bits.set(term.variable, 1 << Math.min(bits.size, 30));
+  };
+  for (const triple of triples) {
+    add(triple.subject);
+    add(triple.predicate);
+    add(triple.object);
+  }
   return (name) => bits.get(name) ?? 0;
 }
 
