@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { assertCredit, charge, withdrawCharge } from '../usage/usage';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import { keptParse, SparqlLimits } from '../../ontology/sparql-engine';
+import { keptParse, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
@@ -92,7 +92,10 @@ export function readSparqlAsk(request: SparqlRequest): SparqlAsk {
   }
   const text = request.update ?? request.query ?? '';
   if (Buffer.byteLength(text) > MAX_SPARQL_BYTES) throw new PayloadTooLargeError('request_too_large', `SPARQL request text may be at most ${MAX_SPARQL_BYTES} bytes.`);
-  // Only read here: the kept parse (the query thread keeps its own) spares re-parsing a repeated text.
+  // A query's form is all this needs (the query thread parses and checks the text); an update, or
+  // a text whose form its first keyword does not tell, is parsed here. Kept parses are only read.
+  const form = request.update === undefined ? queryFormOf(text) : undefined;
+  if (form) return { text, update: false, sentAsQuery: request.query !== undefined, queryType: form };
   const parsed = keptParse(text);
   const update = request.update !== undefined || parsed.kind === 'update';
   if (update && request.method !== 'POST') throw new BadRequestError('update_over_get', 'SPARQL updates must be sent with POST.');

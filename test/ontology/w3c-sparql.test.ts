@@ -7,7 +7,7 @@ import { isomorphic } from 'rdf-isomorphic';
 import { RdfXmlParser } from 'rdfxml-streaming-parser';
 import { SparqlJsonParser } from 'sparqljson-parse';
 import { SparqlXmlParser } from 'sparqlxml-parse';
-import { EvaluationPath, evaluateQuery, parseSparql, SparqlResult } from '../../ontology/sparql-engine';
+import { EvaluationPath, evaluateQuery, parseSparql, queryFormOf, SparqlResult } from '../../ontology/sparql-engine';
 import { serializeResult } from '../../ontology/sparql-results';
 
 // The query-evaluation tests of the W3C SPARQL 1.1 suite (test/data/w3c-sparql11, copied from
@@ -294,6 +294,19 @@ describe('The W3C SPARQL 1.1 query-evaluation tests through Weft’s engine', fu
       }
     });
     assert.deepEqual(accepted.map((file) => path.relative(ROOT, file)), []);
+  });
+
+  it('reads each suite query’s form from its first keyword as the parse does (the API negotiates with it and leaves the parse to the query thread)', () => {
+    const queries = [...new Set(tests.map((test) => test.query))];
+    assert.ok(queries.length > 200);
+    for (const file of queries) {
+      const text = readFileSync(file, 'utf8');
+      const parsed = parseSparql(text, { baseIri: iriOf(file), allowDatasetClauses: true });
+      assert.equal(queryFormOf(text), parsed.kind === 'query' ? parsed.queryType : undefined, path.relative(ROOT, file));
+    }
+    // What it cannot tell from the first keyword is left to the parse: updates and text that is no query.
+    for (const text of ['INSERT DATA { <a:b> <a:c> <a:d> }', 'SELEKT ?x', 'PREFIX : <http://x/#> ASKing {}', 'PREFIX x: <http://x/> ; SELECT ?x {}']) assert.equal(queryFormOf(text), undefined, text);
+    assert.equal(queryFormOf('PREFIX ask: <http://x/ns#>\n# SELECT in a comment\nBASE <http://b/> construct { ?s ?p ?o } WHERE { ?s ?p ?o }'), 'CONSTRUCT');
   });
 
   it('passes at least 200 of them, and fails only the known ones, each with its reason', async () => {
