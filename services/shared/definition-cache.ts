@@ -168,7 +168,12 @@ class DefinitionCache {
     this.listener = undefined;
     this.listening = false;
     this.changedEverywhere();
-    await listener.connection?.end().catch(() => undefined);
+    const connection = listener.connection;
+    if (!connection) return;
+    // Its socket was unref'd so that listening never holds a process up; while it closes it must,
+    // or a process with nothing else left exits with this close pending and its caller cut off.
+    (connection as unknown as { connection?: { stream?: { ref?(): void } } }).connection?.stream?.ref?.();
+    await connection.end().catch(() => undefined);
   }
 }
 
