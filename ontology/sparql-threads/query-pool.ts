@@ -101,6 +101,8 @@ export class SparqlQueryPool {
         const at = this.waiting.indexOf(pending);
         if (at < 0) return;
         this.waiting.splice(at, 1);
+        // Numbers given while it waited, for graphs no thread came to keep, go with it.
+        this.forgetUnkept(job.graphs.flatMap((handle) => this.refs.get(handle.version) ?? []));
         reject(this.capacityError(job.workspaceId));
       }, this.settings.queueMs);
       this.waiting.push(pending);
