@@ -52,10 +52,16 @@ function asSelect(query: Sparql.Query): Sparql.SelectQuery {
  * path closures), never a run's own state (solutions, groups, DISTINCT, ORDER BY are made per
  * run), and its time limit restarts each run. Only callers whose stores never change keep plans
  * (the query threads: a store there is built once from an encoded graph), and only plans whose
- * run was cheap and ended well, so what one holds stays small.
+ * run was cheap and ended well, so what one holds stays small. A plan also holds the ids its
+ * terms had: a value the data did not hold got an id of the plan's own, and a store built later
+ * over the same entity index (another graph, another workspace's) may number that value, after
+ * which a new plan would join on the index's id. So a plan serves only while the index has
+ * numbered no new term.
  */
 interface KeptPlan {
   readonly stores: readonly Store[];
+  /** The entity index's last number when the plan was made. */
+  readonly numbered: number;
   readonly plan: SelectPlan;
   readonly terms: TermTable;
   readonly entityIndex: EntityIndex;
@@ -73,6 +79,7 @@ function keptPlanFor(query: Sparql.Query, stores: readonly Store[]): KeptPlan | 
   if (!kept) return undefined;
   keptPlans.delete(query);
   if (kept.stores.length !== stores.length || kept.stores.some((store, index) => store !== stores[index])) return undefined;
+  if (kept.entityIndex._id !== kept.numbered) return undefined;
   keptPlans.set(query, kept);
   return kept;
 }
@@ -126,11 +133,12 @@ export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Q
     if (error instanceof UnsupportedQuery) return undefined;
     throw error;
   }
-  if (!options.keepPlans) return () => evaluate(query, plan, terms, view.entityIndex, limits);
+  const numbered = view.entityIndex._id;
+  if (!options.keepPlans || numbered === undefined) return () => evaluate(query, plan, terms, view.entityIndex, limits);
   return () => {
     const started = performance.now();
     const result = evaluate(query, plan, terms, view.entityIndex, limits);
-    if (performance.now() - started < KEEP_RUNS_UNDER_MS) keepPlan(query, { stores: [...stores], plan, terms, entityIndex: view.entityIndex, deadline });
+    if (performance.now() - started < KEEP_RUNS_UNDER_MS) keepPlan(query, { stores: [...stores], numbered, plan, terms, entityIndex: view.entityIndex, deadline });
     return result;
   };
 }

@@ -25,6 +25,8 @@ export interface EntityIndex {
   readonly _ids: Record<string, number>;
   /** Numeric id → entity key. */
   readonly _entities: Record<number, string>;
+  /** The last number given: it grows as any store over the index adds terms. */
+  readonly _id?: number;
   _termFromId(key: string): RDF.Term;
 }
 
