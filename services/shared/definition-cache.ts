@@ -20,6 +20,8 @@ import { logger } from '../../core/logger';
 export const DEFINITIONS_CHANNEL = 'weft_definitions';
 const TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
 const RECONNECT_MS = 1_000;
+/** How long closing waits for the server to end the listener's connection before dropping it. */
+const CLOSE_WAIT_MS = 2_000;
 
 interface Ticket {
   workspaceId?: string;
@@ -172,8 +174,13 @@ class DefinitionCache {
     if (!connection) return;
     // Its socket was unref'd so that listening never holds a process up; while it closes it must,
     // or a process with nothing else left exits with this close pending and its caller cut off.
-    (connection as unknown as { connection?: { stream?: { ref?(): void } } }).connection?.stream?.ref?.();
+    // A server that never answers the goodbye (a half-open connection) gets CLOSE_WAIT_MS, then
+    // the socket is destroyed, which ends the connection too.
+    const stream = (connection as unknown as { connection?: { stream?: { ref?(): void; destroy?(): void } } }).connection?.stream;
+    stream?.ref?.();
+    const giveUp = setTimeout(() => stream?.destroy?.(), CLOSE_WAIT_MS);
     await connection.end().catch(() => undefined);
+    clearTimeout(giveUp);
   }
 }
 
