@@ -1,8 +1,8 @@
 // A least-recently-used map bounded by entries and by a weight (quads, for SPARQL datasets), so
 // what the endpoint keeps between requests has a ceiling in memory however large each entry is.
 
-export class WeightedLru<T> {
-  private readonly entries = new Map<string, { value: T; weight: number; placedAt: number }>();
+export class WeightedLru<T, K = string> {
+  private readonly entries = new Map<K, { value: T; weight: number; placedAt: number }>();
   private weight = 0;
   /** Entries placed last in the order so far (inserted or moved there). */
   private placed = 0;
@@ -12,7 +12,7 @@ export class WeightedLru<T> {
     private readonly maxWeight: number,
   ) {}
 
-  get(key: string): T | undefined {
+  get(key: K): T | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
     // Most recently used last. An entry placed there within the last maxEntries / 2 placements is
@@ -27,12 +27,12 @@ export class WeightedLru<T> {
   }
 
   /** Whether `key` is kept, without counting as a use. */
-  has(key: string): boolean {
+  has(key: K): boolean {
     return this.entries.has(key);
   }
 
   /** Keeps `value` unless it alone outweighs the cache; evicts the least recently used to make room. */
-  set(key: string, value: T, weight: number): T {
+  set(key: K, value: T, weight: number): T {
     this.delete(key);
     if (weight > this.maxWeight) return value;
     this.entries.set(key, { value, weight, placedAt: this.placed++ });
@@ -41,7 +41,7 @@ export class WeightedLru<T> {
     return value;
   }
 
-  delete(key: string): void {
+  delete(key: K): void {
     const entry = this.entries.get(key);
     if (!entry) return;
     this.entries.delete(key);

@@ -6,6 +6,7 @@ import { InputError } from '../../core/errors';
 import type { SparqlLimits, SparqlResult } from '../sparql-engine';
 import { TemplateInstantiator } from './construct';
 import { unsupportedFeature } from './coverage';
+import { WeightedLru } from '../dataset-cache';
 import { datasetView, isQueryDataset, QueryDataset } from './dataset';
 import type { EntityIndex } from './n3-internals';
 import { Deadline } from './deadline';
@@ -68,26 +69,17 @@ interface KeptPlan {
   readonly deadline: Deadline;
 }
 
-/** Per parsed query (kept per text by the engine's parse cache), least recently used first. */
-const keptPlans = new Map<Sparql.Query, KeptPlan>();
-const MAX_KEPT_PLANS = 64;
+/** Per parsed query (kept per text by the engine's parse cache), 64 at most, each weighing one. */
+const keptPlans = new WeightedLru<KeptPlan, Sparql.Query>(64, 64);
 /** A run longer than this may have loaded large tables into its plan: the plan is not kept. */
 const KEEP_RUNS_UNDER_MS = 5;
 
 function keptPlanFor(query: Sparql.Query, stores: readonly Store[]): KeptPlan | undefined {
   const kept = keptPlans.get(query);
   if (!kept) return undefined;
+  if (kept.stores.length === stores.length && kept.stores.every((store, index) => store === stores[index]) && kept.entityIndex._id === kept.numbered) return kept;
   keptPlans.delete(query);
-  if (kept.stores.length !== stores.length || kept.stores.some((store, index) => store !== stores[index])) return undefined;
-  if (kept.entityIndex._id !== kept.numbered) return undefined;
-  keptPlans.set(query, kept);
-  return kept;
-}
-
-function keepPlan(query: Sparql.Query, kept: KeptPlan): void {
-  keptPlans.delete(query);
-  keptPlans.set(query, kept);
-  if (keptPlans.size > MAX_KEPT_PLANS) keptPlans.delete(keptPlans.keys().next().value!);
+  return undefined;
 }
 
 /** How many plans are kept (tests). */
@@ -138,7 +130,7 @@ export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Q
   return () => {
     const started = performance.now();
     const result = evaluate(query, plan, terms, view.entityIndex, limits);
-    if (performance.now() - started < KEEP_RUNS_UNDER_MS) keepPlan(query, { stores: [...stores], numbered, plan, terms, entityIndex: view.entityIndex, deadline });
+    if (performance.now() - started < KEEP_RUNS_UNDER_MS) keptPlans.set(query, { stores: [...stores], numbered, plan, terms, entityIndex: view.entityIndex, deadline }, 1);
     return result;
   };
 }

@@ -142,8 +142,11 @@ function tooLarge(triples: number, atLeast: boolean): InputError {
   );
 }
 
+/** The package graph's version, and its slot in the kept graphs (one version per package). */
+const packageVersion = (pkg: PackageHead) => `package:${pkg.id}`;
+
 async function packageGraph(db: Executor, pkg: PackageHead): Promise<GraphHandle> {
-  const version = `package:${pkg.id}`;
+  const version = packageVersion(pkg);
   return (await keptOrBuilt(version, version, () => true, async () => {
     const { nquads } = (await OntologyPackage.query(db).findById(pkg.id).select('nquads'))!;
     const encoder = new GraphEncoder();
@@ -335,7 +338,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): Que
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, true);
-  const pkgVersion = `package:${pkg.id}`;
+  const pkgVersion = packageVersion(pkg);
   const pkgGraph = graphs.get(pkgVersion);
   if (!pkgGraph || pkgGraph.handle.version !== pkgVersion) return undefined;
   const handles = [pkgGraph.handle];
@@ -368,8 +371,11 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): Que
  * kept. Refuses (never truncates) a dataset past the configured bound.
  */
 export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
-  const kept = keptDataset(ctx, catalog);
-  if (kept) return kept;
+  return keptDataset(ctx, catalog) ?? readDataset(ctx, catalog);
+}
+
+/** queryDataset after keptDataset found something to read or build. */
+export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');

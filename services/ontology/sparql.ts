@@ -8,7 +8,7 @@ import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/mess
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { keptDataset, loadDatasetCatalog, queryDataset, QueryDatasetHandles, requireSemanticMode } from './sparql-dataset';
+import { keptDataset, loadDatasetCatalog, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -124,7 +124,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   let refused = false;
   const evaluated = dataset
     ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
-    : queryDataset(ctx, catalog).then((built) => {
+    : readDataset(ctx, catalog).then((built) => {
         if (refused) return undefined;
         dataset = built;
         return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
