@@ -109,6 +109,16 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     assert.equal(res.body.code, 'graph_parameters_refused');
     res = await post(`ASK {} #${'x'.repeat(1024 * 1024)}`, 'application/sparql-query');
     assert.equal(res.status, 413);
+    // Texts whose first keyword names a query form are parsed and refused in the query thread, with the same answers.
+    res = await post('SELECT ?x WHERE {', 'application/sparql-query');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'malformed_query');
+    res = await post('SELECT * FROM <https://example.com/g> WHERE { ?s ?p ?o }', 'application/sparql-query');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'external_graph_refused');
+    res = await post('ASK { SERVICE <https://example.com/sparql> { ?s ?p ?o } }', 'application/sparql-query');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'service_refused');
     res = await post(JSON.stringify({ input: {} }), 'application/json');
     assert.equal(res.status, 415);
     assert.equal(res.body.code, 'published_query_body_refused');
