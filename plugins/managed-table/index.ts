@@ -489,9 +489,10 @@ async function commitSnapshot(
 ): Promise<WriteResult> {
   const version = (latest?.version ?? 0) + 1;
   // Millisecond precision, because a committedAt echoed back as asOf must find its own snapshot;
-  // never before the previous commit, so time order and version order agree.
+  // at least a millisecond after the previous commit, so time order and version order agree and
+  // two commits within one millisecond still have an asOf each.
   const clock = new SqlParams();
-  const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz) AS committed`, clock);
+  const { rows } = await run<{ committed: Date }>(trx, `SELECT greatest(date_trunc('milliseconds', clock_timestamp()), ${clock.add(latest?.committed ?? null)}::timestamptz + interval '1 millisecond') AS committed`, clock);
   const committed = rows[0].committed;
   const { affected, fields } = await apply(version, committed);
   await registerFields(trx, schema, table, fields);

@@ -5,7 +5,7 @@ import { loadEncryptionKey } from '../../core/config';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { newKey, newWorkspace } from '../support/fixtures';
-import { freePort, startScript, RunningScript } from '../support/processes';
+import { RunningScript, startApiScript } from '../support/processes';
 
 const UPSTREAM_SECRET = 'Bearer upstream-credential-9a7e41';
 /** The credential of an installation whose address is refused (loopback without allowPrivateNetwork). */
@@ -59,11 +59,10 @@ describe('The API as its own process', function () {
     });
     const key = await newKey(ws, { scopes: ['endpoints:read', 'endpoints:write', 'data:read'] });
 
-    const port = await freePort();
     let api: RunningScript | undefined;
     try {
-      api = await startScript('scripts/start.ts', ['api'], { PORT: String(port), LOG_LEVEL: 'info' }, /API:\s+http/);
-      const base = `http://127.0.0.1:${port}`;
+      let base: string;
+      ({ api, url: base } = await startApiScript({ LOG_LEVEL: 'info' }));
       const call = (path: string, init: RequestInit = {}) => fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', ...init.headers } });
       const createEndpoint = async (name: string, installationId: string, path: string) => {
         const created = await call('/api/v1/data-endpoints', {

@@ -268,7 +268,8 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
         child.kill('SIGKILL');
         reject(new Error(`the script did not exit within ${limitMs} ms of starting:\n${output.slice(-3000)}`));
       }, limitMs);
-      child.once('exit', (exitCode) => {
+      // 'close', not 'exit': the last line can still be unread when the process exits.
+      child.once('close', (exitCode) => {
         clearTimeout(timer);
         resolve(exitCode);
       });

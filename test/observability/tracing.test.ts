@@ -10,7 +10,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { workflowBundlePath } from '../../worker/workflow-bundle';
 import { env } from '../support/environment';
-import { freePort, startScript } from '../support/processes';
+import { startApiScript } from '../support/processes';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
 /*
@@ -153,16 +153,14 @@ describe('OpenTelemetry traces', function () {
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    const port = await freePort();
-    const api = await startScript('scripts/start.ts', ['api'], {
-      PORT: String(port),
+    const { api, url } = await startApiScript({
       WEFT_METRICS_PORT: 'off',
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
       OTEL_BSP_SCHEDULE_DELAY: '100',
       LOG_LEVEL: 'info',
-    }, /API:\s+http/);
+    });
     try {
-      const res = await fetch(`http://127.0.0.1:${port}/api/v1/projects/${t.projectId}/pipelines`, { headers: { Authorization: `Bearer ${t.key}` } });
+      const res = await fetch(`${url}/api/v1/projects/${t.projectId}/pipelines`, { headers: { Authorization: `Bearer ${t.key}` } });
       assert.equal(res.status, 200);
       const deadline = Date.now() + 30_000;
       while (!posted.some((body) => body.includes('GET /api/v1/projects/:project_id/pipelines')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { as, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
-import { freePort, RunningScript, startScript } from '../support/processes';
+import { RunningScript, startApiScript } from '../support/processes';
 
 // One query can no longer stop every tenant: queries run in query threads, so while pathological
 // queries of one workspace run to their time limit, the API process keeps authenticating and
@@ -27,17 +27,13 @@ describe('SPARQL queries and the rest of the API', function () {
     const other = await newWorkspace();
     await raiseRequestLimits(other.workspaceId);
     otherKey = other.apiKey;
-    const port = await freePort();
-    api = await startScript('scripts/start.ts', ['api'], {
-      PORT: String(port),
-      HOST: '127.0.0.1',
+    ({ api, url } = await startApiScript({
       WEFT_SPARQL_THREADS: '2',
       WEFT_SPARQL_WORKSPACE_CONCURRENCY: '2',
       WEFT_SPARQL_TIMEOUT_MS: String(TIMEOUT_MS),
       // Long enough that the third and fourth queries wait for a slot and then run to their limit too.
       WEFT_SPARQL_QUEUE_MS: '30000',
-    }, /API:\s+http/);
-    url = `http://127.0.0.1:${port}`;
+    }));
   });
   after(async () => {
     if (api && api.child.exitCode === null) assert.equal(await api.stop('SIGTERM'), 0, api.output());

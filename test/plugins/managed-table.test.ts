@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { forgetStoredTables, managedTableCapability as capability } from '../../plugins/managed-table';
 import { forgetCurrentCatalogs } from '../../plugins/managed-table/storage';
 import { compactPostgresJson, postgresJsonBytes } from '../../core/json-text';
@@ -32,14 +31,15 @@ describe('managed_table capability', () => {
     const first = await write({ operation: 'append', rows: [{ id: 1, name: 'Ada' }, { id: 2, name: 'Bob' }, { id: 3, name: 'Cy' }] });
     assert.equal(first.affected, 3);
     assert.equal(first.snapshot?.version, '1');
-    await sleep(5); // snapshots within one millisecond share a committedAt, so asOf could not tell them apart
     const second = await write({ operation: 'upsert', rows: [{ id: 2, name: 'Bobby', team: 'x' }, { id: 4, name: 'Dee' }] }, { kind: 'write', id: 'action-7' });
-    await sleep(5);
     const third = await write({ operation: 'update', where: [{ field: 'id', op: 'eq', value: 1 }], set: { name: 'Ada L.' } });
-    await sleep(5);
     const fourth = await write({ operation: 'delete', where: [{ field: 'id', op: 'in', values: [3, 99] }] });
     assert.deepEqual([second.affected, third.affected, fourth.affected], [2, 1, 1]);
     assert.deepEqual([second, third, fourth].map((w) => w.snapshot?.version), ['2', '3', '4']);
+    // Written back to back, often within one millisecond: each commit is stamped at least a
+    // millisecond after the one before, so each has an asOf of its own.
+    const stamps = [first, second, third, fourth].map((w) => Date.parse(w.snapshot!.committedAt!));
+    assert.ok(stamps.every((stamp, i) => i === 0 || stamp > stamps[i - 1]), stamps.join(' '));
 
     const names = async (q: Partial<RecordsQuery>) => (await capability.readRecords(ctx, target, query(q))).records.map((r) => `${r.id}:${r.name}`);
     assert.deepEqual(await names({ snapshotId: first.snapshot!.id }), ['1:Ada', '2:Bob', '3:Cy']);
@@ -70,7 +70,6 @@ describe('managed_table capability', () => {
     const target = { table: 'twice', primaryKey: ['id'] };
     const write = (request: Omit<WriteRequest, 'provenance'>) => capability.writeRecords!(ctx, target, { ...request, provenance: run() });
     const first = await write({ operation: 'append', rows: Array.from({ length: 7 }, (_, i) => ({ id: i, team: i % 2 ? 'odd' : 'even', score: i * 1.5 })) });
-    await sleep(5);
     await write({ operation: 'upsert', rows: [{ id: 3, team: 'odd', score: 99, note: 'late' }] });
     const outcome = async (q: Partial<RecordsQuery>) => {
       try {

@@ -5,7 +5,7 @@ import { billExpiredChargeLeases } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newKey, requestAt } from '../support/fixtures';
 import { bind, customerOntology, ontologyTenant, seededTable } from '../support/ontology';
-import { freePort, killHard, RunningScript, startScript } from '../support/processes';
+import { killHard, RunningScript, startApiScript } from '../support/processes';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../support/source-writes';
 
 /**
@@ -20,9 +20,7 @@ describe('API process killed during open work', function () {
 
   // A 100 ms synchronous budget: the slow query below becomes a job on the worker.
   const startApi = async () => {
-    const port = await freePort();
-    api = await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', WEFT_QUERY_SYNC_BUDGET_MS: '100' }, /API:\s+http/, 180_000);
-    baseUrl = `http://127.0.0.1:${port}`;
+    ({ api, url: baseUrl } = await startApiScript({ WEFT_QUERY_SYNC_BUDGET_MS: '100' }, 180_000));
   };
   const call = (key: string, method: string, path: string, body?: unknown) => requestAt(baseUrl, method, path, { key, body });
 

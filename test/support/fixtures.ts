@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { bootstrapWorkspace, BootstrapResult } from '../../services/tenancy/workspaces';
 import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys';
+import { WINDOW_SECONDS } from '../../services/tenancy/api-limits';
 import { env } from './environment';
 import { definitionCache } from '../../services/shared/definition-cache';
 import { settledCharges } from '../../services/usage/usage';
@@ -99,6 +100,17 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
     .onConflict('workspaceId')
     .merge();
   definitionCache().changed(workspaceId);
+}
+
+/**
+ * Waits, if need be, for the next request-limit window (fixed windows of WINDOW_SECONDS from the
+ * epoch), so that the `needMs` after it stay in one window: a test that counts requests against a
+ * limit would otherwise see its count reset when the window turns between two of its requests.
+ */
+export async function awayFromWindowTurn(needMs = 10_000): Promise<void> {
+  const windowMs = WINDOW_SECONDS * 1000;
+  const left = windowMs - (Date.now() % windowMs);
+  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 250));
 }
 
 /**

@@ -30,14 +30,15 @@ export function runScript(script: string, args: string[], env: Record<string, st
     child.stdout!.on('data', (chunk) => (stdout += chunk));
     child.stderr!.on('data', (chunk) => (stderr += chunk));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+    // 'close', not 'exit': a process can exit before its last output has been read.
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
 
 export interface RunningScript {
   child: ChildProcess;
   output(): string;
-  /** Sends the signal and resolves with the exit code. */
+  /** Sends the signal and resolves with the exit code, once the output is complete (but after SIGKILL). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -47,6 +48,8 @@ export function startScript(script: string, args: string[], env: Record<string, 
     const child = spawnScript(script, args, env);
     let output = '';
     const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    // Its output is complete only once its pipes close, which can be after it exits.
+    const closed = new Promise<number | null>((done) => child.once('close', (code) => done(code)));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`${script} did not become ready in ${timeoutMs} ms:\n${output}`));
@@ -60,7 +63,9 @@ export function startScript(script: string, args: string[], env: Record<string, 
           output: () => output,
           async stop(signal = 'SIGTERM') {
             child.kill(signal);
-            return exited;
+            // A SIGKILLed tsx leaves the script it ran holding the pipes (killHard kills it too);
+            // its output is not read after a kill.
+            return signal === 'SIGKILL' ? exited : closed;
           },
         });
       }
@@ -72,6 +77,16 @@ export function startScript(script: string, args: string[], env: Record<string, 
       reject(new Error(`${script} exited with ${code} before it was ready:\n${output}`));
     });
   });
+}
+
+/**
+ * An API process (`scripts/start.ts api`) on a port the system picks as it binds, with its URL read
+ * from its ready line: a port found free beforehand can be taken by another process meanwhile.
+ */
+export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number): Promise<{ api: RunningScript; url: string }> {
+  const ready = /API:\s+(http:\/\/\S+)\s/;
+  const api = await startScript('scripts/start.ts', ['api'], { HOST: '127.0.0.1', ...settings, PORT: '0' }, ready, timeoutMs);
+  return { api, url: ready.exec(api.output())![1] };
 }
 
 export function freePort(): Promise<number> {

@@ -1,5 +1,5 @@
 import { env } from '../../support/environment';
-import { freePort, RunningScript, startScript } from '../../support/processes';
+import { RunningScript, startApiScript } from '../../support/processes';
 
 /**
  * More API processes on the test database (each a real `scripts/start.ts api`, as
@@ -13,9 +13,9 @@ export function useApiProcesses(extra: number): { urls: string[] } {
     this.timeout(180_000);
     // One at a time: each process compiles its TypeScript on start, and the machine is shared.
     for (let i = 0; i < extra; i++) {
-      const port = await freePort();
-      running.push(await startScript('scripts/start.ts', ['api'], { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'error' }, /API:\s+http/, 120_000));
-      context.urls.push(`http://127.0.0.1:${port}`);
+      const { api, url } = await startApiScript({ LOG_LEVEL: 'error' }, 120_000);
+      running.push(api);
+      context.urls.push(url);
     }
     context.urls.unshift(env().baseUrl);
   });
