@@ -114,15 +114,17 @@ describe('Access holes between the doors, closed', function () {
     it('fails a run whose launching key is revoked before it commits, with the reason recorded', async () => {
       const t = fixture.t;
       fixture.api.records = EventsApi.events(300);
-      fixture.api.delayMs = 100;
+      const release = fixture.api.holdFrom(2);
       const key = await newKey(t.ws, { scopes: ['pipelines:execute', 'runs:read'] });
       const destination = await tableDestination(t, `revoked_${Date.now()}`, ['id']);
       const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, fixture.api, { pagination: { type: 'page', parameter: 'page', pageSizeParameter: 'per_page', pageSize: 10 } }), destination));
       const res = await as(key).post(`/api/v1/projects/${t.projectId}/pipelines/${pipeline.id}/execute`);
       assert.equal(res.status, 202, JSON.stringify(res.body));
-      // Revoked while the run reads its source (30 slow pages): the commit acts as the key as it is then.
+      // Revoked while the run reads its source (held at its second page): the commit acts as the
+      // key as it is then.
       await waitForRun(t, res.body.run.id, (run) => run.status === 'running');
       await revokeKey(key);
+      release();
       const run = await waitForRun(t, res.body.run.id);
       assert.equal(run.status, 'failed', JSON.stringify(run));
       assert.equal(run.error.code, 'credential_revoked');

@@ -33,6 +33,8 @@ export class EventsApi {
   failNext = 0;
   /** Milliseconds each page waits before answering. */
   delayMs = 0;
+  /** While set, requests for pages from `from` on wait until released (see holdFrom). */
+  private held?: { from: number; released: Promise<void>; release: () => void };
   private server?: http.Server;
   baseUrl = '';
 
@@ -63,6 +65,28 @@ export class EventsApi {
     }));
   }
 
+  /**
+   * Holds every request for page `from` or later until the returned function is called: a run is
+   * then surely still reading, however slowly a test observes it.
+   */
+  holdFrom(from: number): () => void {
+    this.release();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held = { from, released, release };
+    this.held = held;
+    return () => {
+      if (this.held === held) this.held = undefined;
+      release();
+    };
+  }
+
+  /** Lets every held request go (a hold a failed test left behind too). */
+  release(): void {
+    this.held?.release();
+    this.held = undefined;
+  }
+
   windowParams(): Array<{ start?: string; end?: string }> {
     return this.received.filter((r) => r.path === '/events').map((r) => {
       const source = r.body ?? r.query;
@@ -80,6 +104,8 @@ export class EventsApi {
     }
     this.received.push({ method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), body });
     if (this.delayMs) await new Promise((resolve) => setTimeout(resolve, this.delayMs));
+    const held = this.held;
+    if (held && Number(body?.page ?? url.searchParams.get('page') ?? 1) >= held.from) await held.released;
     if (this.failNext > 0) {
       this.failNext--;
       res.writeHead(500, { 'Content-Type': 'application/json' }).end('{"error":"temporarily broken"}');
@@ -241,6 +267,7 @@ export function useEventsApi(records: () => EventRecord[]): { api: EventsApi; t:
   });
   after(() => context.api.close());
   beforeEach(() => {
+    context.api.release();
     Object.assign(context.api, { records: records(), received: [], failNext: 0, delayMs: 0 });
   });
   return context;

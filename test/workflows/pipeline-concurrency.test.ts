@@ -54,15 +54,18 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const source = await eventsSource(t, api, { pagination: { type: 'page', parameter: 'page', pageSizeParameter: 'per_page', pageSize: 20 } });
     const destination = await tableDestination(t, 'queued_events', ['id']);
     const pipeline = await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }));
-    api.delayMs = 60;
+    // The first run stages its first read (20 pages of 20), then waits at page 21 until released
+    // (well within the source's 10 s request timeout).
+    const release = api.holdFrom(21);
     const first = await launch(t, pipeline.id);
-    const running = await waitForRun(t, first.id, (run) => run.status === 'running' && sourceNode(run).pages >= 1);
-    assert.ok(sourceNode(running).recordsRead > 0 && sourceNode(running).recordsRead < 600, 'per-node counts are visible while the run is running');
+    const running = await waitForRun(t, first.id, (run) => run.status === 'running' && sourceNode(run).pages >= 20);
+    assert.equal(sourceNode(running).recordsRead, 400, 'per-node counts are visible while the run is running');
     assert.equal(running.nodes.find((n: any) => n.nodeId === 'dst').recordsIn, sourceNode(running).recordsRead);
     const second = await launch(t, pipeline.id);
     assert.equal(second.status, 'queued');
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal((await getRun(t, second.id)).status, 'queued', 'the second run waits while the first is running');
+    release();
     const firstDone = await waitForRun(t, first.id);
     const secondDone = await waitForRun(t, second.id);
     assert.equal(firstDone.status, 'succeeded');
@@ -75,11 +78,13 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const destination = await tableDestination(t, 'canceled_events', ['id']);
     const pipeline = await createPipeline(t, linearDocument(source, destination, { mode: 'incremental', writeMode: 'upsert' }));
     api.records = EventsApi.events(600);
-    api.delayMs = 100;
+    // Its first read (20 pages of 10) is staged; the next waits at page 21 until the cancel is sent.
+    const release = api.holdFrom(21);
     const queued = await launch(t, pipeline.id);
     await waitForRun(t, queued.id, (run) => sourceNode(run).recordsRead >= 200);
     const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
     await cancelRun(contextOf(principal), queued.id);
+    release();
     const run = await waitForRun(t, queued.id);
     assert.equal(run.status, 'canceled');
     assert.deepEqual(await tableRecords(t, destination), []);
