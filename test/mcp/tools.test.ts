@@ -1,31 +1,13 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
+import { connectWatched } from '../support/mcp-client';
 import { as, awayFromWindowTurn, newKey, newWorkspace } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, tableRecords, useEventsApi } from '../support/pipelines';
 
 async function connect(key: string, path = '/mcp'): Promise<Client> {
-  return (await connectWatched(key, path)).client;
-}
-
-/**
- * A connection whose standalone SSE stream can be awaited: after initialize the SDK client opens
- * it with a GET that it does not await, and that GET is a request of the key like any other. A
- * test that counts the key's requests waits for it first, or it lands at a random point.
- */
-async function connectWatched(key: string, path = '/mcp'): Promise<{ client: Client; streamOpened: Promise<void> }> {
-  let opened!: () => void;
-  const streamOpened = new Promise<void>((resolve) => (opened = resolve));
-  const watchedFetch: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init);
-    if ((init?.method ?? 'GET').toUpperCase() === 'GET') opened();
-    return response;
-  };
-  const client = new Client({ name: 'weft-tools-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${env().baseUrl}${path}`), { fetch: watchedFetch, requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return { client, streamOpened };
+  return (await connectWatched(key, { path, name: 'weft-tools-test' })).client;
 }
 
 type ToolResult = { isError?: boolean; structuredContent?: Record<string, any>; _meta?: Record<string, unknown> };
@@ -286,7 +268,7 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     const ws = await newWorkspace();
     const key = await newKey(ws, { scopes: ['org:manage'] });
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 12 });
-    const { client: mcp, streamOpened } = await connectWatched(key);
+    const { client: mcp, streamOpened } = await connectWatched(key, { name: 'weft-tools-test' });
     try {
       await streamOpened;
       const before = await as(key).get('/api/v1/organization');

@@ -56,7 +56,8 @@ describe('Kept keys and leased budgets across three API processes', function () 
 
   it('a kept key is refused everywhere once its expiry passes, and an expiry moved earlier in the database reaches all three within one second', async () => {
     const ws = await leasedWorkspace();
-    const expiresAt = new Date(Date.now() + 4_000);
+    // Far enough ahead that warming every process surely finishes first on a loaded machine.
+    const expiresAt = new Date(Date.now() + 10_000);
     const expiring = await newKey(ws, { scopes: ['org:read'], expiresAt: expiresAt.toISOString() });
     await warm(expiring);
     const lateBy = await untilEveryProcess(processes.urls, expiresAt.getTime(), (url) => requestAt(url, 'GET', '/api/v1/organization', { key: expiring }), (answer) => answer.status === 401 && answer.body.code === 'credential_expired');
@@ -97,10 +98,11 @@ describe('Kept keys and leased budgets across three API processes', function () 
     const admitted = answers.filter((answer) => answer.status === 200).length;
     assert.ok(admitted <= limit, `admitted ${admitted} of a limit of ${limit}`);
     assert.equal(answers.filter((answer) => answer.status === 429).length, 3 * limit - admitted, 'every other answer is a 429');
-    // A lease a process took and did not spend was counted; idle for a second, it goes back.
+    // A lease a process took and did not spend was counted; idle for 2 s (and the next sweep), it
+    // goes back: waited for up to 10 s, since processes just out of a burst run their timers late.
     const since = Date.now();
     while ((await counted()) !== admitted) {
-      assert.ok(Date.now() - since < 3 * 1_000, `the key bucket still counts ${await counted()} for ${admitted} admitted`);
+      assert.ok(Date.now() - since < 10_000, `the key bucket still counts ${await counted()} for ${admitted} admitted`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Then the rest of the window's budget is there to spend, one by one, and no more.
