@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
-import { HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
-import { burst, startOfWindow, useApiProcesses } from './support/concurrency-processes';
+import { awayFromWindowTurn, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { burst, useApiProcesses } from './support/concurrency-processes';
 import { connectWatched } from '../support/mcp-client';
 
 /**
@@ -77,7 +77,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await startOfWindow();
+    await awayFromWindowTurn(20_000);
     const answers = await fire([key], BURST);
     assertExact(answers, LIMIT, 'api_key');
     // All three processes refuse the key for the rest of the window; another key of the workspace still works.
@@ -89,7 +89,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: LIMIT, apiKeyRequests: 10 * BURST });
     const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
-    await startOfWindow();
+    await awayFromWindowTurn(20_000);
     // Keys rotate with a different period than processes, so every key reaches every process.
     const keyOf = (i: number) => Math.floor(i / processes.urls.length) % keys.length;
     const answers = await burst(BURST, async (i) => {
@@ -123,7 +123,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: 2 * LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await startOfWindow(30_000);
+    await awayFromWindowTurn(30_000);
     // One MCP session per process; their handshakes count too. What is left is read from a probe.
     const sessions: Client[] = [];
     const streams: Array<Promise<void>> = [];

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
-import { keyIdOf, newKey, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
+import { awayFromWindowTurn, keyIdOf, newKey, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
 import { runScript } from '../support/processes';
 import { putApiLimits } from '../../services/tenancy/api-limits';
-import { burst, startOfWindow, useApiProcesses } from './support/concurrency-processes';
+import { burst, useApiProcesses } from './support/concurrency-processes';
 
 /**
  * API processes keep keys they have authenticated and spend leased request budgets
@@ -93,7 +93,7 @@ describe('Kept keys and leased budgets across three API processes', function () 
     const key = await newKey(ws, { scopes: ['org:read'] });
     const keyId = await keyIdOf(key);
     const counted = async () => Number((await env().db('request_counters').where({ bucket: `k:${keyId}` }).first('used'))?.used ?? 0);
-    await startOfWindow(40_000);
+    await awayFromWindowTurn(40_000);
     const answers = await burst(3 * limit, (i) => requestAt(processes.urls[i % processes.urls.length], 'GET', '/api/v1/organization', { key }));
     const admitted = answers.filter((answer) => answer.status === 200).length;
     assert.ok(admitted <= limit, `admitted ${admitted} of a limit of ${limit}`);

@@ -103,14 +103,16 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
 }
 
 /**
- * Waits, if need be, for the next request-limit window (fixed windows of WINDOW_SECONDS from the
- * epoch), so that the `needMs` after it stay in one window: a test that counts requests against a
- * limit would otherwise see its count reset when the window turns between two of its requests.
+ * Request limits count in fixed windows of WINDOW_SECONDS from the epoch (by this machine's clock,
+ * which the database shares). Waits, if need be, so that the next `needMs` fall in one window and
+ * clear of its first second: a test that counts requests against a limit would otherwise see its
+ * count reset when the window turns between two of its requests.
  */
 export async function awayFromWindowTurn(needMs = 10_000): Promise<void> {
   const windowMs = WINDOW_SECONDS * 1000;
-  const left = windowMs - (Date.now() % windowMs);
-  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 250));
+  const into = Date.now() % windowMs;
+  const wait = into < 1_000 ? 1_000 - into : into + needMs < windowMs ? 0 : windowMs - into + 1_000;
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }
 
 /**

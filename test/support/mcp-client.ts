@@ -6,9 +6,7 @@ import { env } from './environment';
 // tool's refusal with the HTTP route's.
 
 export async function connectMcp(key: string, name = 'weft-test'): Promise<Client> {
-  const client = new Client({ name, version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${env().baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
+  return (await connectWatched(key, { name })).client;
 }
 
 /**

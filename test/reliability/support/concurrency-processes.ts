@@ -28,20 +28,6 @@ export function useApiProcesses(extra: number): { urls: string[] } {
   return context;
 }
 
-export const WINDOW_MS = 60_000;
-
-/**
- * Request limits count in fixed 60-second windows. Waits, if needed, until a window has just
- * begun (by this machine's clock, which the database shares), so that a burst of `needMs` fits in
- * one window. Windows aligned to the minute are the documented design; the caller still checks
- * from the answers' X-RateLimit-Reset that the whole burst saw one window.
- */
-export async function startOfWindow(needMs = 20_000): Promise<void> {
-  const into = Date.now() % WINDOW_MS;
-  if (into >= 1_000 && into + needMs < WINDOW_MS) return;
-  await new Promise((resolve) => setTimeout(resolve, WINDOW_MS - into + 1_000));
-}
-
 /** Starts `count` requests at once (fire gets the index, e.g. to pick a process round robin) and waits for all. */
 export function burst<T>(count: number, fire: (index: number) => Promise<T>): Promise<T[]> {
   return Promise.all(Array.from({ length: count }, (_, i) => fire(i)));

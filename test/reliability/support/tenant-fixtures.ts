@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { defaultBaseIri } from '../../../ontology/compile';
 import { EXECUTION_DEFAULTS } from '../../../services/ontology/query-execution';
 import { installPlugin } from '../../../services/endpoints/plugins';
 import type { BootstrapResult } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newWorkspace, raiseRequestLimits } from '../../support/fixtures';
+import { connectWatched } from '../../support/mcp-client';
 
 /**
  * A fully populated tenant for the tenant sweep: one workspace holding one of every resource kind
@@ -73,9 +73,7 @@ export interface Tenant {
 }
 
 export async function connectMcp(key: string, path = '/mcp', baseUrl = env().baseUrl): Promise<Client> {
-  const client = new Client({ name: 'weft-reliability', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}${path}`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
-  return client;
+  return (await connectWatched(key, { path, baseUrl, name: 'weft-reliability' })).client;
 }
 
 /** Throws, naming the step and the answer, unless the status is one of `status`. */
