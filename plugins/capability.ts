@@ -209,6 +209,12 @@ export interface CapabilityRuntime {
   definition: CapabilityDefinition;
   /** Installation config rules beyond its JSON Schema. Return problems, or [] when fine. */
   validateInstallation?(config: Record<string, unknown>): Array<{ path: string; message: string }>;
+  /**
+   * The data a target reaches, whatever installation or endpoint names it: guards (named read
+   * grants, the write policy) are kept on it, so two endpoints over one table share them. Built
+   * from the installation's settings only, never its credentials; compared within one workspace.
+   */
+  dataIdentity(target: Record<string, unknown>, settings: Record<string, unknown>): string;
   /** Target rules beyond the JSON Schema (e.g. request.url under the installation's base URL). */
   validateTarget?(target: Record<string, unknown>, installation: InstallationContext): Array<{ path: string; message: string }>;
   checkConnection(ctx: CapabilityContext, target: Record<string, unknown>): Promise<CheckResult>;

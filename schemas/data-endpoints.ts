@@ -83,7 +83,7 @@ export const updateDataEndpointBody: JsonSchema = {
 
 export const dataEndpointSchema: JsonSchema = {
   type: 'object',
-  required: ['id', 'workspaceId', 'name', 'namespace', 'role', 'pluginCapabilityInstallationId', 'capability', 'contractKind', 'target', 'createdAt', 'updatedAt'],
+  required: ['id', 'workspaceId', 'name', 'namespace', 'role', 'pluginCapabilityInstallationId', 'capability', 'contractKind', 'target', 'dataIdentity', 'createdAt', 'updatedAt'],
   properties: {
     id: uuid,
     workspaceId: uuid,
@@ -94,6 +94,10 @@ export const dataEndpointSchema: JsonSchema = {
     capability: { type: 'object', properties: { name: { type: 'string' }, version: { type: 'string' } } },
     contractKind: { type: 'string' },
     target: { type: 'object' },
+    dataIdentity: {
+      type: 'string',
+      description: 'The data the target reaches, the same for every endpoint over it whatever installation it was made with: managed_table:<table> (the workspace\'s table), postgres_table://<host>:<port>/<database>/<schema>.<table>, http_dataset:<URL without window or paging parameters, fixed parameters sorted>. Named read grants and the write policy guard the data, so every endpoint with this identity.',
+    },
     schemaHints: { type: ['object', 'null'] },
     freshness: { type: ['string', 'null'] },
     ownerTeam: { type: ['string', 'null'] },

@@ -106,6 +106,11 @@ export const writePolicyInputSchema: JsonSchema = {
     },
     requiredReadPermissions: { ...grantList, description: 'Named read grants the writer’s key must hold.' },
     requiredWritePermissions: { ...grantList, description: 'Named write grants the writer’s key must hold.' },
+    allowPipelineRuns: {
+      type: 'boolean',
+      default: false,
+      description: 'Pipeline runs may write the data (a destination over it), without approval, when their launching key has data:write (and data:delete to replace), the policy’s project, operations and grants. Off: runs writing it are refused at validation and launch (write_policy_forbids_runs).',
+    },
   },
 };
 
@@ -115,14 +120,19 @@ export interface WritePolicyInput {
   approval: { required: boolean; approvers: number; timeoutSeconds: number };
   requiredReadPermissions: string[];
   requiredWritePermissions: string[];
+  allowPipelineRuns: boolean;
 }
 
 export const writePolicySchema: JsonSchema = {
   type: 'object',
-  required: ['id', 'dataEndpointId', 'allowedOperations', 'projectIds', 'approval', 'requiredReadPermissions', 'requiredWritePermissions', 'revision', 'createdAt', 'updatedAt'],
+  description: 'The write policy of the data an endpoint reaches: one per data (a managed table, a remote table, an HTTP dataset), whichever endpoint it is read or set through, and it governs every endpoint over that data.',
+  required: ['id', 'dataEndpointId', 'dataIdentity', 'guardedEndpointIds', 'allowedOperations', 'projectIds', 'approval', 'requiredReadPermissions', 'requiredWritePermissions', 'allowPipelineRuns', 'revision', 'createdAt', 'updatedAt'],
   properties: {
     id: uuid,
-    dataEndpointId: uuid,
+    dataEndpointId: { ...uuid, description: 'The endpoint the policy was read or set through.' },
+    dataIdentity: { type: 'string', description: 'The data the policy governs (the endpoint’s dataIdentity).' },
+    guardedEndpointIds: { type: 'array', items: uuid, description: 'Every endpoint over the data, which the policy governs.' },
+    allowPipelineRuns: { type: 'boolean' },
     allowedOperations: { type: 'array', items: { type: 'string', enum: [...WRITE_OPERATIONS] } },
     projectIds: { type: 'array', items: uuid },
     approval: {

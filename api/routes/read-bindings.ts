@@ -14,7 +14,7 @@ const TAG = 'Ontology bindings';
 
 const bindingSchema: JsonSchema = {
   type: 'object',
-  required: ['id', 'ontologyPackageId', 'termId', 'dataEndpointId', 'mapping', 'requiredReadPermissions', 'status'],
+  required: ['id', 'ontologyPackageId', 'termId', 'dataEndpointId', 'mapping', 'requiredReadPermissions', 'guardedEndpointIds', 'status'],
   properties: {
     id: uuid,
     projectId: uuid,
@@ -23,6 +23,7 @@ const bindingSchema: JsonSchema = {
     dataEndpointId: uuid,
     mapping: bindingInputSchema.properties && (bindingInputSchema.properties as Record<string, JsonSchema>).mapping,
     requiredReadPermissions: { type: 'array', items: { type: 'string' } },
+    guardedEndpointIds: { type: 'array', items: uuid, description: 'Every endpoint over the data the bound endpoint reaches: the binding\'s grants guard the data, so all of them.' },
     status: { type: 'string', enum: ['active', 'incompatible'], description: 'incompatible: the active package no longer has the term or a mapped property.' },
     createdByMemberId: uuid,
     createdAt: timestamp,

@@ -17,6 +17,8 @@ export class DataEndpoint extends BaseModel {
   role!: string;
   contractKind!: string;
   target!: Record<string, unknown>;
+  /** The data the target reaches (its capability's dataIdentity): guards are kept on it. */
+  dataIdentity!: string;
   schemaHints!: SchemaHints | null;
   freshness!: string | null;
   ownerTeam!: string | null;

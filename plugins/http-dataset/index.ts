@@ -49,8 +49,27 @@ function fetchFirstPage(installation: InstallationContext, target: HttpDatasetTa
   return fetchPage(connectionFor(installation), target, firstPosition(paginationOf(target)), window);
 }
 
+/**
+ * The resolved URL the records come from: the request URL with its fixed query parameters, sorted,
+ * and without the parameters a read varies (window and paging), so two endpoints paging or
+ * windowing the same dataset differently are the same data. The installation's credential
+ * parameters are not part of it.
+ */
+function dataIdentity(rawTarget: Record<string, unknown>): string {
+  const target = parseTarget(rawTarget);
+  const url = new URL(target.request.url);
+  url.hash = '';
+  for (const [name, value] of Object.entries(target.request.query ?? {})) url.searchParams.set(name, value);
+  const pagination = target.pagination;
+  const varying = [target.window?.startParameter, target.window?.endParameter, pagination?.parameter, pagination?.pageSizeParameter, pagination?.limitParameter];
+  for (const name of varying) if (name) url.searchParams.delete(name);
+  url.searchParams.sort();
+  return `http_dataset:${url.toString()}`;
+}
+
 export const httpDatasetCapability: CapabilityRuntime = {
   definition,
+  dataIdentity,
   validateInstallation,
   validateTarget,
 

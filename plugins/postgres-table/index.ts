@@ -425,8 +425,18 @@ async function checkConnection(ctx: CapabilityContext, target: Record<string, un
   }
 }
 
+/** The database the installation connects to (host, port, database) and the table in it; the role is not part of the data. */
+function dataIdentity(target: Record<string, unknown>, settings: Record<string, unknown>): string {
+  const { schema, table } = parseTarget(target);
+  const host = String(settings.host ?? '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
+  const port = typeof settings.port === 'number' ? settings.port : 5432;
+  const part = encodeURIComponent;
+  return `postgres_table://${part(host)}:${port}/${part(String(settings.database ?? ''))}/${part(schema)}.${part(table)}`;
+}
+
 export const postgresTableCapability: CapabilityRuntime = {
   definition,
+  dataIdentity,
   checkConnection,
   discoverSchema,
   readRecords,

@@ -4,7 +4,8 @@ import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../co
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Db, Executor } from '../../db/connection';
 import { definitionCache } from '../shared/definition-cache';
-import { DataEndpoint, PluginInstallation, SchemaHints } from '../../db/models';
+import { DataEndpoint, PluginInstallation, ReadBinding, SchemaHints } from '../../db/models';
+import { dataWritePolicy, guardNamingData } from './data-guard';
 import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../../plugins/capability';
 import { findCapability } from '../../plugins';
 import { openInstallation } from './plugins';
@@ -44,6 +45,7 @@ function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstall
     capability: { name: installation.capability, version: installation.capabilityVersion },
     contractKind: endpoint.contractKind,
     target: endpoint.target,
+    dataIdentity: endpoint.dataIdentity,
     schemaHints: endpoint.schemaHints,
     freshness: endpoint.freshness,
     ownerTeam: endpoint.ownerTeam,
@@ -107,6 +109,8 @@ export async function createDataEndpoint(ctx: OperationContext, input: DataEndpo
   const target = structuredClone(input.target);
   assertValid(endpointProblems(runtime, installation, encryptionKey, { ...input, target }));
   await assertNameFree(db, actor.workspaceId, input.namespace, input.name);
+  const dataIdentity = runtime.dataIdentity(target, installation.settings);
+  await guardNamingData(db, actor, input, dataIdentity);
   const endpoint = await DataEndpoint.query(db).insertAndFetch({
     workspaceId: actor.workspaceId,
     pluginInstallationId: installation.id,
@@ -115,6 +119,7 @@ export async function createDataEndpoint(ctx: OperationContext, input: DataEndpo
     role: input.role,
     contractKind: input.contractKind,
     target,
+    dataIdentity,
     schemaHints: input.schemaHints ?? null,
     freshness: input.freshness ?? null,
     ownerTeam: input.ownerTeam ?? null,
@@ -173,15 +178,37 @@ export async function listDataEndpoints(ctx: OperationContext, page: PageRequest
 }
 
 export async function updateDataEndpoint(ctx: OperationContext, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
-  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { db, deps: { encryptionKey }, principal } = ctx;
+  const { workspaceId } = principal;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, true);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   const next = { ...endpoint, ...patch, target: structuredClone(patch.target ?? endpoint.target) };
   // The target is revalidated on every change, as are formats against the installed contract.
   assertValid(endpointProblems(runtime, installation, encryptionKey, next));
   if (patch.name !== undefined || patch.namespace !== undefined) await assertNameFree(db, workspaceId, next.namespace, next.name, endpoint.id);
-  const updated = await endpoint.$query(db).patchAndFetch({ ...patch, target: next.target, updatedAt: raw('now()') as unknown as Date });
+  const dataIdentity = runtime.dataIdentity(next.target, installation.settings);
+  if (dataIdentity !== endpoint.dataIdentity) await guardRetarget(ctx, endpoint, next, dataIdentity);
+  const updated = await endpoint.$query(db).patchAndFetch({ ...patch, target: next.target, dataIdentity, updatedAt: raw('now()') as unknown as Date });
   return presentDataEndpoint(updated, installation);
+}
+
+/**
+ * A target change that moves the endpoint to other data. A guard never stays behind on a name:
+ * an endpoint whose bindings or write policy guard the data it reaches cannot leave it (409), and
+ * the data it moves onto asks what making an endpoint over it asks.
+ */
+async function guardRetarget(ctx: OperationContext, endpoint: DataEndpoint, next: { namespace: string; name: string; role: string }, dataIdentity: string): Promise<void> {
+  const { db, principal } = ctx;
+  const bindings = await ReadBinding.query(db).where({ workspaceId: endpoint.workspaceId, dataEndpointId: endpoint.id }).select('id');
+  const policy = await dataWritePolicy(db, endpoint.workspaceId, endpoint.dataIdentity);
+  if (bindings.length || policy) {
+    const guards = [...(bindings.length ? [`${bindings.length} read binding${bindings.length > 1 ? 's' : ''}`] : []), ...(policy ? ['a write policy'] : [])].join(' and ');
+    throw new ConflictError('endpoint_guarded', `Endpoint ${endpoint.namespace}/${endpoint.name} has ${guards} on the data it reaches, so its target cannot move to other data: the guard would stay behind or follow the name. Make a new endpoint for the other data.`, {
+      readBindingIds: bindings.map((binding) => binding.id),
+      ...(policy ? { writePolicyId: policy.id } : {}),
+    });
+  }
+  await guardNamingData(db, principal, next, dataIdentity);
 }
 
 /** Where another resource refers to an endpoint; later capability areas (pipelines, bindings) register theirs. */

@@ -3,13 +3,12 @@ import type { Executor } from '../../db/connection';
 import { DataEndpoint, PluginInstallation, Project, WriteAction, WritePolicy } from '../../db/models';
 import type { CapabilityRuntime, WriteRequest, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
-import { authorizeProject, hasScope, missingReadPermissions, Principal } from '../tenancy/access';
-import { checkingGrants } from '../operations/current-operation';
+import { authorizeProject, hasScope, Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
-import { guardEndpointData, ReadScope } from './data-guard';
+import { dataWritePolicy, guardEndpointData, ReadScope, requirePolicyGrants } from './data-guard';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { meter } from '../usage/usage';
-import { findWritePolicy, governedWriteRuntime } from './write-policies';
+import { governedWriteRuntime } from './write-policies';
 
 // What every governed write goes through, at the dry run, at proposal and again at apply: the
 // checks (endpoint, project, data guard — with the read guard when the answer shows existing
@@ -42,20 +41,12 @@ function authorizeByPolicy(principal: Principal, endpoint: DataEndpoint, policy:
   }
   const { operation } = request.input;
   if (!policy.allowedOperations.includes(operation)) {
-    throw new PermissionError('operation_not_allowed', `The write policy of this endpoint allows ${policy.allowedOperations.join(', ')}, not ${operation}.`, { allowedOperations: policy.allowedOperations });
+    throw new PermissionError('operation_not_allowed', `The write policy of this endpoint's data allows ${policy.allowedOperations.join(', ')}, not ${operation}.`, { allowedOperations: policy.allowedOperations });
   }
   if (policy.projectIds.length && !policy.projectIds.includes(request.projectId)) {
-    throw new PermissionError('project_not_allowed', 'The write policy of this endpoint does not let this project write to it.', { projectId: request.projectId });
+    throw new PermissionError('project_not_allowed', "The write policy of this endpoint's data does not let this project write to it.", { projectId: request.projectId });
   }
-  const missingRead = missingReadPermissions(principal, policy.requiredReadPermissions);
-  checkingGrants(principal, 'write');
-  const missingWrite = policy.requiredWritePermissions.filter((grant) => !principal.writePermissions.includes(grant));
-  if (missingRead.length || missingWrite.length) {
-    throw new PermissionError('missing_grants', `The write policy needs named grants this API key lacks: ${[...missingRead.map((g) => `read ${g}`), ...missingWrite.map((g) => `write ${g}`)].join(', ')}.`, {
-      missingReadPermissions: missingRead,
-      missingWritePermissions: missingWrite,
-    });
-  }
+  requirePolicyGrants(principal, policy, 'The write policy');
   if (policy.approvalRequired && !hasScope(principal, 'policy:propose')) {
     throw new PermissionError('insufficient_scope', 'Writes to this endpoint need approval, and proposing one needs the policy:propose scope.', { requiredScopes: ['policy:propose'] });
   }
@@ -94,7 +85,7 @@ export async function prepareWrite(ctx: OperationContext, endpointId: string, re
     projectId: request.projectId,
     reads: showsRecords(request, origin) ? (origin.readScope ?? 'data:read') : undefined,
   });
-  const policy = authorizeByPolicy(principal, endpoint, await findWritePolicy(db, principal.workspaceId, endpointId), request);
+  const policy = authorizeByPolicy(principal, endpoint, await dataWritePolicy(db, principal.workspaceId, endpoint.dataIdentity), request);
   return { endpoint, installation, runtime, policy };
 }
 

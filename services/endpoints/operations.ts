@@ -42,8 +42,8 @@ export const getDataEndpointOperation = defineOperation({
 
 export const createDataEndpointOperation = defineOperation({
   name: 'createDataEndpoint',
-  summary: 'Configure a data endpoint on an installed capability. Starts no ingestion, grants no permission.',
-  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  summary: 'Configure a data endpoint on an installed capability. Starts no ingestion, grants no permission. Over guarded data it needs what reading (and, for a destination, writing) that data needs.',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'write',
   input: { body: createDataEndpointBody },
   idempotent: true,
@@ -54,8 +54,8 @@ export const createDataEndpointOperation = defineOperation({
 
 export const updateDataEndpointOperation = defineOperation({
   name: 'updateDataEndpoint',
-  summary: 'Change an endpoint. The target is revalidated against the capability contract.',
-  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
+  summary: 'Change an endpoint. The target is revalidated against the capability contract; a target onto other data needs what making an endpoint over it needs, and an endpoint whose bindings or write policy guard its data cannot move off it (409).',
+  access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'write',
   input: { params: idParams('endpoint_id'), body: updateDataEndpointBody },
   async run(ctx: OperationContext, { params, body }: RequestInput<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>): Promise<Reply> {

@@ -6,18 +6,23 @@ import { findCapability } from '../../plugins';
 import type { CapabilityRuntime } from '../../plugins/capability';
 import type { WritePolicyInput } from '../../schemas/source-writes';
 import { requireDataEndpoint } from './data-endpoints';
+import { dataWritePolicy, endpointsOverData } from './data-guard';
 import { assertProjectsInWorkspace } from '../tenancy/projects';
 import type { OperationContext } from '../operations/context';
 
-export function presentWritePolicy(policy: WritePolicy) {
+/** A policy as read through one endpoint over its data, with every endpoint it governs. */
+export function presentWritePolicy(policy: WritePolicy, throughEndpointId: string, guardedEndpointIds: string[]) {
   return {
     id: policy.id,
-    dataEndpointId: policy.dataEndpointId,
+    dataEndpointId: throughEndpointId,
+    dataIdentity: policy.dataIdentity,
+    guardedEndpointIds,
     allowedOperations: policy.allowedOperations,
     projectIds: policy.projectIds,
     approval: { required: policy.approvalRequired, approvers: policy.approvalsRequired, timeoutSeconds: policy.approvalTimeoutSeconds },
     requiredReadPermissions: policy.requiredReadPermissions,
     requiredWritePermissions: policy.requiredWritePermissions,
+    allowPipelineRuns: policy.allowPipelineRuns,
     revision: policy.revision,
     createdByMemberId: policy.createdByMemberId,
     updatedByMemberId: policy.updatedByMemberId,
@@ -43,26 +48,28 @@ export function governedWriteRuntime(endpoint: DataEndpoint, installation: Plugi
   return runtime;
 }
 
-export async function findWritePolicy(db: Executor, workspaceId: string, endpointId: string, forUpdate = false): Promise<WritePolicy | undefined> {
-  const query = WritePolicy.query(db).findOne({ workspaceId, dataEndpointId: endpointId });
-  return forUpdate ? query.forUpdate() : query;
+/** The write policy of an endpoint's data, and the endpoints it governs. */
+async function policyThrough(db: Executor, workspaceId: string, endpointId: string, forUpdate = false) {
+  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, forUpdate);
+  const policy = await dataWritePolicy(db, workspaceId, endpoint.dataIdentity, forUpdate);
+  return { endpoint, installation, policy };
 }
 
 export async function getWritePolicy(ctx: OperationContext, endpointId: string): Promise<WritePolicyView> {
   const { db, principal: { workspaceId } } = ctx;
-  await requireDataEndpoint(db, workspaceId, endpointId);
-  const policy = await findWritePolicy(db, workspaceId, endpointId);
-  if (!policy) throw new NotFoundError('write_policy', 'This endpoint has no write policy, so it takes no governed writes. Create one with PUT (policy:manage).');
-  return presentWritePolicy(policy);
+  const { endpoint, policy } = await policyThrough(db, workspaceId, endpointId);
+  if (!policy) throw new NotFoundError('write_policy', "This endpoint's data has no write policy, so it takes no governed writes. Create one with PUT (policy:manage).");
+  return presentWritePolicy(policy, endpointId, await endpointsOverData(db, workspaceId, endpoint.dataIdentity));
 }
 
 /**
- * Creates or replaces an endpoint's policy. A change applies to actions proposed from then on;
- * actions already waiting keep the approval count and expiry they were proposed with.
+ * Creates or replaces the policy of the endpoint's data: one per data, so setting it through any
+ * endpoint over the data sets the policy of all of them. A change applies to actions proposed from
+ * then on; actions already waiting keep the approval count and expiry they were proposed with.
  */
 export async function putWritePolicy(ctx: OperationContext, endpointId: string, input: WritePolicyInput): Promise<{ policy: WritePolicyView; created: boolean }> {
   const { db, principal } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId, true);
+  const { endpoint, installation, policy: existing } = await policyThrough(db, principal.workspaceId, endpointId, true);
   governedWriteRuntime(endpoint, installation);
   await assertProjectsInWorkspace(db, principal.workspaceId, input.projectIds);
   const fields = {
@@ -73,21 +80,23 @@ export async function putWritePolicy(ctx: OperationContext, endpointId: string, 
     approvalTimeoutSeconds: input.approval.timeoutSeconds,
     requiredReadPermissions: input.requiredReadPermissions,
     requiredWritePermissions: input.requiredWritePermissions,
+    allowPipelineRuns: input.allowPipelineRuns ?? false,
+    dataEndpointId: endpoint.id,
     updatedByMemberId: principal.memberId,
   };
-  const existing = await findWritePolicy(db, principal.workspaceId, endpointId, true);
+  const guarded = await endpointsOverData(db, principal.workspaceId, endpoint.dataIdentity);
   if (existing) {
     const updated = await existing.$query(db).patchAndFetch({ ...fields, revision: existing.revision + 1, updatedAt: raw('now()') as unknown as Date });
-    return { policy: presentWritePolicy(updated), created: false };
+    return { policy: presentWritePolicy(updated, endpointId, guarded), created: false };
   }
-  const created = await WritePolicy.query(db).insertAndFetch({ ...fields, workspaceId: principal.workspaceId, dataEndpointId: endpointId, createdByMemberId: principal.memberId });
-  return { policy: presentWritePolicy(created), created: true };
+  const created = await WritePolicy.query(db).insertAndFetch({ ...fields, workspaceId: principal.workspaceId, dataIdentity: endpoint.dataIdentity, createdByMemberId: principal.memberId });
+  return { policy: presentWritePolicy(created, endpointId, guarded), created: true };
 }
 
-/** Removes the policy: the endpoint takes no governed writes until a new one is made. Waiting actions still apply if approved. */
+/** Removes the policy of the endpoint's data: no endpoint over it takes governed writes until a new one is made. Waiting actions still apply if approved. */
 export async function deleteWritePolicy(ctx: OperationContext, endpointId: string): Promise<void> {
   const { db, principal: { workspaceId } } = ctx;
-  await requireDataEndpoint(db, workspaceId, endpointId);
-  const deleted = await WritePolicy.query(db).delete().where({ workspaceId, dataEndpointId: endpointId });
-  if (!deleted) throw new NotFoundError('write_policy', 'This endpoint has no write policy.');
+  const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const deleted = await WritePolicy.query(db).delete().where({ workspaceId, dataIdentity: endpoint.dataIdentity });
+  if (!deleted) throw new NotFoundError('write_policy', "This endpoint's data has no write policy.");
 }

@@ -1,7 +1,7 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
-import { BindingInput, createBinding, deleteBinding, listBindings, presentBinding, replaceBinding, requireBinding } from './read-bindings';
+import { BindingInput, createBinding, deleteBinding, listBindings, presentBindings, replaceBinding, requireBinding } from './read-bindings';
 import { checkTermShapes, readTermRecords } from './term-records';
 import { idParams } from '../../schemas/common';
 import { bindingInputSchema, bindingParams, listBindingsQuery, termParams, termRecordsQuery } from '../../schemas/ontology';
@@ -41,7 +41,7 @@ export const getReadBindingOperation = defineOperation({
   effect: 'read',
   input: { params: bindingParams },
   async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { binding: presentBinding(await requireBinding(db, project, params.binding_id)) } };
+    return { body: { binding: (await presentBindings(db, project.workspaceId, [await requireBinding(db, project, params.binding_id)]))[0] } };
   },
 });
 

@@ -2,7 +2,7 @@ import { raw } from 'objection';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
-import { Project, PublishedQuery, QueryDefinition, QueryJob, QueryRelease, QueryVersion, ReadBinding } from '../../db/models';
+import { OntologyPackage, Project, PublishedQuery, QueryDefinition, QueryJob, QueryRelease, QueryVersion, ReadBinding } from '../../db/models';
 import { analyzeTemplate, TemplateFacts } from '../../ontology/query-template';
 import { activePackage } from './ontology';
 import { PageRequest, pageOf } from '../shared/pagination';
@@ -77,9 +77,14 @@ export async function validateDefinition(db: Executor, project: Project, input: 
   }
   if (problems.length) throw new InputError('query_invalid', `The query is invalid: ${summarizeProblems(problems)}`, problems);
   // The grants of every binding of a term the query names: execution needs them all.
-  const classes = [...facts!.terms].map((term) => pkg.terms.properties[term]?.domain ?? pkg.terms.links[term]?.from ?? term);
-  const bindings = classes.length ? await ReadBinding.query(db).where({ projectId: project.id, status: 'active' }).whereIn('termId', classes) : [];
+  const bindings = await queryTermBindings(db, project, pkg, facts!);
   return { facts: facts!, requiredReadPermissions: [...new Set(bindings.flatMap((b) => b.requiredReadPermissions))].sort() };
+}
+
+/** The project's active bindings of the classes a query's terms belong to: the data the query reads. */
+export async function queryTermBindings(db: Executor, project: Project, pkg: Pick<OntologyPackage, 'terms'>, facts: Pick<TemplateFacts, 'terms'>): Promise<ReadBinding[]> {
+  const classes = [...facts.terms].map((term) => pkg.terms.properties[term]?.domain ?? pkg.terms.links[term]?.from ?? term);
+  return classes.length ? ReadBinding.query(db).where({ projectId: project.id, workspaceId: project.workspaceId, status: 'active' }).whereIn('termId', classes) : [];
 }
 
 /** A lookup (db, project, …): it runs on the executor the caller holds. */

@@ -8,11 +8,14 @@ import { Project, PublishedQuery, QueryExecution, QueryJob, QueryRelease, QueryV
 import { resultOf } from '../../ontology/sparql-threads/plain-result';
 import { analyzeTemplate, bindTemplate, jsonValue } from '../../ontology/query-template';
 import { queryJobWorkflowId } from '../../workflows/names';
-import { missingReadPermissions, Principal } from '../tenancy/access';
+import { missingReadPermissions } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { assertCredit, meter } from '../usage/usage';
 import { PageRequest, pageOf } from '../shared/pagination';
-import { requireQuery, selectedRelease } from './published-queries';
+import { queryTermBindings, requireQuery, selectedRelease } from './published-queries';
+import { activePackage } from './ontology';
+import { endpointReadGrants } from '../endpoints/data-guard';
+import { checkingGrants } from '../operations/current-operation';
 import { runDatasetQuery, sparqlDataset } from './sparql';
 
 // Executing a release (SPEC 4.5): within the sync budget the rows come back at once; over it the
@@ -43,9 +46,21 @@ async function resolveRelease(db: Executor, project: Project, queryId: string, v
   return { query, release, version: (await QueryVersion.query(db).findById(release.queryVersionId))! };
 }
 
-export function checkGrants(principal: Principal, version: QueryVersion): void {
-  const missing = missingReadPermissions(principal, version.requiredReadPermissions);
-  if (missing.length) throw new PermissionError('read_grant_required', `Executing this query needs the named read grants of its bindings: ${missing.join(', ')}. queries:execute alone does not grant them.`, { missingReadPermissions: missing });
+/**
+ * The named read grants an execution needs, as they are now: those stored with the version when
+ * it was authored, and those the data behind the bindings of its terms requires today (a grant
+ * added since, by a binding of any endpoint over the same data, counts at once).
+ */
+export async function checkGrants(ctx: OperationContext, version: QueryVersion): Promise<void> {
+  const { db, principal, project } = ctx;
+  const pkg = await activePackage(db, project);
+  const facts = pkg && analyzeTemplate(version.definition.sparql, pkg.baseIri).facts;
+  const bindings = pkg && facts ? await queryTermBindings(db, project, pkg, facts) : [];
+  const dataGrants = await endpointReadGrants(db, project.workspaceId, [...new Set(bindings.map((binding) => binding.dataEndpointId))]);
+  const required = [...new Set([...version.requiredReadPermissions, ...[...dataGrants.values()].flat()])].sort();
+  checkingGrants(principal, 'read');
+  const missing = missingReadPermissions(principal, required);
+  if (missing.length) throw new PermissionError('read_grant_required', `Executing this query needs the named read grants of the data its bindings read: ${missing.join(', ')}. queries:execute alone does not grant them.`, { missingReadPermissions: missing });
 }
 
 const inputHash = (input: Record<string, unknown>) => createHash('sha256').update(canonicalJson(input)).digest('hex');
@@ -99,7 +114,7 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
   const { deps, principal, project } = ctx;
   if (params.cursor) return continueJob(ctx, queryId, params.cursor, body.options?.limit);
   const resolved = await resolveRelease(deps.db, project, queryId, params.version);
-  checkGrants(principal, resolved.version);
+  await checkGrants(ctx, resolved.version);
   await assertCredit(deps.db, project.workspaceId, 'query_execution');
   const input = body.input ?? {};
   const problems = schemaProblems(resolved.version.definition.inputSchema, input, { prefix: '/input' });
@@ -152,6 +167,10 @@ async function continueJob(ctx: OperationContext, queryId: string, cursor: strin
     if (job.status !== 'expired') await job.$query(db).patch({ status: 'expired', rows: null });
     throw new GoneError('results_expired', 'The results of this job have expired; execute the query again.', { jobId: job.id });
   }
+  // A continuation is an execution too: the release must still be live and the key must hold the
+  // grants its data needs now, as at the first execution (a grant withdrawn since refuses the rest).
+  const resolved = await resolveRelease(db, project, queryId, job.releaseVersion);
+  await checkGrants(ctx, resolved.version);
   if (job.status === 'active') return { status: 202, body: pendingBody(job, offset) };
   if (job.status === 'canceled') throw new ConflictError('job_canceled', 'This job was canceled; execute the query again.', { jobId: job.id });
   if (job.status === 'failed') throw restoredError(job.error as StoredError);

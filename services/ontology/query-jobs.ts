@@ -46,7 +46,7 @@ export async function runQueryJobAsItsKey(deps: ServiceDependencies, jobId: stri
  * job was canceled meanwhile. The job's project is the operation's (its input names the job's).
  */
 export async function runQueryJob(ctx: OperationContext, jobId: string): Promise<{ status: string }> {
-  const { deps, principal } = ctx;
+  const { deps } = ctx;
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   const version = await QueryVersion.query(deps.db).join('query_releases', 'query_releases.query_version_id', 'query_versions.id').where({ 'query_releases.query_id': job.queryId, 'query_releases.version': job.releaseVersion }).select('query_versions.*').first();
@@ -56,7 +56,7 @@ export async function runQueryJob(ctx: OperationContext, jobId: string): Promise
   let failure: DomainError | undefined;
   try {
     // The key's grants as they are now, not as they were when the job was accepted.
-    checkGrants(principal, version!);
+    await checkGrants(ctx, version!);
     rows = await runQuery(ctx, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;

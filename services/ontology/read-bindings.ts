@@ -6,7 +6,7 @@ import { findCapability } from '../../plugins';
 import { bindingFields, templateFields } from '../../ontology/term-records';
 import { hasScope, Principal } from '../tenancy/access';
 import { capabilityContext, endpointReferenceFinders } from '../endpoints/data-endpoints';
-import { endpointsReadableThroughBindings, guardEndpointData } from '../endpoints/data-guard';
+import { endpointsReadableThroughBindings, endpointsSharingData, guardEndpointData } from '../endpoints/data-guard';
 import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
@@ -22,7 +22,8 @@ export interface BindingInput {
   requiredReadPermissions?: string[];
 }
 
-export function presentBinding(binding: ReadBinding) {
+/** A binding with the endpoints its grants now guard: every endpoint over its endpoint's data. */
+export function presentBinding(binding: ReadBinding, guardedEndpointIds: string[]) {
   return {
     id: binding.id,
     projectId: binding.projectId,
@@ -31,6 +32,7 @@ export function presentBinding(binding: ReadBinding) {
     dataEndpointId: binding.dataEndpointId,
     mapping: binding.mapping,
     requiredReadPermissions: binding.requiredReadPermissions,
+    guardedEndpointIds,
     status: binding.status,
     createdByMemberId: binding.createdByMemberId,
     createdAt: binding.createdAt.toISOString(),
@@ -39,6 +41,14 @@ export function presentBinding(binding: ReadBinding) {
 }
 
 export type BindingView = ReturnType<typeof presentBinding>;
+
+/** Bindings as answers, with what each guards: one query for all of them. */
+export async function presentBindings(db: Executor, workspaceId: string, bindings: ReadBinding[]): Promise<BindingView[]> {
+  const guarded = await endpointsSharingData(db, workspaceId, bindings.map((binding) => binding.dataEndpointId));
+  return bindings.map((binding) => presentBinding(binding, guarded.get(binding.dataEndpointId) ?? [binding.dataEndpointId]));
+}
+
+const presentOne = async (db: Executor, binding: ReadBinding): Promise<BindingView> => (await presentBindings(db, binding.workspaceId, [binding]))[0];
 
 /** Whether a package still defines the term and everything a mapping names (a newer package may not). */
 export function mappingProblems(terms: PackageTerms, termId: string, mapping: BindingMapping): FieldProblem[] {
@@ -147,7 +157,7 @@ export async function createBinding(ctx: OperationContext, input: BindingInput):
   await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
   const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
-  return presentBinding(binding);
+  return presentOne(db, binding);
 }
 
 /** A lookup (db, project, …): it runs on whatever executor the caller holds. */
@@ -169,7 +179,7 @@ export async function replaceBinding(ctx: OperationContext, bindingId: string, i
   await guardBinding(ctx, binding.dataEndpointId);
   if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, encryptionKey, project, input);
-  return presentBinding(await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
+  return presentOne(db, await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
 
 /** Deleting a binding may remove the grant that protects its endpoint: only a key that may bind that endpoint (its grants included) may. */
@@ -187,7 +197,7 @@ export async function listBindings(ctx: OperationContext, page: PageRequest, fil
   if (filter.dataEndpointId) base.where('dataEndpointId', filter.dataEndpointId);
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page);
-  return { bindings: rows.map(presentBinding), pagination };
+  return { bindings: await presentBindings(db, project.workspaceId, rows), pagination };
 }
 
 /** After a package is activated: each binding of the project is active again, or incompatible with it. (db, project): it runs in the activation's transaction. */

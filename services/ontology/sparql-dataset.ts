@@ -40,7 +40,7 @@ interface CatalogBinding {
   endpointId: string;
   endpointUpdatedAt: string;
   capability: string;
-  /** The endpoint's named read grants: the union over every binding of it in the workspace. */
+  /** The named read grants of the endpoint's data: the union over every binding, in the workspace, of any endpoint over the same data. */
   grants: string[];
 }
 
@@ -85,8 +85,11 @@ async function readCatalog(db: Executor, workspaceId: string, projectId: string)
             (SELECT json_agg(json_build_object(
                       'id', b.id, 'termId', b.term_id, 'mapping', b.mapping, 'updatedAt', b.updated_at,
                       'endpointId', e.id, 'endpointUpdatedAt', e.updated_at, 'capability', i.capability,
-                      'grants', COALESCE((SELECT array_agg(DISTINCT g ORDER BY g) FROM read_bindings rb, unnest(rb.required_read_permissions) g
-                                           WHERE rb.workspace_id = b.workspace_id AND rb.data_endpoint_id = e.id), '{}'))
+                      'grants', COALESCE((SELECT array_agg(DISTINCT g ORDER BY g)
+                                            FROM data_endpoints over_data
+                                            JOIN read_bindings rb ON rb.workspace_id = over_data.workspace_id AND rb.data_endpoint_id = over_data.id,
+                                                 unnest(rb.required_read_permissions) g
+                                           WHERE over_data.workspace_id = e.workspace_id AND over_data.data_identity = e.data_identity), '{}'))
                       ORDER BY b.created_at, b.id)
                FROM read_bindings b
                JOIN data_endpoints e ON e.id = b.data_endpoint_id AND e.workspace_id = b.workspace_id

@@ -28,7 +28,7 @@ import { activateBody, commitVersionBody, createBranchBody, createPipelineBody, 
 
 const read = { scopes: { anyOf: ['pipelines:read'] }, project: true } as const;
 /** Pipeline documents name endpoints: creating or committing one passes the data guard on each (named read grants). */
-const write = { scopes: { anyOf: ['pipelines:write'] }, project: true, actor: 'accountable', grants: 'read' } as const;
+const write = { scopes: { anyOf: ['pipelines:write'] }, project: true, actor: 'accountable', grants: 'read and write' } as const;
 
 type InProject = { projectId: string };
 type OnePipeline = InProject & { pipelineId: string };
@@ -85,7 +85,7 @@ export const savePipelineDraftOperation = defineOperation({
 export const validatePipelineDraftOperation = defineOperation({
   name: 'validatePipelineDraft',
   summary: 'Validate your draft: the graph, endpoint references, roles, capability support and field compatibility, every problem at once.',
-  access: { ...read, actor: 'accountable', grants: 'read' as const },
+  access: { ...read, actor: 'accountable', grants: 'read and write' as const },
   effect: 'read',
   input: { flat: true, params: pipelineParams },
   run: (ctx, { pipelineId }: OnePipeline) => validateDraft(ctx, pipelineId),
@@ -170,7 +170,7 @@ export const deletePipelineOperation = defineOperation({
 export const executePipelineOperation = defineOperation({
   name: 'executePipeline',
   summary: 'Launch the active version. 202 with the run (queued behind an open run of this pipeline); poll it with runs:read.',
-  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable', grants: 'read' as const },
+  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable', grants: 'read and write' as const },
   effect: 'write',
   input: { flat: true, params: pipelineParams },
   idempotent: true,
@@ -181,7 +181,7 @@ export const previewPipelineOperation = defineOperation({
   name: 'previewPipeline',
   summary: 'Run your draft (or a version) on a sample of each source through the whole graph: every node\'s output. Nothing is written and no position moves.',
   // A preview reads source records: it needs data:read as well, and the data guard checks each source.
-  access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable', grants: 'read' as const },
+  access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable', grants: 'read and write' as const },
   effect: 'external',
   input: { flat: true, params: pipelineParams, body: previewBody },
   run: async (ctx, { pipelineId, versionId, sampleSize }: OnePipeline & { versionId?: string; sampleSize?: number }) => ({

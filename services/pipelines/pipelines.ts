@@ -4,7 +4,7 @@ import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
 import type { Executor } from '../../db/connection';
 import { DataEndpoint, Pipeline, PipelineBranch, PipelineDraft, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
 import { findCapability } from '../../plugins';
-import { documentEndpointIds, isDestination, isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
+import { DestinationNode, documentEndpointIds, isDestination, isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
 import { documentProblems, EndpointFacts, PipelineProblem } from '../../pipelines/validation';
 import type { Principal } from '../tenancy/access';
 import { endpointReferenceFinders } from '../endpoints/data-endpoints';
@@ -133,7 +133,7 @@ export async function assertRunnableDocument(db: Executor, workspaceId: string, 
 
 /**
  * The data guard for a pipeline's endpoints: its sources are read and its destinations written in
- * the project, as this key. Asked when a document is authored, validated, previewed and launched,
+ * the project, as this key (a destination over data with a write policy only as that policy lets runs). Asked when a document is authored, validated, previewed and launched,
  * and when a run commits; endpoints the document names wrongly are validation problems instead.
  * A data-guard primitive like guardEndpointsData, so it takes the executor and the key at hand:
  * a run's launcher, on the run's transaction, when the run commits.
@@ -144,7 +144,10 @@ export async function guardPipelineData(db: Executor, principal: Principal, proj
   const endpoints = new Map((await DataEndpoint.query(db).where({ workspaceId: principal.workspaceId }).whereIn('id', nodes.map((node) => (node as { endpointId: string }).endpointId))).map((e) => [e.id, e]));
   const uses = nodes.flatMap((node) => {
     const endpoint = endpoints.get((node as { endpointId: string }).endpointId);
-    return endpoint ? [{ endpoint, channel: 'pipeline' as const, mode: isSource(node) ? 'read' as const : 'write' as const, projectId }] : [];
+    if (!endpoint) return [];
+    return [isSource(node)
+      ? { endpoint, channel: 'pipeline' as const, mode: 'read' as const, projectId }
+      : { endpoint, channel: 'pipeline' as const, mode: 'write' as const, writeMode: (node as DestinationNode).writeMode ?? 'append', projectId }];
   });
   await guardEndpointsData(db, principal, uses);
 }

@@ -10,7 +10,7 @@ import { idParams } from '../../schemas/common';
 import { launchBody, projectRunsQuery, runsQuery } from '../../schemas/pipelines';
 
 /** Launching passes the data guard over the pipeline's endpoints, named read grants included. */
-const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const, grants: 'read' as const } as const;
+const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const, grants: 'read and write' as const } as const;
 // Run detail needs an accountable actor; listings need one who administers the workspace (SPEC 4.3).
 const detailAuth = { scopes: { anyOf: ['runs:read'] }, actor: 'accountable' as const } as const;
 const listAuth = { scopes: { anyOf: ['runs:read'] }, actor: 'administrator' as const } as const;
