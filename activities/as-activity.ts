@@ -5,8 +5,13 @@ import { errorEvidence } from '../services/pipelines/run-execution';
 
 /** Business errors that a retry can cure: a remote system or Weft's own database being briefly away. */
 const RETRYABLE_KINDS = new Set(['upstream_failed', 'unavailable']);
-/** A transaction that lost a race (serialization failure, deadlock, lock timeout) succeeds when run again. */
-const RETRYABLE_CODES = new Set(['concurrent_change']);
+/**
+ * A transaction that lost a race (serialization failure, deadlock, lock timeout) succeeds when run
+ * again; an attempt that a newer one superseded is not an outcome of the work (its report is
+ * normally dropped as stale; taken, the retry answers from the recorded state), so it never ends
+ * a workflow.
+ */
+const RETRYABLE_CODES = new Set(['concurrent_change', 'attempt_superseded']);
 
 /**
  * Runs a service call as an activity: business errors (and a database outage or lost race, mapped

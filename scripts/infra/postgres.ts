@@ -128,7 +128,10 @@ function isRunning(bin: string, dir: string): boolean {
 }
 
 function startCluster(bin: string, dir: string, port: number): void {
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200 -c synchronous_commit=off`;
+  // Commits are synchronous (PostgreSQL's default): an activity reports its work to Temporal only
+  // after it committed, and with synchronous_commit=off a crash of PostgreSQL could lose a commit
+  // already reported, such as a run whose workflow completed while its records vanished.
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200`;
   runAsPostgres(path.join(bin, 'pg_ctl'), ['start', '-D', dir, '-w', '-t', '60', '-l', path.join(dir, 'server.log'), '-o', options]);
 }
 

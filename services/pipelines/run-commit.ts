@@ -4,7 +4,7 @@ import { actAsKey } from '../operations/act-as-key';
 import type { ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { executePipelineOperation } from './operations';
-import { commitRun, ExtractHooks, extractSource, RunEnd } from './run-execution';
+import { commitRun, endedRunOutcome, ExtractHooks, extractSource, RunEnd } from './run-execution';
 
 /**
  * A run commits as the key that launched it, with the launch operation's access checked again
@@ -54,7 +54,9 @@ export async function extractAsItsLauncher(deps: ServiceDependencies, runId: str
 export async function commitRunAsItsLauncher(deps: ServiceDependencies, runId: string): Promise<RunEnd> {
   const run = await launcherOf(deps, runId);
   if (!run) return { status: 'missing', nextWorkflowId: null };
-  // A retried commit of a run that already ended changes nothing, as commitRun would answer.
-  if (!run.apiKeyId) return { status: run.status, nextWorkflowId: null };
+  // A retried commit of a run that already ended (its first attempt's report never reached
+  // Temporal) answers what that attempt did, without acting as the key again: a key revoked since
+  // would otherwise fail a run that committed.
+  if (run.status !== 'running' || !run.apiKeyId) return endedRunOutcome(deps.db, run);
   return actAsKey(deps, { workspaceId: run.workspaceId, apiKeyId: run.apiKeyId }, `run:${runId}`, commitRunOperation, { projectId: run.projectId, runId });
 }

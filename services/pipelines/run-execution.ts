@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConflictError, DomainError, InputError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
 import { PipelineRun, RunErrorEvidence, RunWarning } from '../../db/models';
@@ -78,7 +79,7 @@ export interface ExtractProgress {
 }
 
 export interface ExtractHooks {
-  /** The activity's attempt number: a later attempt fences out an earlier one still running. */
+  /** The activity's attempt number: a later attempt fences out an earlier one still running, never the reverse. */
   attempt: number;
   /** The last heartbeat's progress, after a retry. */
   resume?: ExtractProgress;
@@ -172,13 +173,45 @@ function stagingKey(nodeId: string, record: Row, key: string[]): string {
   }
 }
 
-/** Fails unless this attempt still owns the node and the run is still running: a canceled run or a newer attempt stops it. */
-async function holdNode(trx: Executor, runId: string, nodeId: string, attempt: number): Promise<void> {
+/**
+ * Fails unless this execution still owns the node (its claim is the node's) and the run is still
+ * running: a canceled run or a newer execution stops it, its writes fenced out.
+ */
+async function holdNode(trx: Executor, runId: string, nodeId: string, claim: string): Promise<void> {
   const row = await trx('pipelineRunNodes as n').join('pipelineRuns as r', 'r.id', 'n.runId')
-    .where({ 'n.runId': runId, 'n.nodeId': nodeId }).forUpdate('n').first('n.attempt', 'n.status', 'r.status as runStatus');
-  if (!row || row.attempt !== attempt || row.status !== 'running' || row.runStatus !== 'running') {
-    throw new ConflictError('extraction_superseded', `Node "${nodeId}" of run ${runId} is no longer this attempt's to extract (run ${row?.runStatus ?? 'missing'}).`, { nodeId });
-  }
+    .where({ 'n.runId': runId, 'n.nodeId': nodeId }).forUpdate('n').first('n.claim', 'n.status', 'r.status as runStatus');
+  if (row?.runStatus !== 'running') throw runEnded(runId, nodeId, row?.runStatus);
+  if (row.claim !== claim || row.status !== 'running') throw superseded(runId, nodeId);
+}
+
+/**
+ * A newer execution of the extraction owns the node: this one stops, and its report is not an
+ * outcome of the run. Temporal drops a superseded attempt's report; should it ever take one, the
+ * failure is retryable and the retry answers from the node's state (attempt_superseded is one of
+ * the codes asActivity retries), so it never ends the workflow.
+ */
+const superseded = (runId: string, nodeId: string) => new ConflictError('attempt_superseded', `Node "${nodeId}" of run ${runId} is being extracted by a newer attempt; this one stopped.`, { nodeId });
+
+/** The run ended (failed, canceled) while this extraction ran: it cannot succeed any more. */
+const runEnded = (runId: string, nodeId: string, status: string | undefined) => new ConflictError('run_not_running', `Run ${runId} is ${status ?? 'gone'}, so node "${nodeId}" is not extracted.`, { nodeId });
+
+export interface ExtractionResult {
+  recordsRead: number;
+  pages: number;
+  stopReason: StopReason | null;
+}
+
+/**
+ * What an execution of the extraction answers when it cannot claim the node: an extraction that
+ * already finished (an attempt whose report never reached Temporal, which then started this one)
+ * answers its recorded counts, as that attempt did; a newer execution's node is not this one's.
+ */
+async function unclaimedExtraction(db: Executor, runId: string, nodeId: string): Promise<ExtractionResult> {
+  const row = await db('pipelineRunNodes as n').join('pipelineRuns as r', 'r.id', 'n.runId')
+    .where({ 'n.runId': runId, 'n.nodeId': nodeId }).first('n.status', 'n.recordsIn', 'n.pages', 'n.stopReason', 'r.status as runStatus');
+  if (row?.status === 'succeeded') return { recordsRead: Number(row.recordsIn), pages: row.pages, stopReason: row.stopReason ?? null };
+  if (row?.runStatus !== 'running') throw runEnded(runId, nodeId, row?.runStatus);
+  throw superseded(runId, nodeId);
 }
 
 /**
@@ -188,7 +221,7 @@ async function holdNode(trx: Executor, runId: string, nodeId: string, attempt: n
  * dead attempt left), so nothing is staged twice. The next page is read while one is staged, so
  * memory holds at most two pages.
  */
-export async function extractSource(ctx: OperationContext, runId: string, nodeId: string, hooks: ExtractHooks): Promise<{ recordsRead: number; pages: number; stopReason: StopReason | null }> {
+export async function extractSource(ctx: OperationContext, runId: string, nodeId: string, hooks: ExtractHooks): Promise<ExtractionResult> {
   const { deps } = ctx;
   const { db } = deps;
   const context = await loadRun(db, runId);
@@ -197,9 +230,13 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
   await guardPipelineData(db, ctx.principal, context.run.projectId, context.document);
   const node = context.document.nodes.find((n): n is SourceNode => n.id === nodeId && isSource(n));
   if (!node) throw new InputError('node_missing', `Run ${runId} has no source node "${nodeId}".`);
-  const claimed = await db('pipelineRunNodes').where({ runId, nodeId }).where('attempt', '<', hooks.attempt).whereIn('status', ['pending', 'running'])
-    .update({ attempt: hooks.attempt, status: 'running', startedAt: db.raw('coalesce(started_at, now())') });
-  if (!claimed) throw new ConflictError('extraction_superseded', `Node "${nodeId}" of run ${runId} is already extracted or owned by a later attempt.`, { nodeId });
+  // Each execution claims the node with a claim of its own, so the newest one owns it: a later
+  // attempt, or the same attempt started again by a cluster that lost track of it. An earlier
+  // attempt never takes the node back from a later one.
+  const claim = randomUUID();
+  const claimed = await db('pipelineRunNodes').where({ runId, nodeId }).where('attempt', '<=', hooks.attempt).whereIn('status', ['pending', 'running'])
+    .update({ attempt: hooks.attempt, claim, status: 'running', startedAt: db.raw('coalesce(started_at, now())') });
+  if (!claimed) return unclaimedExtraction(db, runId, nodeId);
 
   const opened = await openEndpoint(deps, db, context.run.workspaceId, nodeId, node.endpointId);
   const source = { ...opened, ctx: { ...opened.ctx, signal: hooks.signal, heartbeat: hooks.heartbeat } };
@@ -208,7 +245,7 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
   const position = node.mode === 'incremental' ? await committedPosition(db, context.run.pipelineId, node) : undefined;
   const progress: ExtractProgress = hooks.resume ?? { page: 0, continuation: null, recordsRead: 0, pagesFetched: 0, stopReason: null, window: null, maxCursor: null, flow: {} };
   await unstageFrom(db, runId, nodeId, progress.page + 1);
-  if (progress.page > 0 && progress.continuation === null) return finishExtraction(deps, context, node, progress, hooks.attempt);
+  if (progress.page > 0 && progress.continuation === null) return finishExtraction(deps, context, node, progress, claim);
 
   const read = (after: unknown) => {
     const reading = readPage(source.runtime, source.ctx, source.endpoint.target, sourceQuery(node, context.run, position, after), nodeId);
@@ -232,7 +269,7 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
     next.window = page.window ?? next.window;
     if (node.cursorField !== undefined) for (const record of page.records) next.maxCursor = larger(next.maxCursor, record[node.cursorField]);
     await db.transaction(async (trx) => {
-      await holdNode(trx, runId, nodeId, hooks.attempt);
+      await holdNode(trx, runId, nodeId, claim);
       await flowPage(plan, page.records, stagingSink(trx, runId, nodeId, next.page, keys), next.flow);
       await trx('pipelineRunNodes').where({ runId, nodeId }).update({
         recordsIn: next.recordsRead, recordsOut: next.recordsRead, pages: next.pagesFetched, stopReason: next.stopReason,
@@ -245,7 +282,7 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
     hooks.checkpoint(progress);
     if (progress.continuation === null) break;
   }
-  return finishExtraction(deps, context, node, progress, hooks.attempt);
+  return finishExtraction(deps, context, node, progress, claim);
 }
 
 /** One read call; remote failures keep their code and status and name the node. */
@@ -263,7 +300,7 @@ async function readPage(runtime: CapabilityRuntime, ctx: Parameters<CapabilityRu
  * Where the source's position moves when the run commits. A read cut short by maxPages (or a
  * looping remote cursor) does not move it: the records it did not read are read next time.
  */
-async function finishExtraction(deps: ServiceDependencies, context: RunContext, node: SourceNode, progress: ExtractProgress, attempt: number) {
+async function finishExtraction(deps: ServiceDependencies, context: RunContext, node: SourceNode, progress: ExtractProgress, claim: string): Promise<ExtractionResult> {
   const warnings: RunWarning[] = [];
   const truncated = progress.stopReason === 'max_pages' || progress.stopReason === 'repeated_cursor';
   if (progress.stopReason === 'max_pages') {
@@ -277,7 +314,7 @@ async function finishExtraction(deps: ServiceDependencies, context: RunContext, 
     else if (progress.window) next = { windowEnd: progress.window.end };
   }
   await deps.db.transaction(async (trx) => {
-    await holdNode(trx, context.run.id, node.id, attempt);
+    await holdNode(trx, context.run.id, node.id, claim);
     await trx('pipelineRunNodes').where({ runId: context.run.id, nodeId: node.id }).update({
       status: 'succeeded', finishedAt: trx.fn.now(), nextPosition: next ? JSON.stringify(next) : null, warnings: JSON.stringify(warnings),
     });
@@ -289,6 +326,14 @@ export interface RunEnd {
   status: string;
   /** The workflow id of the next queued run of the same pipeline, to wake. */
   nextWorkflowId: string | null;
+}
+
+/**
+ * What the commit of a run that already ended answers: its status and the next run to wake, as the
+ * attempt that committed it answered (a retry whose first attempt's report never reached Temporal).
+ */
+export async function endedRunOutcome(db: Executor, run: PipelineRun): Promise<RunEnd> {
+  return { status: run.status, nextWorkflowId: await nextQueuedWorkflow(db, run.pipelineId) };
 }
 
 async function nextQueuedWorkflow(db: Executor, pipelineId: string): Promise<string | null> {
@@ -308,7 +353,7 @@ export async function commitRun(ctx: OperationContext, runId: string): Promise<R
   return deps.db.transaction(async (trx) => {
     const run = await PipelineRun.query(trx).findById(runId).forUpdate();
     if (!run) return { status: 'missing', nextWorkflowId: null };
-    if (run.status !== 'running') return { status: run.status, nextWorkflowId: null };
+    if (run.status !== 'running') return endedRunOutcome(trx, run);
     const document = run.document as unknown as PipelineDocument;
     // Committed as the key that launched the run, as it is now: access withdrawn since stops it.
     await guardPipelineData(trx, launcher, run.projectId, document);

@@ -25,8 +25,12 @@ describe('Migrations', function () {
   it('give endpoints made before guards followed the data their identities, and merge policies that turn out to share data into the strictest', async () => {
     const db = env().db;
     const ws = await newWorkspace();
-    const [, rolledBack] = (await db.migrate.down()) as [number, string[]];
-    assert.deepEqual(rolledBack, ['20261202090000_guards_follow_the_data.ts'], 'this test is about the newest migration');
+    // Back to just before the guards migration (newer ones first), then forward to the newest.
+    for (;;) {
+      const [, rolledBack] = (await db.migrate.down()) as [number, string[]];
+      assert.equal(rolledBack.length, 1, `rolled back: ${rolledBack.join(', ')}`);
+      if (rolledBack[0] === '20261202090000_guards_follow_the_data.ts') break;
+    }
     const [installation] = await db('plugin_installations').insert({ workspace_id: ws.workspaceId, capability: 'managed_table', capability_version: '1.0.0', settings: {} }).returning('id');
     const endpoint = async (name: string, role: string, target: Record<string, unknown>) => (await db('data_endpoints').insert({
       workspace_id: ws.workspaceId, plugin_installation_id: installation.id, name, namespace: 'legacy', role, contract_kind: role === 'source' ? 'source_stream' : 'sink_table', target, created_by_member_id: ws.memberId,
@@ -37,7 +41,7 @@ describe('Migrations', function () {
     const policy = (endpointId: string, fields: Record<string, unknown>) => db('write_policies').insert({ workspace_id: ws.workspaceId, data_endpoint_id: endpointId, created_by_member_id: ws.memberId, updated_by_member_id: ws.memberId, ...fields });
     await policy(source, { allowed_operations: db.raw("'{append,upsert,update}'::text[]"), required_read_permissions: db.raw("'{payroll}'::text[]"), approval_required: false, approval_timeout_seconds: 600 });
     await policy(destination, { allowed_operations: db.raw("'{upsert,update,delete}'::text[]"), required_write_permissions: db.raw("'{hr}'::text[]"), approval_required: true, approvals_required: 2, approval_timeout_seconds: 3600 });
-    await db.migrate.up();
+    await db.migrate.latest();
 
     const identities = await db('data_endpoints').whereIn('id', [source, destination, other]).select('id', 'data_identity');
     assert.deepEqual(Object.fromEntries(identities.map((row) => [row.id, row.dataIdentity])), { [source]: 'managed_table:salaries', [destination]: 'managed_table:salaries', [other]: 'managed_table:orders' });
