@@ -186,7 +186,8 @@ export async function updateDataEndpoint(ctx: OperationContext, endpointId: stri
   // The target is revalidated on every change, as are formats against the installed contract.
   assertValid(endpointProblems(runtime, installation, encryptionKey, next));
   if (patch.name !== undefined || patch.namespace !== undefined) await assertNameFree(db, workspaceId, next.namespace, next.name, endpoint.id);
-  const dataIdentity = runtime.dataIdentity(next.target, installation.settings);
+  // Only a new target can move the endpoint to other data.
+  const dataIdentity = patch.target === undefined ? endpoint.dataIdentity : runtime.dataIdentity(next.target, installation.settings);
   if (dataIdentity !== endpoint.dataIdentity) await guardRetarget(ctx, endpoint, next, dataIdentity);
   const updated = await endpoint.$query(db).patchAndFetch({ ...patch, target: next.target, dataIdentity, updatedAt: raw('now()') as unknown as Date });
   return presentDataEndpoint(updated, installation);
