@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { Parser, Store } from 'n3';
-import { charge } from '../usage/usage';
+import { chargeRecordsRead } from '../usage/usage';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { mapRecord } from '../../ontology/term-records';
@@ -83,7 +82,7 @@ export async function readTermRecords(ctx: OperationContext, termId: string, par
     }
   }
   const nextCursor = next ? encodeCursor(next) : null;
-  await charge(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'records_read', ref: randomUUID(), actor: principal, quantities: { request: 1, record: data.length } });
+  await chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: data.length });
   return {
     data,
     metadata: {
@@ -106,6 +105,7 @@ export async function readTermRecords(ctx: OperationContext, termId: string, par
  * SHAPE_CHECK_MAX_RECORDS records.
  */
 export async function checkTermShapes(ctx: OperationContext, termId: string, maxRecords = SHAPE_CHECK_MAX_RECORDS) {
+  const { db, principal, project } = ctx;
   const { pkg, readable, withheld } = await termContext(ctx, termId);
   const data = new Store();
   let checked = 0;
@@ -128,6 +128,8 @@ export async function checkTermShapes(ctx: OperationContext, termId: string, max
     } while (cursor && !truncated);
     if (truncated) break;
   }
+  // The records were read as a term read reads them, and are metered as one (SPEC 2.7).
+  await chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: checked });
   const shapes = new Store(new Parser({ format: 'application/n-quads' }).parse(pkg.nquads));
   const { default: SHACLValidator } = await import('rdf-validate-shacl');
   // Imports are already in the package; nothing is fetched.

@@ -7,6 +7,7 @@ import { FlowCounts, flowPage, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
 import type { OperationContext } from '../operations/context';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
+import { chargeRecordsRead } from '../usage/usage';
 import { assertRunnableDocument, getDraft, guardPipelineData, requirePipeline } from './pipelines';
 
 export const DEFAULT_SAMPLE_SIZE = 20;
@@ -60,12 +61,14 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
     preview.records.push(...output.slice(0, Math.max(0, sampleSize - preview.records.length)));
   };
 
+  let recordsRead = 0;
   for (const source of document.nodes.filter(isSource)) {
     const preview = previews.get(source.id)!;
     try {
       const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, source.endpointId);
       const runtime = findCapability(installation.capability, installation.capabilityVersion);
       const page = await runtime.readRecords(capabilityContext(db, installation, encryptionKey), endpoint.target, { where: [], orderBy: [], limit: sampleSize });
+      recordsRead += page.records.length;
       keep(source.id, page.records);
       if (page.continuation) preview.warnings.push(`A sample: the first ${page.records.length} records of the source.`);
       const counts: FlowCounts = {};
@@ -78,5 +81,7 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
       previews.get(failed)!.error = { code: error.code, message: error.message };
     }
   }
+  // The sources' records were read as a records read reads them, and are metered as one (SPEC 2.7).
+  await chargeRecordsRead(db, { workspaceId: principal.workspaceId, projectId: project.id, actor: principal, records: recordsRead });
   return { versionId: input.versionId ?? null, draft: !input.versionId, sampleSize, nodes: [...previews.values()] };
 }

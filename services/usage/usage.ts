@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { CREDIT_LIMITS, CreditLimit, installationCreditLimit } from '../../core/config';
 import { InputError, NotFoundError, PaymentRequiredError } from '../../core/errors';
@@ -80,6 +81,14 @@ export async function meter(db: Executor, input: MeterInput): Promise<MeteredOpe
  */
 export async function charge(db: Executor, input: MeterInput): Promise<boolean> {
   return Boolean(await record(db, input, false));
+}
+
+/**
+ * The charge of one caller's records read (the records route, term reads, shape checks, pipeline
+ * previews): one request and the records it read, whatever door or operation read them.
+ */
+export async function chargeRecordsRead(db: Executor, read: { workspaceId: string; projectId?: string | null; actor: MeterInput['actor']; records: number }): Promise<boolean> {
+  return charge(db, { workspaceId: read.workspaceId, projectId: read.projectId, kind: 'records_read', ref: randomUUID(), actor: read.actor, quantities: { request: 1, record: read.records } });
 }
 
 interface Priced {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createProject } from '../../services/tenancy/projects';
 import { addMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
-import { as, HttpResponse, newKey } from '../support/fixtures';
+import { as, HttpResponse, keyIdOf, newKey } from '../support/fixtures';
 import {
   createPipeline,
   EventsApi,
@@ -964,6 +964,21 @@ describe('Pipeline HTTP API', function () {
       const res = await t.client.post(`${pipelinePath(pipeline.id)}/preview`, { sampleSize: 5 });
       assertProblem(res, 422, 'pipeline_invalid');
       assert.ok(res.body.errors.some((e: any) => e.path.startsWith('/document/nodes/0')), JSON.stringify(res.body.errors));
+    });
+
+    it('meters the sources\' records it reads like every other records read', async () => {
+      const previewDestination = await tableDestination(t, 'preview_metered', ['id']);
+      const pipeline = await createPipeline(t, linearDocument(source, previewDestination), uniqueName('preview-metered'));
+      const key = await newKey(t.ws, { scopes: PIPELINE_SCOPES });
+      const res = await as(key).post(`${pipelinePath(pipeline.id)}/preview`, { sampleSize: 5 });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const keyId = await keyIdOf(key);
+      const operations = await as(t.ws.apiKey).get('/api/v1/usage/operations?limit=100');
+      assert.equal(operations.status, 200, JSON.stringify(operations.body));
+      const reads = operations.body.operations.filter((o: any) => o.kind === 'records_read' && o.apiKeyId === keyId);
+      assert.equal(reads.length, 1, JSON.stringify(operations.body.operations));
+      assert.deepEqual(reads[0].quantities, { request: 1, record: 5 });
+      assert.equal(reads[0].projectId, t.projectId);
     });
 
     it('needs data:read as well as pipelines:write', async () => {

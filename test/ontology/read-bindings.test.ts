@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { as, newKey } from '../support/fixtures';
-import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { as, keyIdOf, newKey } from '../support/fixtures';
+import { bind, customerOntology, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 
 describe('Read bindings, term-record reads and shape checks', function () {
   this.timeout(60_000);
@@ -82,5 +82,19 @@ describe('Read bindings, term-record reads and shape checks', function () {
       'https://example.com/customers/2 age MinInclusiveConstraintComponent',
       'https://example.com/customers/3 name MinCountConstraintComponent',
     ]);
+  });
+
+  it('meters a shape check’s read like every other records read', async () => {
+    const key = await newKey(t.ws, { scopes: ONTOLOGY_SCOPES, readPermissions: ['customers.read'] });
+    const report = await as(key).get(`${t.base}/terms/Customer/shape-check`);
+    assert.equal(report.status, 200, JSON.stringify(report.body));
+    assert.ok(report.body.checkedRecords > 0, 'records were read');
+    const keyId = await keyIdOf(key);
+    const operations = await as(t.ws.apiKey).get('/api/v1/usage/operations?limit=100');
+    assert.equal(operations.status, 200, JSON.stringify(operations.body));
+    const reads = operations.body.operations.filter((o: { kind: string; apiKeyId: string }) => o.kind === 'records_read' && o.apiKeyId === keyId);
+    assert.equal(reads.length, 1, JSON.stringify(operations.body.operations));
+    assert.deepEqual(reads[0].quantities, { request: 1, record: report.body.checkedRecords });
+    assert.equal(reads[0].projectId, t.ws.projectId);
   });
 });
