@@ -2,9 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, CallToolResult, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { DomainError, InputError, NotFoundError } from '../core/errors';
+import {
+  CallToolRequestSchema, CallToolResult, ErrorCode, isInitializeRequest, JSONRPCMessageSchema, ListToolsRequestSchema, McpError,
+} from '@modelcontextprotocol/sdk/types.js';
+import { DomainError, InputError, NotFoundError, RateLimitError } from '../core/errors';
 import { logger } from '../core/logger';
 import { schemaProblems, summarizeProblems } from '../core/schema-validator';
 import { Problem, problem, problemFromDomainError } from '../core/problem';
@@ -13,13 +16,17 @@ import type { Caller, ServiceDependencies } from '../services/operations/context
 import { domainErrorFromDatabase } from '../services/operations/database-errors';
 import { admit, execute } from '../services/operations/invoke';
 import type { Principal } from '../services/tenancy/access';
+import type { ApiLimits, LimitHeaders } from '../services/tenancy/api-limits';
 import { authenticateBearer } from '../services/tenancy/bearer';
+import { requestBudgets } from '../services/tenancy/request-budgets';
 import { openProjectConnectionOperation } from '../services/tenancy/connections';
 import { toolInputSchema, toolTakesProject, tools, ToolSpec } from './tools';
 
 // The MCP endpoint (Streamable HTTP, the official SDK). Every HTTP request of a session is
 // authenticated with the same Bearer key and request limits as the REST API; a session belongs
-// to the key that initialized it. /mcp is a workspace connection (project tools take projectId);
+// to the key that initialized it. A JSON-RPC batch (revisions up to 2025-03-26, which the SDK still
+// negotiates) counts one request per message, all charged before any runs, or is refused whole
+// with 429 (chargedMessages). /mcp is a workspace connection (project tools take projectId);
 // /mcp/projects/{project_id} is bound to one project (tools take no projectId).
 
 interface Session {
@@ -124,19 +131,55 @@ function buildServer(deps: ServiceDependencies, boundProjectId: string | null): 
   return server;
 }
 
+/**
+ * How many requests a POST body to a session counts as: one per message of a JSON-RPC batch that
+ * the transport will take and answer (protocol revisions up to 2025-03-26 allow batches, and the
+ * SDK negotiates those still), so a batch of N tool calls costs what N single calls do. Anything
+ * else is one request: a single message, or a batch the transport refuses whole before anything
+ * in it runs (over MAX_BATCH_SIZE messages, a malformed message, an initialize).
+ */
+function chargedMessages(body: unknown): number {
+  if (!Array.isArray(body) || body.length < 2 || body.length > MAX_BATCH_SIZE) return 1;
+  return body.every((message) => JSONRPCMessageSchema.safeParse(message).success) && !body.some(isInitializeRequest) ? body.length : 1;
+}
+
+function setLimitHeaders(ctx: Koa.Context, limit: Pick<LimitHeaders, 'limit' | 'remaining' | 'resetSeconds'>): void {
+  ctx.set('X-RateLimit-Limit', `${limit.limit}`);
+  ctx.set('X-RateLimit-Remaining', `${limit.remaining}`);
+  ctx.set('X-RateLimit-Reset', `${limit.resetSeconds}`);
+}
+
+/**
+ * Charges the further messages of a batch against both request buckets before any of them runs;
+ * a batch that does not fit is answered 429 whole (with Retry-After), as a single request is.
+ */
+async function chargeBatch(deps: ServiceDependencies, ctx: Koa.Context, principal: Principal, limits: ApiLimits, messages: number, carriedSince: number): Promise<void> {
+  try {
+    setLimitHeaders(ctx, await requestBudgets(deps.db).admitBatch(principal, limits, messages, carriedSince));
+  } catch (error) {
+    if (error instanceof RateLimitError) setLimitHeaders(ctx, error.limit);
+    throw error;
+  }
+}
+
 /** Koa middleware for /mcp and /mcp/projects/{project_id}; other paths pass through. */
 export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
   return async (ctx, next) => {
     const match = PATH.exec(ctx.path);
     if (!match) return next();
     const boundProjectId = match[1] ?? null;
-    const { principal } = await authenticateBearer(deps, ctx);
+    const carriedSince = Date.now();
+    const { principal, limits } = await authenticateBearer(deps, ctx);
     if (boundProjectId) await execute({ deps, principal, door: 'mcp', requestId: String(ctx.state.requestId ?? '') }, openProjectConnectionOperation, { projectId: boundProjectId });
     const sessionId = ctx.get('mcp-session-id');
     let session = sessionId ? sessions.get(sessionId) : undefined;
     if (sessionId && (!session || session.apiKeyId !== principal.apiKeyId || session.projectId !== boundProjectId)) {
       throw new NotFoundError('mcp_session', 'No MCP session with this id for this API key and connection; initialize a new one.');
     }
+    // A batch needs a session (initialize comes alone): one without is refused by the transport.
+    const body = (ctx.request as unknown as { body?: unknown }).body;
+    const messages = session && ctx.method === 'POST' ? chargedMessages(body) : 1;
+    if (messages > 1) await chargeBatch(deps, ctx, principal, limits, messages, carriedSince);
     if (!session) {
       if (ctx.method !== 'POST') throw new InputError('mcp_session_required', 'Initialize an MCP session with POST first.');
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -159,6 +202,6 @@ export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
     const carrying: CarryingRequest = { principal, requestId: String(ctx.state.requestId ?? '') };
     (ctx.req as typeof ctx.req & { auth: AuthInfo }).auth = { token: '', clientId: principal.apiKeyId, scopes: [...principal.scopes], extra: carrying as unknown as Record<string, unknown> };
     ctx.respond = false;
-    await session.transport.handleRequest(ctx.req, ctx.res, (ctx.request as unknown as { body?: unknown }).body);
+    await session.transport.handleRequest(ctx.req, ctx.res, body);
   };
 }

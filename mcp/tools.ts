@@ -100,7 +100,7 @@ export const tools: ToolSpec[] = [
     operation: getApiLimitsOperation,
     input: () => request({}),
     output: replyBody,
-    description: 'The workspace’s request limits per 60-second window (shared by HTTP and MCP calls of the same key).',
+    description: 'The workspace’s request limits per 60-second window, shared by HTTP and MCP calls of the same key. Every MCP message counts as one request: a JSON-RPC batch of N messages is charged N requests of both buckets before any of it runs, and a batch that does not fit is refused whole (HTTP 429 with Retry-After; nothing in it runs).',
     arguments: object({}),
     annotations: READ_ONLY,
   },

@@ -1,5 +1,6 @@
 import type { Executor } from '../../db/connection';
 import { leaseIdleMs } from '../../core/config';
+import { RateLimitError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
@@ -143,12 +144,57 @@ class RequestBudgets {
     return admitRequest({ outcome: 'ok', limitKey: limits.apiKeyRequests, limitWorkspace: limits.workspaceRequests, usedKey: row.used_key - spare, usedWorkspace: row.used_workspace - spare, resetMs: Number(row.reset_ms) });
   }
 
-  /** One request from the key's lease, if it holds one for this window and these limits. */
-  private spend(keyId: string, limits: ApiLimits): LimitHeaders | undefined {
+  /**
+   * Charges the further messages of a JSON-RPC batch (MCP): `messages` requests in all, the HTTP
+   * request that carried them having been counted already (by admit or the key's check), so a batch
+   * costs what as many single requests would. All or none: from the key's lease when it holds
+   * enough, else the lease goes back and one statement charges exactly the rest if both buckets
+   * have that much left (weft_lease_requests asked for a share of 1, no more and no less). When
+   * one has less, nothing more is charged, the carrying request is handed back too (a refused
+   * request spends neither bucket) and RateLimitError names that bucket and what it has left.
+   * `carriedSince`: when the carrying request began to be counted, so it is handed back only to
+   * the window that counted it.
+   */
+  async admitBatch(principal: Principal, limits: ApiLimits, messages: number, carriedSince: number): Promise<LimitHeaders> {
+    const keyId = principal.apiKeyId;
+    const more = messages - 1;
+    for (let leasing = this.leasing.get(keyId); leasing; leasing = this.leasing.get(keyId)) await leasing;
+    const spent = this.spend(keyId, limits, more);
+    if (spent) return spent;
+    const held = this.leases.get(keyId);
+    if (held) {
+      this.leases.delete(keyId);
+      void this.giveBack(held);
+    }
+    // What this process leased and has not spent belongs to the batch as much as to any request.
+    await this.settled();
+    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, 1, ?, ?)', [
+      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, more, more,
+    ]);
+    const row = rows[0];
+    const counted = { limitKey: limits.apiKeyRequests, limitWorkspace: limits.workspaceRequests, usedKey: row.used_key, usedWorkspace: row.used_workspace, resetMs: Number(row.reset_ms) };
+    if (row.outcome === 'ok') return admitRequest({ outcome: 'ok', ...counted });
+    const sameWindow = Date.now() - carriedSince < WINDOW_SECONDS * 1000 - counted.resetMs;
+    if (sameWindow) await this.db.raw('SELECT weft_return_requests(?, ?, ?, ?)', [principal.workspaceId, keyId, row.window_start, 1]);
+    const handedBack = sameWindow ? 1 : 0;
+    const keyLeft = Math.max(0, limits.apiKeyRequests - row.used_key + handedBack);
+    const workspaceLeft = Math.max(0, limits.workspaceRequests - row.used_workspace + handedBack);
+    const dimension = keyLeft <= workspaceLeft ? 'api_key' : 'workspace';
+    const left = Math.min(keyLeft, workspaceLeft);
+    const resetSeconds = Math.max(1, Math.ceil(counted.resetMs / 1000));
+    const scope = dimension === 'workspace' ? 'the workspace has' : 'this API key has';
+    throw new RateLimitError(
+      `A batch of ${messages} messages counts as ${messages} requests, and ${scope} ${left} left in this ${WINDOW_SECONDS}-second window; nothing in the batch ran. Retry after ${resetSeconds} seconds, or send fewer messages.`,
+      { limit: dimension === 'workspace' ? limits.workspaceRequests : limits.apiKeyRequests, remaining: left, resetSeconds, dimension },
+    );
+  }
+
+  /** `count` requests from the key's lease, if it holds that many for this window and these limits. */
+  private spend(keyId: string, limits: ApiLimits, count = 1): LimitHeaders | undefined {
     const lease = this.leases.get(keyId);
     const now = Date.now();
-    if (!lease || lease.left < 1 || now >= lease.endsAt || !sameLimits(lease.limits, limits)) return undefined;
-    lease.left -= 1;
+    if (!lease || lease.left < count || now >= lease.endsAt || !sameLimits(lease.limits, limits)) return undefined;
+    lease.left -= count;
     lease.lastUsedAt = now;
     return admitRequest({
       outcome: 'ok',
