@@ -2,6 +2,7 @@ import type { Executor } from '../../db/connection';
 import { WriteAction, WriteActionEvent, WriteActionEventKind } from '../../db/models';
 import type { SnapshotInfo } from '../../plugins/capability';
 import { requireDataEndpoint } from './data-endpoints';
+import { isUnrestricted } from '../tenancy/access';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
 import { afterCommit } from '../../db/after-commit';
@@ -42,11 +43,18 @@ function presentLogEntry(event: WriteActionEvent) {
   };
 }
 
-/** The endpoint's action log, newest first. */
+/**
+ * The endpoint's action log, newest first. A project-restricted key sees the events of actions of
+ * its projects only, as it lists only those actions (write-actions.ts): the endpoint is shared, its
+ * actions are not.
+ */
 export async function listWriteLog(ctx: OperationContext, endpointId: string, page: PageRequest, filter: { actionId?: string; kind?: string }) {
   const { db, principal } = ctx;
   await requireDataEndpoint(db, principal.workspaceId, endpointId);
   const base = WriteActionEvent.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
+  if (!isUnrestricted(principal)) {
+    base.whereIn('writeActionId', WriteAction.query(db).select('id').where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId }).whereIn('projectId', principal.projectIds as string[]));
+  }
   if (filter.actionId) base.where('actionId', filter.actionId);
   if (filter.kind) base.where('kind', filter.kind);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });

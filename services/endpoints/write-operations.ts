@@ -121,7 +121,7 @@ export const getSourceWriteOperation = defineOperation({
 
 export const listWriteLogOperation = defineOperation({
   name: 'listWriteLog',
-  summary: 'The action log of an endpoint, newest first: every proposal, approval, rejection, expiry, application and failure.',
+  summary: 'The action log of an endpoint, newest first: every proposal, approval, rejection, expiry, application and failure; for a project-restricted key, of its projects’ actions only.',
   access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
   effect: 'read',
   input: { params: idParams('endpoint_id'), query: writeLogQuery },

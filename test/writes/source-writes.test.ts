@@ -128,6 +128,33 @@ describe('Governed source writes: immediate writes, snapshots, idempotency and t
     assert.equal(log.body.pagination.total, 2, 'dry runs are not logged as actions');
   });
 
+  it('lists in an endpoint’s write log only the actions of projects the key may see, as its list of writes does', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId);
+    const other = await as(t.ws.apiKey).post('/api/v1/projects', { name: `log-other-${Date.now()}` });
+    assert.equal(other.status, 201, JSON.stringify(other.body));
+    const ours = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1 }] });
+    assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, ours)).status, 200);
+    const theirs = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 2 }] }, { projectId: other.body.project.id });
+    assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, theirs)).status, 200);
+
+    const actionIdsOf = (entries: Array<{ actionId: string }>) => [...new Set(entries.map((e) => e.actionId))].sort();
+    const restricted = await memberKey(t, ['policy:read'], 'member', { projectIds: [t.ws.projectId], workspaceResources: true });
+    const writes = await restricted.client.get(`/api/v1/data-endpoints/${endpointId}/writes`);
+    assert.equal(writes.status, 200, JSON.stringify(writes.body));
+    assert.deepEqual(actionIdsOf(writes.body.writeActions), [ours.actionId]);
+    const log = await restricted.client.get(`/api/v1/data-endpoints/${endpointId}/write-log`);
+    assert.equal(log.status, 200, JSON.stringify(log.body));
+    assert.deepEqual(actionIdsOf(log.body.entries), [ours.actionId], 'the other project’s action is not in the log');
+    assert.equal(log.body.pagination.total, 2, 'its proposal and application');
+    const filtered = await restricted.client.get(`/api/v1/data-endpoints/${endpointId}/write-log?actionId=${theirs.actionId}`);
+    assert.deepEqual(filtered.body.entries, [], 'nor found by its actionId');
+
+    const unrestricted = await memberKey(t, ['policy:read']);
+    const all = await unrestricted.client.get(`/api/v1/data-endpoints/${endpointId}/write-log`);
+    assert.deepEqual(actionIdsOf(all.body.entries), [ours.actionId, theirs.actionId].sort());
+  });
+
   it('enforces the policy: none, operation, project, grants, data:delete, and a capability without transactional writes', async () => {
     const endpointId = await managedTable(t);
     const snapshot = await currentSnapshot(t.writer, endpointId);
