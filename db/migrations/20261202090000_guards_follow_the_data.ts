@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { schemaProblems } from '../../core/schema-validator';
 import { findCapability } from '../../plugins';
 
 // Guards follow the data, not the endpoint's id (issue 33): every endpoint records the data its
@@ -35,7 +36,10 @@ interface PolicyRow {
 
 function identityOf(row: EndpointRow): string {
   try {
-    return findCapability(row.capability, row.capabilityVersion).dataIdentity(row.target, row.settings ?? {});
+    const runtime = findCapability(row.capability, row.capabilityVersion);
+    const target = structuredClone(row.target);
+    if (schemaProblems(runtime.definition.targetSchema, target).length) throw new Error('the target no longer fits its contract');
+    return runtime.dataIdentity(target, row.settings ?? {});
   } catch {
     return `${row.capability}:endpoint:${row.id}`;
   }

@@ -56,7 +56,8 @@ function fetchFirstPage(installation: InstallationContext, target: HttpDatasetTa
  * parameters are not part of it.
  */
 function dataIdentity(rawTarget: Record<string, unknown>): string {
-  const target = parseTarget(rawTarget);
+  // The target was validated against its installation's contract (which may be another version's): read, not parsed again.
+  const target = rawTarget as unknown as HttpDatasetTarget;
   const url = new URL(target.request.url);
   url.hash = '';
   for (const [name, value] of Object.entries(target.request.query ?? {})) url.searchParams.set(name, value);

@@ -610,7 +610,7 @@ announceSnapshotsOf('managed_table');
 export const managedTableCapability: CapabilityRuntime = {
   definition,
   // Every managed_table installation of a workspace reaches the same schema: the table is the data.
-  dataIdentity: (target) => `managed_table:${parseTarget(target).table}`,
+  dataIdentity: (target) => `managed_table:${String(target.table)}`,
   async checkConnection(ctx, rawTarget) {
     const { table } = parseTarget(rawTarget);
     await ctx.db.raw('SELECT 1');

@@ -427,7 +427,9 @@ async function checkConnection(ctx: CapabilityContext, target: Record<string, un
 
 /** The database the installation connects to (host, port, database) and the table in it; the role is not part of the data. */
 function dataIdentity(target: Record<string, unknown>, settings: Record<string, unknown>): string {
-  const { schema, table } = parseTarget(target);
+  // The target was validated against its installation's contract: read, not parsed again.
+  const schema = typeof target.schema === 'string' ? target.schema : 'public';
+  const table = String(target.table);
   const host = String(settings.host ?? '').replace(/^\[(.*)\]$/, '$1').toLowerCase();
   const port = typeof settings.port === 'number' ? settings.port : 5432;
   const part = encodeURIComponent;
