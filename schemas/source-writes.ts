@@ -1,6 +1,7 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { whereSchema } from '../plugins/condition-schemas';
 import { listQuery, nullableTimestamp, timestamp, uuid } from './common';
+import { APPROVAL_LAPSES } from '../services/endpoints/approval-standing';
 
 // The governed source-write action of SPEC 2.9 and the write policies that govern it. The request
 // schema is exact: every bound of SPEC section 8 is here, and no other field is accepted anywhere.
@@ -197,6 +198,19 @@ export const writeActionSchema: JsonSchema = {
         decisions: {
           type: 'array',
           items: { type: 'object', properties: { memberId: uuid, decision: { type: 'string', enum: ['approve', 'reject'] }, comment: { type: ['string', 'null'] }, decidedAt: timestamp } },
+        },
+        counted: {
+          type: 'integer',
+          description: 'The approvals that count now: an approval counts while the key that gave it is active (not revoked, not expired) and holds policy:approve, and its member is still in the workspace. The action applies when they reach approvers; short of it, it stays pending_approval until it expires.',
+        },
+        notCounted: {
+          type: 'array',
+          description: 'Approvals given that no longer count, and why. A member decides once: an action they no longer count for needs another member’s approval.',
+          items: {
+            type: 'object',
+            required: ['memberId', 'reason', 'decidedAt'],
+            properties: { memberId: uuid, reason: { type: 'string', enum: [...APPROVAL_LAPSES] }, decidedAt: timestamp },
+          },
         },
       },
     },

@@ -1,4 +1,4 @@
-import { allHandlersFinished, ApplicationFailure, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, condition, patched, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { SourceWriteActivities } from '../activities/source-writes';
 import { decideWriteUpdate, WriteApprovalInput, WriteDecision } from './names';
 
@@ -11,28 +11,46 @@ const { recordWriteDecision, applyApprovedWrite, expireWriteAction } = proxyActi
 const MIN_WAIT_MS = 1000;
 
 /**
+ * The apply activity counts the approvals again and answers pending_approval when some lapsed since
+ * (a key revoked or expired, a member removed): the action then waits for decisions again. Before
+ * this patch the workflow ended with whatever the apply answered.
+ */
+export const WAIT_AGAIN_WHEN_APPROVALS_LAPSE = 'wait-again-when-approvals-lapse';
+
+/**
  * A governed write waiting for approval. Decisions arrive as updates (validated here, recorded by
- * an activity); enough approvals apply the write, one rejection or the timer ends it. The action's
- * state lives in PostgreSQL; this workflow only orders the steps. An update answers when the
- * action is settled, or at once while it still needs more approvals.
+ * an activity); enough approvals that still count apply the write, one rejection or the timer ends
+ * it. The action's state lives in PostgreSQL; this workflow only orders the steps. An update
+ * answers when the action is settled, or at once while it still needs more approvals.
  */
 export async function writeApprovalWorkflow(input: WriteApprovalInput): Promise<string> {
   const decided = new Set<string>();
   let verdict: 'approved' | 'rejected' | 'closed' | undefined;
   let completingApproval: WriteDecision | undefined;
   let outcome: string | undefined;
+  /** Applies that found too few approvals still counting: each answers the decisions that waited on it. */
+  let recounts = 0;
+  /** Decisions recorded while an apply was under way, which that apply may not have seen. */
+  let approvedDuringApply: WriteDecision | undefined;
+  let closedDuringApply: 'rejected' | 'closed' | undefined;
 
   setHandler(
     decideWriteUpdate,
     async (decision) => {
       decided.add(decision.memberId);
       const recorded = await recordWriteDecision({ writeActionId: input.writeActionId, decision });
-      if (recorded.status !== 'pending_approval') verdict ??= recorded.status === 'rejected' ? 'rejected' : 'closed';
-      else if (recorded.approvals >= input.approvalsRequired && !verdict) {
+      if (recorded.status !== 'pending_approval') {
+        const closing = recorded.status === 'rejected' ? 'rejected' : 'closed';
+        if (verdict === 'approved') closedDuringApply ??= closing;
+        verdict ??= closing;
+      } else if (recorded.approvals >= input.approvalsRequired && !verdict) {
         verdict = 'approved';
         completingApproval = decision;
+      } else if (recorded.approvals >= input.approvalsRequired && verdict === 'approved') approvedDuringApply = decision;
+      if (verdict) {
+        const seen = recounts;
+        await condition(() => outcome !== undefined || recounts > seen);
       }
-      if (verdict) await condition(() => outcome !== undefined);
       return { status: outcome ?? 'pending_approval', approvals: recorded.approvals };
     },
     {
@@ -45,11 +63,37 @@ export async function writeApprovalWorkflow(input: WriteApprovalInput): Promise<
     },
   );
 
-  const waitMs = Math.max(MIN_WAIT_MS, Date.parse(input.expiresAt) - Date.now());
-  const settled = await condition(() => verdict !== undefined, waitMs);
-  if (!settled) outcome = (await expireWriteAction({ writeActionId: input.writeActionId })).status;
-  else if (verdict === 'approved') outcome = (await applyApprovedWrite({ writeActionId: input.writeActionId, actor: { memberId: completingApproval!.memberId, apiKeyId: completingApproval!.apiKeyId } })).status;
-  else outcome = verdict!;
+  for (;;) {
+    if (verdict === undefined) {
+      const waitMs = Math.max(MIN_WAIT_MS, Date.parse(input.expiresAt) - Date.now());
+      const settled = await condition(() => verdict !== undefined, waitMs);
+      if (!settled) {
+        outcome = (await expireWriteAction({ writeActionId: input.writeActionId })).status;
+        break;
+      }
+    }
+    if (verdict !== 'approved') {
+      outcome = verdict;
+      break;
+    }
+    approvedDuringApply = undefined;
+    const applied = (await applyApprovedWrite({ writeActionId: input.writeActionId, actor: { memberId: completingApproval!.memberId, apiKeyId: completingApproval!.apiKeyId } })).status;
+    if (applied === 'pending_approval' && patched(WAIT_AGAIN_WHEN_APPROVALS_LAPSE)) {
+      // The count fell short. A decision recorded after the apply's count settles it (a rejection
+      // ends the action) or may complete it (apply again); otherwise decisions are taken again
+      // until the action expires.
+      if (closedDuringApply) verdict = closedDuringApply;
+      else if (approvedDuringApply) completingApproval = approvedDuringApply;
+      else {
+        verdict = undefined;
+        completingApproval = undefined;
+        recounts += 1;
+      }
+      continue;
+    }
+    outcome = applied;
+    break;
+  }
   await condition(allHandlersFinished);
-  return outcome;
+  return outcome!;
 }

@@ -20,7 +20,7 @@ function decisionRoute(decision: 'approve' | 'reject') {
     operation: decision === 'approve' ? approveSourceWriteOperation : rejectSourceWriteOperation,
     description:
       decision === 'approve'
-        ? 'Needs policy:approve and a member other than the proposer; each member approves once. The approval that completes the count applies the write, and the answer shows the outcome (applied, or failed with its error).'
+        ? 'Needs policy:approve and a member other than the proposer; each member approves once. An approval counts while its key is active (not revoked, not expired) and holds policy:approve and its member is in the workspace, counted again when the write applies. The approval that completes the count applies the write, and the answer shows the outcome (applied, or failed with its error); short of the count the action stays pending_approval and approval.notCounted says which approvals lapsed and why.'
         : 'Needs policy:approve and a member other than the proposer. One rejection ends the action; nothing is written.',
     tag: TAG,
     input: requestInput,

@@ -2,6 +2,7 @@ import { NotFoundError } from '../../core/errors';
 import { DataEndpoint, WriteAction, WriteActionDecision } from '../../db/models';
 import { authorizeProject, hasScope, Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
+import { approvalStanding, ApprovalStanding, standingIn } from './approval-standing';
 import { mayReadEndpointRecords, ReadScope } from './data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
@@ -27,7 +28,7 @@ function withoutExistingRecords(changeSet: Record<string, unknown> | null): Reco
   return { ...changeSet, added: [], changed: [], removed: [], counts: { affected: counts.added + counts.changed + counts.removed }, recordsWithheld: true };
 }
 
-function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[], mayReadRecords: boolean) {
+function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[], standing: ApprovalStanding, mayReadRecords: boolean) {
   return {
     actionId: action.actionId,
     dataEndpointId: action.dataEndpointId,
@@ -41,6 +42,8 @@ function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[
       approvers: action.approvalsRequired,
       expiresAt: action.expiresAt?.toISOString() ?? null,
       decisions: decisions.map(presentDecision),
+      counted: standing.counted,
+      notCounted: standing.notCounted,
     },
     changeSet: mayReadRecords ? action.changePreview : withoutExistingRecords(action.changePreview),
     snapshotBefore: action.snapshotBefore,
@@ -70,7 +73,8 @@ async function mayReadRecordsOf(ctx: OperationContext, endpointId: string, readS
 export async function viewOf(ctx: OperationContext, action: WriteAction, readScope?: ReadScope): Promise<WriteActionView> {
   const { db } = ctx;
   const decisions = await WriteActionDecision.query(db).where({ writeActionId: action.id }).orderBy('createdAt');
-  return presentWriteAction(action, decisions, await mayReadRecordsOf(ctx, action.dataEndpointId, readScope));
+  const standing = standingIn(await approvalStanding(db, decisions), action.id);
+  return presentWriteAction(action, decisions, standing, await mayReadRecordsOf(ctx, action.dataEndpointId, readScope));
 }
 
 const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:approve') || hasScope(principal, 'policy:read');
@@ -101,6 +105,7 @@ export async function listSourceWrites(ctx: OperationContext, endpointId: string
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   const decisions = rows.length ? await WriteActionDecision.query(db).whereIn('writeActionId', rows.map((row) => row.id)).orderBy('createdAt') : [];
+  const standing = await approvalStanding(db, decisions);
   const mayReadRecords = await mayReadRecordsOf(ctx, endpointId);
-  return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id), mayReadRecords)), pagination };
+  return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id), standingIn(standing, row.id), mayReadRecords)), pagination };
 }

@@ -10,6 +10,7 @@ import type { OperationContext, ServiceDependencies } from '../operations/contex
 import { defineOperation } from '../operations/operation';
 import { bothRequirements, Requirement } from '../tenancy/access';
 import type { ReadScope } from './data-guard';
+import { approvalStandingOf } from './approval-standing';
 import { meterWrite, prepareWrite, writeRequestOf, writeThrough } from './governed-write';
 import { logEvent } from './write-log';
 import { submitSourceWriteOperation } from './write-operations';
@@ -68,12 +69,18 @@ const passing = (error: DomainError) => error.kind === 'unavailable' || error.co
  * The apply activity of the approval workflow: one transaction with the action's status and log,
  * the write in a savepoint of it. A refusal or a business failure (a stale snapshot) ends the action
  * failed with its reason. The actor of the log is the member whose approval completed the count.
+ * Approvals that no longer suffice leave the action pending_approval, unchanged.
  */
 export async function applyApprovedWrite(deps: ServiceDependencies, writeActionId: string, actor: { memberId: string; apiKeyId: string }): Promise<{ status: string }> {
   return deps.db.transaction(async (trx) => {
     const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
     if (!action) return { status: 'missing' };
     if (action.status !== 'pending_approval') return { status: action.status };
+    // The approvals are counted again, their keys and members locked until this commits: one whose
+    // key was revoked or expired, or whose member was removed, since it was given no longer counts.
+    // Short of the count, nothing is written and the action waits for more approvals (the workflow
+    // takes decisions again) until it expires; its view lists the approvals that lapsed.
+    if ((await approvalStandingOf(trx, action.id, { lock: true })).counted < action.approvalsRequired) return { status: 'pending_approval' };
     const snapshotBefore = action.snapshotBefore as SnapshotInfo;
     const operation = action.proposedByOperation === 'sparqlUpdate' ? applyApprovedSparqlUpdateOperation : applyApprovedWriteOperation;
     let result: WriteResult | undefined;

@@ -7,6 +7,7 @@ import { WriteAction, WriteActionDecision } from '../../db/models';
 import type { SnapshotInfo } from '../../plugins/capability';
 import { decideWriteUpdate, WriteDecision } from '../../workflows/names';
 import type { OperationContext } from '../operations/context';
+import { approvalStandingOf } from './approval-standing';
 import { requireVisibleAction, viewOf, WriteActionView } from './write-actions';
 import { logEvent } from './write-log';
 
@@ -46,11 +47,16 @@ export async function decideSourceWrite(ctx: OperationContext, endpointId: strin
 // Activities of the approval workflow. Each is a fenced transaction on the action row, so a
 // retry, a late decision or a race with expiry never acts twice.
 
+/**
+ * Records a decision and answers the action's status with the approvals that count now
+ * (approval-standing.ts): an approval whose key or member lapsed since it was given does not
+ * complete the count.
+ */
 export async function recordWriteDecision(db: Db, writeActionId: string, decision: WriteDecision): Promise<{ status: string; approvals: number }> {
   return db.transaction(async (trx) => {
     const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
     if (!action) return { status: 'missing', approvals: 0 };
-    const count = async () => Number((await WriteActionDecision.query(trx).where({ writeActionId, decision: 'approve' }).resultSize()));
+    const count = async () => (await approvalStandingOf(trx, writeActionId)).counted;
     if (action.status !== 'pending_approval') return { status: action.status, approvals: await count() };
     // The row lock serializes decisions on this action: a retried activity finds its decision and records nothing twice.
     const earlier = await WriteActionDecision.query(trx).findOne({ writeActionId, memberId: decision.memberId });

@@ -4,7 +4,8 @@ import { installPlugin } from '../../services/endpoints/plugins';
 import { addMember } from '../../services/tenancy/workspaces';
 import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
-import { as, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
+import { definitionCache } from '../../services/shared/definition-cache';
+import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 
 /** Every scope a governed-write test key might need; tests narrow it where scopes are the point. */
 export const WRITER_SCOPES = ['endpoints:read', 'endpoints:write', 'data:read', 'data:write', 'data:delete', 'policy:read', 'policy:propose', 'policy:manage'];
@@ -75,4 +76,36 @@ export async function tableRows(client: ReturnType<typeof as>, endpointId: strin
   const res = await client.get(`/api/v1/data-endpoints/${endpointId}/records?limit=1000&orderBy=${encodeURIComponent(JSON.stringify([{ field: 'id' }]))}`);
   assert.equal(res.status, 200, JSON.stringify(res.body));
   return res.body.data ?? res.body.records;
+}
+
+/**
+ * Approves as `approver` while its key's revocation is under way: the revocation is written, not
+ * committed, when the approval arrives (its decision finds the key active), and commits once the
+ * apply waits on the approving key (the apply locks it to count the approvals again), or once the
+ * approval has answered should the apply not look at the key. Returns the approval's answer.
+ */
+export async function approveAsKeyIsRevoked(approver: { key: string; client: ReturnType<typeof as> }, actionUrl: string): Promise<{ status: number; body: any }> {
+  const { db } = env();
+  const revocation = await db.transaction();
+  let approval: Promise<{ status: number; body: any }>;
+  try {
+    await revocation('api_keys').where({ id: await keyIdOf(approver.key) }).update({ revokedAt: revocation.fn.now() });
+    approval = approver.client.post(`${actionUrl}/approve`, {});
+    let answered = false;
+    approval.then(() => (answered = true), () => (answered = true));
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const waiting = await db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%api_keys%for share%'");
+      if (waiting.rows[0].n > 0 || answered) break;
+      assert.ok(Date.now() < deadline, 'the apply waits on the approving key, or the approval answers');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await revocation.commit();
+  } catch (error) {
+    await revocation.rollback();
+    throw error;
+  }
+  const [row] = await db('api_keys').where({ id: await keyIdOf(approver.key) }).select('workspaceId');
+  definitionCache().changed(row.workspaceId);
+  return approval;
 }

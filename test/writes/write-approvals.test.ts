@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
-import { as, newKey } from '../support/fixtures';
-import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';
+import { as, expireKey, newKey, revokeKey } from '../support/fixtures';
+import { action, approveAsKeyIsRevoked, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant, WriteTenant } from '../support/source-writes';
 
 /** Polls an action until `done` holds (the workflow settles it asynchronously). */
 async function waitForAction(client: WriteTenant['writer'], endpointId: string, actionId: string, done: (status: string) => boolean, timeoutMs = 30_000) {
@@ -166,6 +167,70 @@ describe('Governed writes that need approval, through the real Temporal server',
     assert.equal(replay.body.writeAction.snapshotAfter.version, '1');
     assert.equal((await tableRows(t.writer, endpointId)).length, 1);
     assert.equal((await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log?kind=applied`)).body.entries.length, 1);
+  });
+
+  it('counts an approval only while its key is active and its member in the workspace: short of the count, the action stays pending and says why', async () => {
+    const lapses: Array<[string, (approver: { key: string; memberId: string }) => Promise<void>]> = [
+      ['key_revoked', (approver) => revokeKey(approver.key)],
+      ['key_expired', (approver) => expireKey(approver.key)],
+      ['member_removed', (approver) => removeMember(env().db, t.ws.workspaceId, approver.memberId)],
+    ];
+    for (const [reason, lapse] of lapses) {
+      const endpointId = await managedTable(t);
+      await putPolicy(t, endpointId, { approval: { required: true, approvers: 2 } });
+      const [first, second, third] = [await memberKey(t), await memberKey(t), await memberKey(t)];
+      const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1, name: 'Ada' }] });
+      assert.equal((await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body)).status, 202);
+      const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+      const once = await first.client.post(`${url}/approve`, {});
+      assert.equal(once.status, 200, JSON.stringify(once.body));
+      assert.equal(once.body.writeAction.approval.counted, 1);
+      await lapse(first);
+
+      // The second approval completes the count of decisions, not of approvals that still count.
+      const twice = await second.client.post(`${url}/approve`, {});
+      assert.equal(twice.status, 200, JSON.stringify(twice.body));
+      assert.equal(twice.body.writeAction.status, 'pending_approval', `${reason}: the lapsed approval does not count`);
+      assert.equal(twice.body.writeAction.approval.counted, 1);
+      assert.deepEqual(twice.body.writeAction.approval.notCounted.map((n: { memberId: string; reason: string }) => [n.memberId, n.reason]), [[first.memberId, reason]]);
+      const seen = (await t.writer.get(url)).body.writeAction;
+      assert.equal(seen.status, 'pending_approval');
+      assert.deepEqual(seen.approval.notCounted, twice.body.writeAction.approval.notCounted, 'the proposer reads why');
+      assert.equal((await tableRows(t.writer, endpointId)).length, 0, `${reason}: nothing is written`);
+
+      const thrice = await third.client.post(`${url}/approve`, {});
+      assert.equal(thrice.status, 200, JSON.stringify(thrice.body));
+      assert.equal(thrice.body.writeAction.status, 'applied', `${reason}: two approvals that count apply it`);
+      assert.equal((await tableRows(t.writer, endpointId)).length, 1);
+    }
+  });
+
+  it('counts the approvals again when it applies: a key revoked as the write applies leaves the action pending for more approvals, writing nothing', async () => {
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const [approver, another] = [await memberKey(t), await memberKey(t)];
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1, name: 'Ada' }] });
+    const proposed = await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+
+    // The approver's key is revoked as the approval completes the count (approveAsKeyIsRevoked).
+    const answered = await approveAsKeyIsRevoked(approver, url);
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    assert.equal(answered.body.writeAction.status, 'pending_approval');
+    assert.equal(answered.body.writeAction.approval.counted, 0);
+    assert.deepEqual(answered.body.writeAction.approval.notCounted.map((n: { memberId: string; reason: string }) => [n.memberId, n.reason]), [[approver.memberId, 'key_revoked']]);
+    assert.equal((await tableRows(t.writer, endpointId)).length, 0, 'nothing is written');
+    const log = await t.writer.get(`/api/v1/data-endpoints/${endpointId}/write-log?actionId=${body.actionId}`);
+    assert.deepEqual(log.body.entries.map((e: { kind: string }) => e.kind).reverse(), ['proposed', 'approved']);
+
+    // The workflow takes decisions again: another member's approval applies the write, once.
+    const applied = await another.client.post(`${url}/approve`, {});
+    assert.equal(applied.status, 200, JSON.stringify(applied.body));
+    assert.equal(applied.body.writeAction.status, 'applied');
+    assert.equal(applied.body.writeAction.approval.counted, 1);
+    assert.deepEqual((await tableRows(t.writer, endpointId)).map((r) => r.name), ['Ada']);
+    assert.equal(await env().temporal.workflow.getHandle(proposed.body.writeAction.workflowId).result(), 'applied');
   });
 
   it('shows an action to its proposer and approvers only; lists them with paging', async () => {

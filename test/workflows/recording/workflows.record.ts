@@ -7,7 +7,7 @@ import { env } from '../../support/environment';
 import { as, keyIdOf, newKey } from '../../support/fixtures';
 import { activeQueryJob, bind, customerOntology, ontologyTenant, seededTable } from '../../support/ontology';
 import { waitForRun } from '../../support/pipelines';
-import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../../support/source-writes';
+import { action, approveAsKeyIsRevoked, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../../support/source-writes';
 import { recording, save, usePipelines } from './save-history';
 
 describe('Recording the other workflows\' histories', function () {
@@ -56,6 +56,23 @@ describe('Recording the other workflows\' histories', function () {
     const proposed = await w.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
     assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
     await save('write-approval-expired', proposed.body.writeAction.workflowId);
+  });
+
+  recording('write-approval-recounted', async () => {
+    // The approving key is revoked as the write applies: the apply finds the approvals short, the
+    // workflow waits again (patch wait-again-when-approvals-lapse), and another approval applies it.
+    const w = await writeTenant();
+    const endpointId = await managedTable(w);
+    await putPolicy(w, endpointId, { approval: { required: true, approvers: 1 } });
+    const body = action(w, await currentSnapshot(w.writer, endpointId), { operation: 'upsert', rows: [{ id: 1, name: 'Ada' }] });
+    const proposed = await w.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+    const lapsed = await approveAsKeyIsRevoked(await memberKey(w), url);
+    assert.equal(lapsed.body.writeAction?.status, 'pending_approval', JSON.stringify(lapsed.body));
+    const applied = await (await memberKey(w)).client.post(`${url}/approve`, {});
+    assert.equal(applied.body.writeAction?.status, 'applied', JSON.stringify(applied.body));
+    await save('write-approval-recounted', proposed.body.writeAction.workflowId);
   });
 
   recording('published-query', async () => {
