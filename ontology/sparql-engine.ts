@@ -2,7 +2,7 @@ import type * as RDF from '@rdfjs/types';
 import type { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { Store } from 'n3';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
-import { InputError } from '../core/errors';
+import { BadRequestError, InputError } from '../core/errors';
 import { WeightedLru } from './dataset-cache';
 import { planFastEvaluation, QueryDataset } from './sparql-evaluator';
 import { isQueryDataset } from './sparql-evaluator/dataset';
@@ -116,17 +116,20 @@ function usesService(node: unknown): boolean {
 /**
  * sparqljs (jison) errors carry the offending token and its line; their columns are not reliable
  * (the lexer counts from the end of the previous token), so the message shows the text near it.
+ * A text that does not parse is a bad request (400), as the SPARQL 1.1 Protocol requires for a
+ * query or update string that is not legal (clients such as SPARQLWrapper raise QueryBadFormed on
+ * it); a text that parses but asks for what Weft refuses (FROM, SERVICE) stays a 422.
  */
-function syntaxError(error: unknown): InputError {
+function syntaxError(error: unknown): BadRequestError {
   const { message, hash } = error as Error & { hash?: { token?: string | null; text?: string; loc?: { first_line: number } } };
-  if (!hash?.loc) return new InputError('malformed_query', `The SPARQL text does not parse: ${message.split('\n')[0]}`);
+  if (!hash?.loc) return new BadRequestError('malformed_query', `The SPARQL text does not parse: ${message.split('\n')[0]}`);
   const line = hash.loc.first_line;
   const found = hash.token === 'EOF' ? 'end of text' : `'${hash.text ?? ''}'`;
   const near = message.split('\n')[1]?.trim();
-  return new InputError('malformed_query', `The SPARQL text does not parse at line ${line}: unexpected ${found}${near ? ` near “${near}”` : ''}`, [], { line });
+  return new BadRequestError('malformed_query', `The SPARQL text does not parse at line ${line}: unexpected ${found}${near ? ` near “${near}”` : ''}`, { line });
 }
 
-/** Parses query or update text; malformed text is a 422 naming where the parser stopped. */
+/** Parses query or update text; malformed text is a 400 naming where the parser stopped. */
 export function parseSparql(text: string, options: { allowDatasetClauses?: boolean; baseIri?: string } = {}): ParsedSparql {
   let parsed: SparqlQuery;
   try {
@@ -136,7 +139,7 @@ export function parseSparql(text: string, options: { allowDatasetClauses?: boole
   }
   // sparqljs reads empty text (or a bare prologue) as an object with neither a query nor updates.
   if (parsed.type !== 'query' && !(parsed.type === 'update' && parsed.updates.length)) {
-    throw new InputError('malformed_query', 'The SPARQL text holds no query and no update.');
+    throw new BadRequestError('malformed_query', 'The SPARQL text holds no query and no update.');
   }
   // SERVICE would have the engine call out to another endpoint, from an update as much as a query.
   if (usesService(parsed)) throw new InputError('service_refused', 'SERVICE is not accepted: queries run over this project’s dataset only.');

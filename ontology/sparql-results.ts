@@ -5,13 +5,14 @@ import type { SparqlResult } from './sparql-engine';
 
 // Result formats of the SPARQL 1.1 Protocol, chosen by Accept: the W3C Query Results JSON, XML,
 // CSV and TSV formats for SELECT (ASK: JSON and XML, the formats that define a boolean), and
-// Turtle, N-Triples or JSON-LD for CONSTRUCT and DESCRIBE. The first listed is the default.
+// Turtle, N-Triples, JSON-LD or RDF/XML for CONSTRUCT and DESCRIBE. The first listed is the default.
 
 const RESULT_SET_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values'];
 const BOOLEAN_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml'];
-const GRAPH_TYPES = ['text/turtle', 'application/n-triples', 'application/ld+json'];
-/** Common aliases clients send. */
+const GRAPH_TYPES = ['text/turtle', 'application/n-triples', 'application/ld+json', 'application/rdf+xml'];
+/** Common aliases clients send: plain XML is the results format for rows and booleans, RDF/XML for graphs. */
 const ALIASES: Record<string, string> = { 'application/json': 'application/sparql-results+json', 'application/xml': 'application/sparql-results+xml', 'text/xml': 'application/sparql-results+xml', 'text/plain': 'application/n-triples' };
+const GRAPH_ALIASES: Record<string, string> = { ...ALIASES, 'application/xml': 'application/rdf+xml', 'text/xml': 'application/rdf+xml' };
 
 /** Answers of negotiate per Accept header and result kind: clients send a handful of distinct headers, each on every request. */
 const negotiated = new Map<string, string | null>();
@@ -33,11 +34,12 @@ export function negotiate(accept: string | undefined, kind: SparqlResult['kind']
 
 function rankMediaTypes(accept: string | undefined, kind: SparqlResult['kind']): string | null {
   const offered = kind === 'quads' ? GRAPH_TYPES : kind === 'boolean' ? BOOLEAN_TYPES : RESULT_SET_TYPES;
+  const aliases = kind === 'quads' ? GRAPH_ALIASES : ALIASES;
   if (!accept || !accept.trim()) return offered[0];
   const ranges = accept.split(',').map((part, index) => {
     const [range, ...params] = part.trim().toLowerCase().split(';').map((s) => s.trim());
     const q = Number(params.find((p) => p.startsWith('q='))?.slice(2) ?? '1');
-    return { range: ALIASES[range] ?? range, q: Number.isFinite(q) ? q : 0, index };
+    return { range: aliases[range] ?? range, q: Number.isFinite(q) ? q : 0, index };
   });
   const quality = (type: string) => {
     const [major] = type.split('/');
@@ -65,9 +67,9 @@ const XML_ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '
  * or XML parsers would read it back as LF; in attributes tab and LF too, which attribute-value
  * normalisation would otherwise turn into spaces.
  */
-function xmlEscape(text: string, attribute = false): string {
+function xmlEscape(text: string, attribute = false, instead = 'application/sparql-results+json'): string {
   if (NOT_XML.test(text)) {
-    throw new InputError('unrepresentable_result', 'The result holds a control character that XML 1.0 cannot carry; ask for application/sparql-results+json.');
+    throw new InputError('unrepresentable_result', `The result holds a control character that XML 1.0 cannot carry; ask for ${instead}.`);
   }
   return text.replace(attribute ? /[&<>"'\r\t\n]/g : /[&<>"'\r]/g, (c) => XML_ENTITIES[c]!);
 }
@@ -127,6 +129,91 @@ function tsvValue(term: RDF.Term | undefined): string {
   return `"${escaped}"^^${turtleIri(datatype)}`;
 }
 
+const RDF_NS = 'http://www.w3.org/1999/02/22-rdf-syntax-ns#';
+/**
+ * Names of the RDF namespace that RDF/XML reads as syntax, not as a property element (RDF 1.1
+ * XML Syntax §7.2.5, coreSyntaxTerms, rdf:Description and oldTerms), and rdf:li, which a parser
+ * reads as the next rdf:_n: a triple with one of these as its predicate has no RDF/XML form.
+ */
+const NOT_PROPERTY_ELEMENTS = new Set(['RDF', 'ID', 'about', 'parseType', 'resource', 'nodeID', 'datatype', 'Description', 'li', 'aboutEach', 'aboutEachPrefix', 'bagID']);
+/** Namespaces no prefix but their own may name (Namespaces in XML 1.0 §3). */
+const RESERVED_NAMESPACES = new Set(['http://www.w3.org/XML/1998/namespace', 'http://www.w3.org/2000/xmlns/']);
+/**
+ * XML 1.0 NameStartChar without ':' (an NCName's first character), and the further characters of
+ * NameChar, as the XML spec lists them: single characters are tested, so ZWNJ, ZWJ and combining
+ * marks in the classes are what they say.
+ */
+// eslint-disable-next-line no-misleading-character-class
+const NAME_START = /[A-Z_a-z\u00C0-\u00D6\u00D8-\u00F6\u00F8-\u02FF\u0370-\u037D\u037F-\u1FFF\u200C\u200D\u2070-\u218F\u2C00-\u2FEF\u3001-\uD7FF\uF900-\uFDCF\uFDF0-\uFFFD\u{10000}-\u{EFFFF}]/u;
+// eslint-disable-next-line no-misleading-character-class
+const NAME_REST = /[-.0-9\u00B7\u0300-\u036F\u203F\u2040]/u;
+
+/**
+ * A predicate IRI as an XML element name: the namespace and the longest suffix that is an NCName
+ * (their concatenation is the IRI, which is how RDF/XML reads a property element back). Scanned
+ * from the end, once per predicate of an answer.
+ */
+function splitPredicate(iri: string): { namespace: string; local: string } | undefined {
+  const chars = Array.from(iri);
+  let start = chars.length;
+  while (start > 0 && (NAME_START.test(chars[start - 1]) || NAME_REST.test(chars[start - 1]))) start -= 1;
+  while (start < chars.length && !NAME_START.test(chars[start])) start += 1;
+  if (start === chars.length || start === 0) return undefined;
+  const namespace = chars.slice(0, start).join('');
+  const local = chars.slice(start).join('');
+  if (RESERVED_NAMESPACES.has(namespace) || (namespace === RDF_NS && NOT_PROPERTY_ELEMENTS.has(local))) return undefined;
+  return { namespace, local };
+}
+
+/**
+ * RDF/XML (RDF 1.1 XML Syntax), striped and flat: one rdf:Description per subject, by rdf:about or
+ * rdf:nodeID, each triple a property element with rdf:resource, rdf:nodeID, or the literal's text
+ * with its xml:lang or rdf:datatype. Blank nodes are renamed b0, b1, … (a label need not be an
+ * NCName). A predicate that cannot be written as an element name (it ends in no NCName, as
+ * `…/items/1` does) or text XML cannot carry refuses the answer, naming the formats that can.
+ */
+function writeRdfXml(quads: RDF.Quad[]): string {
+  const instead = 'text/turtle or application/n-triples';
+  const unrepresentable = (what: string) => new InputError('unrepresentable_result', `${what} has no RDF/XML form; ask for ${instead}.`);
+  const escape = (text: string, attribute = false) => xmlEscape(text, attribute, instead);
+  const prefixes = new Map<string, string>([[RDF_NS, 'rdf']]);
+  const elements = new Map<string, string>();
+  const elementOf = (predicate: string): string => {
+    const known = elements.get(predicate);
+    if (known) return known;
+    const split = splitPredicate(predicate);
+    if (!split) throw unrepresentable(`The predicate <${predicate}>`);
+    let prefix = prefixes.get(split.namespace);
+    if (!prefix) prefixes.set(split.namespace, (prefix = `ns${prefixes.size - 1}`));
+    const element = `${prefix}:${split.local}`;
+    elements.set(predicate, element);
+    return element;
+  };
+  const nodeIds = new Map<string, string>();
+  const nodeId = (label: string) => nodeIds.get(label) ?? nodeIds.set(label, `b${nodeIds.size}`).get(label)!;
+  const node = (term: RDF.Term, as: 'about' | 'resource'): string => {
+    if (term.termType === 'NamedNode') return `rdf:${as}="${escape(term.value, true)}"`;
+    if (term.termType === 'BlankNode') return `rdf:nodeID="${nodeId(term.value)}"`;
+    throw unrepresentable(`A ${term.termType} in a triple's ${as === 'about' ? 'subject' : 'object'}`);
+  };
+  const bySubject = new Map<string, { subject: RDF.Term; lines: string[] }>();
+  for (const { subject, predicate, object } of quads) {
+    const key = `${subject.termType === 'BlankNode' ? '_' : '<'}${subject.value}`;
+    let description = bySubject.get(key);
+    if (!description) bySubject.set(key, (description = { subject, lines: [] }));
+    const element = elementOf(predicate.value);
+    if (object.termType === 'Literal') {
+      const { language, datatype } = object;
+      const attribute = language ? ` xml:lang="${escape(language, true)}"` : datatype && datatype.value !== `${XSD}string` ? ` rdf:datatype="${escape(datatype.value, true)}"` : '';
+      description.lines.push(`    <${element}${attribute}>${escape(object.value)}</${element}>`);
+    } else description.lines.push(`    <${element} ${node(object, 'resource')}/>`);
+  }
+  const out: string[] = [];
+  for (const { subject, lines } of bySubject.values()) out.push(`  <rdf:Description ${node(subject, 'about')}>`, ...lines, '  </rdf:Description>');
+  const declarations = [...prefixes].map(([namespace, prefix]) => `xmlns:${prefix}="${escape(namespace, true)}"`).join(' ');
+  return `<?xml version="1.0" encoding="utf-8"?>\n<rdf:RDF ${declarations}>\n${out.map((line) => `${line}\n`).join('')}</rdf:RDF>\n`;
+}
+
 function writeQuads(quads: RDF.Quad[], format: string): Promise<string> {
   const writer = new Writer({ format });
   writer.addQuads(quads);
@@ -140,6 +227,7 @@ export async function serializeResult(result: SparqlResult, mediaType: string): 
   }
   if (result.kind === 'quads') {
     if (mediaType === 'application/n-triples') return writeQuads(result.quads, 'N-Triples');
+    if (mediaType === 'application/rdf+xml') return writeRdfXml(result.quads);
     if (mediaType === 'application/ld+json') {
       const jsonld = (await import('jsonld')).default;
       return JSON.stringify(await jsonld.fromRDF(result.quads as never, { useNativeTypes: false }));

@@ -11,14 +11,17 @@ import { IDEMPOTENCY_KEY_SCHEMA } from '../../services/operations/idempotency';
 
 const PATH = '/api/v1/projects/:project_id/ontology/sparql';
 const TAG = 'SPARQL';
-export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
+export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json', 'application/rdf+xml'];
 const DESCRIPTION = [
   'The dataset is the project’s active ontology package plus the records of bound terms your key may read (bindings whose named read grants it lacks are left out, so two keys can see different answers).',
   'The workspace’s semantic consumer mode must be on (PATCH /api/v1/organization/settings), else 403 semantic_mode_off.',
-  'Results by Accept: SELECT and ASK as SPARQL JSON (default), XML, and for SELECT CSV and TSV; CONSTRUCT and DESCRIBE as Turtle (default), N-Triples or JSON-LD; 406 otherwise.',
-  `default-graph-uri and named-graph-uri are refused (400 graph_parameters_refused); FROM and SERVICE in a query are refused (422). Request text over ${MAX_SPARQL_BYTES} bytes is a 413. Each query has a time and result-size limit (422 query_timeout or result_too_large) and runs over all the data: a dataset past the installation’s bound is a 422 dataset_too_large naming the bound and the size. A workspace runs a configured number of queries at once; more wait briefly, then 429 sparql_concurrency_limit with Retry-After. A malformed query is a 422 malformed_query.`,
+  'Results by Accept: SELECT and ASK as SPARQL JSON (default), XML, and for SELECT CSV and TSV; CONSTRUCT and DESCRIBE as Turtle (default), N-Triples, JSON-LD or RDF/XML (application/rdf+xml; application/xml and text/xml name it for graphs); 406 otherwise.',
+  `A query or update that does not parse is a 400 malformed_query, as the SPARQL 1.1 Protocol requires (the problem says at which line the parser stopped). default-graph-uri and named-graph-uri are refused (400 graph_parameters_refused); FROM and SERVICE in a query or update parse but are refused (422 external_graph_refused, service_refused). Request text over ${MAX_SPARQL_BYTES} bytes is a 413. Each query has a time and result-size limit (422 query_timeout or result_too_large) and runs over all the data: a dataset past the installation’s bound is a 422 dataset_too_large naming the bound and the size. A workspace runs a configured number of queries at once; more wait briefly, then 429 sparql_concurrency_limit with Retry-After.`,
 ].join(' ');
 const anyText: JsonSchema = { type: 'string' };
+/** The protocol's refusals of the text, beside the statuses every route documents. */
+const BAD_REQUEST = { status: 400, description: 'The query or update does not parse (malformed_query, with the line the parser stopped at), as the SPARQL 1.1 Protocol requires; or default-graph-uri or named-graph-uri were sent (graph_parameters_refused); or an update came by GET (update_over_get).' };
+const REFUSED = { status: 422, description: 'The text parses but is refused: FROM or FROM NAMED (external_graph_refused), SERVICE (service_refused); or the query failed while it ran (query_timeout, result_too_large, dataset_too_large, query_failed); or an update Weft does not apply (update_form_not_supported, update_outside_bound_data, …); or a request field is missing or invalid (query_required, invalid_idempotency_key).' };
 const results = {
   200: {
     description: 'The results, in the negotiated format',
@@ -74,7 +77,7 @@ export const sparqlRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    errors: [{ status: 406 }, { status: 413 }, { status: 429 }],
+    errors: [BAD_REQUEST, REFUSED, { status: 406 }, { status: 413 }, { status: 429 }],
     responses: results,
   }) as RouteSpec,
   defineRoute({
@@ -93,7 +96,7 @@ export const sparqlRoutes: RouteSpec[] = [
         'application/json': { code: 'published_query_body_refused', message: 'The SPARQL endpoint takes SPARQL text, not the published-query JSON body: POST application/sparql-query, or execute the published query at …/queries/{query_id}/execute.' },
       },
     },
-    errors: [{ status: 406 }, { status: 429 }],
+    errors: [BAD_REQUEST, REFUSED, { status: 406 }, { status: 429 }],
     // Not `idempotent` (that needs the request transaction): updates hand the key to their governed write actions.
     headers: [{ name: 'Idempotency-Key', description: 'For updates (8 to 200 visible ASCII characters, else 422 invalid_idempotency_key): a retry with the same key returns the first outcome.', schema: { ...IDEMPOTENCY_KEY_SCHEMA } }],
     responses: results,

@@ -10,7 +10,7 @@ import { idParams } from '../../schemas/common';
 import { sparqlGetQuery, sparqlPostQuery } from '../../schemas/ontology';
 import { countRefusal, observeQuery } from '../../observability/metrics';
 
-export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json'];
+export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json', 'application/rdf+xml'];
 
 type Params = { project_id: string };
 

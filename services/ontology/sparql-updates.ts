@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Parser as SparqlParser, SparqlQuery } from 'sparqljs';
 import type { Quad_Object, Quad_Subject, Term } from '@rdfjs/types';
-import { InputError } from '../../core/errors';
+import { BadRequestError, InputError } from '../../core/errors';
 import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { NS } from '../../ontology/compile';
 import { templateFields } from '../../ontology/term-records';
@@ -92,7 +92,7 @@ function dataTriples(text: string): Array<{ inserting: boolean; triples: Triple[
   try {
     parsed = new SparqlParser().parse(text);
   } catch (error) {
-    throw new InputError('malformed_update', `The update does not parse: ${(error as Error).message.split('\n')[0]}`);
+    throw new BadRequestError('malformed_update', `The update does not parse: ${(error as Error).message.split('\n')[0]}`);
   }
   if (parsed.type !== 'update') throw new InputError('update_in_query', 'A query was sent as an update.');
   return parsed.updates.map((operation: unknown) => {

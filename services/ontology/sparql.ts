@@ -163,6 +163,6 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
 
 class NotAcceptable extends NotAcceptableError {
   constructor(kind: string) {
-    super('not_acceptable', kind === 'quads' ? 'CONSTRUCT and DESCRIBE answer text/turtle, application/n-triples or application/ld+json.' : 'SELECT and ASK answer application/sparql-results+json, application/sparql-results+xml, text/csv or text/tab-separated-values (CSV and TSV for SELECT only).');
+    super('not_acceptable', kind === 'quads' ? 'CONSTRUCT and DESCRIBE answer text/turtle, application/n-triples, application/ld+json or application/rdf+xml.' : 'SELECT and ASK answer application/sparql-results+json, application/sparql-results+xml, text/csv or text/tab-separated-values (CSV and TSV for SELECT only).');
   }
 }

@@ -1,10 +1,39 @@
 import assert from 'node:assert/strict';
+import type * as RDF from '@rdfjs/types';
+import { Parser } from 'n3';
+import { isomorphic } from 'rdf-isomorphic';
+import { RdfXmlParser } from 'rdfxml-streaming-parser';
 import { settledCharges } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, keyIdOf, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 
 const PREFIXES = (baseIri: string) => `PREFIX : <${baseIri}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#> `;
+
+/** The triples of an RDF/XML document, as read by a parser of its own (not Weft's serializer). */
+function readRdfXml(text: string): Promise<RDF.Quad[]> {
+  return new Promise((resolve, reject) => {
+    const quads: RDF.Quad[] = [];
+    const parser = new RdfXmlParser();
+    parser.on('data', (q: RDF.Quad) => quads.push(q));
+    parser.on('error', reject);
+    parser.on('end', () => resolve(quads));
+    parser.write(text);
+    parser.end();
+  });
+}
+
+/** The SPARQL 1.1 Protocol's answer to a request that does not parse: 400, in the one problem format, with the code clients knew. */
+function assertMalformed(res: { status: number; headers: Headers; body: any }, what: string): void {
+  assert.equal(res.status, 400, `${what}: ${JSON.stringify(res.body)}`);
+  assert.match(res.headers.get('content-type')!, /application\/problem\+json/, what);
+  assert.equal(res.body.code, 'malformed_query', what);
+  assert.equal(res.body.status, 400, what);
+  assert.equal(res.body.title, 'Bad request', what);
+  assert.equal(res.body.type, 'https://weft.dev/problems/malformed_query', what);
+  assert.match(res.body.message, /does not parse|holds no query/, what);
+  assert.equal(typeof res.body.requestId, 'string', what);
+}
 
 describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', function () {
   this.timeout(60_000);
@@ -87,6 +116,42 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     assert.equal(refused.status, 406);
   });
 
+  it('answers CONSTRUCT and DESCRIBE as RDF/XML when asked (SPARQLWrapper’s default), with the triples of the N-Triples answer', async () => {
+    const get = (query: string, accept: string) => request('GET', `${t.base}/sparql?query=${encodeURIComponent(PREFIXES(baseIri) + query)}`, { key: t.key, headers: { Accept: accept } });
+    const asTriples = async (query: string) => {
+      const res = await get(query, 'application/n-triples');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return new Parser({ format: 'application/n-triples' }).parse(String(res.body));
+    };
+    // Bound records' literals (typed numbers, a string with quotes and a comma), text XML must escape, a language tag, blank nodes as subjects and objects, rdf:type.
+    const construct = `CONSTRUCT { ?c a :Customer ; :name ?n ; :age ?a ; :label ?odd ; :knows [ :label "vue"@fr ; :total 1.5 ] }
+      WHERE { ?c :name ?n ; :age ?a BIND(CONCAT(?n, " <&> ]]> '\\"x\\"'") AS ?odd) }`;
+    const describe = 'DESCRIBE <https://example.com/orders/10>';
+    for (const query of [construct, describe]) {
+      const res = await get(query, 'application/rdf+xml');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.headers.get('content-type'), 'application/rdf+xml; charset=utf-8');
+      assert.equal(res.headers.get('vary'), 'Accept');
+      const fromXml = await readRdfXml(String(res.body));
+      const expected = await asTriples(query);
+      assert.ok(expected.length >= (query === construct ? 14 : 2), `${query}: ${expected.length} triples`);
+      assert.ok(isomorphic(fromXml, expected), `${query}\n${String(res.body)}`);
+    }
+    const xml = String((await get(construct, 'application/rdf+xml')).body);
+    assert.match(xml, /^<\?xml version="1\.0" encoding="utf-8"\?>\n<rdf:RDF /);
+    assert.match(xml, /&lt;&amp;&gt; \]\]&gt;/, 'markup in literals is escaped');
+    // POST as SPARQLWrapper sends it (its default Accept for CONSTRUCT), and q-values as for every other format.
+    const posted = await request('POST', `${t.base}/sparql`, { key: t.key, rawBody: `query=${encodeURIComponent(PREFIXES(baseIri) + describe)}`, headers: { 'Content-Type': 'application/x-www-form-urlencoded', Accept: 'application/rdf+xml' } });
+    assert.equal(posted.status, 200, JSON.stringify(posted.body));
+    assert.match(posted.headers.get('content-type')!, /^application\/rdf\+xml/);
+    assert.match((await get(describe, 'application/rdf+xml;q=0.5, text/turtle')).headers.get('content-type')!, /^text\/turtle/);
+    assert.match((await get(describe, 'text/turtle;q=0.5, application/rdf+xml')).headers.get('content-type')!, /^application\/rdf\+xml/);
+    assert.match((await get(describe, 'application/xml')).headers.get('content-type')!, /^application\/rdf\+xml/, 'a graph asked for as XML is RDF/XML');
+    assert.match((await get(describe, '*/*')).headers.get('content-type')!, /^text\/turtle/, 'Turtle stays the default');
+    const refused = await get('SELECT * WHERE { ?s ?p ?o } LIMIT 1', 'application/rdf+xml');
+    assert.equal(refused.status, 406, 'rows have no RDF/XML form');
+  });
+
   it('applies named grants inside the results: two keys, two answers', async () => {
     const without = await newKey(t.ws, { scopes: ['sparql:query'] });
     const sparql = await client(without);
@@ -99,8 +164,12 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     const key = t.key;
     const post = (body: string, type: string) => request('POST', `${t.base}/sparql`, { key, rawBody: body, headers: { 'Content-Type': type } });
     let res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('SELEKT ?x WHERE {')}`, { key });
-    assert.equal(res.status, 422);
-    assert.equal(res.body.code, 'malformed_query');
+    assertMalformed(res, 'GET, parsed in the API');
+    res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('SELECT ?x WHERE {')}`, { key });
+    assertMalformed(res, 'GET, parsed in the query thread');
+    assert.equal(res.body.line, 1, 'the problem still says where the parser stopped');
+    res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('CONSTRUCT { ?s ?p } WHERE { ?s ?p ?o }')}`, { key, headers: { Accept: 'application/rdf+xml' } });
+    assertMalformed(res, 'GET, a CONSTRUCT');
     res = await request('GET', `${t.base}/sparql?update=${encodeURIComponent('INSERT DATA { <a:b> <a:c> <a:d> }')}`, { key });
     assert.equal(res.status, 400);
     assert.equal(res.body.code, 'update_over_get');
@@ -111,12 +180,33 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     assert.equal(res.status, 413);
     // Texts whose first keyword names a query form are parsed and refused in the query thread, with the same answers.
     res = await post('SELECT ?x WHERE {', 'application/sparql-query');
-    assert.equal(res.status, 422);
-    assert.equal(res.body.code, 'malformed_query');
+    assertMalformed(res, 'POST application/sparql-query, parsed in the query thread');
+    res = await post('SELEKT ?x WHERE {', 'application/sparql-query');
+    assertMalformed(res, 'POST application/sparql-query, parsed in the API');
+    res = await post('# a comment, no query\n', 'application/sparql-query');
+    assertMalformed(res, 'POST of a text with no query');
+    res = await post(`query=${encodeURIComponent('ASK { ?s ?p }')}`, 'application/x-www-form-urlencoded');
+    assertMalformed(res, 'POST form query=, parsed in the query thread');
+    res = await post(`query=${encodeURIComponent('ASC { ?s ?p ?o }')}`, 'application/x-www-form-urlencoded');
+    assertMalformed(res, 'POST form query=, parsed in the API');
+    res = await post('INSERT DATA { <https://example.com/a> <https://example.com/b> }', 'application/sparql-update');
+    assertMalformed(res, 'POST application/sparql-update');
+    res = await post(`update=${encodeURIComponent('DELETE DATA { <https://example.com/a> ')}`, 'application/x-www-form-urlencoded');
+    assertMalformed(res, 'POST form update=');
+    // Texts that parse but reach outside the dataset stay 422.
     res = await post('SELECT * FROM <https://example.com/g> WHERE { ?s ?p ?o }', 'application/sparql-query');
     assert.equal(res.status, 422);
     assert.equal(res.body.code, 'external_graph_refused');
+    res = await request('GET', `${t.base}/sparql?query=${encodeURIComponent('SELECT * FROM NAMED <https://example.com/g> WHERE { GRAPH ?g { ?s ?p ?o } }')}`, { key });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'external_graph_refused');
+    res = await post(`query=${encodeURIComponent('CONSTRUCT { ?s ?p ?o } FROM <https://example.com/g> WHERE { ?s ?p ?o }')}`, 'application/x-www-form-urlencoded');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'external_graph_refused');
     res = await post('ASK { SERVICE <https://example.com/sparql> { ?s ?p ?o } }', 'application/sparql-query');
+    assert.equal(res.status, 422);
+    assert.equal(res.body.code, 'service_refused');
+    res = await post('INSERT { ?s ?p ?o } WHERE { SERVICE <https://example.com/sparql> { ?s ?p ?o } }', 'application/sparql-update');
     assert.equal(res.status, 422);
     assert.equal(res.body.code, 'service_refused');
     res = await post(JSON.stringify({ input: {} }), 'application/json');
@@ -128,6 +218,14 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     res = await post(`query=${encodeURIComponent('ASK { ?s ?p ?o }')}`, 'application/x-www-form-urlencoded');
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.boolean, true);
+    // The OpenAPI document says so.
+    const document = await as(t.ws.apiKey).get('/api/v1/openapi.json');
+    const route = document.body.paths['/api/v1/projects/{project_id}/ontology/sparql'];
+    for (const method of ['get', 'post']) {
+      assert.match(route[method].responses['400'].description, /does not parse \(malformed_query/, method);
+      assert.match(route[method].responses['422'].description, /external_graph_refused.*service_refused/, method);
+      assert.match(JSON.stringify(route[method].responses['200'].content), /application\/rdf\+xml/, method);
+    }
     const noScope = await newKey(t.ws, { scopes: ['sparql:query'] });
     res = await request('POST', `${t.base}/sparql`, { key: noScope, rawBody: 'CLEAR ALL', headers: { 'Content-Type': 'application/sparql-update' } });
     assert.equal(res.status, 403);
@@ -179,6 +277,8 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.writeActions[0].input.operation, 'delete');
     assert.deepEqual(await names(), ['Ada', 'Bob, "the builder"']);
+    res = await update('INSERT DATA { <https://example.com/customers/4> :name "Di" ');
+    assertMalformed(res, 'an update that does not parse, in write mode');
     res = await update('DELETE { ?c :age ?a } WHERE { ?c :age ?a }');
     assert.equal(res.status, 422);
     assert.equal(res.body.code, 'update_form_not_supported');

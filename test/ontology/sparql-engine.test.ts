@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type * as RDF from '@rdfjs/types';
 import { DataFactory, Parser, Store } from 'n3';
 import { isomorphic } from 'rdf-isomorphic';
+import { RdfXmlParser } from 'rdfxml-streaming-parser';
 import { evaluateQuery, evaluateUpdate, parseSparql, SparqlResult } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import { compactEntityIndex } from '../../ontology/sparql-evaluator';
@@ -77,12 +78,14 @@ describe('SPARQL engine: limits, refusals and updates', function () {
   it('says on which line a query stops parsing, and refuses empty text', async () => {
     const malformed = await failure(() => parseSparql('SELECT * WHERE {\n  ?s ?p ?o .\n  FILTER(?s = )\n}'));
     assert.equal(malformed?.code, 'malformed_query');
+    assert.equal((malformed as { kind?: string }).kind, 'bad_request', 'a text that does not parse is a 400, as the SPARQL 1.1 Protocol requires');
     assert.deepEqual(malformed?.details, { line: 3 });
     assert.match(malformed!.message, /at line 3: unexpected '\)' near “.*FILTER\(\?s = \)/);
     assert.match((await failure(() => parseSparql('SELECT * WHERE { ?s ?p ?o ')))!.message, /at line 1: unexpected end of text/);
     assert.equal(await codeOf(() => parseSparql('')), 'malformed_query');
     assert.equal(await codeOf(() => parseSparql('PREFIX ex: <http://example.org/>')), 'malformed_query');
     assert.equal(await codeOf(() => evaluateQuery(new Store(), '   ', limits)), 'malformed_query');
+    assert.equal(((await failure(() => parseSparql(''))) as { kind?: string }).kind, 'bad_request');
   });
 
   it('classifies queries and updates for the scope check', () => {
@@ -134,6 +137,15 @@ describe('SPARQL result negotiation', () => {
     assert.equal(negotiate('application/sparql-results+xml, application/sparql-results+json', 'bindings'), 'application/sparql-results+xml', 'ties go to the client’s order');
     assert.equal(negotiate('application/ld+json;q=0.9, text/turtle;q=0.8', 'quads'), 'application/ld+json');
     assert.equal(negotiate('text/csv, */*;q=0.1', 'boolean'), 'application/sparql-results+json', 'ASK has no CSV form');
+    assert.equal(negotiate('application/rdf+xml', 'quads'), 'application/rdf+xml', 'SPARQLWrapper’s Accept for CONSTRUCT');
+    // rdflib's SPARQLStore sends one Accept for every query form.
+    assert.equal(negotiate('application/rdf+xml, application/sparql-results+xml', 'quads'), 'application/rdf+xml', 'rdflib’s Accept, for a graph');
+    assert.equal(negotiate('application/rdf+xml, application/sparql-results+xml', 'bindings'), 'application/sparql-results+xml', 'rdflib’s Accept, for rows');
+    assert.equal(negotiate('application/rdf+xml;q=0.9, text/turtle;q=0.8', 'quads'), 'application/rdf+xml');
+    assert.equal(negotiate('application/rdf+xml;q=0.5, application/n-triples', 'quads'), 'application/n-triples');
+    assert.equal(negotiate('application/xml', 'quads'), 'application/rdf+xml', 'XML for a graph is RDF/XML');
+    assert.equal(negotiate('text/xml', 'bindings'), 'application/sparql-results+xml', 'XML for rows is the results format');
+    assert.equal(negotiate('application/*', 'quads'), 'application/n-triples', 'the offered order breaks ties, as before');
   });
 
   it('answers null (406) when nothing offered is acceptable', () => {
@@ -141,6 +153,8 @@ describe('SPARQL result negotiation', () => {
     assert.equal(negotiate('*/*;q=0', 'bindings'), null);
     assert.equal(negotiate('text/html', 'quads'), null);
     assert.equal(negotiate('text/turtle', 'bindings'), null);
+    assert.equal(negotiate('application/rdf+xml', 'bindings'), null);
+    assert.equal(negotiate('application/rdf+xml', 'boolean'), null);
   });
 });
 
@@ -209,5 +223,55 @@ describe('SPARQL result formats', () => {
     assert.equal(await serializeResult(graph, 'application/n-triples'), `<${EX}s> <${EX}label> "été"@fr .\n<${EX}s> <${EX}next> _:n .\n`);
     const jsonld = JSON.parse(await serializeResult(graph, 'application/ld+json'));
     assert.deepEqual(jsonld, [{ '@id': `${EX}s`, [`${EX}label`]: [{ '@value': 'été', '@language': 'fr' }], [`${EX}next`]: [{ '@id': '_:n' }] }]);
+  });
+  describe('RDF/XML', () => {
+    const readRdfXml = (text: string): Promise<RDF.Quad[]> =>
+      new Promise((resolve, reject) => {
+        const quads: RDF.Quad[] = [];
+        const parser = new RdfXmlParser();
+        parser.on('data', (q: RDF.Quad) => quads.push(q));
+        parser.on('error', reject);
+        parser.on('end', () => resolve(quads));
+        parser.end(text);
+      });
+    const RDF_NS = 'http://www.w3.org/1999/02/22-rdf-syntax-ns#';
+    const rdfXml = (quads: RDF.Quad[]) => serializeResult({ kind: 'quads', quads }, 'application/rdf+xml');
+
+    it('writes every kind of term so that an RDF/XML parser reads the same triples', async () => {
+      const b = blankNode('n3-7 not an NCName');
+      const quads = [
+        quad(s, namedNode(`${RDF_NS}type`), namedNode(`${EX}Thing`)),
+        quad(s, namedNode(`${EX}label`), literal('été', 'fr')),
+        quad(s, namedNode(`${EX}label`), literal('a "quoted", <b>&amp;</b> ]]> \'x\'\r\n\ttab  ')),
+        quad(s, namedNode(`${EX}label`), literal('')),
+        quad(s, namedNode(`${EX}n`), literal('-5', namedNode(`${XSD}integer`))),
+        quad(s, namedNode(`${EX}n`), literal('1.', namedNode(`${XSD}decimal`))),
+        quad(s, namedNode(`${EX}n`), literal('<a>x</a>', namedNode(`${RDF_NS}XMLLiteral`))),
+        quad(s, namedNode(`${EX}n`), literal('s', namedNode(`${XSD}string`))),
+        quad(s, namedNode('http://example.org/ns#1st-part.v2'), namedNode(`${EX}o?a=1&b='2'`)),
+        quad(s, namedNode('urn:x:y:z9'), b),
+        quad(b, namedNode(`${RDF_NS}_1`), namedNode(`${EX}first`)),
+        quad(b, namedNode('http://example.org/ü/名前'), literal('x', 'en-GB')),
+        quad(blankNode('other'), namedNode(`${EX}next`), b),
+      ];
+      const xml = await rdfXml(quads);
+      assert.match(xml, /^<\?xml version="1\.0" encoding="utf-8"\?>\n<rdf:RDF xmlns:rdf="http:\/\/www\.w3\.org\/1999\/02\/22-rdf-syntax-ns#" /);
+      assert.match(xml, /rdf:nodeID="b0"/, 'blank nodes renamed to NCNames');
+      const read = await readRdfXml(xml);
+      assert.equal(read.length, quads.length);
+      assert.ok(isomorphic(read, quads), xml);
+      assert.equal(await rdfXml([]), `<?xml version="1.0" encoding="utf-8"?>\n<rdf:RDF xmlns:rdf="${RDF_NS}">\n</rdf:RDF>\n`);
+    });
+
+    it('refuses triples RDF/XML cannot write, naming the formats that can', async () => {
+      for (const predicate of [`${EX}items/1`, `${EX}`, `${RDF_NS}li`, `${RDF_NS}about`, 'http://www.w3.org/2000/xmlns/x']) {
+        const refused = await failure(() => rdfXml([quad(s, namedNode(predicate), literal('x'))]));
+        assert.equal(refused?.code, 'unrepresentable_result', predicate);
+        assert.match(refused!.message, /text\/turtle or application\/n-triples/, predicate);
+      }
+      const control = await failure(() => rdfXml([quad(s, namedNode(`${EX}p`), literal('bell \u0007'))]));
+      assert.equal(control?.code, 'unrepresentable_result');
+      assert.match(control!.message, /text\/turtle or application\/n-triples/);
+    });
   });
 });
