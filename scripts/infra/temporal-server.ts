@@ -104,6 +104,66 @@ async function stopDevServerByPidFile(): Promise<void> {
   rmSync(pidFile(), { force: true });
 }
 
+/** `temporal server start-dev` on `port` over `database`, with temporal.yaml's namespace and search attributes. */
+function devServerArguments({ ip, port, database }: { ip: string; port: number; database: string }, extra: string[]): string[] {
+  const settings = temporalSettings();
+  return [
+    'server', 'start-dev',
+    '--ip', ip,
+    '--port', String(port),
+    ...extra,
+    '--db-filename', database,
+    '--namespace', settings.namespace,
+    '--log-level', 'warn',
+    ...Object.entries(settings.searchAttributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+  ];
+}
+
+/** A dev server of the pinned CLI that its starter owns alone (see startTemporalDevServer). */
+export interface TemporalDevServer {
+  address: string;
+  pid: number;
+  /** Sends the signal (SIGKILL: a crash) and resolves once the process has exited. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Starts a dev server of the pinned CLI on `port` over the SQLite file `database`, headless, with
+ * no pid file or lease: a test's own cluster, which it may kill and start again on the same file.
+ * Call again only after the previous server on that file has exited (see untilRecordedServerGone).
+ */
+export async function startTemporalDevServer({ ip = '127.0.0.1', port, database, logFile }: { ip?: string; port: number; database: string; logFile: string }): Promise<TemporalDevServer> {
+  const binary = ensureTemporalCli();
+  mkdirSync(path.dirname(database), { recursive: true });
+  const out = openSync(logFile, 'a');
+  const child: ChildProcess = spawn(binary, devServerArguments({ ip, port, database }, ['--headless']), { stdio: ['ignore', out, out] });
+  closeSync(out);
+  let exited = false;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => {
+    exited = true;
+    resolve();
+  }));
+  // Its log's last lines go into the error: the starter may remove the folder that holds it.
+  const logTail = () => (existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-15).join('\n') : '');
+  const deadline = Date.now() + 60_000;
+  while (!(await portIsOpen(ip, port))) {
+    if (exited) throw new Error(`temporal server start-dev on ${ip}:${port} exited early; ${logFile} ends:\n${logTail()}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`The Temporal dev server on ${ip}:${port} did not open its port in 60 s; ${logFile} ends:\n${logTail()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return {
+    address: `${ip}:${port}`,
+    pid: child.pid!,
+    async stop(signal = 'SIGTERM') {
+      if (!exited) child.kill(signal);
+      await gone;
+    },
+  };
+}
+
 /** Starts `temporal server start-dev` on the temporal.yaml ports unless one is already listening there. */
 export async function startLocalTemporal(): Promise<LocalTemporal> {
   const settings = temporalSettings();
@@ -125,16 +185,7 @@ export async function startLocalTemporal(): Promise<LocalTemporal> {
   const database = path.join(dataDir(), dbFile);
   mkdirSync(path.dirname(database), { recursive: true });
   const logFile = path.join(path.dirname(database), 'dev-server.log');
-  const args = [
-    'server', 'start-dev',
-    '--ip', ip,
-    '--port', String(port),
-    '--ui-port', String(uiPort),
-    '--db-filename', database,
-    '--namespace', settings.namespace,
-    '--log-level', 'warn',
-    ...Object.entries(settings.searchAttributes).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
-  ];
+  const args = devServerArguments({ ip, port, database }, ['--ui-port', String(uiPort)]);
   say(`starting the Temporal dev server on ${address} (Web UI ${uiUrl})`);
   const out = openSync(logFile, 'a');
   // Its own process group: Ctrl-C in the terminal reaches Weft, which drains the worker first and
