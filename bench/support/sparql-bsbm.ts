@@ -434,3 +434,169 @@ export const MIX: MixQuery[] = [
     text: (b, p) => `${prefixes(b)}ASK { ?offer :product <${p.product}> ; :price ?price . FILTER (?price < ${p.askPriceBelow}) }`,
   },
 ];
+
+// ---------------------------------------------------------------------------------------------
+// The same shape by number of records, generated record by record (bench/sparql.ts at 100k, 1M
+// and 10M records): every record comes from a generator seeded by its kind and id, so a scale is
+// written in batches and mapped again for Oxigraph without ever holding the dataset in memory.
+// The data is not generate()'s (which draws every record from one sequence), only its shape.
+
+/** Records per product: itself, 20 offers, 10 reviews, half a feature, half a person, 1/70 producer, 1/25 vendor. */
+const RECORDS_PER_PRODUCT = 1 + 20 + 10 + 0.5 + 0.5 + 1 / 70 + 1 / 25;
+/** Mapped triples per record on average (rdf:type included), measured: about 263 per product. */
+export const TRIPLES_PER_RECORD = 8.2;
+
+export interface RecordScale {
+  records: number;
+  products: number;
+  types: number;
+  features: number;
+  producers: number;
+  vendors: number;
+  persons: number;
+}
+
+/** Table sizes for about `records` records in all (at least 10 products). */
+export function recordScale(records: number): RecordScale {
+  const products = Math.max(10, Math.round((records - 31) / RECORDS_PER_PRODUCT));
+  const scale = { products, types: 31, features: Math.max(60, Math.round(products / 2)), producers: Math.max(3, Math.round(products / 70)), vendors: Math.max(3, Math.round(products / 25)), persons: Math.max(10, Math.round(products / 2)) };
+  return { ...scale, records: scale.types + scale.features + scale.producers + scale.vendors + scale.persons + products * 31 };
+}
+
+type Kind = 'types' | 'features' | 'producers' | 'vendors' | 'persons' | 'products';
+const KIND_SEEDS: Record<Kind, number> = { types: 1, features: 2, producers: 3, vendors: 4, persons: 5, products: 6 };
+
+function drawing(kind: Kind, id: number) {
+  const random = prng((0xb5b3 ^ Math.imul(KIND_SEEDS[kind], 0x9e3779b1) ^ Math.imul(id + 1, 0x85ebca6b)) >>> 0);
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1));
+  const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
+  const word = () => Array.from({ length: int(2, 3) }, () => pick(SYLLABLES)).join('');
+  const words = (n: number) => Array.from({ length: n }, word).join(' ');
+  const sentence = (lo: number, hi: number) => {
+    const text = words(int(lo, hi));
+    return text.charAt(0).toUpperCase() + text.slice(1) + '.';
+  };
+  return { random, int, pick, word, words, sentence };
+}
+
+/** The leaf type of a product: 6..30, by id. */
+const leafOf = (product: number) => 6 + (product % 25);
+
+/** One record of a small table, by id. */
+export function entityRecord(kind: Exclude<Kind, 'products'>, id: number): Row {
+  const d = drawing(kind, id);
+  switch (kind) {
+    case 'types': {
+      const parent = id === 0 ? undefined : id <= 5 ? 0 : 1 + Math.floor((id - 6) / 5);
+      return { id, label: `${d.word()} ${id}`, comment: d.sentence(8, 20), ...(parent === undefined ? {} : { parent }) };
+    }
+    case 'features':
+      return { id, label: `${d.word()} feature ${id}`, comment: d.sentence(6, 14) };
+    case 'producers':
+      return { id, label: `${d.word()} ${id}`, comment: d.sentence(8, 20), homepage: `https://producer${id}.bsbm.example/`, country: d.pick(COUNTRIES) };
+    case 'vendors':
+      return { id, label: `${d.word()} shop ${id}`, comment: d.sentence(8, 20), homepage: `https://vendor${id}.bsbm.example/`, country: COUNTRIES[id % COUNTRIES.length] };
+    case 'persons':
+      return { id, name: `${d.pick(FIRST)} ${d.pick(LAST)} ${id}`, mbox: `mailto:person${id}@bsbm.example`, country: d.pick(COUNTRIES) };
+  }
+}
+
+/** A product with its 20 offers (ids product*20+k) and 10 reviews (ids product*10+k). */
+export function productRecords(id: number, scale: RecordScale): { product: Row; offers: Row[]; reviews: Row[] } {
+  const d = drawing('products', id);
+  const own = new Set<number>();
+  const wanted = d.int(5, 15);
+  while (own.size < wanted) own.add(Math.floor(d.random() * scale.features));
+  const product: Row = { id, label: `${d.words(2)} ${id}`, comment: d.sentence(12, 30), type: leafOf(id), producer: d.int(0, scale.producers - 1), features: [...own].sort((a, b) => a - b), published: dateAt('2000-01-01', d.int(0, 2900)) };
+  for (let n = 1; n <= 5; n++) {
+    if (n <= 3 || d.random() < 0.7) product[`num${n}`] = d.int(1, 2000);
+    if (n <= 3 || d.random() < 0.7) product[`text${n}`] = d.words(d.int(3, 8));
+  }
+  const offers: Row[] = [];
+  for (let k = 0; k < 20; k++) {
+    const offer = id * 20 + k;
+    const from = d.int(0, 170);
+    offers.push({
+      id: offer,
+      product: id,
+      vendor: d.int(0, scale.vendors - 1),
+      price: Number((5 + d.random() * 9995).toFixed(2)),
+      valid_from: dateAt('2008-01-01', from),
+      valid_to: dateAt('2008-01-01', from + d.int(30, 120)),
+      delivery_days: d.int(1, 7),
+      webpage: `https://vendor.bsbm.example/offers/${offer}`,
+    });
+  }
+  const reviews: Row[] = [];
+  for (let k = 0; k < 10; k++) {
+    const review: Row = { id: id * 10 + k, product: id, reviewer: d.int(0, scale.persons - 1), review_date: dateAt('2007-01-01', d.int(0, 540)), title: d.sentence(3, 7), text: d.sentence(20, 60) };
+    if (d.random() < 0.9) review.rating1 = d.int(1, 10);
+    if (d.random() < 0.7) review.rating2 = d.int(1, 10);
+    reviews.push(review);
+  }
+  return { product, offers, reviews };
+}
+
+/** The small tables first (types, features, producers, vendors, persons), then products with their offers and reviews, `batch` products at a time. */
+export function* recordBatches(scale: RecordScale, batch = 1000): Generator<{ table: keyof typeof MAPPINGS; rows: Row[] }> {
+  const small: Array<[keyof typeof MAPPINGS, Exclude<Kind, 'products'>, number]> = [
+    ['types', 'types', scale.types],
+    ['features', 'features', scale.features],
+    ['producers', 'producers', scale.producers],
+    ['vendors', 'vendors', scale.vendors],
+    ['persons', 'persons', scale.persons],
+  ];
+  for (const [table, kind, count] of small) {
+    for (let from = 0; from < count; from += batch * 20) {
+      yield { table, rows: Array.from({ length: Math.min(batch * 20, count - from) }, (_, i) => entityRecord(kind, from + i)) };
+    }
+  }
+  for (let from = 0; from < scale.products; from += batch) {
+    const products: Row[] = [];
+    const offers: Row[] = [];
+    const reviews: Row[] = [];
+    for (let id = from; id < Math.min(scale.products, from + batch); id++) {
+      const records = productRecords(id, scale);
+      products.push(records.product);
+      offers.push(...records.offers);
+      reviews.push(...records.reviews);
+    }
+    yield { table: 'products', rows: products };
+    yield { table: 'offers', rows: offers };
+    yield { table: 'reviews', rows: reviews };
+  }
+}
+
+/** The mix's parameters for a record scale, from the product in the middle (as generate() picks them). */
+export function recordParams(scale: RecordScale): QueryParams {
+  const chosenId = Math.floor(scale.products / 2);
+  const { product: chosen, offers, reviews } = productRecords(chosenId, scale);
+  const chosenFeatures = chosen.features as number[];
+  // A feature of another product of the same leaf type (ids 25 apart) that the chosen one lacks.
+  let otherFeature: number | undefined;
+  for (let other = chosenId % 25; other < scale.products && otherFeature === undefined; other += 25) {
+    if (other !== chosenId) otherFeature = (productRecords(other, scale).product.features as number[]).find((f) => !chosenFeatures.includes(f));
+  }
+  otherFeature ??= (chosenFeatures[0] + 1) % scale.features;
+  const offer = offers[0];
+  const leafType = chosen.type as number;
+  const midType = 1 + Math.floor((leafType - 6) / 5);
+  return {
+    product: `${iri('products')}${chosenId}`,
+    leafType: `${iri('types')}${leafType}`,
+    midType: `${iri('types')}${midType}`,
+    feature1: `${iri('features')}${chosenFeatures[0]}`,
+    feature2: `${iri('features')}${chosenFeatures[1]}`,
+    otherFeature: `${iri('features')}${otherFeature}`,
+    numeric1Above: Math.max(0, (chosen.num1 as number) - 800),
+    numeric3Below: Math.min(2001, (chosen.num3 as number) + 800),
+    offer: `${iri('offers')}${offer.id}`,
+    review: `${iri('reviews')}${reviews[0].id}`,
+    country: COUNTRIES[(offer.vendor as number) % COUNTRIES.length],
+    maxDeliveryDays: Math.max(3, offer.delivery_days as number),
+    validAfter: dateAt(offer.valid_to as string, -1),
+    askPriceBelow: (Math.min(...offers.map((o) => o.price as number)) + 1).toFixed(2),
+  };
+}
+
+export const COUNTRY_CODES = COUNTRIES;
