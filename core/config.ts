@@ -109,3 +109,8 @@ export function config(): WeftConfig {
   }
   return cached;
 }
+
+/** Where people reach this installation (WEFT_PUBLIC_URL, without a trailing slash): links Weft hands out, and the console's own origin. */
+export function publicUrl(): string {
+  return (process.env.WEFT_PUBLIC_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
+}

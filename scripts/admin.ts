@@ -3,6 +3,7 @@
  *   npm run --silent admin -- bootstrap --workspace NAME [--owner NAME] [--json]
  *   npm run --silent admin -- plugin install --workspace ID --capability NAME [--config JSON] [--json]
  *   npm run --silent admin -- member add --workspace ID --name NAME [--role owner|admin|member] [--json]
+ *   npm run --silent admin -- member invite --workspace ID (--email ADDRESS [--role owner|admin|member] | --member ID [--email ADDRESS] [--role …]) [--json]
  *   npm run --silent admin -- member remove --workspace ID --member ID
  *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
  *   npm run --silent admin -- plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
@@ -17,7 +18,7 @@ import { assertSchemaCurrent, createDb, Db, migrateToLatest, SchemaNotCurrentErr
 import { randomUUID } from 'node:crypto';
 import { Caller, workerDependencies } from '../services/operations/context';
 import { invoke } from '../services/operations/invoke';
-import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, removeMemberOperation, setWorkspacePlanOperation } from '../services/tenancy/operator-operations';
+import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, inviteMemberOperation, removeMemberOperation, setWorkspacePlanOperation } from '../services/tenancy/operator-operations';
 import { prepareInfrastructure } from './infra/environment';
 import { migrate } from './runtime';
 
@@ -25,6 +26,7 @@ const USAGE = `Usage:
   admin bootstrap --workspace NAME [--owner NAME] [--json]
   admin plugin install --workspace ID --capability NAME [--config JSON] [--json]
   admin member add --workspace ID --name NAME [--role owner|admin|member] [--json]
+  admin member invite --workspace ID (--email ADDRESS [--role owner|admin|member] | --member ID [--email ADDRESS] [--role …]) [--json]
   admin member remove --workspace ID --member ID
   admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
   admin plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
@@ -54,6 +56,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       member: { type: 'string' },
       name: { type: 'string' },
       role: { type: 'string' },
+      email: { type: 'string' },
       scopes: { type: 'string' },
       'read-permissions': { type: 'string' },
       'write-permissions': { type: 'string' },
@@ -88,6 +91,18 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
       const role = (values.role ?? 'member') as 'owner' | 'admin' | 'member';
       if (!['owner', 'admin', 'member'].includes(role)) throw new UsageError('--role must be owner, admin or member.');
       return invoke(caller, addMemberOperation, request({ workspaceId: required(values, 'workspace', true), name: required(values, 'name'), role }));
+    }
+    case 'member invite': {
+      const role = values.role as 'owner' | 'admin' | 'member' | undefined;
+      if (role !== undefined && !['owner', 'admin', 'member'].includes(role)) throw new UsageError('--role must be owner, admin or member.');
+      if (values.email === undefined && values.member === undefined) throw new UsageError('member invite needs --email (a new member) or --member (an existing one).');
+      return invoke(caller, inviteMemberOperation, request({
+        workspaceId: required(values, 'workspace', true),
+        ...(values.member !== undefined ? { memberId: required(values, 'member', true) } : { role: role ?? 'member' }),
+        ...(values.email !== undefined ? { email: values.email } : {}),
+        ...(values.member !== undefined && role !== undefined ? { role } : {}),
+        ...(values.name !== undefined ? { name: values.name } : {}),
+      }));
     }
     case 'member remove':
       return invoke(caller, removeMemberOperation, request({ workspaceId: required(values, 'workspace', true), memberId: required(values, 'member', true) }));

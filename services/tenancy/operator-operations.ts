@@ -6,6 +6,7 @@ import { defineOperation, RequestInput } from '../operations/operation';
 import { createApiKey } from './api-keys';
 import { NotFoundError } from '../../core/errors';
 import { addMember, bootstrapWorkspace, removeMember } from './workspaces';
+import { inviteMember } from './members';
 import { CREDIT_LIMITS, CreditLimit, PLANS, setWorkspacePlan } from '../usage/usage';
 
 // What the public API deliberately does not do, for the operator of a Weft installation (the admin
@@ -64,6 +65,18 @@ export const removeMemberOperation = defineOperation({
   },
 });
 
+export const inviteMemberOperation = defineOperation({
+  name: 'inviteMember',
+  summary: 'Invite a person to the console: a new member with this email and role, or (memberId) an existing one; a one-use link, good for 7 days.',
+  access: { operator: 'membership is managed outside the API' },
+  effect: 'write',
+  input: {
+    // A new member needs an email, an existing one is named by memberId (inviteMember says so).
+    body: body({ workspaceId: uuid, email: { type: 'string', minLength: 3, maxLength: 320 }, role: { type: 'string', enum: ['owner', 'admin', 'member'] }, memberId: uuid, name }, ['workspaceId']),
+  },
+  run: ({ db }: OperationContext, { body }: Body<{ workspaceId: string; email?: string; role?: Member['role']; memberId?: string; name?: string }>) => inviteMember(db, body.workspaceId, body),
+});
+
 export const createMemberKeyOperation = defineOperation({
   name: 'createMemberKey',
   summary: 'A key that acts for a given member (what a member does in a workspace UI).',
@@ -93,4 +106,4 @@ export const setWorkspacePlanOperation = defineOperation({
   run: ({ db }: OperationContext, { body }: Body<{ workspaceId: string; plan?: string; creditLimit?: CreditLimit | 'default' }>) => setWorkspacePlan(db, body),
 });
 
-export const operatorOperations = [bootstrapWorkspaceOperation, installPluginOperation, addMemberOperation, removeMemberOperation, createMemberKeyOperation, setWorkspacePlanOperation];
+export const operatorOperations = [bootstrapWorkspaceOperation, installPluginOperation, addMemberOperation, inviteMemberOperation, removeMemberOperation, createMemberKeyOperation, setWorkspacePlanOperation];

@@ -1,5 +1,4 @@
-import { raw } from 'objection';
-import { InputError, NotFoundError } from '../../core/errors';
+import { InputError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
 import { Member, Project, Workspace } from '../../db/models';
 import { createApiKey } from './api-keys';
@@ -30,11 +29,5 @@ export async function addMember(db: Executor, workspaceId: string, input: { name
   return Member.query(db).insertAndFetch({ workspaceId, name: input.name, role: input.role });
 }
 
-/**
- * Removes a member. Their keys keep authenticating for reads their scopes allow, but they are
- * no longer an accountable actor, so public mutations and run access fail (SPEC 5.1).
- */
-export async function removeMember(db: Executor, workspaceId: string, memberId: string): Promise<void> {
-  const updated = await Member.query(db).where({ id: memberId, workspaceId }).whereNull('removedAt').patch({ removedAt: raw('now()') as unknown as Date });
-  if (updated === 0) throw new NotFoundError('member', 'No current member with this id in this workspace.');
-}
+// Removing a member ends their console sessions and keeps the last owner (members.ts).
+export { removeMember } from './members';

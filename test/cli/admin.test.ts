@@ -111,6 +111,12 @@ describe('The operator CLI', function () {
 
   it('removes a member, after which their keys can read but not change anything', async () => {
     const created = JSON.parse((await admin('bootstrap', '--workspace', 'Leavers', '--json')).stdout);
+    // The last owner cannot leave: another owner first.
+    const lastOwner = await admin('member', 'remove', '--workspace', created.workspaceId, '--member', created.memberId);
+    assert.equal(lastOwner.code, 2);
+    assert.match(lastOwner.stderr, /last owner/);
+    assert.equal(lastOwner.stdout, '');
+    assert.equal(JSON.parse((await admin('member', 'add', '--workspace', created.workspaceId, '--name', 'Heir', '--role', 'owner', '--json')).stdout).memberId.length, 36);
     const removed = await admin('member', 'remove', '--workspace', created.workspaceId, '--member', created.memberId);
     assert.equal(removed.code, 0, removed.stderr);
     const read = await as(created.apiKey).get('/api/v1/organization');
@@ -118,5 +124,64 @@ describe('The operator CLI', function () {
     const write = await as(created.apiKey).post('/api/v1/projects', { name: 'after-leaving' });
     assert.equal(write.status, 403);
     assert.equal(write.body.code, 'actor_not_accountable');
+  });
+
+  it('invites a person by email, printing the member and a one-use link that expires in 7 days', async () => {
+    const ws = await newWorkspace();
+    const result = await admin('member', 'invite', '--workspace', ws.workspaceId, '--email', 'Dana@Example.com', '--role', 'admin', '--json');
+    assert.equal(result.code, 0, result.stderr);
+    const printed = JSON.parse(result.stdout);
+    assert.deepEqual(Object.keys(printed), ['memberId', 'inviteUrl']);
+    assert.match(printed.memberId, UUID);
+    const url = new URL(printed.inviteUrl);
+    assert.equal(url.pathname, '/console/invite');
+    // The token is in the fragment, which browsers never send, so no server or proxy logs it.
+    assert.match(url.hash, /^#[A-Za-z0-9_-]{43}$/);
+    const member = await env().db('members').where({ id: printed.memberId }).first();
+    assert.deepEqual([member.workspaceId, member.email, member.role, member.passwordHash], [ws.workspaceId, 'Dana@Example.com', 'admin', null]);
+    const invite = await env().db('member_invites').where({ memberId: printed.memberId }).first();
+    assert.notEqual(invite.tokenHash, url.hash.slice(1), 'only a digest of the token is stored');
+    const days = (invite.expiresAt.getTime() - invite.createdAt.getTime()) / 86_400_000;
+    assert.ok(Math.abs(days - 7) < 0.01, `expires after ${days} days`);
+
+    // The email is unique in the workspace, whatever its case; another workspace may have it too.
+    const taken = await admin('member', 'invite', '--workspace', ws.workspaceId, '--email', 'dana@example.com', '--json');
+    assert.equal(taken.code, 2);
+    assert.match(taken.stderr, /Another member of this workspace has this email/);
+    const elsewhere = await newWorkspace();
+    assert.equal((await admin('member', 'invite', '--workspace', elsewhere.workspaceId, '--email', 'dana@example.com', '--json')).code, 0);
+
+    // --member invites an existing member again: a new link, and the older one no longer works.
+    const again = await admin('member', 'invite', '--workspace', ws.workspaceId, '--member', printed.memberId, '--json');
+    assert.equal(again.code, 0, again.stderr);
+    const second = JSON.parse(again.stdout);
+    assert.equal(second.memberId, printed.memberId);
+    assert.notEqual(second.inviteUrl, printed.inviteUrl);
+    assert.equal(Number((await env().db('member_invites').where({ memberId: printed.memberId }).count({ n: '*' }))[0].n), 1);
+
+    // An existing member without an email (made before the console) gets one with the invite.
+    const bootstrapOwner = await admin('member', 'invite', '--workspace', ws.workspaceId, '--member', ws.memberId, '--email', 'owner@example.com', '--json');
+    assert.equal(bootstrapOwner.code, 0, bootstrapOwner.stderr);
+    assert.equal((await env().db('members').where({ id: ws.memberId }).first()).email, 'owner@example.com');
+    // The last owner cannot be demoted through an invite either.
+    const demoted = await admin('member', 'invite', '--workspace', ws.workspaceId, '--member', ws.memberId, '--role', 'member', '--json');
+    assert.equal(demoted.code, 2);
+    assert.match(demoted.stderr, /last owner/);
+  });
+
+  it('refuses an invite without an email or member, or with a bad role or address', async () => {
+    const ws = await newWorkspace();
+    for (const args of [
+      ['member', 'invite', '--workspace', ws.workspaceId],
+      ['member', 'invite', '--workspace', ws.workspaceId, '--email', 'x@example.com', '--role', 'king'],
+      ['member', 'invite', '--workspace', ws.workspaceId, '--email', 'not an email'],
+      ['member', 'invite', '--workspace', ws.workspaceId, '--member', ws.memberId],
+    ]) {
+      const result = await admin(...args, '--json');
+      assert.equal(result.code, 2, `${args.join(' ')} should fail`);
+      assert.match(result.stderr, /admin: \S/);
+      assert.equal(result.stdout, '');
+    }
+    assert.equal(Number((await env().db('member_invites').where({ workspaceId: ws.workspaceId }).count({ n: '*' }))[0].n), 0);
   });
 });
