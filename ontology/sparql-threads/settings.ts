@@ -21,12 +21,25 @@ export interface SparqlSettings {
   keptTriples: number;
   /** The largest dataset a query may run over; larger ones are refused, never answered in part (WEFT_SPARQL_MAX_DATASET_TRIPLES). */
   maxDatasetTriples: number;
+  /**
+   * Bound managed tables are read per query, only the records the query can reach (WEFT_SPARQL_TABLE_READS=per-query,
+   * the default), or copied whole into a graph of each API process like other bindings (whole).
+   */
+  tableReads: 'per-query' | 'whole';
+  /** Triples the records one query reads from bound tables may yield; past it the query is refused (WEFT_SPARQL_MAX_REACHED_TRIPLES). */
+  maxReachedTriples: number;
   /** How long the graph of an endpoint without snapshots (http_dataset, postgres_table) is reused (WEFT_SPARQL_UNPINNED_TTL_SECONDS). */
   unpinnedTtlSeconds: number;
   /** Heap ceiling of one query thread, so a runaway query cannot take the API down (WEFT_SPARQL_THREAD_MEMORY_MB). */
   threadMemoryMb: number;
   /** Each query thread's young-generation semi-space, from its start (WEFT_SPARQL_THREAD_SEMI_SPACE_MB): query-pool.ts says why. */
   threadSemiSpaceMb: number;
+}
+
+function tableReads(): SparqlSettings['tableReads'] {
+  const raw = process.env.WEFT_SPARQL_TABLE_READS ?? 'per-query';
+  if (raw !== 'per-query' && raw !== 'whole') throw new Error(`WEFT_SPARQL_TABLE_READS must be per-query or whole, got "${raw}".`);
+  return raw;
 }
 
 let settings: SparqlSettings | undefined;
@@ -41,6 +54,8 @@ export function sparqlSettings(): SparqlSettings {
       queueMs: positiveInteger('WEFT_SPARQL_QUEUE_MS', 2_000),
       keptTriples,
       maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
+      tableReads: tableReads(),
+      maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
       unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
       threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
       threadSemiSpaceMb: positiveInteger('WEFT_SPARQL_THREAD_SEMI_SPACE_MB', 16),

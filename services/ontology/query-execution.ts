@@ -68,14 +68,18 @@ const inputHash = (input: Record<string, unknown>) => createHash('sha256').updat
 /** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
 export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
   const { principal } = ctx;
-  const dataset = await sparqlDataset(ctx);
-  const { facts } = analyzeTemplate(version.definition.sparql, dataset.pkg.baseIri);
-  if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
-  const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
+  let facts: ReturnType<typeof analyzeTemplate>['facts'];
+  const { dataset, text } = await sparqlDataset(ctx, (pkg) => {
+    facts = analyzeTemplate(version.definition.sparql, pkg.baseIri).facts;
+    if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
+    return bindTemplate(facts, input, version.definition.inputSchema as never, page);
+  });
+  if (!facts || text === undefined) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
   const answer = await runDatasetQuery(dataset, principal.workspaceId, text, { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows }, { terms: true });
   const result = resultOf(answer.result!);
   if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
-  const rows = result.rows.map((row) => Object.fromEntries(facts.projected.map((name) => [name, jsonValue(row[name])])));
+  const projected = facts.projected;
+  const rows = result.rows.map((row) => Object.fromEntries(projected.map((name) => [name, jsonValue(row[name])])));
   rows.forEach((row, index) => {
     const problems = schemaProblems(version.definition.outputSchema, row);
     if (problems.length) {

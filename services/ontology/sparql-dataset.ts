@@ -18,6 +18,10 @@ import { checkingGrants } from '../operations/current-operation';
 import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
+import { keptParse } from '../../ontology/sparql-engine';
+import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
+import { OtherGraphs, ReachTable, readReachedRecords } from './sparql-reach-reads';
+import { NS } from '../../ontology/compile';
 
 // The SPARQL dataset of a project, built once per data version and shared by every key: the active
 // package is one graph, and each read binding is one graph built from its endpoint's records at
@@ -148,6 +152,25 @@ function tooLarge(triples: number, atLeast: boolean): InputError {
 /** The package graph's version, and its slot in the kept graphs (one version per package). */
 const packageVersion = (pkg: PackageHead) => `package:${pkg.id}`;
 
+/** What the package graph holds, as far as narrowing table reads needs: its predicates and rdf:type objects. */
+interface PackageFacts {
+  predicates: Set<string>;
+  types: Set<string>;
+}
+const packageFactsKept = new WeightedLru<PackageFacts>(64, 64 * 1024 * 1024);
+
+async function packageFacts(db: Executor, pkg: PackageHead): Promise<PackageFacts> {
+  const kept = packageFactsKept.get(pkg.id);
+  if (kept) return kept;
+  const { nquads } = (await OntologyPackage.query(db).findById(pkg.id).select('nquads'))!;
+  const facts: PackageFacts = { predicates: new Set(), types: new Set() };
+  for (const quad of new Parser({ format: 'application/n-quads' }).parse(nquads)) {
+    facts.predicates.add(quad.predicate.value);
+    if (quad.predicate.value === `${NS.rdf}type`) facts.types.add(quad.object.value);
+  }
+  return packageFactsKept.set(pkg.id, facts, nquads.length);
+}
+
 async function packageGraph(db: Executor, pkg: PackageHead): Promise<GraphHandle> {
   const version = packageVersion(pkg);
   return (await keptOrBuilt(version, version, () => true, async () => {
@@ -185,6 +208,8 @@ interface BoundSource {
   group?: SnapshotGroup;
   /** Its place in the group's snapshots. */
   at: number;
+  /** A managed table, read per query (only the records the query reaches) rather than copied whole. */
+  table?: { workspaceId: string; table: string };
 }
 
 /** The bound endpoints of one installation whose current snapshots are read together. */
@@ -205,9 +230,12 @@ interface SnapshotGroup {
  */
 interface DatasetPlan {
   sources: BoundSource[];
+  /** What the graphs other than per-query table reads hold (the package's facts are added per package). */
+  memoryPredicates: Set<string>;
+  memoryTypes: Set<string>;
   groups: SnapshotGroup[];
   withheld: number;
-  last?: { handles: GraphHandle[]; version: string };
+  last?: { versions: string[]; version: string };
 }
 
 const plans = new WeakMap<DatasetCatalog, WeakMap<Principal, DatasetPlan>>();
@@ -225,6 +253,7 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
     const installation = endpoint.installation!;
     const runtime = findCapability(installation.capability, installation.capabilityVersion);
     const source: BoundSource = { binding, endpoint, names: namesOf(binding, pkg), at: 0 };
+    if (installation.capability === 'managed_table') source.table = { workspaceId: installation.workspaceId, table: String((endpoint.target as { table?: unknown }).table) };
     if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) return source;
     let group = groups.get(installation.id);
     if (!group) groups.set(installation.id, (group = { installation, targets: [], key: '', scope: snapshotScope(installation.workspaceId), kept: announcesSnapshots(installation.capability) }));
@@ -234,7 +263,16 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
     group.key = `${group.key ? `${group.key},` : `sparql-snapshots:${installation.id}:`}${endpoint.id}`;
     return source;
   });
-  const plan: DatasetPlan = { sources, groups: [...groups.values()], withheld: catalog.bindings.length - bindings.length };
+  const memoryPredicates = new Set<string>();
+  const memoryTypes = new Set<string>();
+  for (const { binding, table } of sources) {
+    if (table) continue;
+    memoryPredicates.add(`${NS.rdf}type`);
+    memoryTypes.add(`${pkg.baseIri}${binding.termId}`);
+    for (const property of Object.keys(binding.mapping.properties)) memoryPredicates.add(`${pkg.baseIri}${property}`);
+    for (const link of Object.keys(binding.mapping.links ?? {})) memoryPredicates.add(`${pkg.baseIri}${link}`);
+  }
+  const plan: DatasetPlan = { sources, memoryPredicates, memoryTypes, groups: [...groups.values()], withheld: catalog.bindings.length - bindings.length };
   // Only plans of kept catalogs are kept: a catalog read inside a transaction is read once.
   if (snapshotsKept) {
     if (!byPrincipal) plans.set(catalog, (byPrincipal = new WeakMap()));
@@ -317,8 +355,9 @@ async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHea
 export interface QueryDatasetHandles {
   pkg: PackageHead;
   graphs: GraphHandle[];
-  /** Names the data the answer used: the package and every graph's version. */
+  /** Names the data the answer used: the package and every binding's data version (a table's snapshot). */
   version: string;
+  /** Triples the query is evaluated over: the package, whole graphs, and what it read of bound tables. */
   triples: number;
   /** Bindings of the project whose data this key may not read. */
   withheldBindings: number;
@@ -331,11 +370,35 @@ function packageOf(catalog: DatasetCatalog): PackageHead {
 }
 
 /**
+ * How a query reads the plan's bound tables: the patterns it can reach them by, or undefined when
+ * the plan has none or the query cannot be analysed (its tables are then read whole, as other bindings).
+ */
+function reachPatterns(plan: DatasetPlan, text: string | undefined): ReachPattern[] | undefined {
+  if (text === undefined || sparqlSettings().tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
+  let parsed;
+  try {
+    parsed = keptParse(text);
+  } catch {
+    return undefined; // the query thread gives the parse error its answer
+  }
+  return parsed.kind === 'query' ? reachOf(parsed.parsed) : undefined;
+}
+
+/** The version of a table's per-query graph: its data version and a digest of the query and every table's data version. */
+function reachedVersion(dataVersion: string, reachKey: string): string {
+  return `${dataVersion}:reach:${reachKey}`;
+}
+
+function reachKeyOf(text: string, tableVersions: string[]): string {
+  return createHash('sha256').update(text).update('\n').update(tableVersions.join('\n')).digest('base64url').slice(0, 22);
+}
+
+/**
  * The caller's dataset when every graph of it is kept at its current version and the snapshots
  * that say so are kept too (almost every query): found without a promise, so the query starts at
  * once. Undefined when anything must be read or built (queryDataset does that).
  */
-export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): QueryDatasetHandles | undefined {
+export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): QueryDatasetHandles | undefined {
   const { db, principal } = ctx;
   if (db.isTransaction) return undefined;
   const pkg = packageOf(catalog);
@@ -344,7 +407,10 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): Que
   const pkgVersion = packageVersion(pkg);
   const pkgGraph = graphs.get(pkgVersion);
   if (!pkgGraph || pkgGraph.handle.version !== pkgVersion) return undefined;
+  const patterns = reachPatterns(plan, text);
   const handles = [pkgGraph.handle];
+  const dataVersions = [pkgVersion];
+  const tables: Array<{ dataVersion: string }> = [];
   let snapshots: SnapshotInfo[] | undefined;
   let snapshotGroup: SnapshotGroup | undefined;
   for (const source of plan.sources) {
@@ -357,59 +423,122 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog): Que
         snapshotGroup = group;
       }
       if (!snapshots) return undefined;
+      const dataVersion = snapshotVersionOf(source.names, snapshots[source.at]);
+      dataVersions.push(dataVersion);
+      if (patterns && source.table) {
+        tables.push({ dataVersion });
+        continue;
+      }
       kept = graphs.get(source.names.slot);
-      if (!kept || kept.handle.version !== snapshotVersionOf(source.names, snapshots[source.at])) return undefined;
+      if (!kept || kept.handle.version !== dataVersion) return undefined;
     } else {
       kept = graphs.get(source.names.slot);
       if (!kept || !unpinnedFresh(kept)) return undefined;
+      dataVersions.push(kept.handle.version);
     }
     handles.push(kept.handle);
   }
-  return datasetOf(plan, pkg, handles);
+  if (tables.length) {
+    const reachKey = reachKeyOf(text!, tables.map((table) => table.dataVersion));
+    for (const { dataVersion } of tables) {
+      const version = reachedVersion(dataVersion, reachKey);
+      const kept = graphs.get(version);
+      if (!kept) return undefined;
+      handles.push(kept.handle);
+    }
+  }
+  return datasetOf(plan, pkg, handles, dataVersions);
 }
 
 /**
- * The graphs one caller's query runs over: the active package and the graphs of the bindings whose
+ * The graphs one caller's query runs over: the active package, the graphs of the bindings whose
  * endpoints the data guard lets this key read through bindings, read and built where they are not
- * kept. Refuses (never truncates) a dataset past the configured bound.
+ * kept, and, for bound managed tables, graphs of only the records this query reaches (`text`).
+ * Refuses (never truncates) whole graphs past the dataset bound, and table reads past the reach bound.
  */
-export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
-  return keptDataset(ctx, catalog) ?? readDataset(ctx, catalog);
+export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): Promise<QueryDatasetHandles> {
+  return keptDataset(ctx, catalog, text) ?? readDataset(ctx, catalog, text);
 }
 
 /** queryDataset after keptDataset found something to read or build. */
-export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog): Promise<QueryDatasetHandles> {
+export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): Promise<QueryDatasetHandles> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, !db.isTransaction);
   const bound = sparqlSettings().maxDatasetTriples;
-  const handles = [await packageGraph(db, pkg)];
-  let triples = handles[0].graph.tripleCount;
+  const packageHandle = await packageGraph(db, pkg);
+  const handles = [packageHandle];
+  const dataVersions = [packageHandle.version];
+  let triples = packageHandle.graph.tripleCount;
   const snapshots = plan.groups.length ? await snapshotsOf(db, encryptionKey, plan.groups) : undefined;
+  const patterns = reachPatterns(plan, text);
+  const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
   for (const source of plan.sources) {
-    const handle = await bindingGraph(db, encryptionKey, pkg, source, source.group && snapshots!.get(source.group)![source.at], bound - triples);
+    const snapshot = source.group && snapshots!.get(source.group)![source.at];
+    if (patterns && source.table && snapshot) {
+      const dataVersion = snapshotVersionOf(source.names, snapshot);
+      dataVersions.push(dataVersion);
+      tables.push({ source, snapshot, dataVersion });
+      continue;
+    }
+    const handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound - triples);
     handles.push(handle);
+    dataVersions.push(handle.version);
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  return datasetOf(plan, pkg, handles);
+  if (tables.length) handles.push(...(await reachedGraphs(db, pkg, plan, patterns!, text!, tables)));
+  return datasetOf(plan, pkg, handles, dataVersions);
 }
 
-/** The dataset of these graphs, within the bound, named by its graphs' versions. */
-function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[]): QueryDatasetHandles {
+/** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
+async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>): Promise<GraphHandle[]> {
+  const reachKey = reachKeyOf(text, tables.map((table) => table.dataVersion));
+  const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
+  const kept = versions.map((version) => graphs.get(version));
+  if (kept.every(Boolean)) return kept.map((graph) => graph!.handle);
+  const facts = await packageFacts(db, pkg);
+  const others: OtherGraphs = { predicates: new Set([...facts.predicates, ...plan.memoryPredicates]), types: new Set([...facts.types, ...plan.memoryTypes]) };
+  const reachTables: ReachTable[] = tables.map(({ source, snapshot }) => ({
+    ...source.table!,
+    termId: source.binding.termId,
+    mapping: source.binding.mapping,
+    // A table never written has no records to read.
+    version: snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
+  }));
+  const settings = sparqlSettings();
+  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: settings.timeoutMs });
+  return tables.map(({ source }, at) => {
+    const encoder = new GraphEncoder();
+    for (const record of read.records[at]) {
+      const mapped = mapRecord(record, source.binding.termId, source.binding.mapping, pkg.terms, pkg.baseIri);
+      if (mapped) for (const quad of mapped.quads) encoder.add(quad);
+    }
+    const handle = { version: versions[at], graph: encoder.finish() };
+    graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
+    return handle;
+  });
+}
+
+/** The dataset of these graphs, within the bound, named by the versions of its data. */
+function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], dataVersions: string[]): QueryDatasetHandles {
   let triples = 0;
-  for (const handle of handles) triples += handle.graph.tripleCount;
-  if (triples > sparqlSettings().maxDatasetTriples) throw tooLarge(triples, false);
-  return { pkg, graphs: handles, version: datasetVersionOf(plan, handles), triples, withheldBindings: plan.withheld };
+  let wholeTriples = 0;
+  for (const handle of handles) {
+    triples += handle.graph.tripleCount;
+    if (!handle.version.includes(':reach:')) wholeTriples += handle.graph.tripleCount;
+  }
+  if (wholeTriples > sparqlSettings().maxDatasetTriples) throw tooLarge(wholeTriples, false);
+  return { pkg, graphs: handles, version: datasetVersionOf(plan, dataVersions), triples, withheldBindings: plan.withheld };
 }
 
-function datasetVersionOf(plan: DatasetPlan, handles: GraphHandle[]): string {
+function datasetVersionOf(plan: DatasetPlan, dataVersions: string[]): string {
   const last = plan.last;
-  if (last && last.handles.length === handles.length && last.handles.every((handle, index) => handle === handles[index])) return last.version;
-  const version = datasetVersion(handles.map((handle) => handle.version).join('\n'));
-  plan.last = { handles, version };
+  if (last && last.versions.length === dataVersions.length && last.versions.every((version, index) => version === dataVersions[index])) return last.version;
+  const version = datasetVersion(dataVersions.join('\n'));
+  plan.last = { versions: dataVersions, version };
   return version;
 }
 

@@ -8,7 +8,7 @@ import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/mess
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { keptDataset, loadDatasetCatalog, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
+import { keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -61,11 +61,15 @@ export async function runDatasetQuery(dataset: QueryDatasetHandles, workspaceId:
   return sparqlQueryPool().run({ workspaceId, text, limits, graphs: dataset.graphs, answer });
 }
 
-/** The caller's dataset for a query: the catalog (one statement), then the kept or newly built graphs. */
-export async function sparqlDataset(ctx: OperationContext): Promise<QueryDatasetHandles> {
+/**
+ * The caller's dataset for a query: the catalog (one statement), then the kept or newly built
+ * graphs. `textOf` gives the query's text for the active package: bound tables are read for it.
+ */
+export async function sparqlDataset(ctx: OperationContext, textOf?: (pkg: PackageHead) => string): Promise<{ dataset: QueryDatasetHandles; text?: string }> {
   const { db, principal, project } = ctx;
   const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
-  return queryDataset(ctx, catalog);
+  const text = catalog.pkg && textOf ? textOf(catalog.pkg) : undefined;
+  return { dataset: await queryDataset(ctx, catalog, text), text };
 }
 
 export interface SparqlAnswer {
@@ -120,11 +124,11 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   // credit is refused as soon as the check says so; a query whose graphs must be built first is
   // not started if the check has said so by then.
   const limits = { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults };
-  let dataset = keptDataset(ctx, catalog);
+  let dataset = keptDataset(ctx, catalog, ask.text);
   let refused = false;
   const evaluated = dataset
     ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
-    : readDataset(ctx, catalog).then((built) => {
+    : readDataset(ctx, catalog, ask.text).then((built) => {
         if (refused) return undefined;
         dataset = built;
         return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });

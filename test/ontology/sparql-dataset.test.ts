@@ -146,8 +146,9 @@ describe('The SPARQL dataset at the scale of its data', function () {
     await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
   }
 
-  const count = async (key: string) => {
-    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total }`;
+  /** `variant` makes another text of the same query: a text already answered over the same data reads nothing again. */
+  const count = async (key: string, variant = '') => {
+    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total }${variant}`;
     const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
     return { status: res.status, body: res.body, version: res.headers.get('weft-dataset-version'), triples: Number(res.headers.get('weft-dataset-triples')), truncated: res.headers.get('weft-dataset-truncated'), serverTiming: res.headers.get('server-timing') };
   };
@@ -169,27 +170,65 @@ describe('The SPARQL dataset at the scale of its data', function () {
     const other = await newKey(t.ws, { scopes: ['sparql:query'] });
     const narrower = await count(other);
     assert.equal(Number(narrower.body.results.bindings[0].n.value), orders);
-    assert.notEqual(narrower.version, first.version);
-    assert.ok(narrower.triples < first.triples);
+    assert.notEqual(narrower.version, first.version, 'another set of bindings, another dataset version');
+    // Bound tables are read per query: both keys' answers read the orders, and only the orders.
+    assert.equal(narrower.triples, first.triples);
     await appendRows([{ id: orders + 1, amount: 7 }]);
     const after = await count(t.key);
     assert.equal(Number(after.body.results.bindings[0].n.value), orders + 1, 'a new snapshot is read');
     assert.notEqual(after.version, first.version);
   });
 
-  it('refuses a dataset past the configured bound with a 4xx naming the bound and the size, never a part', async () => {
-    const total = (await count(t.key)).triples;
-    const restore = overrideSparqlSettings({ maxDatasetTriples: total - 1 });
+  it('answers over bound tables whatever the dataset bound, which only whole graphs count toward', async () => {
+    const expected = (await count(t.key)).body.results.bindings[0].n.value;
+    const restore = overrideSparqlSettings({ maxDatasetTriples: 1_000 });
     try {
-      const refused = await count(t.key);
+      const answered = await count(t.key, ' # read again');
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(answered.body.results.bindings[0].n.value, expected);
+    } finally {
+      restore();
+    }
+  });
+
+  it('refuses a query that reaches past the reach bound at the first read past it, naming the bound and the table, never a part', async () => {
+    const restore = overrideSparqlSettings({ maxReachedTriples: 1_000 });
+    try {
+      const refused = await count(t.key, ' # under a lower reach bound');
       assert.equal(refused.status, 422, JSON.stringify(refused.body));
-      assert.equal(refused.body.code, 'dataset_too_large');
-      assert.equal(refused.body.maxDatasetTriples, total - 1);
-      assert.equal(refused.body.datasetTriples, total);
-      assert.match(refused.body.message, new RegExp(`${(total - 1).toLocaleString('en')}`));
+      assert.equal(refused.body.code, 'query_too_broad');
+      assert.equal(refused.body.maxReachedTriples, 1_000);
+      assert.equal(refused.body.table, (await t.client.get(`/api/v1/data-endpoints/${ordersTable}`)).body.dataEndpoint.target.table, 'the table read past the bound');
+      assert.match(refused.body.message, /1,000 triples/);
+      // A query whose constants reach one record is answered under the same bound.
+      const one = await request('POST', `${t.base}/sparql`, { key: t.key, rawBody: `PREFIX : <${baseIri}> SELECT ?total WHERE { <https://example.com/orders/17> :total ?total }`, headers: { 'Content-Type': 'application/sparql-query' } });
+      assert.equal(one.status, 200, JSON.stringify(one.body));
+      assert.deepEqual(one.body.results.bindings.map((row: { total: { value: string } }) => row.total.value), ['16']);
+      assert.equal(Number(one.headers.get('weft-dataset-triples')) < 100, true, 'only the record the query reaches is read');
     } finally {
       restore();
     }
     assert.equal((await count(t.key)).status, 200);
+  });
+
+  it('refuses a dataset past the configured bound with a 4xx naming the bound and the size, never a part, when tables are read whole', async () => {
+    const whole = overrideSparqlSettings({ tableReads: 'whole' });
+    try {
+      const total = (await count(t.key)).triples;
+      const restore = overrideSparqlSettings({ maxDatasetTriples: total - 1 });
+      try {
+        const refused = await count(t.key);
+        assert.equal(refused.status, 422, JSON.stringify(refused.body));
+        assert.equal(refused.body.code, 'dataset_too_large');
+        assert.equal(refused.body.maxDatasetTriples, total - 1);
+        assert.equal(refused.body.datasetTriples, total);
+        assert.match(refused.body.message, new RegExp(`${(total - 1).toLocaleString('en')}`));
+      } finally {
+        restore();
+      }
+      assert.equal((await count(t.key)).status, 200);
+    } finally {
+      whole();
+    }
   });
 });

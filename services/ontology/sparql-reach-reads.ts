@@ -1,0 +1,297 @@
+import type * as RDF from '@rdfjs/types';
+import type { Knex } from 'knex';
+import { InputError } from '../../core/errors';
+import type { BindingMapping, PackageTerms } from '../../db/models';
+import { NS } from '../../ontology/compile';
+import { patternVariables, ReachNode, ReachPattern } from '../../ontology/sparql-reach';
+import { mapRecord, templateFields, bindingFields } from '../../ontology/term-records';
+import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
+import { SqlParams } from '../../plugins/sql/builder';
+
+// Reads, for one query, the records of bound managed tables whose triples the query can reach
+// (ontology/sparql-reach.ts says which patterns may narrow which): PostgreSQL finds them by the
+// query's constants, its numeric FILTER bounds and, round after round, the values the patterns
+// read before found (a semi-join), at each table's pinned snapshot. Every condition here keeps
+// at least every record that can produce a matching triple (it may keep more), so the evaluator,
+// answering over the triples of the records read, gives the answer it gives over the whole graph.
+
+const RDF_TYPE = `${NS.rdf}type`;
+const XSD = 'http://www.w3.org/2001/XMLSchema#';
+/** Values a pattern narrows another by, at most; past it the other is read without that narrowing. */
+const MAX_NARROWING_VALUES = 10_000;
+const NUMERIC = new Set(['xsd:integer', 'xsd:decimal', 'xsd:int', 'xsd:long', 'xsd:short', 'xsd:nonNegativeInteger', 'xsd:positiveInteger']);
+
+/** A bound managed table read at one snapshot. */
+export interface ReachTable {
+  workspaceId: string;
+  table: string;
+  termId: string;
+  mapping: BindingMapping;
+  /** The snapshot version the query reads, or undefined for a table never written (no records). */
+  version?: string;
+}
+
+/** What the query's other graphs (the package, in-memory bindings) hold, as far as narrowing needs. */
+export interface OtherGraphs {
+  /** Predicates of their triples; undefined: any. */
+  predicates?: Set<string>;
+  /** Objects of their rdf:type triples. */
+  types?: Set<string>;
+}
+
+export interface ReachedRecords {
+  /** Per table (in the order given), the records read. */
+  records: Array<Array<Record<string, unknown>>>;
+  triples: number;
+}
+
+/** One kind of triple a bound record yields: its type, a property or a link. */
+type TripleKind =
+  | { kind: 'type'; predicate: string }
+  | { kind: 'property'; predicate: string; field: string; datatype: string }
+  | { kind: 'link'; predicate: string; field: string; template: string };
+
+function tripleKinds(source: ReachTable, terms: PackageTerms, baseIri: string): TripleKind[] {
+  return [
+    { kind: 'type', predicate: RDF_TYPE },
+    ...Object.entries(source.mapping.properties).map(([property, field]): TripleKind => ({ kind: 'property', predicate: `${baseIri}${property}`, field, datatype: terms.properties[property]?.datatype ?? 'xsd:string' })),
+    ...Object.entries(source.mapping.links ?? {}).map(([link, { field, targetTemplate }]): TripleKind => ({ kind: 'link', predicate: `${baseIri}${link}`, field, template: targetTemplate })),
+  ];
+}
+
+/** A condition on a record: SQL over `data` (always parameters), or true (every record) or false (none). */
+type Condition = string | boolean;
+
+const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : parts.filter((part) => part !== true).length ? (parts.filter((part) => part !== true) as string[]).map((part) => `(${part})`).join(' AND ') : true);
+const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
+
+/**
+ * The texts a field's value has when a triple shows it: `String(value)` (a number as JavaScript
+ * writes it, which is how JSON put it in the table), or the string itself. Undefined when texts
+ * cannot narrow (an object or nested array's text).
+ */
+function plausibleText(text: string): boolean {
+  return text !== '[object Object]' && !/^[[{]/.test(text) && !text.includes(',');
+}
+
+/**
+ * Records whose field holds one of `texts`, as itself or as an element of an array (one triple per
+ * element). `->>` writes a number as its JSON text, which is how JavaScript wrote it.
+ */
+function fieldHolds(field: string, texts: string[], params: SqlParams): Condition {
+  if (!texts.length) return false;
+  if (!texts.every(plausibleText)) return true;
+  const f = params.add(field);
+  const values = params.add(texts);
+  return `(data ->> ${f}::text) = ANY (${values}::text[]) OR (jsonb_typeof(data -> ${f}::text) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(data -> ${f}::text) element WHERE element = ANY (${values}::text[])))`;
+}
+
+/** The field values (as texts) that fill `template` into each IRI, or undefined when they cannot be told apart. */
+function templateTexts(template: string, iris: string[]): Map<string, string[]> | undefined {
+  const fields = templateFields(template);
+  if (fields.length !== 1) return undefined;
+  const [before, after] = template.split(`{${fields[0]}}`);
+  const texts: string[] = [];
+  for (const iri of iris) {
+    if (!iri.startsWith(before) || !iri.endsWith(after) || iri.length <= before.length + after.length) continue;
+    const encoded = iri.slice(before.length, iri.length - after.length);
+    let text: string;
+    try {
+      text = decodeURIComponent(encoded);
+    } catch {
+      continue;
+    }
+    // Only what encodeURIComponent writes can come from a record.
+    if (encodeURIComponent(text) === encoded) texts.push(text);
+  }
+  return new Map([[fields[0], texts]]);
+}
+
+/** Records whose IRI from `template` is one of `iris` (a field or one of its elements filling it). */
+function templateIs(template: string, iris: string[], params: SqlParams): Condition {
+  const texts = templateTexts(template, iris);
+  if (!texts) return true;
+  return and([...texts].map(([field, values]) => fieldHolds(field, values, params)));
+}
+
+/** The texts of literals a property of this datatype can show, from the terms a pattern matched. */
+function literalTexts(terms: RDF.Term[], datatype: string): string[] {
+  const wanted = `${XSD}${datatype.replace(/^xsd:/, '')}`;
+  return terms.filter((term) => term.termType === 'Literal' && !(term as RDF.Literal).language && (term as RDF.Literal).datatype.value === wanted).map((term) => term.value);
+}
+
+function boundsCondition(kind: Extract<TripleKind, { kind: 'property' }>, bounds: ReachPattern['objectBounds'], params: SqlParams): Condition {
+  if (!bounds.length || !NUMERIC.has(kind.datatype)) return true;
+  // Only records whose value is a JSON number that fails a bound are left out: a string or an array
+  // is kept for the evaluator to judge (its literal may still compare, or be an error).
+  const value = `(data -> ${params.add(kind.field)}::text)`;
+  const fails = bounds.map((bound) => `NOT ((${value})::numeric ${bound.op} ${params.add(bound.value)}::numeric)`).join(' OR ');
+  return `jsonb_typeof(${value}) <> 'number' OR NOT (${fails})`;
+}
+
+/** Records with a value in the field (JSON null yields no triple). */
+const present = (field: string, params: SqlParams) => `jsonb_typeof(data -> ${params.add(field)}::text) <> 'null'`;
+
+/** Terms known for a pattern's variables: the values narrowing patterns matched. */
+type Known = Map<string, RDF.Term[]>;
+
+function nodeTerms(node: ReachNode, known: Known): RDF.Term[] | undefined {
+  if (node.kind === 'iri') return [{ termType: 'NamedNode', value: node.value } as RDF.NamedNode];
+  if (node.kind === 'literal') return [{ termType: 'Literal', value: node.value, language: node.language, datatype: { termType: 'NamedNode', value: node.datatype } } as RDF.Literal];
+  if (node.kind === 'var') return known.get(node.name);
+  return undefined;
+}
+
+/** The records of `source` that can yield a triple matching `pattern`, given what is known of its variables. */
+function patternCondition(pattern: ReachPattern, source: ReachTable, kinds: TripleKind[], classIri: string, known: Known, params: SqlParams): Condition {
+  const subjects = nodeTerms(pattern.subject, known);
+  const objects = nodeTerms(pattern.object, known);
+  if (subjects?.some((term) => term.termType === 'Literal') && subjects.every((term) => term.termType !== 'NamedNode')) return false;
+  const subject = subjects ? templateIs(source.mapping.subjectTemplate, subjects.filter((term) => term.termType === 'NamedNode').map((term) => term.value), params) : true;
+  if (subject === false) return false;
+  const alternatives = kinds
+    .filter((kind) => pattern.predicate === undefined || pattern.predicate === kind.predicate)
+    .map((kind): Condition => {
+      if (kind.kind === 'type') return !objects || objects.some((term) => term.termType === 'NamedNode' && term.value === classIri);
+      if (kind.kind === 'property') {
+        const bounds = boundsCondition(kind, pattern.objectBounds, params);
+        if (!objects) return and([present(kind.field, params), bounds]);
+        const texts = literalTexts(objects, kind.datatype);
+        return and([fieldHolds(kind.field, texts, params), bounds]);
+      }
+      if (!objects) return present(kind.field, params);
+      const iris = objects.filter((term) => term.termType === 'NamedNode').map((term) => term.value);
+      if (!iris.length) return false;
+      return templateIs(kind.template, iris, params);
+    });
+  return and([subject, or(alternatives)]);
+}
+
+/** Whether a pattern's matches are all read from bound tables, so its values may narrow others. */
+function narrows(pattern: ReachPattern, others: OtherGraphs): boolean {
+  if (pattern.predicate === undefined || !others.predicates) return false;
+  if (pattern.predicate === RDF_TYPE) {
+    if (!others.predicates.has(RDF_TYPE)) return true;
+    return pattern.object.kind === 'iri' && !!others.types && !others.types.has(pattern.object.value);
+  }
+  return !others.predicates.has(pattern.predicate);
+}
+
+function matches(node: ReachNode, term: RDF.Term): boolean {
+  if (node.kind === 'iri') return term.termType === 'NamedNode' && term.value === node.value;
+  if (node.kind === 'literal') return term.termType === 'Literal' && term.value === node.value && (term as RDF.Literal).language === node.language && (node.language !== '' || (term as RDF.Literal).datatype.value === node.datatype);
+  return true;
+}
+
+export interface ReachLimits {
+  /** Triples the records read may yield, at most; past it the query is refused. */
+  maxTriples: number;
+  timeoutMs: number;
+}
+
+/** Records whose triples the query's patterns can reach, read table by table, round by round. */
+export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, others: OtherGraphs, limits: ReachLimits): Promise<ReachedRecords> {
+  const kindsOf = sources.map((source) => tripleKinds(source, terms, baseIri));
+  const classOf = sources.map((source) => `${baseIri}${source.termId}`);
+  const producing = patterns.map((pattern) => sources.map((source, at) => kindsOf[at].some((kind) => (pattern.predicate === undefined || pattern.predicate === kind.predicate) && (kind.kind !== 'type' || pattern.object.kind !== 'iri' || pattern.object.value === classOf[at]))));
+  const records = sources.map(() => new Map<string, Record<string, unknown>>());
+  const quadsOf = sources.map(() => new Map<string, RDF.Quad[]>());
+  const resolved = new Set<number>();
+  /** Values each resolved narrowing pattern matched, per variable. */
+  const matched = new Map<number, Known>();
+  let triples = 0;
+  const pending = () => patterns.filter((pattern) => !resolved.has(pattern.index));
+  const knownFor = (pattern: ReachPattern): Known => {
+    const known: Known = new Map();
+    for (const name of patternVariables(pattern)) {
+      let best: RDF.Term[] | undefined;
+      for (const by of pattern.narrowedBy) {
+        const values = matched.get(by)?.get(name);
+        if (values && values.length <= MAX_NARROWING_VALUES && (!best || values.length < best.length)) best = values;
+      }
+      if (best) known.set(name, best);
+    }
+    return known;
+  };
+  const hasConstant = (pattern: ReachPattern) => pattern.subject.kind === 'iri' || pattern.subject.kind === 'literal' || pattern.object.kind === 'iri' || pattern.object.kind === 'literal';
+
+  await db.transaction(async (trx) => {
+    await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
+    for (;;) {
+      const left = pending();
+      if (!left.length) break;
+      // Patterns no bound table yields are settled at once.
+      const unproduced = left.filter((pattern) => !producing[pattern.index].some(Boolean));
+      for (const pattern of unproduced) resolved.add(pattern.index);
+      const open = left.filter((pattern) => producing[pattern.index].some(Boolean));
+      if (!open.length) break;
+      let ready = open.filter((pattern) => hasConstant(pattern) || knownFor(pattern).size > 0);
+      // Nothing narrows what is left: read the first pattern as it is (its matches may narrow the rest).
+      if (!ready.length) ready = [open[0]];
+      for (const [at, source] of sources.entries()) {
+        const reading = ready.filter((pattern) => producing[pattern.index][at]);
+        if (!reading.length || source.version === undefined) continue;
+        const params = new SqlParams();
+        const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
+        if (condition === false) continue;
+        const remaining = limits.maxTriples - triples;
+        const fields = bindingFields(source.mapping);
+        const version = params.add(source.version);
+        const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
+        const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
+          FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+         WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+           AND (${condition === true ? 'TRUE' : condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
+         LIMIT ${params.add(remaining + 1)}`;
+        const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
+        for (const row of rows) {
+          records[at].set(row.key, row.data);
+          const mapped = mapRecord(row.data, source.termId, source.mapping, terms, baseIri);
+          const quads = mapped?.quads ?? [];
+          quadsOf[at].set(row.key, quads);
+          triples += quads.length;
+          if (triples > limits.maxTriples) throw tooBroad(limits.maxTriples, source.table);
+        }
+      }
+      for (const pattern of ready) {
+        resolved.add(pattern.index);
+        if (!pattern.required || !narrows(pattern, others)) continue;
+        const known: Known = new Map();
+        const variables = patternVariables(pattern);
+        if (!variables.length) continue;
+        const seen = new Map<string, Set<string>>(variables.map((name) => [name, new Set()]));
+        for (const [at] of sources.entries()) {
+          if (!producing[pattern.index][at]) continue;
+          for (const quads of quadsOf[at].values()) {
+            for (const quad of quads) {
+              if ((pattern.predicate !== undefined && quad.predicate.value !== pattern.predicate) || !matches(pattern.subject, quad.subject) || !matches(pattern.object, quad.object)) continue;
+              for (const [name, term] of [[pattern.subject, quad.subject], [pattern.object, quad.object]] as const) {
+                if (name.kind !== 'var') continue;
+                const key = `${term.termType}:${term.value}:${(term as RDF.Literal).datatype?.value ?? ''}`;
+                const set = seen.get(name.name)!;
+                if (set.has(key) || set.size > MAX_NARROWING_VALUES) continue;
+                set.add(key);
+                const list = known.get(name.name) ?? [];
+                list.push(term);
+                known.set(name.name, list);
+              }
+            }
+          }
+        }
+        for (const name of variables) if (!known.has(name)) known.set(name, []);
+        for (const [name, set] of seen) if (set.size > MAX_NARROWING_VALUES) known.delete(name);
+        matched.set(pattern.index, known);
+      }
+    }
+  }, { readOnly: true } as Knex.TransactionConfig);
+  return { records: records.map((kept) => [...kept.values()]), triples };
+}
+
+function tooBroad(bound: number, table: string): InputError {
+  return new InputError(
+    'query_too_broad',
+    `This query reaches more than ${bound.toLocaleString('en')} triples of bound records (reading table "${table}" passed the bound, WEFT_SPARQL_MAX_REACHED_TRIPLES). Weft reads, for each query, the records of bound tables its patterns can reach, found by PostgreSQL with the query's constants, numeric FILTERs and joins: add a constant or a FILTER that narrows the records, or ask the operator to raise the bound.`,
+    [],
+    { maxReachedTriples: bound, table },
+  );
+}
