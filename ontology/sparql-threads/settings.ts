@@ -26,6 +26,8 @@ export interface SparqlSettings {
    * the default), or copied whole into a graph of each API process like other bindings (whole).
    */
   tableReads: 'per-query' | 'whole';
+  /** Queries one workspace reads bound tables for at once in each API process (WEFT_SPARQL_SQL_CONNECTIONS). */
+  sqlConnections: number;
   /** Triples the records one query reads from bound tables may yield; past it the query is refused (WEFT_SPARQL_MAX_REACHED_TRIPLES). */
   maxReachedTriples: number;
   /** How long the graph of an endpoint without snapshots (http_dataset, postgres_table) is reused (WEFT_SPARQL_UNPINNED_TTL_SECONDS). */
@@ -55,6 +57,7 @@ export function sparqlSettings(): SparqlSettings {
       keptTriples,
       maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
       tableReads: tableReads(),
+      sqlConnections: positiveInteger('WEFT_SPARQL_SQL_CONNECTIONS', 4),
       maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
       unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
       threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),

@@ -8,7 +8,9 @@ import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
 import { announcesSnapshots, onSnapshotCommitted, snapshotScope } from '../../plugins/snapshot-notices';
 import { WeightedLru } from '../../ontology/dataset-cache';
-import { mapRecord } from '../../ontology/term-records';
+import { mapRecord, templateFields } from '../../ontology/term-records';
+import { fieldIndexesOf } from '../../plugins/managed-table/field-indexes';
+import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { encodedBytes, GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
@@ -508,8 +510,15 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
     // A table never written has no records to read.
     version: snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
   }));
+  // Subject and link fields are what a query finds records by: indexed in the background.
+  for (const [at, table] of reachTables.entries()) {
+    const declaredKey = (tables[at].source.endpoint.target as { primaryKey?: unknown }).primaryKey;
+    const byRowKey = Array.isArray(declaredKey) && declaredKey.length === 1 ? declaredKey[0] : undefined;
+    const keyFields = [...templateFields(table.mapping.subjectTemplate), ...Object.values(table.mapping.links ?? {}).flatMap((link) => [link.field, ...templateFields(link.targetTemplate)])];
+    if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
+  }
   const settings = sparqlSettings();
-  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: settings.timeoutMs });
+  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: settings.timeoutMs, connections: settings.sqlConnections });
   return tables.map(({ source }, at) => {
     const encoder = new GraphEncoder();
     for (const record of read.records[at]) {

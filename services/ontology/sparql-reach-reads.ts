@@ -1,12 +1,13 @@
 import type * as RDF from '@rdfjs/types';
 import type { Knex } from 'knex';
 import { InputError } from '../../core/errors';
+import { QueryCapacityError } from '../../ontology/sparql-threads/query-pool';
 import type { BindingMapping, PackageTerms } from '../../db/models';
 import { NS } from '../../ontology/compile';
 import { patternVariables, ReachNode, ReachPattern } from '../../ontology/sparql-reach';
 import { mapRecord, templateFields, bindingFields } from '../../ontology/term-records';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
-import { SqlParams } from '../../plugins/sql/builder';
+import { quoteIdentifier, SqlParams } from '../../plugins/sql/builder';
 
 // Reads, for one query, the records of bound managed tables whose triples the query can reach
 // (ontology/sparql-reach.ts says which patterns may narrow which): PostgreSQL finds them by the
@@ -25,6 +26,8 @@ const NUMERIC = new Set(['xsd:integer', 'xsd:decimal', 'xsd:int', 'xsd:long', 'x
 export interface ReachTable {
   workspaceId: string;
   table: string;
+  /** The table's primary key, as the table was created (read with the records). */
+  primaryKey?: string[] | null;
   termId: string;
   mapping: BindingMapping;
   /** The snapshot version the query reads, or undefined for a table never written (no records). */
@@ -66,24 +69,43 @@ const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : 
 const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
 
 /**
- * The texts a field's value has when a triple shows it: `String(value)` (a number as JavaScript
- * writes it, which is how JSON put it in the table), or the string itself. Undefined when texts
- * cannot narrow (an object or nested array's text).
+ * How a text shown in a triple came from a field's value: filled into an IRI template
+ * (`String(value)`), an xsd:string literal (the string, or the JSON of another value) or a
+ * literal of another datatype (the string, or `String(value)`).
  */
-function plausibleText(text: string): boolean {
-  return text !== '[object Object]' && !/^[[{]/.test(text) && !text.includes(',');
+type Shown = 'iri' | 'string' | 'typed';
+
+/**
+ * The JSON values a field (or an element of its array) may hold to show `text`, or undefined
+ * when any value might (an object's or nested array's text). A number shows as JavaScript writes
+ * it, so only the number whose text it is can show it.
+ */
+function candidateValues(text: string, shown: Shown): unknown[] | undefined {
+  if (shown === 'string' && /^[[{]/.test(text)) return undefined;
+  // String() of an object or of a nested array (an array's element that is itself an array).
+  if (shown === 'typed' && (text === '[object Object]' || text.includes(',') || text === '')) return undefined;
+  const values: unknown[] = [text];
+  const number = Number(text);
+  if (text.trim() !== '' && Number.isFinite(number) && String(number) === text) values.push(number);
+  if (text === 'true' || text === 'false') values.push(text === 'true');
+  return values;
 }
 
 /**
- * Records whose field holds one of `texts`, as itself or as an element of an array (one triple per
- * element). `->>` writes a number as its JSON text, which is how JavaScript wrote it.
+ * Records whose field holds a value that shows as one of `texts`, itself or as an element of an
+ * array (one triple per element): jsonb containment, which a GIN index on the field answers
+ * (ensureReachIndexes). A field of a one-field primary key is found by row_key (its JSON array).
  */
-function fieldHolds(field: string, texts: string[], params: SqlParams): Condition {
+function fieldHolds(source: ReachTable, field: string, texts: string[], shown: Shown, params: SqlParams): Condition {
   if (!texts.length) return false;
-  if (!texts.every(plausibleText)) return true;
-  const f = params.add(field);
-  const values = params.add(texts);
-  return `(data ->> ${f}::text) = ANY (${values}::text[]) OR (jsonb_typeof(data -> ${f}::text) = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements_text(data -> ${f}::text) element WHERE element = ANY (${values}::text[])))`;
+  const values: unknown[] = [];
+  for (const text of texts) {
+    const candidates = candidateValues(text, shown);
+    if (!candidates) return true;
+    values.push(...candidates);
+  }
+  if (source.primaryKey?.length === 1 && source.primaryKey[0] === field) return `row_key = ANY (${params.add(values.map((value) => JSON.stringify([value])))}::text[])`;
+  return `(data -> ${params.add(field)}::text) @> ANY (${params.add(values.map((value) => JSON.stringify(value)))}::jsonb[])`;
 }
 
 /** The field values (as texts) that fill `template` into each IRI, or undefined when they cannot be told apart. */
@@ -108,10 +130,10 @@ function templateTexts(template: string, iris: string[]): Map<string, string[]> 
 }
 
 /** Records whose IRI from `template` is one of `iris` (a field or one of its elements filling it). */
-function templateIs(template: string, iris: string[], params: SqlParams): Condition {
+function templateIs(source: ReachTable, template: string, iris: string[], params: SqlParams): Condition {
   const texts = templateTexts(template, iris);
   if (!texts) return true;
-  return and([...texts].map(([field, values]) => fieldHolds(field, values, params)));
+  return and([...texts].map(([field, values]) => fieldHolds(source, field, values, 'iri', params)));
 }
 
 /** The texts of literals a property of this datatype can show, from the terms a pattern matched. */
@@ -147,7 +169,7 @@ function patternCondition(pattern: ReachPattern, source: ReachTable, kinds: Trip
   const subjects = nodeTerms(pattern.subject, known);
   const objects = nodeTerms(pattern.object, known);
   if (subjects?.some((term) => term.termType === 'Literal') && subjects.every((term) => term.termType !== 'NamedNode')) return false;
-  const subject = subjects ? templateIs(source.mapping.subjectTemplate, subjects.filter((term) => term.termType === 'NamedNode').map((term) => term.value), params) : true;
+  const subject = subjects ? templateIs(source, source.mapping.subjectTemplate, subjects.filter((term) => term.termType === 'NamedNode').map((term) => term.value), params) : true;
   if (subject === false) return false;
   const alternatives = kinds
     .filter((kind) => pattern.predicate === undefined || pattern.predicate === kind.predicate)
@@ -157,12 +179,12 @@ function patternCondition(pattern: ReachPattern, source: ReachTable, kinds: Trip
         const bounds = boundsCondition(kind, pattern.objectBounds, params);
         if (!objects) return and([present(kind.field, params), bounds]);
         const texts = literalTexts(objects, kind.datatype);
-        return and([fieldHolds(kind.field, texts, params), bounds]);
+        return and([fieldHolds(source, kind.field, texts, kind.datatype === 'xsd:string' ? 'string' : 'typed', params), bounds]);
       }
       if (!objects) return present(kind.field, params);
       const iris = objects.filter((term) => term.termType === 'NamedNode').map((term) => term.value);
       if (!iris.length) return false;
-      return templateIs(kind.template, iris, params);
+      return templateIs(source, kind.template, iris, params);
     });
   return and([subject, or(alternatives)]);
 }
@@ -183,10 +205,47 @@ function matches(node: ReachNode, term: RDF.Term): boolean {
   return true;
 }
 
+/**
+ * Table reads under way per workspace, for one database pool: each workspace holds at most
+ * WEFT_SPARQL_SQL_CONNECTIONS of the pool's connections for SPARQL at once, so one tenant's
+ * heavy queries cannot take the connections every other request needs.
+ */
+export class TableReadSlots {
+  private readonly taken = new Map<string, { count: number; started: number[] }>();
+
+  take(workspaceId: string, limit: number, timeoutMs: number, now: number): () => void {
+    const entry = this.taken.get(workspaceId) ?? { count: 0, started: [] };
+    if (entry.count >= limit) {
+      const soonest = Math.min(...entry.started) + timeoutMs;
+      const retryAfterSeconds = Math.max(1, Math.ceil((soonest - now) / 1000));
+      throw new QueryCapacityError('sparql_concurrency_limit', `This workspace already reads bound tables for ${limit} SPARQL queries at once in this process (WEFT_SPARQL_SQL_CONNECTIONS); retry after ${retryAfterSeconds} seconds.`, { retryAfterSeconds, limit });
+    }
+    entry.count++;
+    entry.started.push(now);
+    this.taken.set(workspaceId, entry);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      entry.count--;
+      entry.started.splice(entry.started.indexOf(now), 1);
+      if (!entry.count) this.taken.delete(workspaceId);
+    };
+  }
+}
+const slotsByPool = new WeakMap<Knex, TableReadSlots>();
+function slotsOf(db: Knex): TableReadSlots {
+  let slots = slotsByPool.get(db);
+  if (!slots) slotsByPool.set(db, (slots = new TableReadSlots()));
+  return slots;
+}
+
 export interface ReachLimits {
   /** Triples the records read may yield, at most; past it the query is refused. */
   maxTriples: number;
   timeoutMs: number;
+  /** Table reads one workspace runs at once. */
+  connections: number;
 }
 
 /** Records whose triples the query's patterns can reach, read table by table, round by round. */
@@ -215,76 +274,91 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   };
   const hasConstant = (pattern: ReachPattern) => pattern.subject.kind === 'iri' || pattern.subject.kind === 'literal' || pattern.object.kind === 'iri' || pattern.object.kind === 'literal';
 
-  await db.transaction(async (trx) => {
-    await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
-    for (;;) {
-      const left = pending();
-      if (!left.length) break;
-      // Patterns no bound table yields are settled at once.
-      const unproduced = left.filter((pattern) => !producing[pattern.index].some(Boolean));
-      for (const pattern of unproduced) resolved.add(pattern.index);
-      const open = left.filter((pattern) => producing[pattern.index].some(Boolean));
-      if (!open.length) break;
-      let ready = open.filter((pattern) => hasConstant(pattern) || knownFor(pattern).size > 0);
-      // Nothing narrows what is left: read the first pattern as it is (its matches may narrow the rest).
-      if (!ready.length) ready = [open[0]];
-      for (const [at, source] of sources.entries()) {
-        const reading = ready.filter((pattern) => producing[pattern.index][at]);
-        if (!reading.length || source.version === undefined) continue;
-        const params = new SqlParams();
-        const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
-        if (condition === false) continue;
-        const remaining = limits.maxTriples - triples;
-        const fields = bindingFields(source.mapping);
-        const version = params.add(source.version);
-        const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
-        const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
-          FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-         WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
-           AND (${condition === true ? 'TRUE' : condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
-         LIMIT ${params.add(remaining + 1)}`;
-        const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
-        for (const row of rows) {
-          records[at].set(row.key, row.data);
-          const mapped = mapRecord(row.data, source.termId, source.mapping, terms, baseIri);
-          const quads = mapped?.quads ?? [];
-          quadsOf[at].set(row.key, quads);
-          triples += quads.length;
-          if (triples > limits.maxTriples) throw tooBroad(limits.maxTriples, source.table);
-        }
+  const release = slotsOf(db).take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs, Date.now());
+  try {
+    await readRounds();
+  } finally {
+    release();
+  }
+  return { records: records.map((kept) => [...kept.values()]), triples };
+
+  async function readRounds(): Promise<void> {
+    await db.transaction(async (trx) => {
+      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
+      // Each table's primary key as its storage was created (an endpoint's target may declare another).
+      for (const schema of new Set(sources.filter((source) => source.version !== undefined).map((source) => workspaceSchema(source.workspaceId)))) {
+        const keys = new SqlParams();
+        const { rows } = await run<{ name: string; key: string[] | null }>(trx, `SELECT table_name AS name, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ANY (${keys.add(sources.map((source) => source.table))}::text[])`, keys);
+        for (const source of sources) if (workspaceSchema(source.workspaceId) === schema) source.primaryKey = rows.find((row) => row.name === source.table)?.key ?? null;
       }
-      for (const pattern of ready) {
-        resolved.add(pattern.index);
-        if (!pattern.required || !narrows(pattern, others)) continue;
-        const known: Known = new Map();
-        const variables = patternVariables(pattern);
-        if (!variables.length) continue;
-        const seen = new Map<string, Set<string>>(variables.map((name) => [name, new Set()]));
-        for (const [at] of sources.entries()) {
-          if (!producing[pattern.index][at]) continue;
-          for (const quads of quadsOf[at].values()) {
-            for (const quad of quads) {
-              if ((pattern.predicate !== undefined && quad.predicate.value !== pattern.predicate) || !matches(pattern.subject, quad.subject) || !matches(pattern.object, quad.object)) continue;
-              for (const [name, term] of [[pattern.subject, quad.subject], [pattern.object, quad.object]] as const) {
-                if (name.kind !== 'var') continue;
-                const key = `${term.termType}:${term.value}:${(term as RDF.Literal).datatype?.value ?? ''}`;
-                const set = seen.get(name.name)!;
-                if (set.has(key) || set.size > MAX_NARROWING_VALUES) continue;
-                set.add(key);
-                const list = known.get(name.name) ?? [];
-                list.push(term);
-                known.set(name.name, list);
+      for (;;) {
+        const left = pending();
+        if (!left.length) break;
+        // Patterns no bound table yields are settled at once.
+        const unproduced = left.filter((pattern) => !producing[pattern.index].some(Boolean));
+        for (const pattern of unproduced) resolved.add(pattern.index);
+        const open = left.filter((pattern) => producing[pattern.index].some(Boolean));
+        if (!open.length) break;
+        let ready = open.filter((pattern) => hasConstant(pattern) || knownFor(pattern).size > 0);
+        // Nothing narrows what is left: read the first pattern as it is (its matches may narrow the rest).
+        if (!ready.length) ready = [open[0]];
+        for (const [at, source] of sources.entries()) {
+          const reading = ready.filter((pattern) => producing[pattern.index][at]);
+          if (!reading.length || source.version === undefined) continue;
+          const params = new SqlParams();
+          const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
+          if (condition === false) continue;
+          const remaining = limits.maxTriples - triples;
+          const fields = bindingFields(source.mapping);
+          const version = params.add(source.version);
+          const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
+          const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
+            FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+           WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+             AND (${condition === true ? 'TRUE' : condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
+           LIMIT ${params.add(remaining + 1)}`;
+          const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
+          for (const row of rows) {
+            records[at].set(row.key, row.data);
+            const mapped = mapRecord(row.data, source.termId, source.mapping, terms, baseIri);
+            const quads = mapped?.quads ?? [];
+            quadsOf[at].set(row.key, quads);
+            triples += quads.length;
+            if (triples > limits.maxTriples) throw tooBroad(limits.maxTriples, source.table);
+          }
+        }
+        for (const pattern of ready) {
+          resolved.add(pattern.index);
+          if (!pattern.required || !narrows(pattern, others)) continue;
+          const known: Known = new Map();
+          const variables = patternVariables(pattern);
+          if (!variables.length) continue;
+          const seen = new Map<string, Set<string>>(variables.map((name) => [name, new Set()]));
+          for (const [at] of sources.entries()) {
+            if (!producing[pattern.index][at]) continue;
+            for (const quads of quadsOf[at].values()) {
+              for (const quad of quads) {
+                if ((pattern.predicate !== undefined && quad.predicate.value !== pattern.predicate) || !matches(pattern.subject, quad.subject) || !matches(pattern.object, quad.object)) continue;
+                for (const [name, term] of [[pattern.subject, quad.subject], [pattern.object, quad.object]] as const) {
+                  if (name.kind !== 'var') continue;
+                  const key = `${term.termType}:${term.value}:${(term as RDF.Literal).datatype?.value ?? ''}`;
+                  const set = seen.get(name.name)!;
+                  if (set.has(key) || set.size > MAX_NARROWING_VALUES) continue;
+                  set.add(key);
+                  const list = known.get(name.name) ?? [];
+                  list.push(term);
+                  known.set(name.name, list);
+                }
               }
             }
           }
+          for (const name of variables) if (!known.has(name)) known.set(name, []);
+          for (const [name, set] of seen) if (set.size > MAX_NARROWING_VALUES) known.delete(name);
+          matched.set(pattern.index, known);
         }
-        for (const name of variables) if (!known.has(name)) known.set(name, []);
-        for (const [name, set] of seen) if (set.size > MAX_NARROWING_VALUES) known.delete(name);
-        matched.set(pattern.index, known);
       }
-    }
-  }, { readOnly: true } as Knex.TransactionConfig);
-  return { records: records.map((kept) => [...kept.values()]), triples };
+    }, { readOnly: true } as Knex.TransactionConfig);
+  }
 }
 
 function tooBroad(bound: number, table: string): InputError {
