@@ -17,6 +17,7 @@ import { LIVENESS, staticContentOperation } from '../services/shared/health-oper
 import { buildRouter, DEFAULT_JSON_BYTES, describeBytes } from './router';
 import { apiRoutes } from './routes';
 import { listCapabilities } from '../plugins';
+import { consoleMiddleware, isConsolePath } from '../console/server';
 
 const version = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -122,13 +123,16 @@ export function createApp(deps: ServiceDependencies): Koa {
   app.silent = true;
   const routes = allRoutes();
   const router = buildRouter(routes, deps);
+  const apiRoutesMiddleware = router.routes();
+  // The console is a door of its own under /console (console/server): its pages and session routes.
+  const consoleDoor = consoleMiddleware(deps);
   // Liveness probes come every few seconds from every orchestrator and load balancer: answered
   // first, with their request id but nothing to check and no request line to log (the route stays
   // for the API description).
   app.use(requestFrame({
     probe: answerLivenessProbe,
     beforeRoutes: [jsonBodies(router, routes), bodyShape(), mcpMiddleware(deps)],
-    routes: router.routes(),
+    routes: (ctx, next) => (isConsolePath(ctx.path) ? consoleDoor(ctx, next) : apiRoutesMiddleware(ctx, next)),
   }));
   return app;
 }

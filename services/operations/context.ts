@@ -30,7 +30,7 @@ export function workerDependencies({ db, encryptionKey }: { db: Db; encryptionKe
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */
-export type Door = 'http' | 'mcp' | 'sparql' | 'activity' | 'admin';
+export type Door = 'http' | 'mcp' | 'sparql' | 'activity' | 'admin' | 'console';
 
 /**
  * Who asks, through which door, for which request. A door builds one per call and hands it to

@@ -44,6 +44,20 @@ function admitKey(caller: Caller, operation: Operation): Principal | undefined {
 }
 
 /**
+ * Would invoke() admit this principal to the operation, before its input is read? (The console's
+ * navigation shows the pages whose operations the member may call.)
+ */
+export function admits(principal: Principal, operation: Operation): boolean {
+  if (isKeyless(operation.access)) return !isOperator(operation.access);
+  try {
+    authorize(principal, operation.access);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The access checks that need no input beyond a project id, for doors that check access before
  * they validate the rest of a request (a key without the scope learns nothing of the body's
  * schema). execute() checks again; hand it the project returned here to spare a lookup.

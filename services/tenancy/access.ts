@@ -35,10 +35,13 @@ export type NamedGrants = 'read' | 'write' | 'read and write';
 /** Does a declaration of named grants cover this kind? */
 export const declaresGrants = (declared: NamedGrants | undefined, kind: 'read' | 'write'): boolean => declared === 'read and write' || declared === kind;
 
-/** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers). */
+/** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers), or a member signed in to the console. */
 export interface Principal {
   workspaceId: string;
+  /** The key; empty for a member signed in to the console (`signedIn`), who has none. */
   apiKeyId: string;
+  /** A member signed in to the console, with what their role grants (member-access.ts), not a key. */
+  signedIn?: true;
   /** The member that created the key: the accountable actor for its mutations and run access. */
   memberId: string;
   memberActive: boolean;

@@ -1,0 +1,149 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import Router from '@koa/router';
+import type Koa from 'koa';
+import { SCOPES } from '../../core/scopes';
+import { InputError, NotFoundError } from '../../core/errors';
+import { PROBLEM_CONTENT_TYPE, problem } from '../../core/problem';
+import type { ServiceDependencies } from '../../services/operations/context';
+import { createApiKeyOperation, listApiKeysOperation, revokeApiKeyOperation } from '../../services/tenancy/api-key-operations';
+import { listProjectsOperation } from '../../services/tenancy/project-operations';
+import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
+import { acceptInvite, describeInvite } from '../../services/tenancy/members';
+import { consoleBuildDir } from './build-dir';
+import { clearSessionCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie } from './door';
+import { CONSOLE_PAGES, pagesFor } from './pages';
+
+// The workspace console (issue 36), served by the API process at /console: its pages (a bundle
+// built from console/web), the session routes (signing in is authentication, as a Bearer header
+// is for /api/v1, not an operation), and its JSON routes under /console/api/, each of which runs
+// one operation of the registry through invoke() as the signed-in member.
+
+/** The console's operation routes: a sixth door to the same operations (not in the OpenAPI document). */
+export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
+  { method: 'get', path: '/console/api/keys', operation: listApiKeysOperation },
+  { method: 'post', path: '/console/api/keys', operation: createApiKeyOperation },
+  { method: 'delete', path: '/console/api/keys/:key_id', operation: revokeApiKeyOperation },
+  { method: 'get', path: '/console/api/projects', operation: listProjectsOperation },
+];
+
+/** What the page knows of its session: who, where, which pages, and the token its changes carry. */
+function sessionView(encryptionKey: Buffer, id: string, session: ConsoleSession) {
+  const principal = session.member ? memberPrincipal(session) : undefined;
+  return {
+    email: session.email,
+    member: session.member && { id: session.member.id, name: session.member.name, email: session.member.email, role: session.member.role, workspaceId: session.member.workspaceId, workspaceName: session.member.workspaceName },
+    memberships: session.memberships,
+    pages: principal ? pagesFor(principal).map(({ name, path, built }) => ({ name, path, built })) : [],
+    scopes: SCOPES,
+    csrfToken: csrfTokenOf(encryptionKey, id),
+  };
+}
+
+const stringField = (body: unknown, name: string): string => {
+  const value = (body as Record<string, unknown> | undefined)?.[name];
+  if (typeof value !== 'string' || value === '') throw new InputError('field_required', `Send ${name}.`, [{ path: `/${name}`, message: 'is required' }]);
+  return value;
+};
+
+function sessionRoutes(router: Router, deps: ServiceDependencies): void {
+  const { db, encryptionKey } = deps;
+  router.get('/console/api/session', async (ctx) => {
+    const current = await requireSession(deps, ctx);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = sessionView(encryptionKey, current.id, current.session);
+  });
+  router.post('/console/api/session', async (ctx) => {
+    refuseCrossSite(ctx);
+    const body = (ctx.request as { body?: unknown }).body;
+    const { sessionId, session } = await signIn(db, { email: stringField(body, 'email'), password: stringField(body, 'password'), clientAddress: ctx.ip });
+    setSessionCookie(ctx, sessionId);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.status = 201;
+    ctx.body = sessionView(encryptionKey, sessionId, session);
+  });
+  router.put('/console/api/session/member', async (ctx) => {
+    const current = await requireSession(deps, ctx);
+    await chooseMembership(db, current.session, stringField((ctx.request as { body?: unknown }).body, 'memberId'));
+    const { session } = (await currentSession(deps, ctx))!;
+    ctx.body = sessionView(encryptionKey, current.id, session);
+  });
+  router.delete('/console/api/session', async (ctx) => {
+    const current = await requireSession(deps, ctx);
+    await signOut(db, current.session);
+    clearSessionCookie(ctx);
+    ctx.status = 204;
+  });
+  // The invite's token travels in bodies only (the link carries it in its fragment).
+  router.post('/console/api/invite', async (ctx) => {
+    refuseCrossSite(ctx);
+    const invite = await describeInvite(db, stringField((ctx.request as { body?: unknown }).body, 'token'));
+    if (!invite) throw new NotFoundError('invite', 'This invite link is unknown, used or expired: ask an owner or admin for a new one.');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = invite;
+  });
+  router.post('/console/api/invite/accept', async (ctx) => {
+    refuseCrossSite(ctx);
+    const body = (ctx.request as { body?: unknown }).body;
+    const accepted = await db.transaction((trx) => acceptInvite(trx, stringField(body, 'token'), stringField(body, 'password')));
+    ctx.body = { email: accepted.email };
+  });
+}
+
+const ASSET_TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
+
+function pageRoutes(router: Router, deps: ServiceDependencies): void {
+  const dir = consoleBuildDir();
+  const sendIndex = (ctx: Koa.Context, status = 200) => {
+    const file = path.join(dir, 'index.html');
+    if (!existsSync(file)) {
+      // A refusal stays a refusal without the bundle.
+      ctx.status = status === 200 ? 503 : status;
+      ctx.type = PROBLEM_CONTENT_TYPE;
+      ctx.body = status === 200
+        ? problem(503, 'console_not_built', 'The console has not been built: `npm start` builds it (or `npx tsx scripts/console-build.ts`).', String(ctx.state.requestId))
+        : problem(status, 'page_denied', 'Your role cannot use this page.', String(ctx.state.requestId));
+      return;
+    }
+    // Read each time: a rebuilt bundle (new asset names) is served at once.
+    const indexHtml = readFileSync(file, 'utf8');
+    ctx.status = status;
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = indexHtml;
+  };
+  for (const open of ['/console', '/console/sign-in', '/console/invite', '/console/workspaces']) router.get(open, (ctx) => sendIndex(ctx));
+  for (const page of CONSOLE_PAGES) {
+    // A page the member's role cannot use answers 403, as its operation would.
+    router.get(page.path, async (ctx) => {
+      const current = await currentSession(deps, ctx);
+      const allowed = !current?.session.member || pagesFor(memberPrincipal(current.session)).includes(page);
+      sendIndex(ctx, allowed ? 200 : 403);
+    });
+  }
+  router.get('/console/assets/:file', (ctx) => {
+    const name = String(ctx.params.file);
+    const type = ASSET_TYPES[path.extname(name)];
+    const file = path.join(dir, 'assets', name);
+    if (!/^[A-Za-z0-9._-]+$/.test(name) || !type || !existsSync(file)) return;
+    ctx.type = type;
+    // Vite names assets by their content: a changed asset is a new name.
+    ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    ctx.body = readFileSync(file);
+  });
+}
+
+/** The console as one middleware for every path under /console. */
+export function consoleMiddleware(deps: ServiceDependencies): Koa.Middleware {
+  const router = new Router();
+  sessionRoutes(router, deps);
+  for (const route of CONSOLE_OPERATION_ROUTES) mountOperation(router, route, deps);
+  pageRoutes(router, deps);
+  const dispatch = router.routes() as unknown as Koa.Middleware;
+  return (ctx, next) => {
+    setSecurityHeaders(ctx);
+    return dispatch(ctx, next);
+  };
+}
+
+export const isConsolePath = (path: string): boolean => path === '/console' || path.startsWith('/console/');

@@ -1,0 +1,39 @@
+import { listDataEndpointsOperation } from '../../services/endpoints/operations';
+import { listSourceWritesOperation } from '../../services/endpoints/write-operations';
+import { getOntologyOperation } from '../../services/ontology/operations';
+import { listQueriesOperation } from '../../services/ontology/query-operations';
+import { admits } from '../../services/operations/invoke';
+import type { Operation } from '../../services/operations/operation';
+import { listPipelinesOperation } from '../../services/pipelines/operations';
+import { listRunsOperation } from '../../services/pipelines/run-operations';
+import type { Principal } from '../../services/tenancy/access';
+import { listApiKeysOperation } from '../../services/tenancy/api-key-operations';
+import { getUsageOperation } from '../../services/usage/operations';
+
+/**
+ * The console's pages, each with the operation its job starts from: a member sees a page in the
+ * navigation, and may open its route, when that operation would admit them (their role's scopes,
+ * member-access.ts). No page states a rule of its own.
+ */
+export interface ConsolePage {
+  name: string;
+  path: string;
+  operation: Operation;
+  /** Built in this release; the others show what they will do. */
+  built: boolean;
+}
+
+export const CONSOLE_PAGES: readonly ConsolePage[] = [
+  { name: 'Keys', path: '/console/keys', operation: listApiKeysOperation, built: true },
+  // Administering members, like keys, is an unrestricted org:manage matter.
+  { name: 'Members', path: '/console/members', operation: listApiKeysOperation, built: false },
+  { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: false },
+  { name: 'Pipelines', path: '/console/pipelines', operation: listPipelinesOperation, built: false },
+  { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: false },
+  { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: false },
+  { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: false },
+  { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: false },
+  { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: false },
+];
+
+export const pagesFor = (principal: Principal): ConsolePage[] => CONSOLE_PAGES.filter((page) => admits(principal, page.operation));

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { dataDir } from '../../core/paths';
+import { env } from './environment';
+import { runScript } from './processes';
+
+// Console fixtures: people invited through the operator CLI, who set their password through the
+// invite's own route, and an HTTP client that keeps the session cookie as a browser would.
+
+export const PASSWORD = 'correct horse battery staple';
+
+export interface Person {
+  email: string;
+  memberId: string;
+  inviteUrl: string;
+}
+
+/** `member invite` through the CLI, with links to this test's API. */
+export async function invite(workspaceId: string, role: 'owner' | 'admin' | 'member', email = `p-${randomUUID().slice(0, 8)}@example.com`, baseUrl = env().baseUrl): Promise<Person> {
+  const result = await runScript('scripts/admin.ts', ['member', 'invite', '--workspace', workspaceId, '--email', email, '--role', role, '--json'], { WEFT_LOG_TO_STDERR: '1', WEFT_PUBLIC_URL: baseUrl });
+  if (result.code !== 0) throw new Error(`member invite failed: ${result.stderr}`);
+  const printed = JSON.parse(result.stdout) as { memberId: string; inviteUrl: string };
+  return { email, ...printed };
+}
+
+/** The invite's token (the link's fragment). */
+export const tokenOf = (person: Person): string => new URL(person.inviteUrl).hash.slice(1);
+
+export interface ConsoleResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** A console client with a cookie jar of one session, sending the Origin and token a console page would. */
+export class ConsoleClient {
+  cookie = '';
+  csrfToken = '';
+  constructor(readonly baseUrl = env().baseUrl, private readonly origin = baseUrl) {}
+
+  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ConsoleResponse<T>> {
+    const sent: Record<string, string> = { Origin: this.origin };
+    if (this.cookie) sent.Cookie = this.cookie;
+    if (this.csrfToken && method !== 'GET') sent['X-Weft-Console-Token'] = this.csrfToken;
+    if (body !== undefined) sent['Content-Type'] = 'application/json';
+    Object.assign(sent, headers);
+    const response = await fetch(`${this.baseUrl}${path}`, { method, headers: sent, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+    const setCookie = response.headers.get('set-cookie');
+    if (setCookie) {
+      const value = /weft_session=([^;]*)/.exec(setCookie)?.[1] ?? '';
+      this.cookie = value ? `weft_session=${value}` : '';
+    }
+    const text = await response.text();
+    const parsed = text && /json/.test(response.headers.get('content-type') ?? '') ? JSON.parse(text) : text;
+    if (parsed && typeof parsed === 'object' && typeof parsed.csrfToken === 'string') this.csrfToken = parsed.csrfToken;
+    return { status: response.status, headers: response.headers, body: parsed as T };
+  }
+
+  signIn(email: string, password = PASSWORD) {
+    return this.request('POST', '/console/api/session', { email, password });
+  }
+}
+
+/** An invited person who has set their password, and a client signed in as them. */
+export async function signedIn(workspaceId: string, role: 'owner' | 'admin' | 'member'): Promise<{ person: Person; client: ConsoleClient }> {
+  const person = await invite(workspaceId, role);
+  const client = new ConsoleClient();
+  const accepted = await client.request('POST', '/console/api/invite/accept', { token: tokenOf(person), password: PASSWORD });
+  if (accepted.status !== 200) throw new Error(`invite/accept answered ${accepted.status}: ${JSON.stringify(accepted.body)}`);
+  const session = await client.signIn(person.email);
+  if (session.status !== 201) throw new Error(`sign-in answered ${session.status}: ${JSON.stringify(session.body)}`);
+  return { person, client };
+}
+
+/** Polls `check` until it is true or `deadlineMs` passes; the last value is returned either way. */
+export async function within<T>(deadlineMs: number, probe: () => Promise<T>, done: (value: T) => boolean, everyMs = 50): Promise<T> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await probe();
+    if (done(value) || Date.now() >= until) return value;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/** Where screenshots of failed browser tests are kept, beside the test run's output. */
+export function screenshotPath(title: string): string {
+  const dir = path.join(dataDir(), 'test-output', 'console');
+  mkdirSync(dir, { recursive: true });
+  return path.join(dir, `${title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 100)}-${Date.now()}.png`);
+}
+
+/** Keeps a screenshot of the page when the current test failed, and says where. */
+export async function keepScreenshotOnFailure(test: Mocha.Test | undefined, page: Page | undefined): Promise<void> {
+  if (!page || !test || test.state !== 'failed') return;
+  const file = screenshotPath(test.fullTitle());
+  await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
+  console.error(`    screenshot of the failure: ${file}`);
+}
