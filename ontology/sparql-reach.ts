@@ -15,6 +15,7 @@ import type { SparqlQuery } from 'sparqljs';
 //  - an enclosing group's patterns *before* an OPTIONAL or MINUS it is in: those join after
 //    `LeftJoin(A, B)` / `Minus(A, B)`, so narrowing B by a later pattern could turn an extended
 //    solution into an unextended one that the later join then keeps.
+// A property path that may be of length zero, with no constant end, reaches every record.
 // Subqueries are barriers both ways (their LIMIT, GROUP BY and DISTINCT see their own solutions
 // only). A query this cannot analyse (DESCRIBE, GRAPH, a pattern type it does not know) reaches
 // everything: undefined, and the caller reads whole graphs as before.
@@ -98,7 +99,10 @@ class Analysis {
       else throw new Unanalysable('path item');
     };
     walk(path);
-    if (anyPredicate) {
+    // A path that may have length zero with no constant end matches every node of the graph with
+    // itself (§18.4, ALP), nodes of records no step's predicate names included: it reaches every record.
+    const constant = (node: ReachNode) => node.kind === 'iri' || node.kind === 'literal';
+    if (anyPredicate || (zeroLength(path) && !constant(subject) && !constant(object))) {
       this.add({ kind: 'free' }, undefined, { kind: 'free' }, false, []);
       return;
     }
@@ -203,6 +207,25 @@ class Analysis {
     const elsewhere: unknown[] = [];
     if (query.queryType === 'SELECT') elsewhere.push(query.variables, query.having, query.order, query.group);
     for (const inner of elsewhere.flatMap(existsGroups)) this.group(inner, []);
+  }
+}
+
+/** Whether a path matches a zero-length path (a node with itself). */
+function zeroLength(item: RDF.Term | PathExpression): boolean {
+  if (!('type' in item) || item.type !== 'path') return false;
+  switch (item.pathType) {
+    case '*':
+    case '?':
+      return true;
+    case '/':
+      return item.items.every(zeroLength);
+    case '|':
+      return item.items.some(zeroLength);
+    case '^':
+    case '+':
+      return zeroLength(item.items[0]);
+    default:
+      return false;
   }
 }
 
