@@ -5,11 +5,16 @@ import tseslint from 'typescript-eslint';
 const nodeBuiltins = ['fs', 'path', 'os', 'crypto', 'http', 'https', 'net', 'dns', 'child_process', 'worker_threads', 'timers', 'process', 'util', 'stream'];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'test/support/*.cjs', 'scripts/ensure-deps.cjs', 'ontology/sparql-threads/thread-entry.cjs', '.scratch-*/**'] },
+  { ignores: ['node_modules/**', '.data/**', 'test/support/*.cjs', 'scripts/ensure-deps.cjs', 'ontology/sparql-threads/thread-entry.cjs', '.scratch-*/**', 'console/web/dist*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    // The console's build configuration runs in Node.
+    files: ['console/web/vite.config.mjs'],
+    languageOptions: { globals: { URL: 'readonly', process: 'readonly' } },
+  },
+  {
+    files: ['**/*.ts', 'console/web/src/**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -7,6 +7,7 @@
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
 import { RunningService, startApi, startWorkerProcess } from './runtime';
+import { ensureConsoleBuilt } from './console-build';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -14,6 +15,8 @@ async function main(): Promise<void> {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role)) throw new Error(`Unknown role "${role}": use all, api or worker.`);
 
+  // The API serves the console's bundle: built now if its sources changed.
+  if (role !== 'worker') ensureConsoleBuilt();
   // Its own local database is migrated here; a shared DATABASE_URL is migrated by `npm run migrate`.
   const schema = process.env.DATABASE_URL ? 'require-current' : 'migrate';
   const infra = await prepareInfrastructure({ database: 'weft', temporal: true });

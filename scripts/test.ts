@@ -14,12 +14,14 @@ import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
+import { ensureConsoleBuilt } from './console-build';
 
 /** Type errors and workflow-determinism lint failures fail the run like a failing test. */
 function staticChecks(): boolean {
   if (process.env.WEFT_SKIP_STATIC_CHECKS === '1') return true;
   for (const [name, bin, args] of [
     ['typecheck', 'typescript/bin/tsc', ['--noEmit', '-p', '.']],
+    ['typecheck console', 'typescript/bin/tsc', ['--noEmit', '-p', 'console/web']],
     ['lint', 'eslint/bin/eslint.js', ['.']],
   ] as const) {
     say(`${name}…`);
@@ -36,6 +38,8 @@ async function main(): Promise<number> {
   if (!staticChecks()) return 1;
   // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
   ensureStripeMock();
+  // The console tests drive the bundle the API serves.
+  ensureConsoleBuilt();
   const localPostgres = !process.env.DATABASE_URL;
   // Each run has its own database and task queue, so concurrent runs on one machine never meet.
   const runId = `${process.pid}`;

@@ -1,0 +1,40 @@
+import type { JSX, MouseEvent } from 'react';
+import { call, Session } from './api';
+import { navigate } from './router';
+import { KeysPage } from './Keys';
+
+const BUILT: Record<string, () => JSX.Element> = {
+  '/console/keys': () => <KeysPage />,
+};
+
+export function Shell({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut(): void }) {
+  const member = session.member!;
+  const page = session.pages.find((p) => p.path === path);
+  const follow = (event: MouseEvent<HTMLAnchorElement>, to: string) => {
+    event.preventDefault();
+    navigate(to);
+  };
+  let content: JSX.Element;
+  if (path === '/console') content = <section><h1>{member.workspaceName}</h1><p>Signed in as {member.email} ({member.role}).</p></section>;
+  else if (!page) content = <section><h1>Not available</h1><p role="alert">Your role cannot use this page.</p></section>;
+  else content = BUILT[page.path]?.() ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
+
+  return (
+    <div className="shell">
+      <header>
+        <a href="/console" onClick={(e) => follow(e, '/console')} className="brand">Weft · {member.workspaceName}</a>
+        <span className="muted">{member.email} · {member.role}</span>
+        {session.memberships.length > 1 && <a href="/console/workspaces" onClick={(e) => follow(e, '/console/workspaces')}>Switch workspace</a>}
+        <button type="button" onClick={async () => { await call('DELETE', '/session'); onSignedOut(); }}>Sign out</button>
+      </header>
+      <nav aria-label="Console">
+        <ul className="plain">
+          {session.pages.map((p) => (
+            <li key={p.path}><a href={p.path} aria-current={p.path === path ? 'page' : undefined} onClick={(e) => follow(e, p.path)}>{p.name}</a></li>
+          ))}
+        </ul>
+      </nav>
+      <main>{content}</main>
+    </div>
+  );
+}

@@ -1,0 +1,34 @@
+// The console's client of its own routes (/console/api): the session cookie goes by itself; every
+// change carries the session's token in a header, which no other site can read or set.
+
+export interface Membership { memberId: string; workspaceId: string; workspaceName: string; role: string }
+export interface PageLink { name: string; path: string; built: boolean }
+export interface Session {
+  email: string;
+  member: { id: string; name: string; email: string | null; role: string; workspaceId: string; workspaceName: string } | null;
+  memberships: Membership[];
+  pages: PageLink[];
+  scopes: string[];
+  csrfToken: string;
+}
+
+export class Problem extends Error {
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: string) {
+    super(message);
+  }
+}
+
+let csrfToken = '';
+export const useToken = (token: string) => { csrfToken = token; };
+
+export async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET') headers['X-Weft-Console-Token'] = csrfToken;
+  const response = await fetch(`/console/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  if (response.status === 204) return undefined as T;
+  const text = await response.text();
+  const parsed = text ? JSON.parse(text) : undefined;
+  if (!response.ok) throw new Problem(response.status, parsed?.code ?? 'error', parsed?.message ?? `HTTP ${response.status}`, response.headers.get('Retry-After') ?? undefined);
+  return parsed as T;
+}
