@@ -10,11 +10,13 @@ import type { SparqlQuery } from 'sparqljs';
 // of its group when it is one of the group's own triples (its solutions are inner-joined with the
 // rest of the group). A pattern may be narrowed on a variable by a required pattern of
 //  - its own group (inner joins commute),
-//  - an enclosing group, through plain groups, UNION branches and FILTER (NOT) EXISTS (inner joins
-//    and filters of the enclosing group's solutions),
-//  - an enclosing group's patterns *before* an OPTIONAL or MINUS it is in: those join after
+//  - an enclosing group, through plain groups and UNION branches (inner joins),
+//  - the group's own patterns *before* an OPTIONAL or MINUS in it: those join after
 //    `LeftJoin(A, B)` / `Minus(A, B)`, so narrowing B by a later pattern could turn an extended
-//    solution into an unextended one that the later join then keeps.
+//    solution into an unextended one that the later join then keeps; and not by enclosing groups'
+//    patterns, which join only after the LeftJoin or Minus is evaluated,
+//  - the group's own required patterns for FILTER (NOT) EXISTS (it tests the group's solutions,
+//    which bind no variable of an enclosing group).
 // A property path that may be of length zero, with no constant end, reaches every record.
 // Subqueries are barriers both ways (their LIMIT, GROUP BY and DISTINCT see their own solutions
 // only). A query this cannot analyse (DESCRIBE, GRAPH, a pattern type it does not know) reaches
@@ -162,8 +164,11 @@ class Analysis {
         }
         case 'optional':
         case 'minus': {
-          // Joined after LeftJoin/Minus: only the patterns read so far may narrow it.
-          const before = [...inherited, ...required];
+          // Joined after LeftJoin/Minus: only the patterns read so far may narrow it, and only this
+          // group's own: LeftJoin(D, E) inside a group joined with A is evaluated before that join,
+          // so narrowing E by A (on a variable D leaves unbound) would leave a D solution unextended
+          // (or not removed) that E's dropped match would have extended and the join with A dropped.
+          const before = [...required];
           deferred.push(() => this.group(pattern.patterns as Pattern[], before));
           break;
         }
@@ -192,8 +197,9 @@ class Analysis {
           if (pattern.object.kind === 'var' && pattern.object.name === bound.variable) pattern.objectBounds.push(bound.bound);
         }
       }
-      // EXISTS inside a filter tests the group's solutions: narrowed by every required pattern.
-      for (const inner of existsGroups(filter)) deferred.push(() => this.group(inner, [...inherited, ...required]));
+      // EXISTS inside a filter tests the group's solutions: narrowed by every required pattern of
+      // this group, and not by enclosing groups' (their variables are not bound in what it tests).
+      for (const inner of existsGroups(filter)) deferred.push(() => this.group(inner, [...required]));
     }
     for (const run of deferred) run();
   }
