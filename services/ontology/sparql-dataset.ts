@@ -22,7 +22,9 @@ import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachTable, readReachedRecords } from './sparql-reach-reads';
+import { OtherGraphs, ReachTable, readReachedRecords, tableReadSlot } from './sparql-reach-reads';
+import { countingQuery, runCountingQuery } from './sparql-table-aggregates';
+import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
 
 // The SPARQL dataset of a project, built once per data version and shared by every key: the active
@@ -529,6 +531,57 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
     graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
     return handle;
   });
+}
+
+/**
+ * A counting query over one bound table, answered by PostgreSQL (sparql-table-aggregates.ts), when
+ * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
+ * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
+ */
+export async function countedOverTable(ctx: OperationContext, catalog: DatasetCatalog, text: string): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
+  const { db, deps: { encryptionKey }, principal } = ctx;
+  const settings = sparqlSettings();
+  if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
+  const pkg = packageOf(catalog);
+  checkingGrants(principal, 'read');
+  const plan = planOf(catalog, pkg, principal, true);
+  if (!plan.sources.length || plan.sources.some((source) => !source.table)) return undefined;
+  let parsed;
+  try {
+    parsed = keptParse(text);
+  } catch {
+    return undefined;
+  }
+  if (parsed.kind !== 'query' || parsed.queryType !== 'SELECT') return undefined;
+  const facts = await packageFacts(db, pkg);
+  for (const [at, source] of plan.sources.entries()) {
+    const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
+    for (const [other, { binding }] of plan.sources.entries()) {
+      if (other === at) continue;
+      others.types!.add(`${pkg.baseIri}${binding.termId}`);
+      for (const property of Object.keys(binding.mapping.properties)) others.predicates!.add(`${pkg.baseIri}${property}`);
+      for (const link of Object.keys(binding.mapping.links ?? {})) others.predicates!.add(`${pkg.baseIri}${link}`);
+    }
+    const table: ReachTable = { ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping };
+    const counting = countingQuery(parsed.parsed, table, pkg.terms, pkg.baseIri, others);
+    if (!counting) continue;
+    const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
+    const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshots.get(each.group!)![each.at]))];
+    const snapshot = snapshots.get(source.group!)![source.at];
+    if (snapshot.id === EMPTY_SNAPSHOT.id) return undefined;
+    const release = tableReadSlot(db as Db, principal.workspaceId, settings);
+    try {
+      const result = await (db as Db).transaction(async (trx) => {
+        await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(settings.timeoutMs))}`);
+        return runCountingQuery(trx, counting, { ...table, version: snapshot.version });
+      }, { readOnly: true } as never);
+      if (!result) return undefined;
+      return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
+    } finally {
+      release();
+    }
+  }
+  return undefined;
 }
 
 /** The dataset of these graphs, within the bound, named by the versions of its data. */

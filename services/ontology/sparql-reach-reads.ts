@@ -240,6 +240,11 @@ function slotsOf(db: Knex): TableReadSlots {
   return slots;
 }
 
+/** A table-read slot of the workspace (released by calling the result), or a 429. */
+export function tableReadSlot(db: Knex, workspaceId: string, settings: { sqlConnections: number; timeoutMs: number }): () => void {
+  return slotsOf(db).take(workspaceId, settings.sqlConnections, settings.timeoutMs, Date.now());
+}
+
 export interface ReachLimits {
   /** Triples the records read may yield, at most; past it the query is refused. */
   maxTriples: number;

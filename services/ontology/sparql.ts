@@ -3,12 +3,12 @@ import { assertCredit, charge, withdrawCharge } from '../usage/usage';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { keptParse, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
-import { negotiate } from '../../ontology/sparql-results';
+import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
+import { countedOverTable, keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -124,15 +124,29 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   // credit is refused as soon as the check says so; a query whose graphs must be built first is
   // not started if the check has said so by then.
   const limits = { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults };
-  let dataset = keptDataset(ctx, catalog, ask.text);
+  let dataset: QueryDatasetHandles | undefined;
   let refused = false;
-  const evaluated = dataset
-    ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
-    : readDataset(ctx, catalog, ask.text).then((built) => {
-        if (refused) return undefined;
-        dataset = built;
-        return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
-      });
+  const evaluateOverGraphs = (): Promise<QueryAnswer | undefined> => {
+    dataset = keptDataset(ctx, catalog, ask.text);
+    return dataset
+      ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
+      : readDataset(ctx, catalog, ask.text).then((built) => {
+          if (refused) return undefined;
+          dataset = built;
+          return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
+        });
+  };
+  // A count over a bound table is answered by PostgreSQL (sparql-table-aggregates.ts).
+  const countStarted = performance.now();
+  const evaluated = ask.queryType === 'SELECT' && /count\s*\(/i.test(ask.text)
+    ? countedOverTable(ctx, catalog, ask.text).then(async (counted) => {
+        if (!counted) return evaluateOverGraphs();
+        dataset = counted.dataset;
+        const counted_ = performance.now();
+        const body = await serializeResult(counted.result, mediaType);
+        return { type: 'answer', id: 0, body, path: 'sql', evaluationMs: counted_ - countStarted, serializationMs: performance.now() - counted_ } satisfies QueryAnswer;
+      })
+    : evaluateOverGraphs();
   const ref = randomUUID();
   const charged = charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
   const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);

@@ -26,8 +26,8 @@ export async function ontologyTenant(): Promise<OntologyTenant> {
   return { ws, key, client: as(key), base: `/api/v1/projects/${ws.projectId}/ontology`, managedInstallationId: managed.id };
 }
 
-/** A managed-table source endpoint holding `rows` (written through the capability, as a pipeline would). */
-export async function seededTable(t: OntologyTenant, rows: Array<Record<string, unknown>>, primaryKey = ['id']): Promise<string> {
+/** A managed-table source endpoint holding `rows` (written through the capability, as a pipeline would); `primaryKey: null` for a table without one. */
+export async function seededTable(t: OntologyTenant, rows: Array<Record<string, unknown>>, primaryKey: string[] | null = ['id']): Promise<string> {
   const table = `t_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
   const res = await t.client.post('/api/v1/data-endpoints', {
     name: table,
@@ -35,11 +35,11 @@ export async function seededTable(t: OntologyTenant, rows: Array<Record<string, 
     role: 'source',
     contractKind: 'source_stream',
     pluginCapabilityInstallationId: t.managedInstallationId,
-    target: { table, primaryKey },
+    target: primaryKey ? { table, primaryKey } : { table },
   });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), { table, primaryKey }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), primaryKey ? { table, primaryKey } : { table }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
   return res.body.dataEndpoint.id;
 }
 

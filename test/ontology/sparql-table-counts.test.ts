@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { PluginInstallation } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { capabilityContext } from '../../services/endpoints/data-endpoints';
+import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
+import { env } from '../support/environment';
+import { as, request } from '../support/fixtures';
+import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+
+// Counting queries over one bound table are answered by PostgreSQL (services/ontology/
+// sparql-table-aggregates.ts): the same answers as the evaluator gives over the table read whole,
+// on data made to trip a count in SQL (records sharing a subject IRI, arrays with repeats, 5 and
+// "5", JSON null, missing fields, keys that need percent-encoding), and a count no bound refuses.
+
+describe('Counts over a bound table, answered by PostgreSQL', function () {
+  this.timeout(120_000);
+  let t: OntologyTenant;
+  let baseIri: string;
+  let orders: string;
+
+  before(async () => {
+    t = await ontologyTenant();
+    const packageId = await customerOntology(t);
+    baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
+    const customers = await seededTable(t, [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob', years: 36 },
+      { id: 3, full_name: 'Cy', years: [30, 30, '31'] },
+      { id: 4, full_name: 'Di' },
+    ]);
+    // No primary key: two records may share an id, and so a subject.
+    orders = await seededTable(t, [
+      { id: 1, amount: 10, customer: 1 },
+      { id: 1, amount: 12, customer: 1 },
+      { id: 2, amount: [5, 5, '5', 7], customer: [1, 2] },
+      { id: '3', amount: null, customer: 2 },
+      { id: 4, customer: 3 },
+      { id: '', amount: 1 },
+      { id: 5, amount: 'abc', customer: 'x y/é' },
+      { id: 6, amount: 2.5, customer: null },
+      { id: 7, amount: true, customer: '1' },
+      { id: 8, amount: [null, 3], customer: [] },
+      { id: 'a b', amount: 0.1, customer: 4 },
+    ], null);
+    await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name', age: 'years' } } });
+    await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: orders, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' }, links: { placedBy: { field: 'customer', targetTemplate: 'https://example.com/customers/{customer}' } } } });
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+  });
+
+  const ask = async (body: string) => {
+    const res = await request('POST', `${t.base}/sparql`, { key: t.key, rawBody: `PREFIX : <${baseIri}>\n${body}`, headers: { 'Content-Type': 'application/sparql-query' } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const rows = (res.body.results.bindings as Array<Record<string, unknown>>).map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).sort()))).sort();
+    return { rows, triples: Number(res.headers.get('weft-dataset-triples')) };
+  };
+  /** The answer by PostgreSQL's count, and the evaluator's over the tables read whole. */
+  const both = async (body: string) => {
+    const counted = await ask(body);
+    const whole = overrideSparqlSettings({ tableReads: 'whole' });
+    try {
+      return { counted, whole: await ask(`${body}\n# read whole`) };
+    } finally {
+      whole();
+    }
+  };
+
+  const COUNTS = [
+    'SELECT (COUNT(*) AS ?n) WHERE { ?o a :Order ; :total ?t }',
+    'SELECT (COUNT(*) AS ?n) WHERE { ?o a :Order }',
+    'SELECT (COUNT(?t) AS ?n) (COUNT(DISTINCT ?t) AS ?d) WHERE { ?o :total ?t }',
+    'SELECT ?t (COUNT(*) AS ?n) WHERE { ?o :total ?t } GROUP BY ?t',
+    'SELECT ?c (COUNT(?o) AS ?n) (COUNT(DISTINCT ?t) AS ?d) WHERE { ?o :total ?t ; :placedBy ?c } GROUP BY ?c',
+    'SELECT (COUNT(DISTINCT *) AS ?n) (COUNT(DISTINCT ?o) AS ?s) WHERE { ?o :total ?t ; :placedBy ?c }',
+    'SELECT ?age (COUNT(*) AS ?n) WHERE { ?c a :Customer ; :age ?age ; :name ?name } GROUP BY ?age',
+    'SELECT (COUNT(*) AS ?n) WHERE { ?c a :Customer ; :age ?age ; :name ?name ; :age ?again }',
+  ];
+
+  for (const query of COUNTS) {
+    it(`answers ${query} in PostgreSQL as the evaluator does over the whole table`, async () => {
+      const { counted, whole } = await both(query);
+      assert.deepEqual(counted.rows, whole.rows);
+      assert.equal(counted.triples, 0, 'counted by PostgreSQL: no triple was read into the API');
+      assert.ok(whole.triples > 0);
+    });
+  }
+
+  it('evaluates as before what it does not count (a FILTER, a SUM, a join of two tables), with the same answers', async () => {
+    for (const query of [
+      'SELECT (COUNT(*) AS ?n) WHERE { ?o :total ?t FILTER (?t > 4) }',
+      'SELECT (SUM(?t) AS ?s) (COUNT(*) AS ?n) WHERE { ?o :total ?t }',
+      'SELECT (COUNT(*) AS ?n) WHERE { ?o :placedBy ?c . ?c :name ?name }',
+    ]) {
+      const { counted, whole } = await both(query);
+      assert.deepEqual(counted.rows, whole.rows, query);
+      assert.ok(counted.triples > 0, `${query}: evaluated over the records it reached`);
+    }
+  });
+
+  it('counts a table whatever the reach bound, which only records read into the API count toward', async () => {
+    const restore = overrideSparqlSettings({ maxReachedTriples: 3, maxDatasetTriples: 1_000 });
+    try {
+      const { rows, triples } = await ask('SELECT (COUNT(*) AS ?n) WHERE { ?o a :Order ; :total ?t } # bounded');
+      assert.equal(triples, 0);
+      assert.equal(rows.length, 1);
+    } finally {
+      restore();
+    }
+  });
+
+  it('does not trust a count over a number PostgreSQL writes otherwise than JavaScript (exponent notation), and evaluates it instead', async () => {
+    const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+    const endpoint = (await t.client.get(`/api/v1/data-endpoints/${orders}`)).body.dataEndpoint;
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows: [{ id: 1e21, amount: 1e-7 }], provenance: { kind: 'write', id: randomUUID() } });
+    const { counted, whole } = await both('SELECT ?t (COUNT(*) AS ?n) WHERE { ?o :total ?t } GROUP BY ?t');
+    assert.deepEqual(counted.rows, whole.rows);
+    assert.ok(counted.rows.some((row) => row.includes('1e-7')), 'the value as the mapping writes it');
+    assert.ok(counted.triples > 0, 'evaluated, not counted');
+  });
+
+});
