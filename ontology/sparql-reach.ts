@@ -175,7 +175,13 @@ class Analysis {
         case 'filter':
           filters.push(pattern.expression as Expression);
           break;
-        case 'bind':
+        case 'bind': {
+          // EXISTS in a BIND tests the solutions of the patterns before it (Extend is evaluated where
+          // it stands): narrowed by those only. Its patterns were not read at all before.
+          const before = [...required];
+          for (const inner of existsGroups(pattern.expression)) deferred.push(() => this.group(inner, before));
+          break;
+        }
         case 'values':
           break;
         case 'query':

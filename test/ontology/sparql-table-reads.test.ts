@@ -272,7 +272,10 @@ class QueryGen {
       else if (roll < 28) parts.push(`{ ${this.group(depth + 1, inExists)} } UNION { ${this.group(depth + 1, inExists)} }`);
       else if (roll < 35 && !inExists) parts.push(`MINUS { ${this.group(depth + 1)} }`);
       else if (roll < 55) parts.push(`FILTER (${this.expression(depth)})`);
-      else if (roll < 62 && !inExists) parts.push(`BIND (${c.pick([`${c.pick(VALUES)} + 1`, `STR(${c.pick(NODES)})`, `COALESCE(${c.pick(VALUES)}, 0)`])} AS ?k${this.fresh++})`);
+      else if (roll < 62 && !inExists) {
+        const expression = c.int(0, 4) < 2 ? `${c.chance(50) ? 'NOT ' : ''}EXISTS { ${this.group(depth + 1, true)} }` : c.pick([`${c.pick(VALUES)} + 1`, `STR(${c.pick(NODES)})`, `COALESCE(${c.pick(VALUES)}, 0)`]);
+        parts.push(`BIND (${expression} AS ?k${this.fresh++})`);
+      }
       else if (roll < 69 && !inExists) parts.push(this.values());
       else if (roll < 75 && !inExists) parts.push(this.subquery(depth));
       else if (roll < 85) parts.push(`{ ${this.group(depth + 1, inExists)} }`);
@@ -321,6 +324,8 @@ class QueryGen {
     }
     if (form < 75) return { text: `${prefixes}SELECT * ${where}`, ordered: false, construct: false };
     const projected = [...NODES, ...VALUES].filter(() => c.chance(40));
+    // An EXISTS in the projection, tested on each solution.
+    if (projected.length && c.chance(25)) projected.push(`(EXISTS { ${this.group(2, true)} } AS ?x${this.fresh++})`);
     return { text: `${prefixes}SELECT ${c.chance(40) ? 'DISTINCT ' : ''}${projected.length ? projected.join(' ') : '*'} ${where}`, ordered: false, construct: false };
   }
 }
@@ -581,6 +586,11 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
       `SELECT * WHERE { ?a :age ?n FILTER (?n > 30) OPTIONAL { ?a :knows ?f . ?f :age ?m FILTER (?m < 30) } }`,
       `SELECT * WHERE { ?a :name ?n FILTER EXISTS { ?a :knows ?f OPTIONAL { ?f :worksAt ?n } } }`,
       `SELECT ?a WHERE { ?a :name "Ada" . { SELECT ?b WHERE { ?b :age ?n } ORDER BY ?b LIMIT 2 } }`,
+      // EXISTS in a BIND (evaluated where it stands, on the solutions of the patterns before it).
+      `SELECT ?b ?e WHERE { ?b :title ?k BIND (EXISTS { ?b :parent ?p } AS ?e) }`,
+      `SELECT ?b ?e WHERE { ?b :title ?k BIND (NOT EXISTS { ?b :parent ?p } AS ?e) ?a :parent ?b }`,
+      `SELECT ?b ?e WHERE { ?b :title ?k BIND (EXISTS { ?p :parent ?o } AS ?e) ?a :title "Bee" ; :parent ?o }`,
+      `SELECT ?b (EXISTS { ?b :parent ?p } AS ?e) WHERE { ?b :title ?k }`,
       `ASK { <${P}1#me> :knows <${P}3#me> }`,
       `CONSTRUCT { ?s <urn:out> ?n } WHERE { ?s :age ?n FILTER (?n > 18) }`,
     ];
