@@ -6,6 +6,7 @@ import type { PackageTerms } from '../../db/models';
 import { NS } from '../../ontology/compile';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { templateFields } from '../../ontology/term-records';
+import { arithmetic, integer, lexicalForm, numericTypeIri, parseNumeric } from '../../ontology/sparql-evaluator/numeric';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
 import type { OtherGraphs, ReachTable } from './sparql-reach-reads';
@@ -44,7 +45,12 @@ interface Projection {
   /** A group variable, or an aggregate: COUNT(*) (of: undefined) or COUNT([DISTINCT] ?of). */
   group?: string;
   count?: { of?: string; distinct: boolean };
+  /** SUM(?of) or AVG(?of) of an xsd:integer or xsd:decimal property. */
+  total?: { of: string; average: boolean };
 }
+
+/** Lexical forms of the numeric datatypes totals are computed for, as the evaluator reads them (numeric.ts). */
+const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$', 'xsd:decimal': '^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$' };
 
 export interface CountingQuery {
   triples: StarTriple[];
@@ -108,8 +114,16 @@ export function countingQuery(query: SparqlQuery, source: ReachTable, terms: Pac
       continue;
     }
     const { expression, variable } = item as { expression: { type?: string; aggregation?: string; distinct?: boolean; expression?: Term }; variable: Term };
-    if (expression?.type !== 'aggregate' || expression.aggregation !== 'count') return undefined;
+    if (expression?.type !== 'aggregate') return undefined;
     const of = expression.expression;
+    const aggregation = expression.aggregation?.toLowerCase();
+    if (aggregation === 'sum' || aggregation === 'avg') {
+      const summed = isVariable(of) && !expression.distinct ? triples.find((triple) => triple.kind === 'property' && triple.variable === of.value) : undefined;
+      if (!summed || summed.kind !== 'property' || !(summed.datatype in NUMERIC_LEXICAL)) return undefined;
+      projections.push({ name: variable.value, total: { of: summed.variable, average: aggregation === 'avg' } });
+      continue;
+    }
+    if (aggregation !== 'count') return undefined;
     if (of?.termType === 'Wildcard') projections.push({ name: variable.value, count: { distinct: Boolean(expression.distinct) } });
     else if (isVariable(of) && of.value === subjectName.value) projections.push({ name: variable.value, count: { of: SUBJECT, distinct: Boolean(expression.distinct) } });
     else if (isVariable(of) && seen.has(of.value)) projections.push({ name: variable.value, count: { of: of.value, distinct: Boolean(expression.distinct) } });
@@ -149,7 +163,7 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     const shown = shownText(element, triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
     const top = `(records.data -> ${field}::text)`;
     // One triple per element of an array; JSON null yields none (an array's null element does, as "null").
-    ctes.push(`v${at} AS (SELECT DISTINCT records.s, ${shown.text} AS o, ${shown.odd} AS odd FROM records
+    ctes.push(`v${at} AS (SELECT DISTINCT records.s, ${shown.text} AS o, ${shown.odd} AS odd${triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? `, CASE WHEN ${shown.text} ~ ${params.add(NUMERIC_LEXICAL[triple.datatype])}::text THEN (${shown.text})::numeric END AS num` : ''} FROM records
         CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${top}) = 'array' THEN ${top} ELSE jsonb_build_array(${top}) END) AS element(value)
        WHERE records.s IS NOT NULL AND jsonb_typeof(${top}) <> 'null'${triple.kind === 'link' ? ` AND ${shown.text} IS NOT NULL` : ''})`);
   });
@@ -159,6 +173,11 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
   const groupColumns = counting.groupBy.map(variableColumn);
   const selects = counting.projections.map((projection, at) => {
     if (projection.group) return `${variableColumn(projection.group)} AS p${at}`;
+    if (projection.total) {
+      const column = variableColumn(projection.total.of).replace(/\.o$/, '.num');
+      // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
+      return `sum(${column}) AS p${at}, count(${column}) AS n${at}, count(*) AS a${at}`;
+    }
     const { of, distinct } = projection.count!;
     if (distinct && of) return `count(DISTINCT ${of === SUBJECT ? 'subjects.s' : variableColumn(of)}) AS p${at}`;
     if (distinct) return `count(DISTINCT (subjects.s${valueTriples.map((_, i) => `, v${i}.o`).join('')})) AS p${at}`;
@@ -170,6 +189,8 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
       FROM subjects ${joined}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}`;
   const { rows } = await run<Record<string, unknown>>(trx, sql, params);
   if (rows.some((row) => row.odd)) return undefined;
+  // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
+  if (counting.projections.some((projection, at) => projection.total && rows.some((row) => Number(row[`n${at}`]) !== Number(row[`a${at}`])))) return undefined;
   // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).
   const variables = counting.projections.map((projection) => projection.name);
   const result: Array<Record<string, RDF.Term>> = rows.map((row) => {
@@ -179,6 +200,9 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
       if (projection.group) {
         const triple = valueTriples.find((candidate) => candidate.variable === projection.group)!;
         out[projection.name] = triple.kind === 'link' ? namedNode(`${triple.before}${encodeURIComponent(String(value))}${triple.after}`) : literalOf(String(value), triple.datatype);
+      } else if (projection.total) {
+        const triple = valueTriples.find((candidate) => candidate.variable === projection.total!.of) as Extract<StarTriple, { kind: 'property' }>;
+        out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), triple.datatype, projection.total.average);
       } else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
     });
     return out;
@@ -189,4 +213,12 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
 function literalOf(text: string, datatype: string): RDF.Literal {
   if (datatype === 'xsd:string') return literal(text);
   return literal(text, namedNode(`http://www.w3.org/2001/XMLSchema#${datatype.replace(/^xsd:/, '')}`));
+}
+
+/** SUM or AVG as the evaluator writes them (aggregates.ts): the exact total in its type's canonical form; AVG a decimal quotient; both 0 over nothing. */
+function totalTerm(sum: string | undefined, count: number, datatype: string, average: boolean): RDF.Literal {
+  if (sum === undefined || count === 0) return literal('0', namedNode(XSD_INTEGER));
+  const total = parseNumeric(sum, `http://www.w3.org/2001/XMLSchema#${datatype.replace(/^xsd:/, '')}`)!;
+  const value = average ? arithmetic('/', total, integer(count))! : total;
+  return literal(lexicalForm(value), namedNode(numericTypeIri(value.type)));
 }

@@ -138,7 +138,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   };
   // A count over a bound table is answered by PostgreSQL (sparql-table-aggregates.ts).
   const countStarted = performance.now();
-  const evaluated = ask.queryType === 'SELECT' && /count\s*\(/i.test(ask.text)
+  const evaluated = ask.queryType === 'SELECT' && /\b(count|sum|avg)\s*\(/i.test(ask.text)
     ? countedOverTable(ctx, catalog, ask.text).then(async (counted) => {
         if (!counted) return evaluateOverGraphs();
         dataset = counted.dataset;

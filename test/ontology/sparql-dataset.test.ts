@@ -147,8 +147,8 @@ describe('The SPARQL dataset at the scale of its data', function () {
   }
 
   /** `variant` makes another text of the same query: a text already answered over the same data reads nothing again. */
-  const count = async (key: string, variant = '') => {
-    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total }${variant}`;
+  const count = async (key: string, variant = '', filter = '') => {
+    const query = `PREFIX : <${baseIri}> SELECT (COUNT(?o) AS ?n) (SUM(?total) AS ?sum) WHERE { ?o a :Order ; :total ?total ${filter}}${variant}`;
     const res = await request('POST', `${t.base}/sparql`, { key, rawBody: query, headers: { 'Content-Type': 'application/sparql-query' } });
     return { status: res.status, body: res.body, version: res.headers.get('weft-dataset-version'), triples: Number(res.headers.get('weft-dataset-triples')), truncated: res.headers.get('weft-dataset-truncated'), serverTiming: res.headers.get('server-timing') };
   };
@@ -194,7 +194,8 @@ describe('The SPARQL dataset at the scale of its data', function () {
   it('refuses a query that reaches past the reach bound at the first read past it, naming the bound and the table, never a part', async () => {
     const restore = overrideSparqlSettings({ maxReachedTriples: 1_000 });
     try {
-      const refused = await count(t.key, ' # under a lower reach bound');
+      // A FILTER keeps the count from PostgreSQL's counting (sparql-table-counts.test.ts): the records are read.
+      const refused = await count(t.key, ' # under a lower reach bound', 'FILTER (?total >= 0) ');
       assert.equal(refused.status, 422, JSON.stringify(refused.body));
       assert.equal(refused.body.code, 'query_too_broad');
       assert.equal(refused.body.maxReachedTriples, 1_000);

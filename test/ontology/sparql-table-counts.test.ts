@@ -74,6 +74,8 @@ describe('Counts over a bound table, answered by PostgreSQL', function () {
     'SELECT (COUNT(DISTINCT *) AS ?n) (COUNT(DISTINCT ?o) AS ?s) WHERE { ?o :total ?t ; :placedBy ?c }',
     'SELECT ?age (COUNT(*) AS ?n) WHERE { ?c a :Customer ; :age ?age ; :name ?name } GROUP BY ?age',
     'SELECT (COUNT(*) AS ?n) WHERE { ?c a :Customer ; :age ?age ; :name ?name ; :age ?again }',
+    'SELECT (SUM(?age) AS ?s) (AVG(?age) AS ?a) (COUNT(*) AS ?n) WHERE { ?c :age ?age }',
+    'SELECT ?name (SUM(?age) AS ?s) (AVG(?age) AS ?a) WHERE { ?c :name ?name ; :age ?age } GROUP BY ?name',
   ];
 
   for (const query of COUNTS) {
@@ -90,6 +92,7 @@ describe('Counts over a bound table, answered by PostgreSQL', function () {
       'SELECT (COUNT(*) AS ?n) WHERE { ?o :total ?t FILTER (?t > 4) }',
       'SELECT (SUM(?t) AS ?s) (COUNT(*) AS ?n) WHERE { ?o :total ?t }',
       'SELECT (COUNT(*) AS ?n) WHERE { ?o :placedBy ?c . ?c :name ?name }',
+      'SELECT (AVG(?age) AS ?a) WHERE { ?c :age ?age ; :name "nobody" }',
     ]) {
       const { counted, whole } = await both(query);
       assert.deepEqual(counted.rows, whole.rows, query);
