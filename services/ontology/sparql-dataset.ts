@@ -237,6 +237,8 @@ interface DatasetPlan {
   /** What the graphs other than per-query table reads hold (the package's facts are added per package). */
   memoryPredicates: Set<string>;
   memoryTypes: Set<string>;
+  /** The plan's bindings (their graph slots), which the records a query reads depend on. */
+  bindingSlots: string;
   groups: SnapshotGroup[];
   withheld: number;
   last?: { versions: string[]; version: string };
@@ -276,7 +278,7 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
     for (const property of Object.keys(binding.mapping.properties)) memoryPredicates.add(`${pkg.baseIri}${property}`);
     for (const link of Object.keys(binding.mapping.links ?? {})) memoryPredicates.add(`${pkg.baseIri}${link}`);
   }
-  const plan: DatasetPlan = { sources, memoryPredicates, memoryTypes, groups: [...groups.values()], withheld: catalog.bindings.length - bindings.length };
+  const plan: DatasetPlan = { sources, memoryPredicates, memoryTypes, bindingSlots: sources.map((source) => source.names.slot).join('\n'), groups: [...groups.values()], withheld: catalog.bindings.length - bindings.length };
   // Only plans of kept catalogs are kept: a catalog read inside a transaction is read once.
   if (snapshotsKept) {
     if (!byPrincipal) plans.set(catalog, (byPrincipal = new WeakMap()));
@@ -393,8 +395,10 @@ function reachedVersion(dataVersion: string, reachKey: string): string {
   return `${dataVersion}:reach:${reachKey}`;
 }
 
-function reachKeyOf(text: string, tableVersions: string[]): string {
-  return createHash('sha256').update(text).update('\n').update(tableVersions.join('\n')).digest('base64url').slice(0, 22);
+function reachKeyOf(plan: DatasetPlan, text: string, tableVersions: string[]): string {
+  // What is read depends on the graphs read whole too (a pattern they may match narrows nothing),
+  // so the key names every binding of the plan, not only the tables.
+  return createHash('sha256').update(text).update('\n').update(tableVersions.join('\n')).update('\n').update(plan.bindingSlots).digest('base64url').slice(0, 22);
 }
 
 /**
@@ -443,7 +447,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
     handles.push(kept.handle);
   }
   if (tables.length) {
-    const reachKey = reachKeyOf(text!, tables.map((table) => table.dataVersion));
+    const reachKey = reachKeyOf(plan, text!, tables.map((table) => table.dataVersion));
     for (const { dataVersion } of tables) {
       const version = reachedVersion(dataVersion, reachKey);
       const kept = graphs.get(version);
@@ -499,7 +503,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
 async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>): Promise<GraphHandle[]> {
-  const reachKey = reachKeyOf(text, tables.map((table) => table.dataVersion));
+  const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
   if (kept.every(Boolean)) return kept.map((graph) => graph!.handle);
