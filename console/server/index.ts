@@ -8,6 +8,7 @@ import { PROBLEM_CONTENT_TYPE, problem } from '../../core/problem';
 import type { ServiceDependencies } from '../../services/operations/context';
 import { createApiKeyOperation, listApiKeysOperation, revokeApiKeyOperation } from '../../services/tenancy/api-key-operations';
 import { listProjectsOperation } from '../../services/tenancy/project-operations';
+import { createMemberInviteOperation, deleteMemberOperation, listMembersOperation, updateMemberOperation } from '../../services/tenancy/member-operations';
 import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
 import { consoleBuildDir } from './build-dir';
@@ -25,6 +26,10 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'post', path: '/console/api/keys', operation: createApiKeyOperation },
   { method: 'delete', path: '/console/api/keys/:key_id', operation: revokeApiKeyOperation },
   { method: 'get', path: '/console/api/projects', operation: listProjectsOperation },
+  { method: 'get', path: '/console/api/members', operation: listMembersOperation },
+  { method: 'post', path: '/console/api/members/invites', operation: createMemberInviteOperation },
+  { method: 'patch', path: '/console/api/members/:member_id', operation: updateMemberOperation },
+  { method: 'delete', path: '/console/api/members/:member_id', operation: deleteMemberOperation },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

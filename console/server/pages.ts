@@ -8,6 +8,7 @@ import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { listRunsOperation } from '../../services/pipelines/run-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { listApiKeysOperation } from '../../services/tenancy/api-key-operations';
+import { listMembersOperation } from '../../services/tenancy/member-operations';
 import { getUsageOperation } from '../../services/usage/operations';
 
 /**
@@ -25,8 +26,7 @@ export interface ConsolePage {
 
 export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Keys', path: '/console/keys', operation: listApiKeysOperation, built: true },
-  // Administering members, like keys, is an unrestricted org:manage matter.
-  { name: 'Members', path: '/console/members', operation: listApiKeysOperation, built: false },
+  { name: 'Members', path: '/console/members', operation: listMembersOperation, built: true },
   { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: false },
   { name: 'Pipelines', path: '/console/pipelines', operation: listPipelinesOperation, built: false },
   { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: false },

@@ -15,6 +15,7 @@ import { publicOperations } from '../shared/health-operations';
 import { openProjectConnectionOperation } from '../tenancy/connections';
 import { operatorOperations } from '../tenancy/operator-operations';
 import { apiKeyOperations } from '../tenancy/api-key-operations';
+import { memberOperations } from '../tenancy/member-operations';
 import { apiLimitOperations } from '../tenancy/api-limit-operations';
 import { organizationOperations } from '../tenancy/organization-operations';
 import { projectOperations } from '../tenancy/project-operations';
@@ -32,6 +33,7 @@ export const operations: readonly Operation[] = [
   ...publicOperations,
   ...organizationOperations,
   ...apiKeyOperations,
+  ...memberOperations,
   ...apiLimitOperations,
   ...projectOperations,
   openProjectConnectionOperation,

@@ -253,4 +253,21 @@ describe('Console sessions (against the running API)', function () {
       await other.api.stop();
     }
   });
+
+  it('marks the cookie Secure when WEFT_PUBLIC_URL is https, whose origin is then the console’s own', async () => {
+    const ws = await newWorkspace();
+    const person = await invite(ws.workspaceId, 'member');
+    const saved = process.env.WEFT_PUBLIC_URL;
+    process.env.WEFT_PUBLIC_URL = 'https://weft.example.com/';
+    try {
+      const client = new ConsoleClient(env().baseUrl, 'https://weft.example.com');
+      assert.equal((await client.request('POST', '/console/api/invite/accept', { token: tokenOf(person), password: PASSWORD })).status, 200);
+      const signed = await client.signIn(person.email);
+      assert.equal(signed.status, 201);
+      assert.match(signed.headers.get('set-cookie') ?? '', /; HttpOnly; SameSite=Lax; Max-Age=604800; Secure$/);
+    } finally {
+      if (saved === undefined) delete process.env.WEFT_PUBLIC_URL;
+      else process.env.WEFT_PUBLIC_URL = saved;
+    }
+  });
 });

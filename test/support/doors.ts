@@ -13,7 +13,7 @@ import { operations } from '../../services/operations/registry';
  * later acts as its key through actAsKey (services/operations/act-as-key.ts); the access matrix of
  * that door is in test/api/auth-matrix.test.ts.
  */
-export type InternalDoor = 'activity' | 'sparql' | 'mcp-connection';
+export type InternalDoor = 'activity' | 'sparql' | 'mcp-connection' | 'console';
 
 export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: InternalDoor; why: string }>> = {
   commitRun: { door: 'activity', why: 'a run commits as the key that launched it' },
@@ -25,6 +25,10 @@ export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: InternalDoor; 
   sparqlQuery: { door: 'sparql', why: 'the SPARQL protocol’s GET and POST hand a query to it' },
   sparqlUpdate: { door: 'sparql', why: 'the SPARQL protocol’s POST hands an update to it' },
   openProjectConnection: { door: 'mcp-connection', why: 'opening /mcp/projects/{project_id}: the MCP middleware binds the connection' },
+  listMembers: { door: 'console', why: 'the console’s Members page (SPEC 4 has no members resource); access matrix in test/console/members.test.ts' },
+  createMemberInvite: { door: 'console', why: 'the console’s Members page invites' },
+  updateMember: { door: 'console', why: 'the console’s Members page changes roles and grants' },
+  deleteMember: { door: 'console', why: 'the console’s Members page removes members' },
 };
 
 /** The registry's keyed operations: what every matrix starts from. */

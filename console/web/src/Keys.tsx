@@ -14,26 +14,26 @@ interface ApiKey {
   lastUsedAt: string | null;
 }
 
-/** SPEC 5.3's scopes, grouped by their area (the part before the colon). */
-const SCOPE_GROUPS: Array<[string, string[]]> = [
-  ['Workspace', ['org:read', 'org:manage']],
-  ['Projects', ['projects:read', 'projects:write']],
-  ['Plugins', ['plugins:read', 'plugins:write']],
-  ['Endpoints', ['endpoints:read', 'endpoints:write']],
-  ['Data', ['data:read', 'data:write', 'data:delete', 'data:maintain']],
-  ['Write policies', ['policy:read', 'policy:propose', 'policy:approve', 'policy:manage']],
-  ['SPARQL', ['sparql:query', 'sparql:update']],
-  ['Ontology', ['ontologies:read', 'ontologies:write']],
-  ['Bindings', ['bindings:read', 'bindings:write']],
-  ['Queries', ['queries:read', 'queries:write', 'queries:execute', 'queries:publish']],
-  ['Pipelines', ['pipelines:read', 'pipelines:write', 'pipelines:execute']],
-  ['Runs', ['runs:read']],
-];
+/** The areas of SPEC 5.3, by a scope's prefix; the scopes themselves come from the server (core/scopes.ts). */
+const AREAS: Record<string, string> = {
+  org: 'Workspace', projects: 'Projects', plugins: 'Plugins', endpoints: 'Endpoints', data: 'Data', policy: 'Write policies',
+  sparql: 'SPARQL', ontologies: 'Ontology', bindings: 'Bindings', queries: 'Queries', pipelines: 'Pipelines', runs: 'Runs',
+};
+
+function groupsOf(scopes: string[]): Array<[string, string[]]> {
+  const groups = new Map<string, string[]>();
+  for (const scope of scopes) {
+    const prefix = scope.split(':')[0];
+    const area = AREAS[prefix] ?? prefix;
+    groups.set(area, [...(groups.get(area) ?? []), scope]);
+  }
+  return [...groups];
+}
 
 const when = (value: string | null) => (value ? new Date(value).toLocaleString() : '—');
 const listed = (values: string[], none = '—') => (values.length ? values.join(', ') : none);
 
-function CreateKeyForm({ onCreated, onCancel }: { onCreated(secret: string): void; onCancel(): void }) {
+function CreateKeyForm({ scopes, onCreated, onCancel }: { scopes: string[]; onCreated(secret: string): void; onCancel(): void }) {
   const [error, setError] = useState('');
   async function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -59,10 +59,10 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated(secret: string): voi
       <label>Name <input name="name" required maxLength={200} /></label>
       <fieldset>
         <legend>Scopes</legend>
-        {SCOPE_GROUPS.map(([area, scopes]) => (
+        {groupsOf(scopes).map(([area, inArea]) => (
           <fieldset key={area} className="group">
             <legend>{area}</legend>
-            {scopes.map((scope) => <label key={scope} className="check"><input type="checkbox" name="scope" value={scope} /> {scope}</label>)}
+            {inArea.map((scope) => <label key={scope} className="check"><input type="checkbox" name="scope" value={scope} /> {scope}</label>)}
           </fieldset>
         ))}
       </fieldset>
@@ -92,7 +92,7 @@ function NewSecret({ secret, onDone }: { secret: string; onDone(): void }) {
   );
 }
 
-export function KeysPage() {
+export function KeysPage({ scopes }: { scopes: string[] }) {
   const [keys, setKeys] = useState<ApiKey[] | undefined>(undefined);
   const [error, setError] = useState('');
   const [creating, setCreating] = useState(false);
@@ -123,7 +123,7 @@ export function KeysPage() {
       <h1>API keys</h1>
       {error && <p role="alert" className="error">{error}</p>}
       {secret ? <NewSecret secret={secret} onDone={() => setSecret('')} />
-        : creating ? <CreateKeyForm onCancel={() => setCreating(false)} onCreated={(s) => { setCreating(false); setSecret(s); void load(); }} />
+        : creating ? <CreateKeyForm scopes={scopes} onCancel={() => setCreating(false)} onCreated={(s) => { setCreating(false); setSecret(s); void load(); }} />
         : <button type="button" onClick={() => setCreating(true)}>Create key</button>}
       {keys === undefined ? <p role="status">Loading…</p> : (
         <table>

@@ -2,9 +2,11 @@ import type { JSX, MouseEvent } from 'react';
 import { call, Session } from './api';
 import { navigate } from './router';
 import { KeysPage } from './Keys';
+import { MembersPage } from './Members';
 
-const BUILT: Record<string, () => JSX.Element> = {
-  '/console/keys': () => <KeysPage />,
+const BUILT: Record<string, (session: Session) => JSX.Element> = {
+  '/console/keys': (session) => <KeysPage scopes={session.scopes} />,
+  '/console/members': () => <MembersPage />,
 };
 
 export function Shell({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut(): void }) {
@@ -17,7 +19,7 @@ export function Shell({ session, path, onSignedOut }: { session: Session; path: 
   let content: JSX.Element;
   if (path === '/console') content = <section><h1>{member.workspaceName}</h1><p>Signed in as {member.email} ({member.role}).</p></section>;
   else if (!page) content = <section><h1>Not available</h1><p role="alert">Your role cannot use this page.</p></section>;
-  else content = BUILT[page.path]?.() ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
+  else content = BUILT[page.path]?.(session) ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
 
   return (
     <div className="shell">
