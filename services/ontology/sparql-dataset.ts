@@ -558,7 +558,8 @@ export async function countedOverTable(ctx: OperationContext, catalog: DatasetCa
   }
   if (parsed.kind !== 'query' || parsed.queryType !== 'SELECT') return undefined;
   const facts = await packageFacts(db, pkg);
-  for (const [at, source] of plan.sources.entries()) {
+  const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
+  const othersOf = (at: number): OtherGraphs => {
     const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
     for (const [other, { binding }] of plan.sources.entries()) {
       if (other === at) continue;
@@ -566,26 +567,26 @@ export async function countedOverTable(ctx: OperationContext, catalog: DatasetCa
       for (const property of Object.keys(binding.mapping.properties)) others.predicates!.add(`${pkg.baseIri}${property}`);
       for (const link of Object.keys(binding.mapping.links ?? {})) others.predicates!.add(`${pkg.baseIri}${link}`);
     }
-    const table: ReachTable = { ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping };
-    const counting = countingQuery(parsed.parsed, table, pkg.terms, pkg.baseIri, others);
-    if (!counting) continue;
-    const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
-    const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshots.get(each.group!)![each.at]))];
-    const snapshot = snapshots.get(source.group!)![source.at];
-    if (snapshot.id === EMPTY_SNAPSHOT.id) return undefined;
-    const release = tableReadSlot(db as Db, principal.workspaceId, settings);
-    try {
-      const result = await (db as Db).transaction(async (trx) => {
-        await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(settings.timeoutMs))}`);
-        return runCountingQuery(trx, counting, { ...table, version: snapshot.version });
-      }, { readOnly: true } as never);
-      if (!result) return undefined;
-      return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
-    } finally {
-      release();
-    }
+    return others;
+  };
+  const counting = countingQuery(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
+  if (!counting) return undefined;
+  const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
+  const snapshotOf = (source: BoundSource) => snapshots.get(source.group!)![source.at];
+  // A table never written has no snapshot to read at (its records are none): evaluated as any other.
+  if (counting.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
+  const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
+  const release = tableReadSlot(db as Db, principal.workspaceId, settings);
+  try {
+    const result = await (db as Db).transaction(async (trx) => {
+      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(settings.timeoutMs))}`);
+      return runCountingQuery(trx, counting, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })));
+    }, { readOnly: true } as never);
+    if (!result) return undefined;
+    return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
+  } finally {
+    release();
   }
-  return undefined;
 }
 
 /** The dataset of these graphs, within the bound, named by the versions of its data. */

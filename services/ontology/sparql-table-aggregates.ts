@@ -7,6 +7,8 @@ import { NS } from '../../ontology/compile';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { templateFields } from '../../ontology/term-records';
 import { arithmetic, integer, lexicalForm, numericTypeIri, parseNumeric } from '../../ontology/sparql-evaluator/numeric';
+import { orderTerms } from '../../ontology/sparql-evaluator/comparison';
+import { LiteralTerm, Term as EvaluatorTerm } from '../../ontology/sparql-evaluator/terms';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
 import type { OtherGraphs, ReachTable } from './sparql-reach-reads';
@@ -31,14 +33,12 @@ const XSD_INTEGER = 'http://www.w3.org/2001/XMLSchema#integer';
 
 type Term = { termType: string; value: string };
 
-/** COUNT of the star's subject variable. */
-const SUBJECT = '\u0000subject';
 
 /** A triple of the star: what it reads of the record. */
 type StarTriple =
   | { kind: 'type' }
   | { kind: 'property'; variable: string; field: string; datatype: string }
-  | { kind: 'link'; variable: string; field: string; before: string; after: string };
+  | { kind: 'link'; variable: string; field: string; before: string; after: string; /** The star whose subject this link's object is. */ joins?: number };
 
 interface Projection {
   name: string;
@@ -52,61 +52,100 @@ interface Projection {
 /** Lexical forms of the numeric datatypes totals are computed for, as the evaluator reads them (numeric.ts). */
 const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$', 'xsd:decimal': '^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$' };
 
-export interface CountingQuery {
+/** One subject variable's triples, all yielded by one table. */
+interface Star {
+  /** Index into the sources given to countingQuery. */
+  source: number;
+  variable: string;
+  subject: { field: string; before: string; after: string };
   triples: StarTriple[];
+}
+
+export interface CountingQuery {
+  stars: Star[];
   groupBy: string[];
   projections: Projection[];
-  subject: { field: string; before: string; after: string };
+  order: Array<{ at: number; descending: boolean }>;
+  offset: number;
+  limit?: number;
 }
 
 const isVariable = (term: unknown): term is Term => (term as Term | undefined)?.termType === 'Variable';
 
-/** The query as a count over `source`'s star, or undefined when it is not one this file answers. */
-export function countingQuery(query: SparqlQuery, source: ReachTable, terms: PackageTerms, baseIri: string, others: OtherGraphs): CountingQuery | undefined {
+/** Splits a template of one field into that field and the text around it. */
+function oneFieldTemplate(template: string): { field: string; before: string; after: string } | undefined {
+  const fields = templateFields(template);
+  if (fields.length !== 1) return undefined;
+  const [before, after] = template.split(`{${fields[0]}}`);
+  return { field: fields[0], before, after };
+}
+
+/**
+ * The query as a count over stars of `sources` (one star per subject variable, stars joined where a
+ * link's object is another star's subject and the link's template is that star's subject
+ * template), or undefined when it is not one this file answers. `othersOf(i)`: what graphs other
+ * than source i hold; a star's predicates must be yielded by its source alone.
+ */
+export function countingQuery(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): CountingQuery | undefined {
   if (query.type !== 'query' || query.queryType !== 'SELECT') return undefined;
   const q = query as SparqlQuery & Record<string, unknown>;
-  if (q.having || q.order || q.limit !== undefined || q.offset !== undefined || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
+  if (q.having || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
   const where = (q.where ?? []) as Array<{ type: string; triples?: Array<{ subject: Term; predicate: Term; object: Term }> }>;
   if (where.length !== 1 || where[0].type !== 'bgp' || !where[0].triples?.length) return undefined;
-  const subjectFields = templateFields(source.mapping.subjectTemplate);
-  if (subjectFields.length !== 1) return undefined;
-  const [before, after] = source.mapping.subjectTemplate.split(`{${subjectFields[0]}}`);
-  const subjectName = where[0].triples[0].subject;
-  if (!isVariable(subjectName)) return undefined;
-  const seen = new Set<string>([subjectName.value]);
-  const triples: StarTriple[] = [];
-  const predicates = others.predicates;
-  if (!predicates) return undefined;
+  const bySubject = new Map<string, Array<{ predicate: Term; object: Term }>>();
   for (const { subject, predicate, object } of where[0].triples) {
-    if (!isVariable(subject) || subject.value !== subjectName.value || predicate.termType !== 'NamedNode') return undefined;
-    if (predicate.value === RDF_TYPE) {
-      // Only this table's records may carry the class.
-      if (object.termType !== 'NamedNode' || object.value !== `${baseIri}${source.termId}` || others.types?.has(object.value) !== false) return undefined;
-      triples.push({ kind: 'type' });
-      continue;
-    }
-    if (!isVariable(object) || seen.has(object.value) || predicates.has(predicate.value) || !predicate.value.startsWith(baseIri)) return undefined;
-    seen.add(object.value);
-    const local = predicate.value.slice(baseIri.length);
-    const field = source.mapping.properties[local];
-    const link = source.mapping.links?.[local];
-    if (field !== undefined) triples.push({ kind: 'property', variable: object.value, field, datatype: terms.properties[local]?.datatype ?? 'xsd:string' });
-    else if (link) {
-      const fields = templateFields(link.targetTemplate);
-      // A link whose IRI is made of its own field alone (the usual reference to another record).
-      if (fields.length !== 1 || fields[0] !== link.field) return undefined;
-      const [linkBefore, linkAfter] = link.targetTemplate.split(`{${link.field}}`);
-      triples.push({ kind: 'link', variable: object.value, field: link.field, before: linkBefore, after: linkAfter });
-    } else return undefined;
+    if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
+    bySubject.set(subject.value, [...(bySubject.get(subject.value) ?? []), { predicate, object }]);
   }
+  const stars: Star[] = [];
+  for (const [variable, triples] of bySubject) {
+    const star = starOver(variable, triples, sources, othersOf, terms, baseIri);
+    if (!star) return undefined;
+    stars.push(star);
+  }
+  // Every variable is bound in one place: a star's subject, or one value triple (a link's object may
+  // be another star's subject: the join). Stars must be joined into one.
+  const subjects = new Map(stars.map((star, at) => [star.variable, at]));
+  const bound = new Set<string>();
+  const linked = new Set<number>([0]);
+  for (const star of stars) {
+    for (const triple of star.triples) {
+      if (triple.kind === 'type') continue;
+      const target = subjects.get(triple.variable);
+      if (target !== undefined) {
+        const subject = stars[target].subject;
+        if (triple.kind !== 'link' || triple.before !== subject.before || triple.after !== subject.after) return undefined;
+        triple.joins = target;
+        continue;
+      }
+      if (bound.has(triple.variable)) return undefined;
+      bound.add(triple.variable);
+    }
+  }
+  for (let grew = true; grew; ) {
+    grew = false;
+    stars.forEach((star, at) => {
+      for (const triple of star.triples) {
+        if (triple.kind !== 'link' || triple.joins === undefined) continue;
+        if (linked.has(at) !== linked.has(triple.joins)) {
+          linked.add(at);
+          linked.add(triple.joins);
+          grew = true;
+        }
+      }
+    });
+  }
+  if (linked.size !== stars.length) return undefined;
+  const known = (name: string) => bound.has(name) || subjects.has(name);
   const groupBy: string[] = [];
   for (const group of (q.group ?? []) as Array<{ expression: Term; variable?: Term }>) {
-    if (!isVariable(group.expression) || group.variable || !seen.has(group.expression.value) || group.expression.value === subjectName.value) return undefined;
+    if (!isVariable(group.expression) || group.variable || !known(group.expression.value)) return undefined;
     groupBy.push(group.expression.value);
   }
   const projections: Projection[] = [];
   const selected = q.variables as unknown[];
   if (!Array.isArray(selected) || selected.some((item) => (item as Term).termType === 'Wildcard')) return undefined;
+  const property = (name: string) => stars.flatMap((star) => star.triples).find((triple): triple is Extract<StarTriple, { kind: 'property' }> => triple.kind === 'property' && triple.variable === name);
   for (const item of selected) {
     if (isVariable(item)) {
       if (!groupBy.includes(item.value)) return undefined;
@@ -118,18 +157,58 @@ export function countingQuery(query: SparqlQuery, source: ReachTable, terms: Pac
     const of = expression.expression;
     const aggregation = expression.aggregation?.toLowerCase();
     if (aggregation === 'sum' || aggregation === 'avg') {
-      const summed = isVariable(of) && !expression.distinct ? triples.find((triple) => triple.kind === 'property' && triple.variable === of.value) : undefined;
-      if (!summed || summed.kind !== 'property' || !(summed.datatype in NUMERIC_LEXICAL)) return undefined;
+      const summed = isVariable(of) && !expression.distinct ? property(of.value) : undefined;
+      if (!summed || !(summed.datatype in NUMERIC_LEXICAL)) return undefined;
       projections.push({ name: variable.value, total: { of: summed.variable, average: aggregation === 'avg' } });
       continue;
     }
     if (aggregation !== 'count') return undefined;
     if (of?.termType === 'Wildcard') projections.push({ name: variable.value, count: { distinct: Boolean(expression.distinct) } });
-    else if (isVariable(of) && of.value === subjectName.value) projections.push({ name: variable.value, count: { of: SUBJECT, distinct: Boolean(expression.distinct) } });
-    else if (isVariable(of) && seen.has(of.value)) projections.push({ name: variable.value, count: { of: of.value, distinct: Boolean(expression.distinct) } });
+    else if (isVariable(of) && known(of.value)) projections.push({ name: variable.value, count: { of: of.value, distinct: Boolean(expression.distinct) } });
     else return undefined;
   }
-  return { triples, groupBy, projections, subject: { field: subjectFields[0], before, after } };
+  // ORDER BY projected variables only, sorted here in the evaluator's order; LIMIT and OFFSET after it.
+  const order: Array<{ at: number; descending: boolean }> = [];
+  for (const condition of (q.order ?? []) as Array<{ expression: Term; descending?: boolean }>) {
+    const at = isVariable(condition.expression) ? projections.findIndex((projection) => projection.name === condition.expression.value) : -1;
+    if (at < 0) return undefined;
+    order.push({ at, descending: Boolean(condition.descending) });
+  }
+  return { stars, groupBy, projections, order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+}
+
+/** A subject variable's triples as a star over the one source that alone yields all of them. */
+function starOver(variable: string, triples: Array<{ predicate: Term; object: Term }>, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): Star | undefined {
+  for (const [at, source] of sources.entries()) {
+    const subject = oneFieldTemplate(source.mapping.subjectTemplate);
+    const others = othersOf(at);
+    if (!subject || !others.predicates || !others.types) continue;
+    const out: StarTriple[] = [];
+    const objects = new Set<string>();
+    let fits = true;
+    for (const { predicate, object } of triples) {
+      if (predicate.value === RDF_TYPE) {
+        // Only this table's records may carry the class.
+        if (object.termType !== 'NamedNode' || object.value !== `${baseIri}${source.termId}` || others.types.has(object.value)) fits = false;
+        else out.push({ kind: 'type' });
+      } else if (!isVariable(object) || object.value === variable || objects.has(object.value) || others.predicates.has(predicate.value) || !predicate.value.startsWith(baseIri)) {
+        fits = false;
+      } else {
+        objects.add(object.value);
+        const local = predicate.value.slice(baseIri.length);
+        const field = source.mapping.properties[local];
+        const link = source.mapping.links?.[local];
+        const target = link && oneFieldTemplate(link.targetTemplate);
+        if (field !== undefined) out.push({ kind: 'property', variable: object.value, field, datatype: terms.properties[local]?.datatype ?? 'xsd:string' });
+        // A link whose IRI is made of its own field alone (the usual reference to another record).
+        else if (link && target && target.field === link.field) out.push({ kind: 'link', variable: object.value, field: link.field, before: target.before, after: target.after });
+        else fits = false;
+      }
+      if (!fits) break;
+    }
+    if (fits) return { source: at, variable, subject, triples: out };
+  }
+  return undefined;
 }
 
 /**
@@ -146,47 +225,69 @@ function shownText(value: string, shown: 'key' | 'string' | 'typed'): { text: st
   return { text: shown === 'key' ? `NULLIF(${text}, '')` : text, odd };
 }
 
-/** Runs the count; undefined when a value's form makes the SQL's answer unreliable. */
-export async function runCountingQuery(trx: Knex.Transaction, counting: CountingQuery, source: ReachTable & { version: string }): Promise<SparqlResult | undefined> {
+/** Runs the count over the sources at their snapshots; undefined when a value's form makes the SQL's answer unreliable. */
+export async function runCountingQuery(trx: Knex.Transaction, counting: CountingQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
   const params = new SqlParams();
-  const version = params.add(source.version);
-  const subject = shownText(`(data -> ${params.add(counting.subject.field)}::text)`, 'key');
-  const valueTriples = counting.triples.filter((triple): triple is Exclude<StarTriple, { kind: 'type' }> => triple.kind !== 'type');
-  const ctes: string[] = [
-    `records AS (SELECT ${subject.text} AS s, ${subject.odd} AS odd, data FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-       WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint))`,
-    `subjects AS (SELECT DISTINCT s FROM records WHERE s IS NOT NULL)`,
-  ];
-  valueTriples.forEach((triple, at) => {
-    const field = params.add(triple.field);
-    const element = 'element.value';
-    const shown = shownText(element, triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
-    const top = `(records.data -> ${field}::text)`;
-    // One triple per element of an array; JSON null yields none (an array's null element does, as "null").
-    ctes.push(`v${at} AS (SELECT DISTINCT records.s, ${shown.text} AS o, ${shown.odd} AS odd${triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? `, CASE WHEN ${shown.text} ~ ${params.add(NUMERIC_LEXICAL[triple.datatype])}::text THEN (${shown.text})::numeric END AS num` : ''} FROM records
-        CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${top}) = 'array' THEN ${top} ELSE jsonb_build_array(${top}) END) AS element(value)
-       WHERE records.s IS NOT NULL AND jsonb_typeof(${top}) <> 'null'${triple.kind === 'link' ? ` AND ${shown.text} IS NOT NULL` : ''})`);
+  const ctes: string[] = [];
+  const from: string[] = [];
+  const on: string[] = [];
+  const oddChecks: string[] = [];
+  /** Where each variable is bound: a star's subjects, or a value triple's rows. */
+  const columns = new Map<string, { column: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
+  const solutionColumns: string[] = [];
+  counting.stars.forEach((star, x) => {
+    const source = sources[star.source];
+    const version = params.add(source.version);
+    const subject = shownText(`(data -> ${params.add(star.subject.field)}::text)`, 'key');
+    ctes.push(`records${x} AS (SELECT ${subject.text} AS s, ${subject.odd} AS odd, data FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+         WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint))`);
+    ctes.push(`subjects${x} AS (SELECT DISTINCT s FROM records${x} WHERE s IS NOT NULL)`);
+    oddChecks.push(`(SELECT bool_or(odd) FROM records${x} WHERE s IS NOT NULL)`);
+    from.push(`subjects${x}`);
+    solutionColumns.push(`subjects${x}.s`);
+    columns.set(star.variable, { column: `subjects${x}.s`, render: (value) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`) });
+    star.triples.forEach((triple, i) => {
+      if (triple.kind === 'type') return;
+      const name = `v${x}_${i}`;
+      const field = params.add(triple.field);
+      const shown = shownText('element.value', triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
+      const top = `(records${x}.data -> ${field}::text)`;
+      const numeric = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? `, CASE WHEN ${shown.text} ~ ${params.add(NUMERIC_LEXICAL[triple.datatype])}::text THEN (${shown.text})::numeric END AS num` : '';
+      // One triple per element of an array; JSON null yields none (an array's null element does, as "null").
+      ctes.push(`${name} AS (SELECT DISTINCT records${x}.s, ${shown.text} AS o, ${shown.odd} AS odd${numeric} FROM records${x}
+          CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${top}) = 'array' THEN ${top} ELSE jsonb_build_array(${top}) END) AS element(value)
+         WHERE records${x}.s IS NOT NULL AND jsonb_typeof(${top}) <> 'null'${triple.kind === 'link' ? ` AND ${shown.text} IS NOT NULL` : ''})`);
+      oddChecks.push(`(SELECT bool_or(odd) FROM ${name})`);
+      from.push(name);
+      on.push(`${name}.s = subjects${x}.s`);
+      if (triple.kind === 'link' && triple.joins !== undefined) {
+        on.push(`${name}.o = subjects${triple.joins}.s`);
+        return;
+      }
+      solutionColumns.push(`${name}.o`);
+      columns.set(triple.variable, triple.kind === 'link'
+        ? { column: `${name}.o`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
+        : { column: `${name}.o`, render: (value) => literalOf(value, triple.datatype), triple });
+    });
   });
-  // A solution is a subject with one value per variable: per subject, the product of its counts.
-  const joined = valueTriples.map((_, at) => `JOIN v${at} ON v${at}.s = subjects.s`).join(' ');
-  const variableColumn = (name: string) => `v${valueTriples.findIndex((triple) => triple.variable === name)}.o`;
-  const groupColumns = counting.groupBy.map(variableColumn);
+  // A row of the join is a solution: each star's subject with one of each of its distinct values.
+  const columnOf = (name: string) => columns.get(name)!.column;
   const selects = counting.projections.map((projection, at) => {
-    if (projection.group) return `${variableColumn(projection.group)} AS p${at}`;
+    if (projection.group) return `${columnOf(projection.group)} AS p${at}`;
     if (projection.total) {
-      const column = variableColumn(projection.total.of).replace(/\.o$/, '.num');
+      const column = columnOf(projection.total.of).replace(/\.o$/, '.num');
       // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
       return `sum(${column}) AS p${at}, count(${column}) AS n${at}, count(*) AS a${at}`;
     }
     const { of, distinct } = projection.count!;
-    if (distinct && of) return `count(DISTINCT ${of === SUBJECT ? 'subjects.s' : variableColumn(of)}) AS p${at}`;
-    if (distinct) return `count(DISTINCT (subjects.s${valueTriples.map((_, i) => `, v${i}.o`).join('')})) AS p${at}`;
+    if (distinct && of) return `count(DISTINCT ${columnOf(of)}) AS p${at}`;
+    if (distinct) return `count(DISTINCT (${solutionColumns.join(', ')})) AS p${at}`;
     return `count(*) AS p${at}`;
   });
-  const oddChecks = [`(SELECT bool_or(odd) FROM records WHERE s IS NOT NULL)`, ...valueTriples.map((_, at) => `(SELECT bool_or(odd) FROM v${at})`)];
+  const groupColumns = counting.groupBy.map(columnOf);
   const sql = `WITH ${ctes.join(',\n')}
     SELECT ${selects.join(', ')}, (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd
-      FROM subjects ${joined}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}`;
+      FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}`;
   const { rows } = await run<Record<string, unknown>>(trx, sql, params);
   if (rows.some((row) => row.odd)) return undefined;
   // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
@@ -197,17 +298,31 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     const out: Record<string, RDF.Term> = {};
     counting.projections.forEach((projection, at) => {
       const value = row[`p${at}`];
-      if (projection.group) {
-        const triple = valueTriples.find((candidate) => candidate.variable === projection.group)!;
-        out[projection.name] = triple.kind === 'link' ? namedNode(`${triple.before}${encodeURIComponent(String(value))}${triple.after}`) : literalOf(String(value), triple.datatype);
-      } else if (projection.total) {
-        const triple = valueTriples.find((candidate) => candidate.variable === projection.total!.of) as Extract<StarTriple, { kind: 'property' }>;
-        out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), triple.datatype, projection.total.average);
-      } else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
+      if (projection.group) out[projection.name] = columns.get(projection.group)!.render(String(value));
+      else if (projection.total) out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), columns.get(projection.total.of)!.triple!.datatype, projection.total.average);
+      else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
     });
     return out;
   });
-  return { kind: 'bindings', variables, rows: result };
+  if (counting.order.length) {
+    const keys = new Map(result.map((row) => [row, counting.order.map(({ at }) => evaluatorTerm(row[variables[at]]))]));
+    result.sort((a, b) => {
+      for (const [i, { descending }] of counting.order.entries()) {
+        const order = orderTerms(keys.get(a)![i], keys.get(b)![i]);
+        if (order !== 0) return descending ? -order : order;
+      }
+      return 0;
+    });
+  }
+  const rows_ = result.slice(counting.offset, counting.limit === undefined ? undefined : counting.offset + counting.limit);
+  return { kind: 'bindings', variables, rows: rows_ };
+}
+
+/** An answer's term as the evaluator's comparisons take it. */
+function evaluatorTerm(term: RDF.Term | undefined): EvaluatorTerm | undefined {
+  if (!term) return undefined;
+  if (term.termType === 'Literal') return new LiteralTerm(term.value, term.datatype.value, term.language);
+  return { termType: 'NamedNode', value: term.value };
 }
 
 function literalOf(text: string, datatype: string): RDF.Literal {
