@@ -46,9 +46,23 @@ export function ensureConsoleBuilt(): void {
   });
   writeFileSync(path.join(building, STAMP), `${digest}\n`);
   const old = `${out}.old-${process.pid}`;
-  if (existsSync(out)) renameSync(out, old);
-  renameSync(building, out);
+  // Another `npm test` or `npm start` in this tree may swap its build in at the same moment: whichever
+  // lands last is served, and both were built from the same sources.
+  const ignoreRace = (error: unknown) => {
+    if (!['ENOENT', 'ENOTEMPTY', 'EEXIST'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
+  };
+  try {
+    renameSync(out, old);
+  } catch (error) {
+    ignoreRace(error);
+  }
+  try {
+    renameSync(building, out);
+  } catch (error) {
+    ignoreRace(error);
+  }
   rmSync(old, { recursive: true, force: true });
+  rmSync(building, { recursive: true, force: true });
 }
 
 if (require.main === module) ensureConsoleBuilt();
