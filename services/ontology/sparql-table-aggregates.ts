@@ -29,7 +29,8 @@ import type { OtherGraphs, ReachTable } from './sparql-reach-reads';
 
 const { literal, namedNode } = DataFactory;
 const RDF_TYPE = `${NS.rdf}type`;
-const XSD_INTEGER = 'http://www.w3.org/2001/XMLSchema#integer';
+const XSD = 'http://www.w3.org/2001/XMLSchema#';
+const XSD_INTEGER = `${XSD}integer`;
 
 type Term = { termType: string; value: string };
 
@@ -45,9 +46,14 @@ interface Projection {
   /** A group variable, or an aggregate: COUNT(*) (of: undefined) or COUNT([DISTINCT] ?of). */
   group?: string;
   count?: { of?: string; distinct: boolean };
+  /** A variable of a query without aggregates. */
+  plain?: string;
   /** SUM(?of) or AVG(?of) of an xsd:integer or xsd:decimal property. */
   total?: { of: string; average: boolean };
 }
+
+/** Solutions a query without aggregates may have here (they are sorted in this process); more are left to the evaluator. */
+const MAX_SOLUTION_ROWS = 100_000;
 
 /** Lexical forms of the numeric datatypes totals are computed for, as the evaluator reads them (numeric.ts). */
 const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$', 'xsd:decimal': '^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$' };
@@ -61,10 +67,38 @@ interface Star {
   triples: StarTriple[];
 }
 
+/** `?v op constant`: a FILTER conjunct on a numeric property's value. */
+interface NumericFilter {
+  variable: string;
+  op: '<' | '<=' | '>' | '>=' | '=' | '!=';
+  value: string;
+}
+
+/** A FILTER as numeric bounds, or undefined when any of it is something else. */
+function filterBounds(expression: unknown): NumericFilter[] | undefined {
+  const e = expression as { type?: string; operator?: string; args?: Array<{ termType?: string; value?: string; datatype?: { value: string } }> };
+  if (e?.type !== 'operation' || !e.args) return undefined;
+  if (e.operator === '&&') {
+    const parts = e.args.map(filterBounds);
+    return parts.every(Boolean) ? parts.flat() as NumericFilter[] : undefined;
+  }
+  const flipped: Record<string, NumericFilter['op']> = { '<': '>', '<=': '>=', '>': '<', '>=': '<=', '=': '=', '!=': '!=' };
+  if (!(String(e.operator) in flipped) || e.args.length !== 2) return undefined;
+  const [left, right] = e.args;
+  const constant = (term: typeof left) => term.termType === 'Literal' && (term.datatype?.value === `${XSD}integer` || term.datatype?.value === `${XSD}decimal`) && /^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$/.test(String(term.value));
+  if (left.termType === 'Variable' && constant(right)) return [{ variable: String(left.value), op: e.operator as NumericFilter['op'], value: String(right.value) }];
+  if (right.termType === 'Variable' && constant(left)) return [{ variable: String(right.value), op: flipped[String(e.operator)], value: String(left.value) }];
+  return undefined;
+}
+
 export interface CountingQuery {
   stars: Star[];
   groupBy: string[];
   projections: Projection[];
+  filters: NumericFilter[];
+  /** Aggregates (or GROUP BY): one row per group; otherwise one row per solution, DISTINCT or not. */
+  aggregated: boolean;
+  distinct: boolean;
   order: Array<{ at: number; descending: boolean }>;
   offset: number;
   limit?: number;
@@ -90,10 +124,18 @@ export function countingQuery(query: SparqlQuery, sources: ReachTable[], othersO
   if (query.type !== 'query' || query.queryType !== 'SELECT') return undefined;
   const q = query as SparqlQuery & Record<string, unknown>;
   if (q.having || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
-  const where = (q.where ?? []) as Array<{ type: string; triples?: Array<{ subject: Term; predicate: Term; object: Term }> }>;
-  if (where.length !== 1 || where[0].type !== 'bgp' || !where[0].triples?.length) return undefined;
+  const where = (q.where ?? []) as Array<{ type: string; triples?: Array<{ subject: Term; predicate: Term; object: Term }>; expression?: unknown }>;
+  const bgps = where.filter((pattern) => pattern.type === 'bgp');
+  if (bgps.length !== 1 || !bgps[0].triples?.length || where.some((pattern) => pattern.type !== 'bgp' && pattern.type !== 'filter')) return undefined;
+  const filters: NumericFilter[] = [];
+  for (const pattern of where) {
+    if (pattern.type !== 'filter') continue;
+    const bounds = filterBounds(pattern.expression);
+    if (!bounds) return undefined;
+    filters.push(...bounds);
+  }
   const bySubject = new Map<string, Array<{ predicate: Term; object: Term }>>();
-  for (const { subject, predicate, object } of where[0].triples) {
+  for (const { subject, predicate, object } of bgps[0].triples) {
     if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
     bySubject.set(subject.value, [...(bySubject.get(subject.value) ?? []), { predicate, object }]);
   }
@@ -142,14 +184,17 @@ export function countingQuery(query: SparqlQuery, sources: ReachTable[], othersO
     if (!isVariable(group.expression) || group.variable || !known(group.expression.value)) return undefined;
     groupBy.push(group.expression.value);
   }
+  const property = (name: string) => stars.flatMap((star) => star.triples).find((triple): triple is Extract<StarTriple, { kind: 'property' }> => triple.kind === 'property' && triple.variable === name);
+  // A FILTER is kept only when PostgreSQL can apply all of it: numeric bounds on numeric properties.
+  if (filters.some((filter) => !((property(filter.variable)?.datatype ?? '') in NUMERIC_LEXICAL))) return undefined;
   const projections: Projection[] = [];
   const selected = q.variables as unknown[];
   if (!Array.isArray(selected) || selected.some((item) => (item as Term).termType === 'Wildcard')) return undefined;
-  const property = (name: string) => stars.flatMap((star) => star.triples).find((triple): triple is Extract<StarTriple, { kind: 'property' }> => triple.kind === 'property' && triple.variable === name);
+  const aggregated = groupBy.length > 0 || selected.some((item) => !isVariable(item));
   for (const item of selected) {
     if (isVariable(item)) {
-      if (!groupBy.includes(item.value)) return undefined;
-      projections.push({ name: item.value, group: item.value });
+      if (aggregated ? !groupBy.includes(item.value) : !known(item.value)) return undefined;
+      projections.push(aggregated ? { name: item.value, group: item.value } : { name: item.value, plain: item.value });
       continue;
     }
     const { expression, variable } = item as { expression: { type?: string; aggregation?: string; distinct?: boolean; expression?: Term }; variable: Term };
@@ -174,7 +219,9 @@ export function countingQuery(query: SparqlQuery, sources: ReachTable[], othersO
     if (at < 0) return undefined;
     order.push({ at, descending: Boolean(condition.descending) });
   }
-  return { stars, groupBy, projections, order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+  // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
+  if (!aggregated && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
+  return { stars, groupBy, projections, filters, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
 }
 
 /** A subject variable's triples as a star over the one source that alone yields all of them. */
@@ -274,6 +321,7 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
   const columnOf = (name: string) => columns.get(name)!.column;
   const selects = counting.projections.map((projection, at) => {
     if (projection.group) return `${columnOf(projection.group)} AS p${at}`;
+    if (projection.plain) return `${columnOf(projection.plain)} AS p${at}`;
     if (projection.total) {
       const column = columnOf(projection.total.of).replace(/\.o$/, '.num');
       // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
@@ -285,11 +333,20 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     return `count(*) AS p${at}`;
   });
   const groupColumns = counting.groupBy.map(columnOf);
-  const sql = `WITH ${ctes.join(',\n')}
-    SELECT ${selects.join(', ')}, (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd
-      FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}`;
-  const { rows } = await run<Record<string, unknown>>(trx, sql, params);
-  if (rows.some((row) => row.odd)) return undefined;
+  // A FILTER's bounds on the value as the evaluator reads it: a value not of its type is an error, which no bound passes.
+  for (const filter of counting.filters) on.push(`${columnOf(filter.variable).replace(/\.o$/, '.num')} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
+  // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
+  const cap = counting.aggregated ? undefined : MAX_SOLUTION_ROWS;
+  // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
+  const sql = `WITH ${ctes.join(',\n')},
+    answer AS (SELECT ${counting.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
+      FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
+    oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd)
+    SELECT answer.*, oddity.odd FROM oddity LEFT JOIN answer ON true`;
+  const { rows: all } = await run<Record<string, unknown>>(trx, sql, params);
+  if (all.some((row) => row.odd)) return undefined;
+  const rows = all.filter((row) => row.present);
+  if (cap && rows.length > cap) return undefined;
   // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
   if (counting.projections.some((projection, at) => projection.total && rows.some((row) => Number(row[`n${at}`]) !== Number(row[`a${at}`])))) return undefined;
   // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).
@@ -298,7 +355,7 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     const out: Record<string, RDF.Term> = {};
     counting.projections.forEach((projection, at) => {
       const value = row[`p${at}`];
-      if (projection.group) out[projection.name] = columns.get(projection.group)!.render(String(value));
+      if (projection.group || projection.plain) out[projection.name] = columns.get((projection.group ?? projection.plain)!)!.render(String(value));
       else if (projection.total) out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), columns.get(projection.total.of)!.triple!.datatype, projection.total.average);
       else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
     });
