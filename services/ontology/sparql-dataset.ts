@@ -23,7 +23,7 @@ import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
 import { OtherGraphs, ReachTable, readReachedRecords, tableReadSlot } from './sparql-reach-reads';
-import { countingQuery, runCountingQuery } from './sparql-table-aggregates';
+import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
 
@@ -538,11 +538,11 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
 }
 
 /**
- * A counting query over one bound table, answered by PostgreSQL (sparql-table-aggregates.ts), when
+ * A counting query over one bound table, answered by PostgreSQL (sparql-in-sql.ts), when
  * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
  * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
  */
-export async function countedOverTable(ctx: OperationContext, catalog: DatasetCatalog, text: string): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
+export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const settings = sparqlSettings();
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
@@ -569,18 +569,18 @@ export async function countedOverTable(ctx: OperationContext, catalog: DatasetCa
     }
     return others;
   };
-  const counting = countingQuery(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
-  if (!counting) return undefined;
+  const inSql = sqlQueryOf(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
+  if (!inSql) return undefined;
   const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
   const snapshotOf = (source: BoundSource) => snapshots.get(source.group!)![source.at];
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
-  if (counting.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
+  if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
   const release = tableReadSlot(db as Db, principal.workspaceId, settings);
   try {
     const result = await (db as Db).transaction(async (trx) => {
       await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(settings.timeoutMs))}`);
-      return runCountingQuery(trx, counting, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })));
+      return runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })));
     }, { readOnly: true } as never);
     if (!result) return undefined;
     return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };

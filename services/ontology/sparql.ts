@@ -8,7 +8,7 @@ import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/mess
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { countedOverTable, keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
+import { answeredInSql, keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -132,13 +132,13 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
       return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
     });
   // Kept graphs first (a warm query starts at once); then a SELECT PostgreSQL can answer over bound
-  // tables (sparql-table-aggregates.ts); else the graphs are read or built.
+  // tables (sparql-in-sql.ts); else the graphs are read or built.
   let dataset: QueryDatasetHandles | undefined = keptDataset(ctx, catalog, ask.text);
   const started = performance.now();
   const evaluated = dataset
     ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
     : ask.queryType === 'SELECT'
-      ? countedOverTable(ctx, catalog, ask.text).then(async (counted) => {
+      ? answeredInSql(ctx, catalog, ask.text).then(async (counted) => {
           if (!counted) return evaluateOverGraphs();
           dataset = counted.dataset;
           const answered = performance.now();

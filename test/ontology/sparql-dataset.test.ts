@@ -194,7 +194,7 @@ describe('The SPARQL dataset at the scale of its data', function () {
   it('refuses a query that reaches past the reach bound at the first read past it, naming the bound and the table, never a part', async () => {
     const restore = overrideSparqlSettings({ maxReachedTriples: 1_000 });
     try {
-      // A FILTER PostgreSQL does not apply keeps the count from its counting (sparql-table-counts.test.ts): the records are read.
+      // A FILTER PostgreSQL does not apply keeps the count from its counting (sparql-in-sql.test.ts): the records are read.
       const refused = await count(t.key, ' # under a lower reach bound', 'FILTER (STRLEN(STR(?total)) > 0) ');
       assert.equal(refused.status, 422, JSON.stringify(refused.body));
       assert.equal(refused.body.code, 'query_too_broad');

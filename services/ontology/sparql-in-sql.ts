@@ -13,19 +13,23 @@ import { qualified, run, workspaceSchema } from '../../plugins/managed-table/sto
 import { SqlParams } from '../../plugins/sql/builder';
 import type { OtherGraphs, ReachTable } from './sparql-reach-reads';
 
-// Counting queries over one bound table, answered by PostgreSQL: no records leave the database.
-// The shape covered is the one a table's size makes unreadable otherwise:
+// SPARQL answered in SQL over bound managed tables: no records leave the database. The shape
+// covered is the one a table's size makes unreadable otherwise, stars of bound tables:
 //
-//   SELECT ?g (COUNT(*) AS ?n) (COUNT(DISTINCT ?v) AS ?m) WHERE { ?s a :C ; :p ?g ; :q ?v } GROUP BY ?g
+//   SELECT ?type (AVG(?rating) AS ?avg) (COUNT(?review) AS ?n)
+//    WHERE { ?review :reviewFor ?product ; :rating1 ?rating . ?product :productType ?type }
+//    GROUP BY ?type ORDER BY ?type
 //
-// one subject variable, constant predicates that only this table yields (not the package, not
-// another binding), distinct object variables, COUNT aggregates, GROUP BY on the star's variables
-// or none. The SQL counts the solutions the mapping's triples give: records grouped by the text
-// their subject IRI is made of (records with one IRI merge their triples), each field's values
-// (or array elements) as the distinct lexical forms the mapping writes, and solutions as the
-// product of each subject's distinct values. Where a value's lexical form is not one PostgreSQL
-// writes as JavaScript does (a number in exponent notation, an object), the answer is not used
-// and the query is read and evaluated as any other.
+// one star per subject variable, each of constant predicates that only its table yields (not the
+// package, not another binding), joined where a link's object is another star's subject; distinct
+// object variables; COUNT, SUM and AVG (numeric properties) with GROUP BY on star variables, or
+// plain projections (DISTINCT or not); FILTERs of numeric bounds; ORDER BY projected variables
+// (sorted here in the evaluator's order) with OFFSET and LIMIT. The SQL gives the solutions the
+// mapping's triples give: records grouped by the text their subject IRI is made of (records with
+// one IRI merge their triples), each field's values (or array elements) as the distinct lexical
+// forms the mapping writes, and a subject's solutions as the product of its distinct values. Where
+// a value's lexical form is not one PostgreSQL writes as JavaScript does (a number in exponent
+// notation, an object), the answer is not used and the query is read and evaluated as any other.
 
 const { literal, namedNode } = DataFactory;
 const RDF_TYPE = `${NS.rdf}type`;
@@ -60,7 +64,7 @@ const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$'
 
 /** One subject variable's triples, all yielded by one table. */
 interface Star {
-  /** Index into the sources given to countingQuery. */
+  /** Index into the sources given to sqlQueryOf. */
   source: number;
   variable: string;
   subject: { field: string; before: string; after: string };
@@ -91,7 +95,7 @@ function filterBounds(expression: unknown): NumericFilter[] | undefined {
   return undefined;
 }
 
-export interface CountingQuery {
+export interface SqlQuery {
   stars: Star[];
   groupBy: string[];
   projections: Projection[];
@@ -120,7 +124,7 @@ function oneFieldTemplate(template: string): { field: string; before: string; af
  * template), or undefined when it is not one this file answers. `othersOf(i)`: what graphs other
  * than source i hold; a star's predicates must be yielded by its source alone.
  */
-export function countingQuery(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): CountingQuery | undefined {
+export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
   if (query.type !== 'query' || query.queryType !== 'SELECT') return undefined;
   const q = query as SparqlQuery & Record<string, unknown>;
   if (q.having || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
@@ -273,7 +277,7 @@ function shownText(value: string, shown: 'key' | 'string' | 'typed'): { text: st
 }
 
 /** Runs the count over the sources at their snapshots; undefined when a value's form makes the SQL's answer unreliable. */
-export async function runCountingQuery(trx: Knex.Transaction, counting: CountingQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
+export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
   const params = new SqlParams();
   const ctes: string[] = [];
   const from: string[] = [];
@@ -282,7 +286,7 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
   const columns = new Map<string, { column: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
   const solutionColumns: string[] = [];
-  counting.stars.forEach((star, x) => {
+  query.stars.forEach((star, x) => {
     const source = sources[star.source];
     const version = params.add(source.version);
     const subject = shownText(`(data -> ${params.add(star.subject.field)}::text)`, 'key');
@@ -319,7 +323,7 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
   });
   // A row of the join is a solution: each star's subject with one of each of its distinct values.
   const columnOf = (name: string) => columns.get(name)!.column;
-  const selects = counting.projections.map((projection, at) => {
+  const selects = query.projections.map((projection, at) => {
     if (projection.group) return `${columnOf(projection.group)} AS p${at}`;
     if (projection.plain) return `${columnOf(projection.plain)} AS p${at}`;
     if (projection.total) {
@@ -332,14 +336,14 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     if (distinct) return `count(DISTINCT (${solutionColumns.join(', ')})) AS p${at}`;
     return `count(*) AS p${at}`;
   });
-  const groupColumns = counting.groupBy.map(columnOf);
+  const groupColumns = query.groupBy.map(columnOf);
   // A FILTER's bounds on the value as the evaluator reads it: a value not of its type is an error, which no bound passes.
-  for (const filter of counting.filters) on.push(`${columnOf(filter.variable).replace(/\.o$/, '.num')} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
+  for (const filter of query.filters) on.push(`${columnOf(filter.variable).replace(/\.o$/, '.num')} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
-  const cap = counting.aggregated ? undefined : MAX_SOLUTION_ROWS;
+  const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
-    answer AS (SELECT ${counting.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
+    answer AS (SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
       FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
     oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd)
     SELECT answer.*, oddity.odd FROM oddity LEFT JOIN answer ON true`;
@@ -348,12 +352,12 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
   const rows = all.filter((row) => row.present);
   if (cap && rows.length > cap) return undefined;
   // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
-  if (counting.projections.some((projection, at) => projection.total && rows.some((row) => Number(row[`n${at}`]) !== Number(row[`a${at}`])))) return undefined;
+  if (query.projections.some((projection, at) => projection.total && rows.some((row) => Number(row[`n${at}`]) !== Number(row[`a${at}`])))) return undefined;
   // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).
-  const variables = counting.projections.map((projection) => projection.name);
+  const variables = query.projections.map((projection) => projection.name);
   const result: Array<Record<string, RDF.Term>> = rows.map((row) => {
     const out: Record<string, RDF.Term> = {};
-    counting.projections.forEach((projection, at) => {
+    query.projections.forEach((projection, at) => {
       const value = row[`p${at}`];
       if (projection.group || projection.plain) out[projection.name] = columns.get((projection.group ?? projection.plain)!)!.render(String(value));
       else if (projection.total) out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), columns.get(projection.total.of)!.triple!.datatype, projection.total.average);
@@ -361,17 +365,17 @@ export async function runCountingQuery(trx: Knex.Transaction, counting: Counting
     });
     return out;
   });
-  if (counting.order.length) {
-    const keys = new Map(result.map((row) => [row, counting.order.map(({ at }) => evaluatorTerm(row[variables[at]]))]));
+  if (query.order.length) {
+    const keys = new Map(result.map((row) => [row, query.order.map(({ at }) => evaluatorTerm(row[variables[at]]))]));
     result.sort((a, b) => {
-      for (const [i, { descending }] of counting.order.entries()) {
+      for (const [i, { descending }] of query.order.entries()) {
         const order = orderTerms(keys.get(a)![i], keys.get(b)![i]);
         if (order !== 0) return descending ? -order : order;
       }
       return 0;
     });
   }
-  const rows_ = result.slice(counting.offset, counting.limit === undefined ? undefined : counting.offset + counting.limit);
+  const rows_ = result.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit);
   return { kind: 'bindings', variables, rows: rows_ };
 }
 

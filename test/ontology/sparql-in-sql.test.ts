@@ -9,7 +9,7 @@ import { as, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 
 // Counting queries over one bound table are answered by PostgreSQL (services/ontology/
-// sparql-table-aggregates.ts): the same answers as the evaluator gives over the table read whole,
+// sparql-in-sql.ts): the same answers as the evaluator gives over the table read whole,
 // on data made to trip a count in SQL (records sharing a subject IRI, arrays with repeats, 5 and
 // "5", JSON null, missing fields, keys that need percent-encoding), and a count no bound refuses.
 
