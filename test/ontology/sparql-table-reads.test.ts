@@ -647,13 +647,11 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
     assert.deepEqual(failures, []);
   });
 
-  // KNOWN BUG, skipped to keep main green: services/ontology/sparql-dataset.ts keeps reached graphs
-  // per query text and table snapshots (reachKeyOf), but what was read depends on the graphs read
-  // whole too (OtherGraphs: a predicate an http_dataset binding also yields never narrows). A key
-  // without the remote graph narrows `?s :name "Zed"` to no record; the same text by a key with
-  // it then finds that graph kept and answers nothing (whole reads: two rows). The key needs the
-  // whole graphs' versions (or the OtherGraphs) in it.
-  it.skip('answers alike with a key without a whole graph’s grant and then with it, for the same text', async () => {
+  // Regression (fixed in 702471a): reached graphs were kept per query text and table snapshots,
+  // but what was read depends on the graphs read whole too (a predicate an http_dataset binding
+  // also yields never narrows). A key without the remote graph narrowed `?s :name "Zed"` to no
+  // record; the same text by a key with it then found that graph kept and answered nothing.
+  it('answers alike with a key without a whole graph’s grant and then with it, for the same text', async () => {
     // The reached graphs are kept per text and table snapshot: a key that may read another graph narrows otherwise.
     for (const text of [
       `SELECT ?t WHERE { ?s :name "Zed" . ?s :knows ?t }`,
