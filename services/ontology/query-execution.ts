@@ -16,7 +16,8 @@ import { queryTermBindings, requireQuery, selectedRelease } from './published-qu
 import { activePackage } from './ontology';
 import { endpointReadGrants } from '../endpoints/data-guard';
 import { checkingGrants } from '../operations/current-operation';
-import { runDatasetQuery, sparqlDataset } from './sparql';
+import { runDatasetQuery } from './sparql';
+import { answeredInSql, loadDatasetCatalog, queryDataset } from './sparql-dataset';
 
 // Executing a release (SPEC 4.5): within the sync budget the rows come back at once; over it the
 // query continues as a job (query-jobs.ts) whose stored rows the caller reads page by page with a
@@ -68,15 +69,15 @@ const inputHash = (input: Record<string, unknown>) => createHash('sha256').updat
 /** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
 export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
   const { principal } = ctx;
-  let facts: ReturnType<typeof analyzeTemplate>['facts'];
-  const { dataset, text } = await sparqlDataset(ctx, (pkg) => {
-    facts = analyzeTemplate(version.definition.sparql, pkg.baseIri).facts;
-    if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
-    return bindTemplate(facts, input, version.definition.inputSchema as never, page);
-  });
-  if (!facts || text === undefined) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
-  const answer = await runDatasetQuery(dataset, principal.workspaceId, text, { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows }, { terms: true });
-  const result = resultOf(answer.result!);
+  const catalog = await loadDatasetCatalog(ctx.db, principal.workspaceId, ctx.project.id);
+  if (!catalog.pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
+  const { facts } = analyzeTemplate(version.definition.sparql, catalog.pkg.baseIri);
+  if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');
+  const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
+  const limits = { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows };
+  // PostgreSQL answers what it can over bound tables (sparql-in-sql.ts); the evaluator the rest.
+  const result = (await answeredInSql(ctx, catalog, text, limits.maxResults))?.result
+    ?? resultOf((await runDatasetQuery(await queryDataset(ctx, catalog, text), principal.workspaceId, text, limits, { terms: true })).result!);
   if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
   const projected = facts.projected;
   const rows = result.rows.map((row) => Object.fromEntries(projected.map((name) => [name, jsonValue(row[name])])));

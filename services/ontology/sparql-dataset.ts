@@ -542,7 +542,7 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
  * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
  * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
  */
-export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
+export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const settings = sparqlSettings();
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
@@ -583,6 +583,8 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
       return runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })));
     }, { readOnly: true } as never);
     if (!result) return undefined;
+    // The same bound on an answer as the evaluator's.
+    if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);
     return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
   } finally {
     release();

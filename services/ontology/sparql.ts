@@ -138,7 +138,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   const evaluated = dataset
     ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
     : ask.queryType === 'SELECT'
-      ? answeredInSql(ctx, catalog, ask.text).then(async (counted) => {
+      ? answeredInSql(ctx, catalog, ask.text, limits.maxResults).then(async (counted) => {
           if (!counted) return evaluateOverGraphs();
           dataset = counted.dataset;
           const answered = performance.now();
