@@ -17,7 +17,7 @@ import { activePackage } from './ontology';
 import { endpointReadGrants } from '../endpoints/data-guard';
 import { checkingGrants } from '../operations/current-operation';
 import { runDatasetQuery } from './sparql';
-import { answeredInSql, loadDatasetCatalog, queryDataset } from './sparql-dataset';
+import { answeredInSql, loadDatasetCatalog, queryDataset, SnapshotPin } from './sparql-dataset';
 
 // Executing a release (SPEC 4.5): within the sync budget the rows come back at once; over it the
 // query continues as a job (query-jobs.ts) whose stored rows the caller reads page by page with a
@@ -67,7 +67,7 @@ export async function checkGrants(ctx: OperationContext, version: QueryVersion):
 const inputHash = (input: Record<string, unknown>) => createHash('sha256').update(canonicalJson(input)).digest('hex');
 
 /** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
-export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number) {
+export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number, pin?: SnapshotPin) {
   const { principal } = ctx;
   const catalog = await loadDatasetCatalog(ctx.db, principal.workspaceId, ctx.project.id);
   if (!catalog.pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
@@ -76,8 +76,8 @@ export async function runQuery(ctx: OperationContext, version: QueryVersion, inp
   const text = bindTemplate(facts, input, version.definition.inputSchema as never, page);
   const limits = { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows };
   // PostgreSQL answers what it can over bound tables (sparql-in-sql.ts); the evaluator the rest.
-  const result = (await answeredInSql(ctx, catalog, text, limits.maxResults))?.result
-    ?? resultOf((await runDatasetQuery(await queryDataset(ctx, catalog, text), principal.workspaceId, text, limits, { terms: true })).result!);
+  const result = (await answeredInSql(ctx, catalog, text, limits.maxResults, pin))?.result
+    ?? resultOf((await runDatasetQuery(await queryDataset(ctx, catalog, text, pin), principal.workspaceId, text, limits, { terms: true })).result!);
   if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
   const projected = facts.projected;
   const rows = result.rows.map((row) => Object.fromEntries(projected.map((name) => [name, jsonValue(row[name])])));
@@ -127,8 +127,10 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
   const page = { limit: Math.min(body.options?.limit ?? EXECUTION_DEFAULTS.limit, EXECUTION_DEFAULTS.maxLimit), offset: body.options?.offset ?? 0 };
   const hash = inputHash(input);
   const started = Date.now();
+  // The snapshots the first attempt reads bound tables at: a job goes on at the same ones.
+  const pin: SnapshotPin = {};
   try {
-    const rows = await runQuery(ctx, resolved.version, input, page, EXECUTION_DEFAULTS.syncBudgetMs);
+    const rows = await runQuery(ctx, resolved.version, input, page, EXECUTION_DEFAULTS.syncBudgetMs, pin);
     await recordExecution(ctx, resolved, { inputHash: hash, durationMs: Date.now() - started, rowCount: rows.length });
     return { status: 200, body: { status: 'succeeded', data: rows, metadata: { queryId, release: resolved.release.version, queryVersionId: resolved.version.id, rowCount: rows.length, limit: page.limit, offset: page.offset, durationMs: Date.now() - started } } };
   } catch (error) {
@@ -146,7 +148,7 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
     apiKeyId: principal.apiKeyId,
     memberId: principal.memberId,
     status: 'active',
-    input: { input, page },
+    input: { input, page, snapshots: pin },
     inputHash: hash,
     workflowId: 'pending',
     expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.jobTimeoutMs + EXECUTION_DEFAULTS.resultsTtlMs),

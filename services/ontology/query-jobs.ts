@@ -7,6 +7,7 @@ import { actAsKey, isRefusal } from '../operations/act-as-key';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { checkGrants, EXECUTION_DEFAULTS, runQuery } from './query-execution';
+import type { SnapshotPin } from './sparql-dataset';
 import { executeQueryOperation } from './query-operations';
 
 /**
@@ -50,14 +51,16 @@ export async function runQueryJob(ctx: OperationContext, jobId: string): Promise
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   const version = await QueryVersion.query(deps.db).join('query_releases', 'query_releases.query_version_id', 'query_versions.id').where({ 'query_releases.query_id': job.queryId, 'query_releases.version': job.releaseVersion }).select('query_versions.*').first();
-  const { input, page } = job.input as { input: Record<string, unknown>; page: { limit: number; offset: number } };
+  // Jobs accepted before snapshots were pinned have none: they read the snapshots current now.
+  const { input, page, snapshots } = job.input as { input: Record<string, unknown>; page: { limit: number; offset: number }; snapshots?: SnapshotPin };
   const started = Date.now();
   let rows: Array<Record<string, unknown>> | undefined;
   let failure: DomainError | undefined;
   try {
     // The key's grants as they are now, not as they were when the job was accepted.
     await checkGrants(ctx, version!);
-    rows = await runQuery(ctx, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs);
+    // At the snapshots the execution's first attempt read (a commit since does not change the answer).
+    rows = await runQuery(ctx, version!, input, page, EXECUTION_DEFAULTS.jobTimeoutMs, snapshots ?? {});
   } catch (error) {
     if (!(error instanceof DomainError)) throw error;
     failure = error;

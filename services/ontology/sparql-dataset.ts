@@ -358,6 +358,18 @@ async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHea
   return (await keptOrBuilt(slot, version, unpinnedFresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
 }
 
+/**
+ * The snapshots a query read its bound managed tables at, by binding id: an execution that goes on
+ * as a job reads them again at the same snapshots (filled in by the first reading, given to the next).
+ */
+export type SnapshotPin = Record<string, SnapshotInfo>;
+
+/** Each source's snapshot: the pinned one when the pin holds it, else the one read now (recorded in the pin for managed tables). */
+function pinnedSnapshot(source: BoundSource, read: SnapshotInfo | undefined, pin: SnapshotPin | undefined): SnapshotInfo | undefined {
+  if (!read || !pin || !source.table) return read;
+  return (pin[source.binding.id] ??= read);
+}
+
 export interface QueryDatasetHandles {
   pkg: PackageHead;
   graphs: GraphHandle[];
@@ -464,12 +476,13 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
  * kept, and, for bound managed tables, graphs of only the records this query reaches (`text`).
  * Refuses (never truncates) whole graphs past the dataset bound, and table reads past the reach bound.
  */
-export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): Promise<QueryDatasetHandles> {
-  return keptDataset(ctx, catalog, text) ?? readDataset(ctx, catalog, text);
+export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin): Promise<QueryDatasetHandles> {
+  // A pinned read checks its snapshots against the pin, which kept graphs do not know.
+  return (pin ? undefined : keptDataset(ctx, catalog, text)) ?? readDataset(ctx, catalog, text, pin);
 }
 
 /** queryDataset after keptDataset found something to read or build. */
-export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): Promise<QueryDatasetHandles> {
+export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin): Promise<QueryDatasetHandles> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
@@ -484,7 +497,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
   for (const source of plan.sources) {
-    const snapshot = source.group && snapshots!.get(source.group)![source.at];
+    const snapshot = pinnedSnapshot(source, source.group && snapshots!.get(source.group)![source.at], pin);
     if (patterns && source.table && snapshot) {
       const dataVersion = snapshotVersionOf(source.names, snapshot);
       dataVersions.push(dataVersion);
@@ -542,7 +555,7 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
  * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
  * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
  */
-export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
+export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const settings = sparqlSettings();
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
@@ -572,7 +585,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const inSql = sqlQueryOf(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
   if (!inSql) return undefined;
   const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
-  const snapshotOf = (source: BoundSource) => snapshots.get(source.group!)![source.at];
+  const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
   if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { PluginInstallation } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
@@ -12,6 +16,7 @@ describe('Published queries: contracts, releases, execution and jobs', function 
   let author: ReturnType<typeof as>;
   let authorKey: string;
   let base: string;
+  let customers: string;
   const definition = (extra: Record<string, unknown> = {}) => ({
     name: 'adults',
     sparql: 'SELECT ?name ?age WHERE { ?c a :Customer ; :name ?name ; :age ?age FILTER(?age >= ?minAge) } ORDER BY ?name',
@@ -23,7 +28,7 @@ describe('Published queries: contracts, releases, execution and jobs', function 
   before(async () => {
     t = await ontologyTenant();
     const packageId = await customerOntology(t);
-    const customers = await seededTable(t, [
+    customers = await seededTable(t, [
       { id: 1, full_name: 'Ada', years: 36 },
       { id: 2, full_name: 'Bob', years: 17 },
       { id: 3, full_name: 'Cy', years: 40 },
@@ -215,6 +220,28 @@ describe('Published queries: contracts, releases, execution and jobs', function 
       }
       assert.equal(state, 'CANCELLED');
       assert.equal((await env().db('query_jobs').where({ id: job! }).first()).status, 'canceled', 'a canceled job stays canceled');
+    });
+
+    it('runs a job at the snapshots its execution started with: a commit meanwhile does not change its answer', async () => {
+      const { id } = await createAndPublish('async-pinned', slow);
+      const pending = await author.post(`${base}/queries/${id}/execute`, { input: { minAge: 0 } });
+      assert.equal(pending.status, 202, JSON.stringify(pending.body));
+      const write = async (request: Record<string, unknown>) => {
+        const endpoint = (await t.client.get(`/api/v1/data-endpoints/${customers}`)).body.dataEndpoint;
+        const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+        await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { ...request, provenance: { kind: 'write', id: randomUUID() } } as never);
+      };
+      await write({ operation: 'append', rows: [{ id: 4, full_name: 'Dee', years: 50 }] });
+      try {
+        const done = await follow(id, pending.body.metadata.continuation, 10);
+        assert.equal(done.status, 200, JSON.stringify(done.body));
+        assert.deepEqual(done.body.data.map((r: { name: string }) => r.name), ['Ada', 'Bob', 'Cy'], 'the customers as the execution found them');
+        const again = await author.post(`${base}/queries/${id}/execute`, { input: { minAge: 0 } });
+        const later = again.status === 202 ? await follow(id, again.body.metadata.continuation, 10) : again;
+        assert.deepEqual(later.body.data.map((r: { name: string }) => r.name), ['Ada', 'Bob', 'Cy', 'Dee'], 'a new execution reads the new snapshot');
+      } finally {
+        await write({ operation: 'delete', where: [{ field: 'id', op: 'eq', value: 4 }] });
+      }
     });
   });
 });
