@@ -3,8 +3,9 @@ import Decimal from 'decimal.js';
 import { chargeLeaseMax } from '../../core/config';
 import { billExpiredChargeLeases } from '../../services/usage/usage';
 import { env } from '../support/environment';
-import { as, newKey, requestAt } from '../support/fixtures';
-import { bind, customerOntology, ontologyTenant, seededTable } from '../support/ontology';
+import { as, requestAt } from '../support/fixtures';
+import { customerOntology, ontologyTenant } from '../support/ontology';
+import { publishSlowQuery, SLOW_QUERY_ROWS } from './support/slow-query';
 import { killHard, RunningScript, startApiScript } from '../support/processes';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../support/source-writes';
 
@@ -31,49 +32,22 @@ describe('API process killed during open work', function () {
 
   it('an asynchronous query job finishes while the API is down, and its rows are read through the restarted API', async () => {
     const t = await ontologyTenant();
-    const packageId = await customerOntology(t);
-    const customers = await seededTable(t, [
-      { id: 1, full_name: 'Ada', years: 36 },
-      { id: 2, full_name: 'Bob', years: 17 },
-      { id: 3, full_name: 'Cy', years: 40 },
-    ]);
-    await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/c/{id}', properties: { name: 'full_name', age: 'years' } }, requiredReadPermissions: ['customers.read'] });
-    // A genuinely slow query (every chain of four paths along an imported chain of 100 nodes, as in
-    // the published-query tests: some 97 million solutions to count, which no evaluation order
-    // avoids), so the execution is still running when the API process dies.
-    const baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
-    assert.equal((await t.client.post(`${t.base}/terms`, { id: 'Node', kind: 'class' })).status, 201);
-    assert.equal((await t.client.post(`${t.base}/links`, { id: 'next', from: 'Node', to: 'Node' })).status, 201);
-    const chain = Array.from({ length: 100 }, (_, i) => `<${baseIri}n${i}> a <${baseIri}Node> ; <${baseIri}next> <${baseIri}n${i + 1}> .`).join('\n');
-    assert.equal((await t.client.post(`${t.base}/imports/documents?id=chain`, undefined, { rawBody: chain, headers: { 'Content-Type': 'text/turtle' } })).status, 201);
-    const compiled = await t.client.post(`${t.base}/compile`, {});
-    assert.equal((await t.client.post(`${t.base}/activate`, { packageId: compiled.body.package.id })).status, 200);
-    const key = await newKey(t.ws, { scopes: ['queries:read', 'queries:write', 'queries:publish', 'queries:execute'], readPermissions: ['customers.read'] });
-    const base = `/api/v1/projects/${t.ws.projectId}`;
-
+    // A genuinely slow query (support/slow-query.ts), so the execution is still running when the API process dies.
     await startApi();
-    const created = await call(key, 'POST', `${base}/ontology/queries`, {
-      name: 'adults',
-      sparql: 'SELECT ?name ?age WHERE { ?c a :Customer ; :name ?name ; :age ?age FILTER(?age >= ?minAge) { SELECT (COUNT(*) AS ?pairs) WHERE { ?a :next* ?b . ?b :next* ?d . ?d :next* ?e . ?e :next* ?f } } } ORDER BY ?name',
-      inputSchema: { type: 'object', additionalProperties: false, required: ['minAge'], properties: { minAge: { type: 'integer', minimum: 0 } } },
-      outputSchema: { type: 'object', required: ['name', 'age'], properties: { name: { type: 'string' }, age: { type: 'integer' } } },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const { id, version } = created.body.query;
-    assert.equal((await call(key, 'POST', `${base}/ontology/queries/${id}/releases`, { expectedQueryVersionId: version.id })).status, 201);
+    const { key, executePath } = await publishSlowQuery(t, call);
 
-    const pending = await call(key, 'POST', `${base}/queries/${id}/execute`, { input: { minAge: 18 } });
+    const pending = await call(key, 'POST', executePath, { input: { minAge: 18 } });
     assert.equal(pending.status, 202, JSON.stringify(pending.body));
     await killHard(api!);
 
     await startApi();
-    let answer = await call(key, 'POST', `${base}/queries/${id}/execute?cursor=${pending.body.metadata.continuation}`, {});
+    let answer = await call(key, 'POST', `${executePath}?cursor=${pending.body.metadata.continuation}`, {});
     for (let i = 0; i < 120 && answer.status === 202; i++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      answer = await call(key, 'POST', `${base}/queries/${id}/execute?cursor=${pending.body.metadata.continuation}`, {});
+      answer = await call(key, 'POST', `${executePath}?cursor=${pending.body.metadata.continuation}`, {});
     }
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
-    assert.deepEqual(answer.body.data, [{ name: 'Ada', age: 36 }, { name: 'Cy', age: 40 }]);
+    assert.deepEqual(answer.body.data, SLOW_QUERY_ROWS);
   });
 
   it('a governed write waiting for approval survives the kill, is approved through the restarted API, and applies once', async () => {

@@ -2,19 +2,8 @@ import assert from 'node:assert/strict';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import { killHard, RunningScript, startScript } from '../support/processes';
+import { reliabilitySeed, seededRandom } from './support/seeded-random';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
-
-/** A small seeded generator (mulberry32), so a failing kill schedule can be replayed with WEFT_RELIABILITY_SEED. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ROUNDS = 10;
 const RECORDS_PER_ROUND = 300;
@@ -22,7 +11,7 @@ const PAGE_SIZE = 20;
 
 describe('Worker killed during ingestion, at 10 random points', function () {
   this.timeout(20 * 60_000);
-  const seed = Number(process.env.WEFT_RELIABILITY_SEED ?? Date.now() % 1_000_000);
+  const seed = reliabilitySeed();
   const random = seededRandom(seed);
   let api: EventsApi;
   let worker: RunningScript | undefined;
