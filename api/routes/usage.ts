@@ -17,7 +17,7 @@ export const usageRoutes: RouteSpec[] = [
     tag: TAG,
     input: requestInput,
     respond: asReply,
-    responses: { 200: { description: 'Usage by kind, with exact decimal totals', schema: { type: 'object', required: ['usage'], properties: { usage: { type: 'object', properties: { from: isoDate, to: isoDate, currency: { type: 'string' }, total: money, totalExact: money, byKind: { type: 'array', items: { type: 'object' } } } } } } } },
+    responses: { 200: { description: 'Usage by kind, with exact decimal totals, and by day (every UTC day of the range, with the kinds used that day)', schema: { type: 'object', required: ['usage'], properties: { usage: { type: 'object', properties: { from: isoDate, to: isoDate, currency: { type: 'string' }, total: money, totalExact: money, byKind: { type: 'array', items: { type: 'object' } }, daily: { type: 'array', items: { type: 'object', properties: { date: isoDate, byKind: { type: 'array', items: { type: 'object' } } } } } } } } } } },
   }) as RouteSpec,
   defineRoute({
     method: 'get',

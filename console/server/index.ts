@@ -11,6 +11,7 @@ import { listProjectsOperation } from '../../services/tenancy/project-operations
 import { createMemberInviteOperation, deleteMemberOperation, listMembersOperation, updateMemberOperation } from '../../services/tenancy/member-operations';
 import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
+import { getUsageOperation } from '../../services/usage/operations';
 import { consoleBuildDir } from './build-dir';
 import { clearSessionCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie } from './door';
 import { CONSOLE_PAGES, pagesFor } from './pages';
@@ -30,6 +31,7 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'post', path: '/console/api/members/invites', operation: createMemberInviteOperation },
   { method: 'patch', path: '/console/api/members/:member_id', operation: updateMemberOperation },
   { method: 'delete', path: '/console/api/members/:member_id', operation: deleteMemberOperation },
+  { method: 'get', path: '/console/api/usage', operation: getUsageOperation },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

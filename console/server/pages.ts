@@ -33,7 +33,7 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: false },
   { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: false },
   { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: false },
-  { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: false },
+  { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: true },
 ];
 
 export const pagesFor = (principal: Principal): ConsolePage[] => CONSOLE_PAGES.filter((page) => admits(principal, page.operation));

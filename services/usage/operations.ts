@@ -9,7 +9,7 @@ const ADMIN = { scopes: { anyOf: ['org:manage'] } } as const;
 
 export const getUsageOperation = defineOperation({
   name: 'getUsage',
-  summary: `Metered usage of the workspace between two inclusive UTC dates (default the last 30 days; at most ${MAX_USAGE_DAYS} days).`,
+  summary: `Metered usage of the workspace between two inclusive UTC dates (default the last 30 days; at most ${MAX_USAGE_DAYS} days), by kind and by day.`,
   access: ADMIN,
   effect: 'read',
   input: { query: usageQuery },

@@ -403,7 +403,19 @@ export async function usageSummary(ctx: OperationContext, params: { from?: strin
     .select('kind', raw(`count(*) FILTER (WHERE operation_ref NOT LIKE 'lease:%') AS operations`))
     .sum('amount as amount')
     .groupBy('kind')) as unknown as Array<{ kind: string; operations: string; amount: string }>;
+  const dayRows = (await MeteredOperation.query(db)
+    .where({ workspaceId: principal.workspaceId })
+    .where('createdAt', '>=', from)
+    .where('createdAt', '<', to)
+    .select(raw(`to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day`), 'kind', raw(`count(*) FILTER (WHERE operation_ref NOT LIKE 'lease:%') AS operations`))
+    .sum('amount as amount')
+    .groupByRaw('1, 2')
+    .orderByRaw('1, 2')) as unknown as Array<{ day: string; kind: string; operations: string; amount: string }>;
   const total = rows.reduce((sum, r) => sum.plus(r.amount), new Decimal(0));
+  // Every day of the range, in order, with the kinds used that day (the console's chart and table).
+  const byDay = new Map<string, Array<{ kind: string; operations: number; amount: string }>>();
+  for (let day = from.getTime(); day < to.getTime(); day += DAY) byDay.set(new Date(day).toISOString().slice(0, 10), []);
+  for (const r of dayRows) byDay.get(r.day)?.push({ kind: r.kind, operations: Number(r.operations), amount: new Decimal(r.amount).toFixed() });
   return {
     from: from.toISOString().slice(0, 10),
     to: new Date(to.getTime() - DAY).toISOString().slice(0, 10),
@@ -411,6 +423,7 @@ export async function usageSummary(ctx: OperationContext, params: { from?: strin
     total: total.toFixed(2),
     totalExact: total.toFixed(),
     byKind: rows.map((r) => ({ kind: r.kind, operations: Number(r.operations), amount: new Decimal(r.amount).toFixed() })),
+    daily: [...byDay].map(([date, byKind]) => ({ date, byKind })),
   };
 }
 

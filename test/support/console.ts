@@ -98,3 +98,17 @@ export async function keepScreenshotOnFailure(test: Mocha.Test | undefined, page
   await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
   console.error(`    screenshot of the failure: ${file}`);
 }
+
+/** In a browser page: follows the invite link, sets the password, signs in, and waits for the console's navigation. */
+export async function acceptAndSignInPage(page: Page, person: Person, baseUrl = env().baseUrl): Promise<void> {
+  await page.goto(person.inviteUrl);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByLabel('Confirm password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password' }).click();
+  await page.getByRole('status').filter({ hasText: `Sign in as ${person.email}` }).waitFor();
+  await page.goto(`${baseUrl}/console/sign-in`);
+  await page.getByLabel('Email').fill(person.email);
+  await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Console' }).waitFor();
+}

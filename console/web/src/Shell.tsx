@@ -3,10 +3,12 @@ import { call, Session } from './api';
 import { navigate } from './router';
 import { KeysPage } from './Keys';
 import { MembersPage } from './Members';
+import { UsagePage } from './Usage';
 
 const BUILT: Record<string, (session: Session) => JSX.Element> = {
   '/console/keys': (session) => <KeysPage scopes={session.scopes} />,
   '/console/members': () => <MembersPage />,
+  '/console/usage': () => <UsagePage />,
 };
 
 export function Shell({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut(): void }) {
