@@ -22,7 +22,7 @@ import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachTable, readReachedRecords, tableReadSlot } from './sparql-reach-reads';
+import { OtherGraphs, ReachTable, readingWithin, readReachedRecords, tableReadSlot } from './sparql-reach-reads';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
@@ -476,13 +476,14 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
  * kept, and, for bound managed tables, graphs of only the records this query reaches (`text`).
  * Refuses (never truncates) whole graphs past the dataset bound, and table reads past the reach bound.
  */
-export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin): Promise<QueryDatasetHandles> {
+export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
   // A pinned read checks its snapshots against the pin, which kept graphs do not know.
-  return (pin ? undefined : keptDataset(ctx, catalog, text)) ?? readDataset(ctx, catalog, text, pin);
+  return (pin ? undefined : keptDataset(ctx, catalog, text)) ?? readDataset(ctx, catalog, text, pin, timeoutMs);
 }
 
 /** queryDataset after keptDataset found something to read or build. */
-export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin): Promise<QueryDatasetHandles> {
+/** `timeoutMs`: the time limit of the table reads (the query's, WEFT_SPARQL_TIMEOUT_MS unless its caller has another). */
+export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
@@ -510,12 +511,12 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  if (tables.length) handles.push(...(await reachedGraphs(db, pkg, plan, patterns!, text!, tables)));
+  if (tables.length) handles.push(...(await reachedGraphs(db, pkg, plan, patterns!, text!, tables, timeoutMs)));
   return datasetOf(plan, pkg, handles, dataVersions);
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>): Promise<GraphHandle[]> {
+async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number): Promise<GraphHandle[]> {
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
@@ -537,7 +538,7 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
     if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
   }
   const settings = sparqlSettings();
-  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: settings.timeoutMs, connections: settings.sqlConnections });
+  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections });
   return tables.map(({ source }, at) => {
     const encoder = new GraphEncoder();
     for (const record of read.records[at]) {
@@ -555,7 +556,7 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
  * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
  * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
  */
-export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
+export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin, timeoutMs?: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const settings = sparqlSettings();
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
@@ -591,10 +592,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
   const release = tableReadSlot(db as Db, principal.workspaceId, settings);
   try {
-    const result = await (db as Db).transaction(async (trx) => {
-      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(settings.timeoutMs))}`);
-      return runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })));
-    }, { readOnly: true } as never);
+    const result = await readingWithin(db as Db, timeoutMs ?? settings.timeoutMs, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version }))));
     if (!result) return undefined;
     // The same bound on an answer as the evaluator's.
     if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);

@@ -240,6 +240,23 @@ function slotsOf(db: Knex): TableReadSlots {
   return slots;
 }
 
+/**
+ * Runs `work` in a read-only transaction whose statements stop at the query's time limit; a
+ * statement stopped there is the evaluator's query_timeout (published queries go on as a job on it).
+ */
+export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction(async (trx) => {
+      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      return work(trx);
+    }, { readOnly: true } as Knex.TransactionConfig);
+  } catch (error) {
+    // 57014 query_canceled: the statement timeout.
+    if ((error as { code?: string }).code === '57014') throw new InputError('query_timeout', `The query ran longer than ${timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`);
+    throw error;
+  }
+}
+
 /** A table-read slot of the workspace (released by calling the result), or a 429. */
 export function tableReadSlot(db: Knex, workspaceId: string, settings: { sqlConnections: number; timeoutMs: number }): () => void {
   return slotsOf(db).take(workspaceId, settings.sqlConnections, settings.timeoutMs, Date.now());
@@ -288,8 +305,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   return { records: records.map((kept) => [...kept.values()]), triples };
 
   async function readRounds(): Promise<void> {
-    await db.transaction(async (trx) => {
-      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
+    await readingWithin(db, limits.timeoutMs, async (trx) => {
       // Each table's primary key as its storage was created (an endpoint's target may declare another).
       for (const schema of new Set(sources.filter((source) => source.version !== undefined).map((source) => workspaceSchema(source.workspaceId)))) {
         const keys = new SqlParams();
@@ -362,7 +378,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           matched.set(pattern.index, known);
         }
       }
-    }, { readOnly: true } as Knex.TransactionConfig);
+    });
   }
 }
 

@@ -212,6 +212,19 @@ describe('The SPARQL dataset at the scale of its data', function () {
     assert.equal((await count(t.key)).status, 200);
   });
 
+  it('stops a table read at the query’s time limit with 422 query_timeout, whether PostgreSQL answers or reads records', async () => {
+    const restore = overrideSparqlSettings({ timeoutMs: 1 });
+    try {
+      for (const [variant, filter] of [[' # counted, timed out', ''], [' # read, timed out', 'FILTER (STRLEN(STR(?total)) > 0) ']]) {
+        const stopped = await count(t.key, variant, filter);
+        assert.equal(stopped.status, 422, JSON.stringify(stopped.body));
+        assert.equal(stopped.body.code, 'query_timeout');
+      }
+    } finally {
+      restore();
+    }
+  });
+
   it('refuses a dataset past the configured bound with a 4xx naming the bound and the size, never a part, when tables are read whole', async () => {
     const whole = overrideSparqlSettings({ tableReads: 'whole' });
     try {
