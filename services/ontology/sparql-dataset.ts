@@ -22,7 +22,7 @@ import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachTable, readingWithin, readReachedRecords, tableReadSlot } from './sparql-reach-reads';
+import { OtherGraphs, ReachTable, readingWithin, readReachedRecords, tableReadSlot, tooBroad } from './sparql-reach-reads';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
@@ -198,7 +198,8 @@ async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: Packa
       const mapped = mapRecord(record, binding.termId, binding.mapping, pkg.terms, pkg.baseIri);
       if (mapped) for (const quad of mapped.quads) encoder.add(quad);
     }
-    if (encoder.tripleCount > budget) throw tooLarge(encoder.tripleCount, true);
+    // The dataset so far (the bound less this graph's budget) and this graph's triples.
+    if (encoder.tripleCount > budget) throw tooLarge(sparqlSettings().maxDatasetTriples - budget + encoder.tripleCount, true);
     after = page.continuation ?? undefined;
   } while (after !== undefined);
   return { version, graph: encoder.finish() };
@@ -458,16 +459,19 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
     }
     handles.push(kept.handle);
   }
+  const tableHandles = new Set<GraphHandle>();
   if (tables.length) {
     const reachKey = reachKeyOf(plan, text!, tables.map((table) => table.dataVersion));
     for (const { dataVersion } of tables) {
       const version = reachedVersion(dataVersion, reachKey);
       const kept = graphs.get(version);
-      if (!kept) return undefined;
+      // A whole table's graph is kept under the reached version too; it must still be the table's current one.
+      if (!kept || (kept.handle.version !== version && kept.handle.version !== dataVersion)) return undefined;
       handles.push(kept.handle);
+      tableHandles.add(kept.handle);
     }
   }
-  return datasetOf(plan, pkg, handles, dataVersions);
+  return datasetOf(plan, pkg, handles, dataVersions, tableHandles);
 }
 
 /**
@@ -511,12 +515,13 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  if (tables.length) handles.push(...(await reachedGraphs(db, pkg, plan, patterns!, text!, tables, timeoutMs)));
-  return datasetOf(plan, pkg, handles, dataVersions);
+  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, patterns!, text!, tables, timeoutMs) : [];
+  handles.push(...tableHandles);
+  return datasetOf(plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number): Promise<GraphHandle[]> {
+async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number): Promise<GraphHandle[]> {
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
@@ -539,7 +544,14 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
   }
   const settings = sparqlSettings();
   const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections });
-  return tables.map(({ source }, at) => {
+  const handles: GraphHandle[] = [];
+  for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
+    if (read.whole[at]) handles.push(await wholeTableGraph(db, encryptionKey, pkg, source, snapshot, dataVersion, versions[at]));
+    else handles.push(readGraph(at, source));
+  }
+  return handles;
+
+  function readGraph(at: number, source: BoundSource): GraphHandle {
     const encoder = new GraphEncoder();
     for (const record of read.records[at]) {
       const mapped = mapRecord(record, source.binding.termId, source.binding.mapping, pkg.terms, pkg.baseIri);
@@ -548,7 +560,33 @@ async function reachedGraphs(db: Executor, pkg: PackageHead, plan: DatasetPlan, 
     const handle = { version: versions[at], graph: encoder.finish() };
     graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
     return handle;
-  });
+  }
+}
+
+/** Tables whose whole graph was too large at a data version, and how large it got: refused at once. */
+const refusedWhole = new WeightedLru<number>(1024, 1024 * 1024);
+
+/**
+ * The whole graph of a table a query reaches every record of, at its snapshot: built once per
+ * snapshot and shared by every query (as when tables were read whole), and kept under the
+ * query's reached version too so the same text finds it without reading again. Past the reach
+ * bound it is refused as query_too_broad, at once for later queries at the same snapshot.
+ */
+async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string): Promise<GraphHandle> {
+  const bound = sparqlSettings().maxReachedTriples;
+  const table = source.table!.table;
+  const refused = refusedWhole.get(dataVersion);
+  if (refused !== undefined) throw tooBroad(bound, table);
+  let handle: GraphHandle;
+  try {
+    handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound);
+  } catch (error) {
+    if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
+    refusedWhole.set(dataVersion, bound, 1);
+    throw tooBroad(bound, table);
+  }
+  graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
+  return handle;
 }
 
 /**
@@ -603,12 +641,13 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
 }
 
 /** The dataset of these graphs, within the bound, named by the versions of its data. */
-function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], dataVersions: string[]): QueryDatasetHandles {
+function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], dataVersions: string[], tableHandles = new Set<GraphHandle>()): QueryDatasetHandles {
   let triples = 0;
   let wholeTriples = 0;
   for (const handle of handles) {
     triples += handle.graph.tripleCount;
-    if (!handle.version.includes(':reach:')) wholeTriples += handle.graph.tripleCount;
+    // Bound tables' graphs are within the reach bound; the dataset bound is for the other graphs.
+    if (!tableHandles.has(handle)) wholeTriples += handle.graph.tripleCount;
   }
   if (wholeTriples > sparqlSettings().maxDatasetTriples) throw tooLarge(wholeTriples, false);
   return { pkg, graphs: handles, version: datasetVersionOf(plan, dataVersions), triples, withheldBindings: plan.withheld };

@@ -45,6 +45,12 @@ export interface OtherGraphs {
 export interface ReachedRecords {
   /** Per table (in the order given), the records read. */
   records: Array<Array<Record<string, unknown>>>;
+  /**
+   * Per table, whether a pattern nothing narrows reaches it: its every record, which the caller
+   * takes from the table's whole graph (kept per snapshot and shared by every query) rather than
+   * reading the table again for this query.
+   */
+  whole: boolean[];
   triples: number;
 }
 
@@ -278,6 +284,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   const records = sources.map(() => new Map<string, Record<string, unknown>>());
   const quadsOf = sources.map(() => new Map<string, RDF.Quad[]>());
   const resolved = new Set<number>();
+  const wholeSources = new Set<number>();
   /** Values each resolved narrowing pattern matched, per variable. */
   const matched = new Map<number, Known>();
   let triples = 0;
@@ -302,7 +309,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   } finally {
     release();
   }
-  return { records: records.map((kept) => [...kept.values()]), triples };
+  return { records: records.map((kept) => [...kept.values()]), whole: sources.map((_, at) => wholeSources.has(at)), triples };
 
   async function readRounds(): Promise<void> {
     await readingWithin(db, limits.timeoutMs, async (trx) => {
@@ -324,8 +331,13 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
         // Nothing narrows what is left: read the first pattern as it is (its matches may narrow the rest).
         if (!ready.length) ready = [open[0]];
         for (const [at, source] of sources.entries()) {
+          if (wholeSources.has(at)) continue;
           const reading = ready.filter((pattern) => producing[pattern.index][at]);
           if (!reading.length || source.version === undefined) continue;
+          if (reading.some((pattern) => !hasConstant(pattern) && !knownFor(pattern).size && !pattern.objectBounds.length)) {
+            wholeSources.add(at);
+            continue;
+          }
           const params = new SqlParams();
           const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
           if (condition === false) continue;
@@ -350,7 +362,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
         }
         for (const pattern of ready) {
           resolved.add(pattern.index);
-          if (!pattern.required || !narrows(pattern, others)) continue;
+          // A table taken whole was not read here: its values are not known to narrow others by.
+          if (!pattern.required || !narrows(pattern, others) || sources.some((_, at) => producing[pattern.index][at] && wholeSources.has(at))) continue;
           const known: Known = new Map();
           const variables = patternVariables(pattern);
           if (!variables.length) continue;
@@ -382,7 +395,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   }
 }
 
-function tooBroad(bound: number, table: string): InputError {
+export function tooBroad(bound: number, table: string): InputError {
   return new InputError(
     'query_too_broad',
     `This query reaches more than ${bound.toLocaleString('en')} triples of bound records (reading table "${table}" passed the bound, WEFT_SPARQL_MAX_REACHED_TRIPLES). Weft reads, for each query, the records of bound tables its patterns can reach, found by PostgreSQL with the query's constants, numeric FILTERs and joins: add a constant or a FILTER that narrows the records, or ask the operator to raise the bound.`,
