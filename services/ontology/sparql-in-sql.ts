@@ -129,8 +129,9 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
   const q = query as SparqlQuery & Record<string, unknown>;
   if (q.having || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
   const where = (q.where ?? []) as Array<{ type: string; triples?: Array<{ subject: Term; predicate: Term; object: Term }>; expression?: unknown }>;
-  const bgps = where.filter((pattern) => pattern.type === 'bgp');
-  if (bgps.length !== 1 || !bgps[0].triples?.length || where.some((pattern) => pattern.type !== 'bgp' && pattern.type !== 'filter')) return undefined;
+  // The group's triples, in however many blocks its FILTERs split them into (one conjunction).
+  const triplesOfGroup = where.filter((pattern) => pattern.type === 'bgp').flatMap((pattern) => pattern.triples ?? []);
+  if (!triplesOfGroup.length || where.some((pattern) => pattern.type !== 'bgp' && pattern.type !== 'filter')) return undefined;
   const filters: NumericFilter[] = [];
   for (const pattern of where) {
     if (pattern.type !== 'filter') continue;
@@ -139,7 +140,7 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
     filters.push(...bounds);
   }
   const bySubject = new Map<string, Array<{ predicate: Term; object: Term }>>();
-  for (const { subject, predicate, object } of bgps[0].triples) {
+  for (const { subject, predicate, object } of triplesOfGroup) {
     if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
     bySubject.set(subject.value, [...(bySubject.get(subject.value) ?? []), { predicate, object }]);
   }
