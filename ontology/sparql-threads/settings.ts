@@ -26,6 +26,11 @@ export interface SparqlSettings {
    * the default), or copied whole into a graph of each API process like other bindings (whole).
    */
   tableReads: 'per-query' | 'whole';
+  /**
+   * Records (PostgreSQL's estimate) the tables of a query must hold together before PostgreSQL answers
+   * it rather than the evaluator over their kept graphs, which is faster while they fit (WEFT_SPARQL_SQL_MIN_RECORDS).
+   */
+  sqlMinRecords: number;
   /** Queries one workspace reads bound tables for at once in each API process (WEFT_SPARQL_SQL_CONNECTIONS). */
   sqlConnections: number;
   /** Triples the records one query reads from bound tables may yield; past it the query is refused (WEFT_SPARQL_MAX_REACHED_TRIPLES). */
@@ -58,6 +63,7 @@ export function sparqlSettings(): SparqlSettings {
       maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
       tableReads: tableReads(),
       sqlConnections: positiveInteger('WEFT_SPARQL_SQL_CONNECTIONS', 4),
+      sqlMinRecords: Number(process.env.WEFT_SPARQL_SQL_MIN_RECORDS ?? 200_000),
       maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
       unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
       threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
