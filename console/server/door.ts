@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import type Koa from 'koa';
 import { publicUrl } from '../../core/config';
 import { AuthenticationError, PermissionError } from '../../core/errors';
+import { validateWithSchema } from '../../core/schema-validator';
 import type { Caller, ServiceDependencies } from '../../services/operations/context';
 import { execute } from '../../services/operations/invoke';
 import type { Operation, Reply, RequestInput } from '../../services/operations/operation';
@@ -97,7 +98,25 @@ export function memberPrincipal(session: ConsoleSession): Principal {
 export interface ConsoleOperationRoute {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
-  operation: Operation<RequestInput<any, any, any>, Reply>;
+  operation: Operation<any, any>;
+  /** What of the answer this member's page is shown (member-access.ts decides), when not all of it. */
+  shown?(body: unknown, principal: Principal): unknown;
+}
+
+const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+
+/**
+ * A read that takes flat fields (its path parameters in camelCase and its query options), as the
+ * HTTP router maps them: its parts are validated against its declared schemas first, since invoke()
+ * leaves flat input to the door.
+ */
+function flatInput(operation: Operation, params: Record<string, unknown>, query: Record<string, unknown>): Record<string, unknown> {
+  const declared = operation.input!;
+  const checkedParams = declared.params ? validateWithSchema<Record<string, unknown>>(declared.params, params, 'path') : params;
+  const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : query;
+  const input: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(checkedParams)) input[camel(name)] = value;
+  return Object.assign(input, checkedQuery);
 }
 
 /**
@@ -106,7 +125,8 @@ export interface ConsoleOperationRoute {
  * operation's declared access and validates the request's parts as for every door but HTTP.
  */
 export function mountOperation(router: Router, route: ConsoleOperationRoute, deps: ServiceDependencies): void {
-  if (route.operation.input?.flat) throw new Error(`${route.operation.name} takes flat input; the console hands operations the request's parts`);
+  const flat = route.operation.input?.flat === true;
+  if (flat && route.method !== 'get') throw new Error(`${route.operation.name} takes flat input; the console maps flat input for reads only`);
   router[route.method](route.path, async (ctx) => {
     const { session } = await requireSession(deps, ctx);
     const principal = memberPrincipal(session);
@@ -116,17 +136,19 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     ctx.set('X-RateLimit-Reset', `${limit.resetSeconds}`);
     const caller: Caller = { deps, principal, door: 'console', requestId: String(ctx.state.requestId) };
     const params = { ...ctx.params };
-    const input: RequestInput<any, any, any> = {
+    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route.operation, params, { ...ctx.query }) : {
       ...(typeof params.project_id === 'string' ? { projectId: params.project_id } : {}),
       params,
       query: { ...ctx.query },
       body: MUTATIONS.has(ctx.method) && ctx.request.length ? (ctx.request as { body?: unknown }).body : undefined,
     };
     const { output } = await execute(caller, route.operation, input);
-    ctx.status = output.status ?? 200;
-    if (output.headers) for (const name in output.headers) ctx.set(name, output.headers[name]);
+    // A flat operation answers its body itself; the others answer a Reply.
+    const reply: Reply = flat ? { body: output } : (output as Reply);
+    ctx.status = reply.status ?? 200;
+    if (reply.headers) for (const name in reply.headers) ctx.set(name, reply.headers[name]);
     ctx.set('Cache-Control', 'no-store');
-    if (output.body !== undefined) ctx.body = output.body;
+    if (reply.body !== undefined) ctx.body = route.shown ? route.shown(reply.body, principal) : reply.body;
     else if (ctx.status !== 204) ctx.body = '';
   });
 }

@@ -12,6 +12,10 @@ import { createMemberInviteOperation, deleteMemberOperation, listMembersOperatio
 import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
 import { getUsageOperation } from '../../services/usage/operations';
+import { listPipelinesOperation } from '../../services/pipelines/operations';
+import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
+import type { Principal } from '../../services/tenancy/access';
+import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { consoleBuildDir } from './build-dir';
 import { clearSessionCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie } from './door';
 import { CONSOLE_PAGES, pagesFor } from './pages';
@@ -20,6 +24,15 @@ import { CONSOLE_PAGES, pagesFor } from './pages';
 // built from console/web), the session routes (signing in is authentication, as a Bearer header
 // is for /api/v1, not an operation), and its JSON routes under /console/api/, each of which runs
 // one operation of the registry through invoke() as the signed-in member.
+
+type RunShown = { workflow?: { webUiUrl?: string | null } };
+const withoutTemporalUi = (run: RunShown) => (run.workflow ? { ...run, workflow: { ...run.workflow, webUiUrl: null } } : run);
+/** Runs as a member's page shows them: the Temporal Web UI link for owners and admins only. */
+function runsShown(body: unknown, principal: Principal): unknown {
+  if (seesTemporalUi(principal)) return body;
+  const answer = body as { run?: RunShown; runs?: RunShown[] };
+  return { ...answer, ...(answer.run ? { run: withoutTemporalUi(answer.run) } : {}), ...(answer.runs ? { runs: answer.runs.map(withoutTemporalUi) } : {}) };
+}
 
 /** The console's operation routes: a sixth door to the same operations (not in the OpenAPI document). */
 export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
@@ -32,6 +45,9 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'patch', path: '/console/api/members/:member_id', operation: updateMemberOperation },
   { method: 'delete', path: '/console/api/members/:member_id', operation: deleteMemberOperation },
   { method: 'get', path: '/console/api/usage', operation: getUsageOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines', operation: listPipelinesOperation },
+  { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
+  { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */
@@ -41,7 +57,9 @@ function sessionView(encryptionKey: Buffer, id: string, session: ConsoleSession)
     email: session.email,
     member: session.member && { id: session.member.id, name: session.member.name, email: session.member.email, role: session.member.role, workspaceId: session.member.workspaceId, workspaceName: session.member.workspaceName },
     memberships: session.memberships,
-    pages: principal ? pagesFor(principal).map(({ name, path, built }) => ({ name, path, built })) : [],
+    // The navigation's pages, and the pages reached from them (a run from the Runs page).
+    pages: principal ? pagesFor(principal).filter((page) => page.inNavigation !== false).map(({ name, path, built }) => ({ name, path, built })) : [],
+    innerPages: principal ? pagesFor(principal).filter((page) => page.inNavigation === false).map(({ name, path, built }) => ({ name, path, built })) : [],
     scopes: SCOPES,
     csrfToken: csrfTokenOf(encryptionKey, id),
   };

@@ -5,7 +5,7 @@ import { listQueriesOperation } from '../../services/ontology/query-operations';
 import { admits } from '../../services/operations/invoke';
 import type { Operation } from '../../services/operations/operation';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
-import { listRunsOperation } from '../../services/pipelines/run-operations';
+import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { listApiKeysOperation } from '../../services/tenancy/api-key-operations';
 import { listMembersOperation } from '../../services/tenancy/member-operations';
@@ -22,6 +22,8 @@ export interface ConsolePage {
   operation: Operation;
   /** Built in this release; the others show what they will do. */
   built: boolean;
+  /** A page reached from another (a run from the Runs page), not listed in the navigation. */
+  inNavigation?: false;
 }
 
 export const CONSOLE_PAGES: readonly ConsolePage[] = [
@@ -29,7 +31,8 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Members', path: '/console/members', operation: listMembersOperation, built: true },
   { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: false },
   { name: 'Pipelines', path: '/console/pipelines', operation: listPipelinesOperation, built: false },
-  { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: false },
+  { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: true },
+  { name: 'Run', path: '/console/runs/:run_id', operation: getRunOperation, built: true, inNavigation: false },
   { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: false },
   { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: false },
   { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: false },

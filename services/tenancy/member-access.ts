@@ -40,3 +40,9 @@ export function principalOfMember(member: Pick<Member, 'id' | 'workspaceId' | 'r
     writePermissions: member.writePermissions ?? [],
   };
 }
+
+/**
+ * Whether the console shows a member links into the Temporal Web UI: owners and admins only, since
+ * that UI is operator-facing and shows every workspace's workflows.
+ */
+export const seesTemporalUi = (principal: Pick<Principal, 'memberRole'>): boolean => principal.memberRole === 'owner' || principal.memberRole === 'admin';

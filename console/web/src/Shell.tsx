@@ -4,16 +4,34 @@ import { navigate } from './router';
 import { KeysPage } from './Keys';
 import { MembersPage } from './Members';
 import { UsagePage } from './Usage';
+import { RunPage, RunsPage } from './Runs';
 
-const BUILT: Record<string, (session: Session) => JSX.Element> = {
+/** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
+const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
   '/console/keys': (session) => <KeysPage scopes={session.scopes} />,
   '/console/members': () => <MembersPage />,
   '/console/usage': () => <UsagePage />,
+  '/console/runs': (session) => <RunsPage session={session} />,
+  '/console/runs/:run_id': (_session, params) => <RunPage key={params.run_id} runId={params.run_id} />,
 };
+
+/** The path's parameters if it matches the pattern (`/console/runs/:run_id`), else undefined. */
+function matchPath(pattern: string, path: string): Record<string, string> | undefined {
+  const want = pattern.split('/');
+  const have = path.split('/');
+  if (want.length !== have.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i += 1) {
+    if (want[i].startsWith(':')) params[want[i].slice(1)] = decodeURIComponent(have[i]);
+    else if (want[i] !== have[i]) return undefined;
+  }
+  return params;
+}
 
 export function Shell({ session, path, onSignedOut }: { session: Session; path: string; onSignedOut(): void }) {
   const member = session.member!;
-  const page = session.pages.find((p) => p.path === path);
+  const page = [...session.pages, ...session.innerPages].find((p) => matchPath(p.path, path));
+  const params = page ? matchPath(page.path, path)! : {};
   const follow = (event: MouseEvent<HTMLAnchorElement>, to: string) => {
     event.preventDefault();
     navigate(to);
@@ -21,7 +39,7 @@ export function Shell({ session, path, onSignedOut }: { session: Session; path: 
   let content: JSX.Element;
   if (path === '/console') content = <section><h1>{member.workspaceName}</h1><p>Signed in as {member.email} ({member.role}).</p></section>;
   else if (!page) content = <section><h1>Not available</h1><p role="alert">Your role cannot use this page.</p></section>;
-  else content = BUILT[page.path]?.(session) ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
+  else content = BUILT[page.path]?.(session, params) ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
 
   return (
     <div className="shell">

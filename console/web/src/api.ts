@@ -7,7 +7,10 @@ export interface Session {
   email: string;
   member: { id: string; name: string; email: string | null; role: string; workspaceId: string; workspaceName: string } | null;
   memberships: Membership[];
+  /** The navigation's pages. */
   pages: PageLink[];
+  /** Pages reached from those (a run from the Runs page), not in the navigation. */
+  innerPages: PageLink[];
   scopes: string[];
   csrfToken: string;
 }
