@@ -11,7 +11,7 @@ import { listProjectsOperation } from '../../services/tenancy/project-operations
 import { createMemberInviteOperation, deleteMemberOperation, listMembersOperation, updateMemberOperation } from '../../services/tenancy/member-operations';
 import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
-import { getUsageOperation } from '../../services/usage/operations';
+import { getBillingMonthOperation, getUsageOperation } from '../../services/usage/operations';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import type { Principal } from '../../services/tenancy/access';
@@ -45,6 +45,7 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'patch', path: '/console/api/members/:member_id', operation: updateMemberOperation },
   { method: 'delete', path: '/console/api/members/:member_id', operation: deleteMemberOperation },
   { method: 'get', path: '/console/api/usage', operation: getUsageOperation },
+  { method: 'get', path: '/console/api/usage/billing', operation: getBillingMonthOperation },
   { method: 'get', path: '/console/api/projects/:project_id/pipelines', operation: listPipelinesOperation },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },

@@ -5,6 +5,7 @@ import { KeysPage } from './Keys';
 import { MembersPage } from './Members';
 import { UsagePage } from './Usage';
 import { RunPage, RunsPage } from './Runs';
+import { OverviewPage } from './Overview';
 
 /** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
 const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
@@ -37,7 +38,7 @@ export function Shell({ session, path, onSignedOut }: { session: Session; path: 
     navigate(to);
   };
   let content: JSX.Element;
-  if (path === '/console') content = <section><h1>{member.workspaceName}</h1><p>Signed in as {member.email} ({member.role}).</p></section>;
+  if (path === '/console') content = <OverviewPage session={session} />;
   else if (!page) content = <section><h1>Not available</h1><p role="alert">Your role cannot use this page.</p></section>;
   else content = BUILT[page.path]?.(session, params) ?? <section><h1>{page.name}</h1><p>This page is not built yet: use the API or MCP tools for now.</p></section>;
 
