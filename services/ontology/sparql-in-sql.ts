@@ -287,41 +287,56 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
   const columns = new Map<string, { column: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
   const solutionColumns: string[] = [];
+  /** Each star's subject column, and the links to join to them. */
+  const anchors: string[] = [];
+  const links: Array<{ column: string; star: number }> = [];
   query.stars.forEach((star, x) => {
     const source = sources[star.source];
     const version = params.add(source.version);
+    const table = qualified(workspaceSchema(source.workspaceId), source.table);
+    const current = `valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)`;
     const subject = shownText(`(data -> ${params.add(star.subject.field)}::text)`, 'key');
-    ctes.push(`records${x} AS (SELECT ${subject.text} AS s, ${subject.odd} AS odd, data FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-         WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint))`);
-    ctes.push(`subjects${x} AS (SELECT DISTINCT s FROM records${x} WHERE s IS NOT NULL)`);
-    oddChecks.push(`(SELECT bool_or(odd) FROM records${x} WHERE s IS NOT NULL)`);
-    from.push(`subjects${x}`);
-    solutionColumns.push(`subjects${x}.s`);
-    columns.set(star.variable, { column: `subjects${x}.s`, render: (value) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`) });
-    star.triples.forEach((triple, i) => {
-      if (triple.kind === 'type') return;
-      const name = `v${x}_${i}`;
+    // Each relation reads the table itself, keeping only the text columns it needs: one that
+    // carried the records' data to the others was materialized whole (the rows' jsonb), which at
+    // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
+    const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}` }]));
+    // A star of rdf:type alone is its table's subjects (every record with a subject has the type).
+    const anchor = valueTriples.length ? valueTriples[0].name : `subjects${x}`;
+    if (!valueTriples.length) {
+      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM ${table} WHERE ${current}) r
+         WHERE s IS NOT NULL GROUP BY s)`);
+      oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
+      from.push(anchor);
+    }
+    anchors[x] = `${anchor}.s`;
+    solutionColumns.push(`${anchor}.s`);
+    columns.set(star.variable, { column: `${anchor}.s`, render: (value) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`) });
+    for (const { triple, name } of valueTriples) {
       const field = params.add(triple.field);
       const shown = shownText('element.value', triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
-      const top = `(records${x}.data -> ${field}::text)`;
+      const top = `(data -> ${field}::text)`;
       const numeric = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? `, CASE WHEN ${shown.text} ~ ${params.add(NUMERIC_LEXICAL[triple.datatype])}::text THEN (${shown.text})::numeric END AS num` : '';
       // One triple per element of an array; JSON null yields none (an array's null element does, as "null").
-      ctes.push(`${name} AS (SELECT DISTINCT records${x}.s, ${shown.text} AS o, ${shown.odd} AS odd${numeric} FROM records${x}
+      // The subject's oddity is the triple's: a record without this field joins nothing through it.
+      ctes.push(`${name} AS (SELECT s, o, bool_or(odd) AS odd${numeric ? ', min(num) AS num' : ''} FROM (SELECT ${subject.text} AS s, ${shown.text} AS o, ${subject.odd} OR ${shown.odd} AS odd${numeric} FROM ${table}
           CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${top}) = 'array' THEN ${top} ELSE jsonb_build_array(${top}) END) AS element(value)
-         WHERE records${x}.s IS NOT NULL AND jsonb_typeof(${top}) <> 'null'${triple.kind === 'link' ? ` AND ${shown.text} IS NOT NULL` : ''})`);
+         WHERE ${current} AND jsonb_typeof(${top}) <> 'null') r
+         WHERE s IS NOT NULL${triple.kind === 'link' ? ' AND o IS NOT NULL' : ''} GROUP BY s, o)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name})`);
       from.push(name);
-      on.push(`${name}.s = subjects${x}.s`);
+      if (name !== anchor) on.push(`${name}.s = ${anchor}.s`);
       if (triple.kind === 'link' && triple.joins !== undefined) {
-        on.push(`${name}.o = subjects${triple.joins}.s`);
-        return;
+        links.push({ column: `${name}.o`, star: triple.joins });
+        continue;
       }
       solutionColumns.push(`${name}.o`);
       columns.set(triple.variable, triple.kind === 'link'
         ? { column: `${name}.o`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
         : { column: `${name}.o`, render: (value) => literalOf(value, triple.datatype), triple });
-    });
+    }
   });
+  // A link's object is the star it joins: known once every star has its anchor.
+  for (const link of links) on.push(`${link.column} = ${anchors[link.star]}`);
   // A row of the join is a solution: each star's subject with one of each of its distinct values.
   const columnOf = (name: string) => columns.get(name)!.column;
   const selects = query.projections.map((projection, at) => {
