@@ -1,4 +1,4 @@
-// SPARQL evaluation settings, read once per process from the environment (README: Configuration).
+// SPARQL evaluation settings, read once per process from the environment (their table: docs/architecture/sparql.md).
 
 function positiveInteger(name: string, fallback: number): number {
   const raw = process.env[name];

@@ -22,7 +22,7 @@ export const cloneLease = (service: string): LeaseFolder => path.join(dataDir(),
  * by the uid alone, not by the session's XDG_RUNTIME_DIR or TMPDIR, which an ssh or cron shell (or
  * sudo -E) may lack or set otherwise: the user's every process must find the same leases for a port.
  * Per user, not per machine: another user's processes could not remove our lease files anyway, and
- * two users give each other their own ports (README, "Sharing a machine").
+ * two users give each other their own ports (docs/operating/local-infrastructure.md, "Sharing a machine").
  */
 export function machineLeaseRoot(): string {
   if (process.env.WEFT_LEASE_DIR) return path.resolve(process.env.WEFT_LEASE_DIR);

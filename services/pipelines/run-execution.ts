@@ -345,7 +345,7 @@ async function nextQueuedWorkflow(db: Executor, pipelineId: string): Promise<str
  * The one commit of a run: every destination takes its staged records (a managed table as one
  * snapshot), every source position advances and the run succeeds, all in one transaction of
  * Weft's database, so a failure leaves no trace and the next run reads the same records again.
- * External destinations commit their own transaction inside it (see README: at-least-once there).
+ * External destinations commit their own transaction inside it (docs/architecture/run.md: at-least-once there).
  * Idempotent: a retried commit of a run already ended changes nothing.
  */
 export async function commitRun(ctx: OperationContext, runId: string): Promise<RunEnd> {

@@ -281,7 +281,7 @@ describe('Tenant sweep: another workspace’s ids, from the OpenAPI document and
 
   it('within A: a key restricted to A’s first project gets 403 project_denied for the second project, and 404 for its ids under the first', async () => {
     // The same sweep with the ids of A's second project (fully populated) instead of B's, for a
-    // key whose allowlist holds only the first project. Documented refusals (README: 403 for a
+    // key whose allowlist holds only the first project. Documented refusals (docs/reference/errors.md: 403 for a
     // project outside the key's allowlist): a path naming the second project, and the
     // workspace-level routes whose resource belongs to it (a run, a write action). Everything
     // else is 404 like a never-existing id.
@@ -499,7 +499,7 @@ describe('Tenant sweep: another workspace’s ids, from the OpenAPI document and
     };
     /** Documented acceptances: the request succeeds with the other side's value, as it would with any never-existing one. */
     const ACCEPTED: Record<string, string> = {
-      'savePipelineDraft body.document': 'a draft may be unfinished and name anything (README: drafts are checked on validate and at commit)',
+      'savePipelineDraft body.document': 'a draft may be unfinished and name anything (docs/guides/pipelines.md: drafts are checked on validate and at commit)',
     };
     /** Within one workspace, for a key restricted to the first project. */
     const ACCEPTED_WITHIN: Record<string, string> = {
@@ -617,7 +617,7 @@ describe('Tenant sweep: another workspace’s ids, from the OpenAPI document and
         assert.equal(denied.status, 403, JSON.stringify(denied.body));
         assert.equal(denied.body.code, 'project_denied');
       }, [a.ws.workspaceId]);
-      // An unrestricted key may import another project's package (README: imports of another project's compiled package).
+      // An unrestricted key may import another project's package (docs/guides/ontology-and-sparql.md: imports of another project's compiled package).
       const allowed = await request('POST', imports, { key: a.key, body: { id: 'fromSecond', kind: 'package', ontologyPackageId: a.other!.packageId } });
       assert.equal(allowed.status, 201, JSON.stringify(allowed.body));
       assert.equal((await request('DELETE', `${imports}/fromSecond`, { key: a.key })).status, 204);
