@@ -60,6 +60,8 @@ export interface RouteSpec<I = any, O = any> {
    * A body that is not JSON (an RDF document, a SPARQL query): read as text of one of these media
    * types, up to maxBytes, and handed to the input mapping as `body` with its media type in `bodyType`.
    */
+  /** The operation is given a signal that aborts when the client closes the connection before the answer (long reads stop then). */
+  stopsWhenClientGoes?: boolean;
   rawBody?: { mediaTypes: readonly string[]; maxBytes: number; description: string; optional?: boolean; refusals?: Record<string, { code: string; message: string }> };
   /** Largest JSON body this route reads, sized from the operation's bounds (default 1 MB). */
   maxJsonBytes?: number;

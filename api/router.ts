@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import getRawBody from 'raw-body';
@@ -87,6 +88,7 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
     const principal = authentication instanceof Promise ? (await authentication).principal : authentication?.principal;
     const caller: Caller = { deps, principal, door: 'http', requestId: String(ctx.state.requestId) };
+    if (route.stopsWhenClientGoes) caller.signal = abortedWhenClientGoes(ctx.res);
     await admit(caller, operation);
     const params = schemas.params ? validateWithSchema<Record<string, unknown>>(schemas.params, { ...ctx.params }, 'path') : { ...ctx.params };
     const admitted = typeof params.project_id === 'string' ? await admit(caller, operation, params.project_id) : undefined;
@@ -108,6 +110,15 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     if (result.body !== undefined) ctx.body = result.body;
     else if (ctx.status !== 204) ctx.body = '';
   });
+}
+
+/** A signal that aborts when the response's connection closes before the answer was written. */
+function abortedWhenClientGoes(response: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  response.once('close', () => {
+    if (!response.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }
 
 /** A template's segment: a literal (lowercased: routes match case-insensitively), a parameter, or neither (walks stop there). */

@@ -1,3 +1,4 @@
+import { timeoutError } from './sparql-evaluator/deadline';
 import type * as RDF from '@rdfjs/types';
 import type { QueryEngine } from '@comunica/query-sparql-rdfjs';
 import { Store } from 'n3';
@@ -27,6 +28,8 @@ export type SparqlResult =
 export interface SparqlLimits {
   timeoutMs: number;
   maxResults: number;
+  /** Whether the caller has gone (its client closed the connection): the evaluator stops as at its time limit. */
+  stopped?: () => boolean;
 }
 
 export type QueryForm = 'SELECT' | 'ASK' | 'CONSTRUCT' | 'DESCRIBE';
@@ -161,7 +164,7 @@ function projected(query: SparqlQuery): string[] | undefined {
 function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new InputError('query_timeout', `The query ran longer than ${ms / 1000} seconds and was stopped; narrow it or add a LIMIT.`)), ms);
+    timer = setTimeout(() => reject(timeoutError(ms)), ms);
   });
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }

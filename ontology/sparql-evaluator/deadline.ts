@@ -9,13 +9,15 @@ export class Deadline {
   private ticks = 0;
   private endsAt: number;
 
-  constructor(private timeoutMs: number) {
+  /** `stopped`: whether the caller has gone (its client closed the connection), read with the clock. */
+  constructor(private timeoutMs: number, private stopped?: () => boolean) {
     this.endsAt = performance.now() + timeoutMs;
   }
 
   /** The limit counted afresh from now: a kept plan (index.ts) is evaluated again. */
-  restart(timeoutMs: number): void {
+  restart(timeoutMs: number, stopped?: () => boolean): void {
     this.timeoutMs = timeoutMs;
+    this.stopped = stopped;
     this.endsAt = performance.now() + timeoutMs;
     this.ticks = 0;
   }
@@ -26,10 +28,16 @@ export class Deadline {
 
   check(): void {
     if (performance.now() > this.endsAt) throw timeoutError(this.timeoutMs);
+    if (this.stopped?.()) throw callerGoneError();
   }
 }
 
-/** The same refusal as the Comunica path gives (sparql-engine.ts). */
+/** The one refusal of a query past its time limit, wherever it ran (the evaluator, a query thread's watchdog, PostgreSQL). */
 export function timeoutError(timeoutMs: number): InputError {
   return new InputError('query_timeout', `The query ran longer than ${timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`);
+}
+
+/** A query stopped because its client closed the connection: no one reads the answer (logged as a 499 would be). */
+export function callerGoneError(): InputError {
+  return new InputError('client_closed_request', 'The client closed the connection before the answer; the query was stopped.');
 }

@@ -103,7 +103,7 @@ export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Q
   const stores = isQueryDataset(source) ? source.stores : [source];
   const kept = options.keepPlans ? keptPlanFor(query, stores) : undefined;
   if (kept) {
-    kept.deadline.restart(limits.timeoutMs);
+    kept.deadline.restart(limits.timeoutMs, limits.stopped);
     return () => {
       try {
         return evaluate(query, kept.plan, kept.terms, kept.entityIndex, limits);
@@ -116,7 +116,7 @@ export function planFastEvaluation(source: Store | QueryDataset, query: Sparql.Q
   if (unsupportedFeature(query)) return undefined;
   const view = datasetView(source);
   if (!view) return undefined;
-  const deadline = new Deadline(limits.timeoutMs);
+  const deadline = new Deadline(limits.timeoutMs, limits.stopped);
   const terms = new TermTable(view.entityIndex);
   let plan: SelectPlan;
   try {

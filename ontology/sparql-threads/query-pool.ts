@@ -1,9 +1,10 @@
 import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
-import { DomainError, InputError, restoredError, UnavailableError } from '../../core/errors';
+import { DomainError, restoredError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import type { SparqlLimits } from '../sparql-engine';
+import { callerGoneError, timeoutError } from '../sparql-evaluator/deadline';
 import type { AnswerForm, DropRequest, GraphHandle, GraphLoad, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
 import { sparqlSettings, SparqlSettings } from './settings';
 
@@ -27,6 +28,8 @@ export interface QueryJob {
   limits: SparqlLimits;
   graphs: GraphHandle[];
   answer: AnswerForm;
+  /** Aborted when the caller has gone: a waiting query is dropped, a running one told to stop. */
+  signal?: AbortSignal;
 }
 
 /** Raised when a workspace's queries, or all threads, are busy past the queue wait: a 429 with Retry-After. */
@@ -57,6 +60,8 @@ interface QueryThread {
   /** It has loaded its engine: what it is sent runs at once. */
   loaded: boolean;
   running?: Running;
+  /** The id of a query its caller gave up on (shared with the thread, which reads it with its clock). */
+  stop: Int32Array;
   /** Graphs this thread keeps, by the pool's number, with their triples, least recently used first. */
   resident: Map<number, number>;
   /** The sum of `resident`'s triples. */
@@ -92,8 +97,10 @@ export class SparqlQueryPool {
   /** Runs a query in a thread; rejects with the query's own error, a timeout, or QueryCapacityError. */
   run(job: QueryJob): Promise<QueryAnswer> {
     if (this.closed) return Promise.reject(new UnavailableError('sparql_unavailable', 'The SPARQL engine is shutting down; retry shortly.', { retryAfterSeconds: 1 }));
+    if (job.signal?.aborted) return Promise.reject(callerGoneError());
     return new Promise<QueryAnswer>((resolve, reject) => {
       const pending: Pending = { job, resolve, reject };
+      if (job.signal) this.stopWhenAborted(pending, job.signal);
       // Nothing waits and a thread is free: straight to it, with no queue timer to set and clear.
       const thread = this.waiting.length === 0 && (this.runningByWorkspace.get(job.workspaceId) ?? 0) < this.settings.workspaceConcurrency ? this.threadFor(job) : undefined;
       if (thread) return this.dispatch(thread, pending);
@@ -108,6 +115,28 @@ export class SparqlQueryPool {
       this.waiting.push(pending);
       this.pump();
     });
+  }
+
+  /**
+   * The caller went away: a waiting query leaves the queue; a running one is told to stop through
+   * its thread's shared flag, read with the evaluator's clock, so its thread and stores are kept.
+   */
+  private stopWhenAborted(pending: Pending, signal: AbortSignal): void {
+    const stop = () => {
+      const at = this.waiting.indexOf(pending);
+      if (at >= 0) {
+        this.waiting.splice(at, 1);
+        clearTimeout(pending.queueTimer);
+        this.forgetUnkept(pending.job.graphs.flatMap((handle) => this.refs.get(handle.version) ?? []));
+        return pending.reject(callerGoneError());
+      }
+      const thread = this.threads.find((each) => each.running?.job === pending.job);
+      if (thread) Atomics.store(thread.stop, 0, thread.running!.id);
+    };
+    signal.addEventListener('abort', stop, { once: true });
+    const { resolve, reject } = pending;
+    pending.resolve = (answer) => (signal.removeEventListener('abort', stop), resolve(answer));
+    pending.reject = (error) => (signal.removeEventListener('abort', stop), reject(error));
   }
 
   /** Graphs kept per thread (tests and the bench read it). */
@@ -127,7 +156,9 @@ export class SparqlQueryPool {
 
   private spawn(index: number): QueryThread {
     youngGenerationFrom(this.settings.threadSemiSpaceMb);
+    const stop = new Int32Array(new SharedArrayBuffer(4));
     const worker = new Worker(path.join(__dirname, 'thread-entry.cjs'), {
+      workerData: { stop },
       // No node flags of the process, but its CPU profiling: with --cpu-prof each query thread writes its own profile.
       execArgv: process.execArgv.filter((arg) => arg.startsWith('--cpu-prof')),
       resourceLimits: { maxOldGenerationSizeMb: this.settings.threadMemoryMb, maxYoungGenerationSizeMb: 3 * this.settings.threadSemiSpaceMb },
@@ -135,7 +166,7 @@ export class SparqlQueryPool {
     // The pool must not keep a finished process alive.
     worker.unref();
     let markReady!: () => void;
-    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), loaded: false, resident: new Map(), residentTriples: 0 };
+    const thread: QueryThread = { index, worker, ready: new Promise<void>((resolve) => (markReady = resolve)), loaded: false, stop, resident: new Map(), residentTriples: 0 };
     worker.on('message', (message: ThreadMessage) => {
       if (message.type === 'ready') {
         thread.loaded = true;
@@ -334,7 +365,7 @@ export class SparqlQueryPool {
       }
       const { job } = running;
       logger.warn({ thread: thread.index, workspaceId: job.workspaceId, ms: now - running.startedAt }, 'a SPARQL query passed its time limit; its thread is replaced');
-      this.replace(thread, new InputError('query_timeout', `The query ran longer than ${job.limits.timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`));
+      this.replace(thread, timeoutError(job.limits.timeoutMs));
     }
     if (next < this.watchdogAt) this.armWatchdog(next);
   }

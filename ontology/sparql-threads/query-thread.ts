@@ -1,4 +1,4 @@
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
 import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
@@ -19,6 +19,8 @@ import { plainResult } from './plain-result';
  * a query names the graphs to drop before it runs.
  */
 let entityIndex = compactEntityIndex();
+/** The id of a query whose caller went away, set by the pool (shared memory, read with the evaluator's clock). */
+const stop = (workerData as { stop: Int32Array }).stop;
 const stores = new Map<number, { store: Store; terms: number }>();
 /** The encoded graphs this thread was sent (shared memory, not copies), by the pool's number, until the pool drops them. */
 const encoded = new Map<number, EncodedGraph>();
@@ -76,7 +78,8 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     if (builds || !request.clockStarted) port.postMessage({ type: 'started', id: request.id } satisfies ThreadMessage);
     let path: string | undefined;
     // The stores here never change once built, so the evaluator may keep plans over them.
-    const result = await evaluateQuery(dataset, request.text, request.limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen), keepPlans: true });
+    const limits = { ...request.limits, stopped: () => Atomics.load(stop, 0) === request.id };
+    const result = await evaluateQuery(dataset, request.text, limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen), keepPlans: true });
     const evaluated = performance.now();
     const evaluationMs = evaluated - started;
     if ('serializeAs' in request.answer) {

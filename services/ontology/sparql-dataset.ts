@@ -515,13 +515,13 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, patterns!, text!, tables, timeoutMs) : [];
+  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, patterns!, text!, tables, timeoutMs, ctx.signal) : [];
   handles.push(...tableHandles);
   return datasetOf(plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number): Promise<GraphHandle[]> {
+async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
@@ -543,7 +543,7 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
     if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
   }
   const settings = sparqlSettings();
-  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections });
+  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal });
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
     if (read.whole[at]) handles.push(await wholeTableGraph(db, encryptionKey, pkg, source, snapshot, dataVersion, versions[at]));
@@ -631,7 +631,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
   const release = tableReadSlot(db as Db, principal.workspaceId, settings);
   try {
-    const result = await readingWithin(db as Db, timeoutMs ?? settings.timeoutMs, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version }))));
+    const result = await readingWithin(db as Db, timeoutMs ?? settings.timeoutMs, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version }))), ctx.signal);
     if (!result) return undefined;
     // The same bound on an answer as the evaluator's.
     if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);

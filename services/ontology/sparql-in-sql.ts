@@ -11,7 +11,7 @@ import { orderTerms } from '../../ontology/sparql-evaluator/comparison';
 import { LiteralTerm, Term as EvaluatorTerm } from '../../ontology/sparql-evaluator/terms';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
-import type { OtherGraphs, ReachTable } from './sparql-reach-reads';
+import { OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
 
 // SPARQL answered in SQL over bound managed tables: no records leave the database. The shape
 // covered is the one a table's size makes unreadable otherwise, stars of bound tables:
@@ -55,6 +55,9 @@ interface Projection {
   /** SUM(?of) or AVG(?of) of an xsd:integer or xsd:decimal property. */
   total?: { of: string; average: boolean };
 }
+
+/** Memory for each sort or hash of an answer's statement (a workspace runs at most WEFT_SPARQL_SQL_CONNECTIONS at once). */
+const WORK_MEM = '64MB';
 
 /** Solutions a query without aggregates may have here (they are sorted in this process); more are left to the evaluator. */
 const MAX_SOLUTION_ROWS = 100_000;
@@ -266,26 +269,46 @@ function starOver(variable: string, triples: Array<{ predicate: Term; object: Te
 /**
  * The text a JSON value shows as in a triple: a string as itself, a number as JavaScript writes it
  * (PostgreSQL writes a JSON number's digits as they were stored, which is JavaScript's form except
- * in exponent notation, flagged), a boolean. `lexical`: what an object or nested array shows as.
+ * where JavaScript uses exponent notation, flagged), a boolean; an array's null element as "null".
+ * A key of '' or an object makes no IRI; an xsd:string literal of an object, or a nested array, is
+ * not written here as JavaScript writes it (flagged). Few function calls a value: they are the
+ * statement's cost at a million records.
  */
-function shownText(value: string, shown: 'key' | 'string' | 'typed'): { text: string; odd: string } {
-  const number = `(${value})::numeric`;
-  const exponent = `(jsonb_typeof(${value}) = 'number' AND (abs(${number}) >= 1e21 OR (${number} <> 0 AND abs(${number}) < 1e-6)))`;
-  const text = `CASE jsonb_typeof(${value}) WHEN 'string' THEN ${value} #>> '{}' WHEN 'number' THEN (${value})::text WHEN 'boolean' THEN (${value})::text ${shown === 'key' ? '' : `WHEN 'null' THEN 'null'`} END`;
-  // A key of '' or an object makes no IRI; an xsd:string literal of an object, or a nested array, is not written here as JavaScript writes it.
-  const odd = shown === 'key' ? exponent : `(${exponent} OR jsonb_typeof(${value}) IN ('object', 'array'))`;
-  return { text: shown === 'key' ? `NULLIF(${text}, '')` : text, odd };
+function shownText(type: string, raw: string, shown: 'key' | 'string' | 'typed'): { text: string; odd: string; numeric: (integer: boolean, pattern: string) => string } {
+  // JavaScript writes |n| >= 1e21 and 0 < |n| < 1e-6 in exponent notation: 22 digits or more, or a run of six zeros after a point (a few others are flagged too, harmlessly).
+  const exponent = `(length(${raw}) >= 22 OR ${raw} LIKE '%0.000000%')`;
+  const text = shown === 'key' ? `CASE WHEN ${type} IN ('string', 'number', 'boolean') THEN NULLIF(${raw}, '') END` : `coalesce(${raw}, 'null')`;
+  const odd = `CASE ${type} WHEN 'number' THEN ${exponent}${shown === 'key' ? '' : ` WHEN 'object' THEN true WHEN 'array' THEN true`} ELSE false END`;
+  // A number's text is always a decimal's lexical form (and an integer's without a point); a string's is tested.
+  const numeric = (integer: boolean, pattern: string) => `CASE ${type} WHEN 'number' THEN ${integer ? `CASE WHEN strpos(${raw}, '.') = 0 THEN ${raw}::numeric END` : `${raw}::numeric`} WHEN 'string' THEN CASE WHEN ${raw} ~ ${pattern}::text THEN ${raw}::numeric END END`;
+  return { text, odd, numeric };
 }
 
-/** Runs the count over the sources at their snapshots; undefined when a value's form makes the SQL's answer unreliable. */
+/**
+ * Runs the query over the sources at their snapshots; undefined when a value's form makes the SQL's
+ * answer unreliable. A star over a table keyed by its subject field is read in one scan, a record a
+ * row (Ontop's self-join elimination): exact while the table holds no arrays in the star's fields
+ * and one JSON type of key (5 and "5" would be one subject); otherwise the star is read per
+ * triple, its values merged per subject text.
+ */
 export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
+  const primaryKeys = await primaryKeysOf(trx, sources);
+  const fusable = query.stars.map((star) => primaryKeys.get(sources[star.source].table)?.join('\n') === star.subject.field);
+  const fused = await runSqlQueryAs(trx, query, sources, fusable);
+  if (fused !== 'unfused') return fused;
+  return (await runSqlQueryAs(trx, query, sources, fusable.map(() => false))) as SparqlResult | undefined;
+}
+
+async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
   const params = new SqlParams();
+  /** Checks that a one-scan star's table holds what it cannot read exactly (the answer is then made per triple). */
+  const unfusedChecks: string[] = [];
   const ctes: string[] = [];
   const from: string[] = [];
   const on: string[] = [];
   const oddChecks: string[] = [];
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
-  const columns = new Map<string, { column: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
+  const columns = new Map<string, { column: string; num?: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
   const solutionColumns: string[] = [];
   /** Each star's subject column, and the links to join to them. */
   const anchors: string[] = [];
@@ -295,7 +318,46 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
     const version = params.add(source.version);
     const table = qualified(workspaceSchema(source.workspaceId), source.table);
     const current = `valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)`;
-    const subject = shownText(`(data -> ${params.add(star.subject.field)}::text)`, 'key');
+    const key = params.add(star.subject.field);
+    const subject = shownText('kt', 'kx', 'key');
+    /** The record's subject field as its JSON type and text, each computed once a record (the inner selects are fenced by OFFSET 0). */
+    const keyColumns = `jsonb_typeof(data -> ${key}::text) AS kt, data ->> ${key}::text AS kx`;
+    const subjectRender = (value: string) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`);
+    if (fusable[x]) {
+      // One scan: each record is a row of its subject and one value per triple (a record lacking a field yields none).
+      const name = `star${x}`;
+      const reads: string[] = [];
+      const shownColumns: string[] = [];
+      const odd: string[] = [subject.odd];
+      const present: string[] = ['s IS NOT NULL'];
+      const arrays: string[] = [];
+      star.triples.forEach((triple, i) => {
+        if (triple.kind === 'type') return;
+        const field = params.add(triple.field);
+        reads.push(`jsonb_typeof(data -> ${field}::text) AS vt${i}, data ->> ${field}::text AS vx${i}`);
+        const shown = shownText(`vt${i}`, `vx${i}`, triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
+        const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
+        shownColumns.push(`${shown.text} AS o${i}${pattern ? `, ${shown.numeric(triple.kind === 'property' && triple.datatype === 'xsd:integer', pattern)} AS n${i}` : ''}`);
+        odd.push(shown.odd);
+        present.push(`vt${i} IS NOT NULL AND vt${i} <> 'null'${triple.kind === 'link' ? ` AND o${i} IS NOT NULL` : ''}`);
+        arrays.push(`vt${i} = 'array'`);
+        if (triple.kind === 'link' && triple.joins !== undefined) return void links.push({ column: `${name}.o${i}`, star: triple.joins });
+        solutionColumns.push(`${name}.o${i}`);
+        columns.set(triple.variable, triple.kind === 'link'
+          ? { column: `${name}.o${i}`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
+          : { column: `${name}.o${i}`, num: pattern ? `${name}.n${i}` : undefined, render: (value) => literalOf(value, triple.datatype), triple });
+      });
+      ctes.push(`${name} AS (SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
+           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${table} WHERE ${current} OFFSET 0) r) r WHERE s IS NOT NULL)`);
+      // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
+      unfusedChecks.push(`(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`);
+      oddChecks.push(`(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`);
+      from.push(`(SELECT * FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      anchors[x] = `${name}.s`;
+      solutionColumns.push(`${name}.s`);
+      columns.set(star.variable, { column: `${name}.s`, render: subjectRender });
+      return;
+    }
     // Each relation reads the table itself, keeping only the text columns it needs: one that
     // carried the records' data to the others was materialized whole (the rows' jsonb), which at
     // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
@@ -303,24 +365,36 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
     // A star of rdf:type alone is its table's subjects (every record with a subject has the type).
     const anchor = valueTriples.length ? valueTriples[0].name : `subjects${x}`;
     if (!valueTriples.length) {
-      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM ${table} WHERE ${current}) r
+      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${table} WHERE ${current} OFFSET 0) r) r
          WHERE s IS NOT NULL GROUP BY s)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
       from.push(anchor);
     }
     anchors[x] = `${anchor}.s`;
     solutionColumns.push(`${anchor}.s`);
-    columns.set(star.variable, { column: `${anchor}.s`, render: (value) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`) });
+    columns.set(star.variable, { column: `${anchor}.s`, render: subjectRender });
     for (const { triple, name } of valueTriples) {
       const field = params.add(triple.field);
-      const shown = shownText('element.value', triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
+      const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
       const top = `(data -> ${field}::text)`;
-      const numeric = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? `, CASE WHEN ${shown.text} ~ ${params.add(NUMERIC_LEXICAL[triple.datatype])}::text THEN (${shown.text})::numeric END AS num` : '';
-      // One triple per element of an array; JSON null yields none (an array's null element does, as "null").
+      const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
+      const integerValued = triple.kind === 'property' && triple.datatype === 'xsd:integer';
+      // A value's columns: its text, its oddity, and its number where the property is numeric.
+      const valueColumns = () => {
+        const shown = shownText('vt', 'vx', form);
+        return `${shown.text} AS o, ${subject.odd} OR ${shown.odd} AS odd${pattern ? `, ${shown.numeric(integerValued, pattern)} AS num` : ''}`;
+      };
+      // One triple per element of an array; JSON null yields none (an array's null element does, as
+      // "null"). Scalars and arrays are read apart: jsonb_array_elements over every record made
+      // PostgreSQL expect 100 values a record and sort whole rows instead of hashing (EXPLAIN at 60,000 records).
       // The subject's oddity is the triple's: a record without this field joins nothing through it.
-      ctes.push(`${name} AS (SELECT s, o, bool_or(odd) AS odd${numeric ? ', min(num) AS num' : ''} FROM (SELECT ${subject.text} AS s, ${shown.text} AS o, ${subject.odd} OR ${shown.odd} AS odd${numeric} FROM ${table}
-          CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${top}) = 'array' THEN ${top} ELSE jsonb_build_array(${top}) END) AS element(value)
-         WHERE ${current} AND jsonb_typeof(${top}) <> 'null') r
+      ctes.push(`${name} AS (SELECT s, o, bool_or(odd) AS odd${pattern ? ', min(num) AS num' : ''} FROM (SELECT ${subject.text} AS s, ${valueColumns()} FROM (
+           SELECT ${keyColumns}, jsonb_typeof(data -> ${field}::text) AS vt, data ->> ${field}::text AS vx FROM ${table} WHERE ${current} AND jsonb_typeof(${top}) NOT IN ('null', 'array')
+           UNION ALL
+           SELECT kt, kx, jsonb_typeof(element.value) AS vt, element.value #>> '{}' AS vx
+             FROM (SELECT ${keyColumns}, ${top} AS elements FROM ${table} WHERE ${current} AND jsonb_typeof(${top}) = 'array' OFFSET 0) r
+            CROSS JOIN LATERAL jsonb_array_elements(r.elements) AS element(value)
+           OFFSET 0) r) r
          WHERE s IS NOT NULL${triple.kind === 'link' ? ' AND o IS NOT NULL' : ''} GROUP BY s, o)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name})`);
       from.push(name);
@@ -332,7 +406,7 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
       solutionColumns.push(`${name}.o`);
       columns.set(triple.variable, triple.kind === 'link'
         ? { column: `${name}.o`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
-        : { column: `${name}.o`, render: (value) => literalOf(value, triple.datatype), triple });
+        : { column: `${name}.o`, num: pattern ? `${name}.num` : undefined, render: (value) => literalOf(value, triple.datatype), triple });
     }
   });
   // A link's object is the star it joins: known once every star has its anchor.
@@ -343,7 +417,7 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
     if (projection.group) return `${columnOf(projection.group)} AS p${at}`;
     if (projection.plain) return `${columnOf(projection.plain)} AS p${at}`;
     if (projection.total) {
-      const column = columnOf(projection.total.of).replace(/\.o$/, '.num');
+      const column = columns.get(projection.total.of)!.num!;
       // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
       return `sum(${column}) AS p${at}, count(${column}) AS n${at}, count(*) AS a${at}`;
     }
@@ -354,16 +428,19 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
   });
   const groupColumns = query.groupBy.map(columnOf);
   // A FILTER's bounds on the value as the evaluator reads it: a value not of its type is an error, which no bound passes.
-  for (const filter of query.filters) on.push(`${columnOf(filter.variable).replace(/\.o$/, '.num')} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
+  for (const filter of query.filters) on.push(`${columns.get(filter.variable)!.num!} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
   const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
     answer AS (SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
       FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
-    oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd)
-    SELECT answer.*, oddity.odd FROM oddity LEFT JOIN answer ON true`;
+    oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd, (${unfusedChecks.length ? unfusedChecks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false'}) AS unfused)
+    SELECT answer.*, oddity.odd, oddity.unfused FROM oddity LEFT JOIN answer ON true`;
+  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
+  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
   const { rows: all } = await run<Record<string, unknown>>(trx, sql, params);
+  if (all.some((row) => row.unfused)) return 'unfused';
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
   if (cap && rows.length > cap) return undefined;

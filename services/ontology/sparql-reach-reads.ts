@@ -1,3 +1,4 @@
+import { callerGoneError, timeoutError } from '../../ontology/sparql-evaluator/deadline';
 import type * as RDF from '@rdfjs/types';
 import type { Knex } from 'knex';
 import { InputError } from '../../core/errors';
@@ -246,20 +247,43 @@ function slotsOf(db: Knex): TableReadSlots {
   return slots;
 }
 
+/** Each table's primary key as its storage was created (an endpoint's target may declare another). */
+export async function primaryKeysOf(trx: Knex.Transaction, sources: ReachTable[]): Promise<Map<string, string[]>> {
+  const keys = new Map<string, string[]>();
+  for (const schema of new Set(sources.map((source) => workspaceSchema(source.workspaceId)))) {
+    const params = new SqlParams();
+    const { rows } = await run<{ name: string; key: string[] | null }>(trx, `SELECT table_name AS name, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ANY (${params.add(sources.map((source) => source.table))}::text[])`, params);
+    for (const row of rows) if (row.key) keys.set(row.name, row.key);
+  }
+  return keys;
+}
+
 /**
  * Runs `work` in a read-only transaction whose statements stop at the query's time limit; a
- * statement stopped there is the evaluator's query_timeout (published queries go on as a job on it).
+ * statement stopped there is the evaluator's query_timeout (published queries go on as a job on
+ * it). When `signal` aborts (the caller went away), the running statement is cancelled at once.
  */
-export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: Knex.Transaction) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted) throw callerGoneError();
+  let cancel: (() => void) | undefined;
   try {
     return await db.transaction(async (trx) => {
       await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+      if (signal) {
+        const { rows } = await trx.raw<{ rows: Array<{ pid: number }> }>('SELECT pg_backend_pid() AS pid');
+        // From another connection: this one is busy with the statement to stop.
+        cancel = () => void db.raw('SELECT pg_cancel_backend(?)', [rows[0].pid]).catch(() => undefined);
+        signal.addEventListener('abort', cancel, { once: true });
+        if (signal.aborted) throw callerGoneError();
+      }
       return work(trx);
     }, { readOnly: true } as Knex.TransactionConfig);
   } catch (error) {
-    // 57014 query_canceled: the statement timeout.
-    if ((error as { code?: string }).code === '57014') throw new InputError('query_timeout', `The query ran longer than ${timeoutMs / 1000} seconds and was stopped; narrow it or add a LIMIT.`);
+    // 57014 query_canceled: the statement timeout, or the cancel above.
+    if ((error as { code?: string }).code === '57014') throw signal?.aborted ? callerGoneError() : timeoutError(timeoutMs);
     throw error;
+  } finally {
+    if (cancel) signal!.removeEventListener('abort', cancel);
   }
 }
 
@@ -274,6 +298,8 @@ export interface ReachLimits {
   timeoutMs: number;
   /** Table reads one workspace runs at once. */
   connections: number;
+  /** Aborted when the caller has gone: the read stops. */
+  signal?: AbortSignal;
 }
 
 /** Records whose triples the query's patterns can reach, read table by table, round by round. */
@@ -313,12 +339,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
 
   async function readRounds(): Promise<void> {
     await readingWithin(db, limits.timeoutMs, async (trx) => {
-      // Each table's primary key as its storage was created (an endpoint's target may declare another).
-      for (const schema of new Set(sources.filter((source) => source.version !== undefined).map((source) => workspaceSchema(source.workspaceId)))) {
-        const keys = new SqlParams();
-        const { rows } = await run<{ name: string; key: string[] | null }>(trx, `SELECT table_name AS name, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ANY (${keys.add(sources.map((source) => source.table))}::text[])`, keys);
-        for (const source of sources) if (workspaceSchema(source.workspaceId) === schema) source.primaryKey = rows.find((row) => row.name === source.table)?.key ?? null;
-      }
+      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined));
+      for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
       for (;;) {
         const left = pending();
         if (!left.length) break;
@@ -391,7 +413,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           matched.set(pattern.index, known);
         }
       }
-    });
+    }, limits.signal);
   }
 }
 

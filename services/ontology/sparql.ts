@@ -57,8 +57,8 @@ export function sparqlRequestFrom(method: 'GET' | 'POST', query: Record<string, 
 }
 
 /** Runs a query in a query thread over the caller's dataset, in the form the caller needs. */
-export async function runDatasetQuery(dataset: QueryDatasetHandles, workspaceId: string, text: string, limits: SparqlLimits, answer: AnswerForm): Promise<QueryAnswer> {
-  return sparqlQueryPool().run({ workspaceId, text, limits, graphs: dataset.graphs, answer });
+export async function runDatasetQuery(dataset: QueryDatasetHandles, workspaceId: string, text: string, limits: SparqlLimits, answer: AnswerForm, signal?: AbortSignal): Promise<QueryAnswer> {
+  return sparqlQueryPool().run({ workspaceId, text, limits, graphs: dataset.graphs, answer, signal });
 }
 
 /**
@@ -129,14 +129,14 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
     readDataset(ctx, catalog, ask.text).then((built) => {
       if (refused) return undefined;
       dataset = built;
-      return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType });
+      return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal);
     });
   // Kept graphs first (a warm query starts at once); then a SELECT PostgreSQL can answer over bound
   // tables (sparql-in-sql.ts); else the graphs are read or built.
   let dataset: QueryDatasetHandles | undefined = keptDataset(ctx, catalog, ask.text);
   const started = performance.now();
   const evaluated = dataset
-    ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType })
+    ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal)
     : ask.queryType === 'SELECT'
       ? answeredInSql(ctx, catalog, ask.text, limits.maxResults).then(async (counted) => {
           if (!counted) return evaluateOverGraphs();

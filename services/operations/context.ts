@@ -43,6 +43,8 @@ export interface Caller {
   requestId: string;
   /** The client's id for this call: a mutating operation with `idempotent` runs once per key. */
   idempotencyKey?: string;
+  /** Aborted when the client has gone (its connection closed before the answer), for doors that say so. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -72,6 +74,8 @@ export interface OperationContext {
   door: Door;
   requestId: string;
   idempotencyKey?: string;
+  /** Aborted when the caller has gone: long reads stop (SPARQL queries); absent where no door says so. */
+  readonly signal?: AbortSignal;
 }
 
 /**

@@ -138,6 +138,7 @@ class InvocationContext implements OperationContext {
   readonly door: Caller['door'];
   readonly requestId: string;
   readonly idempotencyKey: string | undefined;
+  readonly signal: AbortSignal | undefined;
 
   constructor(
     public db: Executor,
@@ -150,6 +151,7 @@ class InvocationContext implements OperationContext {
     this.door = caller.door;
     this.requestId = caller.requestId;
     this.idempotencyKey = caller.idempotencyKey;
+    this.signal = caller.signal;
   }
 
   get principal(): Principal {
@@ -174,7 +176,7 @@ export async function invoke<I, O>(caller: Caller, operation: Operation<I, O>, i
  * operation's own declared access; `door` names how the inner operation was reached.
  */
 export async function invokeWithin<I, O>(ctx: OperationContext, door: Caller['door'], operation: Operation<I, O>, input: I): Promise<Invocation<O>> {
-  const caller: Caller = { deps: ctx.deps, principal: ctx.principal, door, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey };
+  const caller: Caller = { deps: ctx.deps, principal: ctx.principal, door, requestId: ctx.requestId, idempotencyKey: ctx.idempotencyKey, signal: ctx.signal };
   let admitted: Project | undefined;
   try {
     admitted = ctx.project;

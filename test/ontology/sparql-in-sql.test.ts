@@ -13,7 +13,79 @@ import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } f
 // on data made to trip a count in SQL (records sharing a subject IRI, arrays with repeats, 5 and
 // "5", JSON null, missing fields, keys that need percent-encoding), and a count no bound refuses.
 
-describe('Counts over a bound table, answered by PostgreSQL', function () {
+/** The records of each run: made to trip a count in SQL, or keyed and scalar (one scan a star), or keyed by ids of two JSON types. */
+const DATASETS: Array<{ name: string; customers: Array<Record<string, unknown>>; customerKey: string[] | null; orders: Array<Record<string, unknown>>; orderKey: string[] | null }> = [
+  {
+    name: 'records sharing subjects, arrays with repeats, 5 and "5", JSON null, missing fields',
+    customers: [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob', years: 36 },
+      { id: 3, full_name: 'Cy', years: [30, 30, '31'] },
+      { id: 4, full_name: 'Di' },
+    ],
+    customerKey: ['id'],
+    // No primary key: two records may share an id, and so a subject.
+    orders: [
+      { id: 1, amount: 10, customer: 1 },
+      { id: 1, amount: 12, customer: 1 },
+      { id: 2, amount: [5, 5, '5', 7], customer: [1, 2] },
+      { id: '3', amount: null, customer: 2 },
+      { id: 4, customer: 3 },
+      { id: '', amount: 1 },
+      { id: 5, amount: 'abc', customer: 'x y/é' },
+      { id: 6, amount: 2.5, customer: null },
+      { id: 7, amount: true, customer: '1' },
+      { id: 8, amount: [null, 3], customer: [] },
+      { id: 'a b', amount: 0.1, customer: 4 },
+    ],
+    orderKey: null,
+  },
+  {
+    // Keyed by the subject field, no arrays: each star is read in one scan, a record a row.
+    name: 'tables keyed by their subject field, scalar values',
+    customers: [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: 2, full_name: 'Bob', years: 36 },
+      { id: 3, full_name: 'Cy', years: '31' },
+      { id: 4, full_name: 'Di' },
+      { id: 5, years: 30 },
+    ],
+    customerKey: ['id'],
+    orders: [
+      { id: 1, amount: 10, customer: 1 },
+      { id: 2, amount: 12, customer: 1 },
+      { id: 3, amount: '5', customer: 2 },
+      { id: 4, amount: null, customer: 2 },
+      { id: 5, customer: 3 },
+      { id: 6, amount: 'abc', customer: 'x y/é' },
+      { id: 7, amount: 2.5, customer: null },
+      { id: 8, amount: true, customer: '1' },
+      { id: 9, amount: 0.1, customer: 4 },
+      { id: 10, amount: 7, customer: 5 },
+    ],
+    orderKey: ['id'],
+  },
+  {
+    // Keyed, but 2 and "2" are two records with one subject IRI: one scan would count them twice.
+    name: 'tables keyed by ids of two JSON types',
+    customers: [
+      { id: 1, full_name: 'Ada', years: 36 },
+      { id: '1', full_name: 'Ada Lovelace', years: 37 },
+      { id: 2, full_name: 'Bob', years: 36 },
+    ],
+    customerKey: ['id'],
+    orders: [
+      { id: 1, amount: 10, customer: 1 },
+      { id: '1', amount: 12, customer: '1' },
+      { id: 2, amount: 5, customer: 2 },
+      { id: 3, amount: 7, customer: 2 },
+      { id: 4, amount: 'abc', customer: 2 },
+    ],
+    orderKey: ['id'],
+  },
+];
+
+for (const dataset of DATASETS) describe(`Counts over bound tables, answered by PostgreSQL: ${dataset.name}`, function () {
   this.timeout(120_000);
   let t: OntologyTenant;
   let baseIri: string;
@@ -30,26 +102,8 @@ describe('Counts over a bound table, answered by PostgreSQL', function () {
     t = await ontologyTenant();
     const packageId = await customerOntology(t);
     baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
-    const customers = await seededTable(t, [
-      { id: 1, full_name: 'Ada', years: 36 },
-      { id: 2, full_name: 'Bob', years: 36 },
-      { id: 3, full_name: 'Cy', years: [30, 30, '31'] },
-      { id: 4, full_name: 'Di' },
-    ]);
-    // No primary key: two records may share an id, and so a subject.
-    orders = await seededTable(t, [
-      { id: 1, amount: 10, customer: 1 },
-      { id: 1, amount: 12, customer: 1 },
-      { id: 2, amount: [5, 5, '5', 7], customer: [1, 2] },
-      { id: '3', amount: null, customer: 2 },
-      { id: 4, customer: 3 },
-      { id: '', amount: 1 },
-      { id: 5, amount: 'abc', customer: 'x y/é' },
-      { id: 6, amount: 2.5, customer: null },
-      { id: 7, amount: true, customer: '1' },
-      { id: 8, amount: [null, 3], customer: [] },
-      { id: 'a b', amount: 0.1, customer: 4 },
-    ], null);
+    const customers = await seededTable(t, dataset.customers, dataset.customerKey);
+    orders = await seededTable(t, dataset.orders, dataset.orderKey);
     await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name', age: 'years' } } });
     await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: orders, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' }, links: { placedBy: { field: 'customer', targetTemplate: 'https://example.com/customers/{customer}' } } } });
     assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);

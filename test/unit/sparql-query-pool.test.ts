@@ -5,6 +5,7 @@ import { GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { QueryJob, SparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
+import { until } from '../support/polling';
 
 // The query pool in this process with small limits: a query that never ends is stopped by
 // replacing its thread, a workspace past its slots gets a 429 with Retry-After, and other
@@ -93,4 +94,28 @@ describe('The SPARQL query pool', function () {
       await small.close();
     }
   });
+
+  it('stops a running query when its caller goes, in its thread, which keeps its stores; a waiting one leaves the queue', async () => {
+    const patient = new SparqlQueryPool({ ...sparqlSettings(), threads: 1, workspaceConcurrency: 2, queueMs: 60_000, timeoutMs: 120_000 });
+    try {
+      const longJob = (signal: AbortSignal): QueryJob => ({ ...job('ws-gone', NEVER_ENDS), limits: { timeoutMs: 120_000, maxResults: 100 }, signal });
+      const running = new AbortController();
+      const first = patient.run(longJob(running.signal)).then(() => assert.fail('a never-ending query answered'), (error: unknown) => error);
+      await until('the thread to take the query', () => patient.residency()[0].busy, 30_000, 5);
+      // The one thread is busy: this one waits in the queue, and its caller goes first.
+      const waiting = new AbortController();
+      const second = patient.run(longJob(waiting.signal)).then(() => assert.fail('a dropped query answered'), (error: unknown) => error);
+      waiting.abort();
+      assert.equal(((await second) as DomainError).code, 'client_closed_request');
+      assert.ok(patient.residency()[0].busy, 'the running query is untouched by another caller going');
+      running.abort();
+      assert.equal(((await first) as DomainError).code, 'client_closed_request');
+      // The thread stopped its evaluation itself (the limit is two minutes away): the same thread, with its graph, answers next.
+      assert.deepEqual(patient.residency().map((thread) => thread.versions), [['g1']]);
+      assert.equal(JSON.parse((await patient.run(job('ws-gone', COUNT))).body!).results.bindings[0].n.value, '400');
+    } finally {
+      await patient.close();
+    }
+  });
 });
+

@@ -1,16 +1,7 @@
 import type { Knex } from 'knex';
 import { env } from '../../support/environment';
 
-/** Polls `check` until it answers something truthy, and fails after `timeoutMs` saying what it waited for. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+export { until } from '../../support/polling';
 
 /** A lock the test holds in a transaction of its own, which stops another process's transaction at the statement that needs it. */
 export interface HeldLock {
