@@ -14,6 +14,8 @@ import { acceptInvite, describeInvite } from '../../services/tenancy/members';
 import { getBillingMonthOperation, getUsageOperation } from '../../services/usage/operations';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
+import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
+import { getDataEndpointSnapshotOperation } from '../../services/endpoints/write-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { consoleBuildDir } from './build-dir';
@@ -49,6 +51,14 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'get', path: '/console/api/projects/:project_id/pipelines', operation: listPipelinesOperation },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },
+  { method: 'get', path: '/console/api/data-endpoints', operation: listDataEndpointsOperation },
+  { method: 'get', path: '/console/api/data-endpoints/:endpoint_id', operation: getDataEndpointOperation },
+  { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/schema', operation: discoverDataEndpointSchemaOperation },
+  { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/snapshot', operation: getDataEndpointSnapshotOperation },
+  // The records preview is the records read itself: the data guard, its cursors, its metering.
+  { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/records', operation: readDataEndpointRecordsOperation },
+  { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/check', operation: checkDataEndpointOperation },
+  { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/validate', operation: validateDataEndpointOperation },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

@@ -1,4 +1,4 @@
-import { listDataEndpointsOperation } from '../../services/endpoints/operations';
+import { getDataEndpointOperation, listDataEndpointsOperation } from '../../services/endpoints/operations';
 import { listSourceWritesOperation } from '../../services/endpoints/write-operations';
 import { getOntologyOperation } from '../../services/ontology/operations';
 import { listQueriesOperation } from '../../services/ontology/query-operations';
@@ -29,7 +29,8 @@ export interface ConsolePage {
 export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Keys', path: '/console/keys', operation: listApiKeysOperation, built: true },
   { name: 'Members', path: '/console/members', operation: listMembersOperation, built: true },
-  { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: false },
+  { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: true },
+  { name: 'Endpoint', path: '/console/endpoints/:endpoint_id', operation: getDataEndpointOperation, built: true, inNavigation: false },
   { name: 'Pipelines', path: '/console/pipelines', operation: listPipelinesOperation, built: false },
   { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: true },
   { name: 'Run', path: '/console/runs/:run_id', operation: getRunOperation, built: true, inNavigation: false },

@@ -11,6 +11,7 @@ import { findCapability } from '../../plugins';
 import { orderBySchema, whereSchema } from '../../plugins/condition-schemas';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
 import { guardEndpointData } from './data-guard';
+import { callerIdOf } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 
 export const DEFAULT_RECORDS_LIMIT = 100;
@@ -64,7 +65,7 @@ function parseSelect(select: string | string[] | undefined): string[] | undefine
   return [...new Set(fields)];
 }
 
-/** What a cursor carries: bound to the API key, the endpoint and the exact read parameters. */
+/** What a cursor carries: bound to the caller (the API key, or the signed-in member), the endpoint and the exact read parameters. */
 interface CursorPayload {
   v: 1;
   key: string;
@@ -128,7 +129,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
     .digest('base64url');
   if (params.cursor) {
     const cursor = openCursor(params.cursor, encryptionKey);
-    if (cursor.key !== principal.apiKeyId || cursor.endpoint !== endpoint.id) {
+    if (cursor.key !== callerIdOf(principal) || cursor.endpoint !== endpoint.id) {
       throw new InputError('cursor_not_yours', 'This cursor was issued to another caller or for another endpoint. Follow cursors with the same key.', [{ path: 'query:cursor', message: 'belongs to another caller or endpoint' }]);
     }
     if (cursor.params !== paramsFingerprint()) {
@@ -159,7 +160,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
   }
   const nextCursor = page.continuation === null || page.continuation === undefined
     ? null
-    : sealCursor({ v: 1, key: principal.apiKeyId, endpoint: endpoint.id, params: paramsFingerprint(), after: page.continuation }, encryptionKey);
+    : sealCursor({ v: 1, key: callerIdOf(principal), endpoint: endpoint.id, params: paramsFingerprint(), after: page.continuation }, encryptionKey);
   return new RecordsAnswer(page, {
     rowCount: page.recordsJson?.count ?? page.records.length,
     limit,

@@ -56,6 +56,12 @@ export interface Principal {
   writePermissions: readonly string[];
 }
 
+/**
+ * The caller a principal is, as one id: its key, or the signed-in member, who has none (apiKeyId
+ * is empty for every member, so it cannot tell two members apart).
+ */
+export const callerIdOf = (principal: Pick<Principal, 'apiKeyId' | 'memberId' | 'signedIn'>): string => (principal.signedIn ? `member:${principal.memberId}` : principal.apiKeyId);
+
 /** A key's stored fields as a principal: only scopes Weft knows, no role or write grants when none are stored. */
 export function principalFrom(key: Omit<Principal, 'scopes' | 'memberRole' | 'writePermissions' | 'memberActive'> & {
   scopes: readonly string[];

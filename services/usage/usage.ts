@@ -129,7 +129,8 @@ async function record(db: Executor, input: MeterInput, asOperation: boolean): Pr
   const { amount, amountText, charges } = priced(input.kind, input.quantities);
   const row: ChargeRow = {
     workspace_id: input.workspaceId, project_id: input.projectId ?? null, kind: input.kind, operation_ref: input.ref, parent_operation_id: input.parentOperationId ?? null,
-    actor_member_id: input.actor?.memberId ?? null, api_key_id: input.actor?.apiKeyId ?? null, quantities: input.quantities, amount: amountText,
+    // A member signed in to the console has no key: its principal's apiKeyId is empty, not an id.
+    actor_member_id: input.actor?.memberId ?? null, api_key_id: input.actor?.apiKeyId || null, quantities: input.quantities, amount: amountText,
     charges,
   };
   // In a caller's transaction the charge and its alert are part of its unit of work. A charge

@@ -34,8 +34,9 @@ describe('What a signed-in member may do, derived from the role in one place', (
     const navigation = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation !== false).map((page) => page.name);
     const inner = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation === false).map((page) => page.name);
     assert.deepEqual(navigation('admin'), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage']);
-    // A run's page is reached from the Runs page, not from the navigation.
-    assert.deepEqual(inner('admin'), ['Run']);
+    // An endpoint's page and a run's are reached from the Endpoints and Runs pages, not from the navigation.
+    assert.deepEqual(inner('admin'), ['Endpoint', 'Run']);
+    assert.deepEqual(inner('member'), ['Endpoint', 'Run']);
     // Listing runs needs an owner or admin (listRuns' actor), over HTTP as here.
     assert.deepEqual(navigation('member'), ['Endpoints', 'Pipelines', 'Writes', 'Ontology', 'Queries']);
   });

@@ -6,12 +6,15 @@ import { MembersPage } from './Members';
 import { UsagePage } from './Usage';
 import { RunPage, RunsPage } from './Runs';
 import { OverviewPage } from './Overview';
+import { EndpointPage, EndpointsPage } from './Endpoints';
 
 /** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
 const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
   '/console/keys': (session) => <KeysPage scopes={session.scopes} />,
   '/console/members': () => <MembersPage />,
   '/console/usage': () => <UsagePage />,
+  '/console/endpoints': () => <EndpointsPage />,
+  '/console/endpoints/:endpoint_id': (_session, params) => <EndpointPage key={params.endpoint_id} endpointId={params.endpoint_id} />,
   '/console/runs': (session) => <RunsPage session={session} />,
   '/console/runs/:run_id': (_session, params) => <RunPage key={params.run_id} runId={params.run_id} />,
 };

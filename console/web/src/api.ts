@@ -21,6 +21,9 @@ export class Problem extends Error {
   }
 }
 
+/** A failure as a page shows it: the refusal's own message and code, as over HTTP. */
+export const explain = (failure: unknown, fallback: string): string => (failure instanceof Problem ? `${failure.message} (${failure.code})` : fallback);
+
 let csrfToken = '';
 export const useToken = (token: string) => { csrfToken = token; };
 

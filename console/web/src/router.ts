@@ -1,10 +1,16 @@
-import { useEffect, useState } from 'react';
+import { MouseEvent, useEffect, useState } from 'react';
 
 // Pages are addressed by their path under /console; links move with the History API.
 
 export function navigate(path: string): void {
   window.history.pushState(null, '', path);
   window.dispatchEvent(new PopStateEvent('popstate'));
+}
+
+/** A link's click handler that moves within the console instead of loading the page. */
+export function follow(event: MouseEvent<HTMLAnchorElement>, path: string): void {
+  event.preventDefault();
+  navigate(path);
 }
 
 export function usePath(): string {
