@@ -24,8 +24,34 @@ describe('An operation checking named grants', () => {
     },
   });
 
-  it('is refused in tests when it did not declare them, also after an await', async () => {
-    await assert.rejects(execute(caller, reading(), {}), /declaresNoGrants checks named read grants but does not declare them/);
+  it('is refused when it did not declare them, also after an await, in every environment', async () => {
+    const environment = process.env.NODE_ENV;
+    try {
+      for (const mode of ['test', 'production', undefined]) {
+        if (mode === undefined) delete process.env.NODE_ENV;
+        else process.env.NODE_ENV = mode;
+        await assert.rejects(execute(caller, reading(), {}), /declaresNoGrants checks named read grants but does not declare them/, String(mode));
+      }
+    } finally {
+      process.env.NODE_ENV = environment;
+    }
+  });
+
+  it('is held to its declaration through a copy of its principal', async () => {
+    const copying = defineOperation({
+      name: 'copiesItsPrincipal',
+      summary: 'test',
+      access: { scopes: { anyOf: ['data:read'] } },
+      effect: 'read',
+      async run(ctx) {
+        return [...readableThroughBindings({ ...ctx.principal }, [{ endpointId: 'e', grants: ['pii'] }])];
+      },
+    });
+    await assert.rejects(execute(caller, copying, {}), /copiesItsPrincipal checks named read grants but does not declare them/);
+  });
+
+  it('refuses a check of named grants for a principal no operation acts with', () => {
+    assert.throws(() => readableThroughBindings(principal, [{ endpointId: 'e', grants: ['pii'] }]), /no operation acts with/);
   });
 
   it('checks them when it declared them, with the key its caller authenticated', async () => {
@@ -34,6 +60,7 @@ describe('An operation checking named grants', () => {
 
   it('leaves the caller’s principal as it was', async () => {
     await execute(caller, reading('read'), {});
-    assert.doesNotThrow(() => readableThroughBindings(principal, [{ endpointId: 'e', grants: [] }]));
+    // Not marked with the operation: a check with it is still one made outside invoke.
+    assert.throws(() => readableThroughBindings(principal, [{ endpointId: 'e', grants: [] }]), /no operation acts with/);
   });
 });
