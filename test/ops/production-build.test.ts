@@ -15,24 +15,23 @@ import { recordedHistories, replayFailures } from '../support/workflow-histories
 // Production runs the build (scripts/build.ts: dist/, plain JavaScript) with plain node, which
 // cannot load TypeScript: a module, a migration or a thread entry the build left out, or found
 // beside the sources, fails here. The built API and worker run against this test run's PostgreSQL
-// (migrated from the sources) and Temporal, on a task queue of their own, so only the built worker
-// can run what the built API launches.
+// (migrated from the sources) and Temporal; while the built worker runs, the test's own worker is
+// stopped, so only the built worker runs what the built API launches.
 
 describe('The production build', function () {
   this.timeout(300_000);
   const running: RunningScript[] = [];
-  let taskQueue = '';
   let url = '';
 
   before(async () => {
     ensureServiceBuilt();
-    taskQueue = `${env().taskQueue}-built`;
-    const { api, url: apiUrl } = await startApiScript({ WEFT_TASK_QUEUE: taskQueue }, 120_000, BUILT_START);
+    const { api, url: apiUrl } = await startApiScript({}, 120_000, BUILT_START);
     running.push(api);
     url = apiUrl;
   });
   after(async () => {
     for (const script of running.splice(0)) if (script.child.exitCode === null) assert.equal(await script.stop('SIGTERM'), 0, script.output());
+    await env().startWorker();
   });
 
   it('builds every module of the service, each relative require naming a built module, and is what the npm scripts run', () => {
@@ -81,7 +80,8 @@ describe('The production build', function () {
   });
 
   it('runs a pipeline to succeeded in the built worker, which bundles its workflows from the built JavaScript', async () => {
-    const worker = await startScript(BUILT_START, ['worker'], { WEFT_TASK_QUEUE: taskQueue }, /worker: polling/, 180_000);
+    await env().stopWorker();
+    const worker = await startScript(BUILT_START, ['worker'], {}, /worker: polling/, 180_000);
     running.push(worker);
     const events = await new EventsApi().start();
     try {
