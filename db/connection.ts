@@ -4,6 +4,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { logger } from '../core/logger';
+import { codeExtension } from '../core/paths';
 import { observeDatabase } from '../observability/database';
 import { databaseTlsError, withTlsEnvironment } from './tls';
 
@@ -42,6 +43,25 @@ export type Executor = Knex | Knex.Transaction;
 const migrationsDirectory = path.join(__dirname, 'migrations');
 
 /**
+ * The migrations by the name knex_migrations records, their source file's (`….ts`), whether this
+ * code runs from its sources or built (dist/db/migrations holds `….js`): a database migrated by
+ * one is current for the other.
+ */
+const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => migrationNames(),
+  getMigrationName: (name) => name,
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- a file of the folder, as knex's own source loads it
+  getMigration: async (name) => require(path.join(migrationsDirectory, `${path.basename(name, '.ts')}${codeExtension}`)) as Knex.Migration,
+};
+
+function migrationNames(): string[] {
+  return readdirSync(migrationsDirectory)
+    .filter((file) => file.endsWith(codeExtension) && !file.endsWith('.d.ts'))
+    .map((file) => `${path.basename(file, codeExtension)}.ts`)
+    .sort();
+}
+
+/**
  * DATABASE_URL goes to pg whole, so its query parameters apply: `?sslmode=verify-full` with
  * `sslrootcert=/path/ca.pem` (`sslcert` / `sslkey` for a client certificate) connects over TLS, as
  * pg-connection-string reads them; PGSSLMODE / PGSSLROOTCERT / PGSSLCERT / PGSSLKEY fill in what
@@ -60,7 +80,7 @@ export function createDb(databaseUrl: string, pool: { min?: number; max?: number
     // Code says camelCase, tables say snake_case: identifiers are converted both ways, for
     // query-builder calls and result rows alike (raw SQL text is left as written).
     ...knexSnakeCaseMappers(),
-    migrations: { directory: migrationsDirectory, loadExtensions: ['.ts'], tableName: 'knex_migrations' },
+    migrations: { migrationSource, tableName: 'knex_migrations' },
   });
   Model.knex(db);
   observeDatabase(db);
@@ -97,7 +117,7 @@ async function explainingTls<T>(db: Db, work: () => Promise<T>): Promise<T> {
 
 /** The migrations this code has and the database has not applied, read without writing anything. */
 export async function pendingMigrations(db: Db): Promise<string[]> {
-  const known = readdirSync(migrationsDirectory).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts')).sort();
+  const known = migrationNames();
   if (!(await db.schema.hasTable('knex_migrations'))) return known;
   const applied = new Set((await db('knex_migrations').select('name')).map((row: { name: string }) => row.name));
   return known.filter((file) => !applied.has(file));

@@ -1,13 +1,13 @@
 /**
- * `npm start` (api + worker), `npm run api`, `npm run worker`. Starts PostgreSQL and the Temporal
- * dev server when DATABASE_URL / TEMPORAL_ADDRESS are not set, migrates its local database (an
- * external DATABASE_URL must be current: `npm run migrate`), serves, and on Ctrl-C or SIGTERM drains
- * and stops everything it started.
+ * `npm start` (api + worker), `npm run api`, `npm run worker`: they build first (scripts/build.ts:
+ * the service into dist/, the console's bundle) and run this module built. Starts PostgreSQL and
+ * the Temporal dev server when DATABASE_URL / TEMPORAL_ADDRESS are not set, migrates its local
+ * database (an external DATABASE_URL must be current: `npm run migrate`), serves, and on Ctrl-C or
+ * SIGTERM drains and stops everything it started.
  */
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
 import { RunningService, startApi, startWorkerProcess } from './runtime';
-import { ensureConsoleBuilt } from './console-build';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -15,8 +15,6 @@ async function main(): Promise<void> {
   const role = (process.argv[2] ?? 'all') as Role;
   if (!['all', 'api', 'worker'].includes(role)) throw new Error(`Unknown role "${role}": use all, api or worker.`);
 
-  // The API serves the console's bundle: built now if its sources changed.
-  if (role !== 'worker') ensureConsoleBuilt();
   // Its own local database is migrated here; a shared DATABASE_URL is migrated by `npm run migrate`.
   const schema = process.env.DATABASE_URL ? 'require-current' : 'migrate';
   const infra = await prepareInfrastructure({ database: 'weft', temporal: true });

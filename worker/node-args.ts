@@ -1,12 +1,15 @@
 /**
- * How node runs the worker: `npm run worker` (package.json) says the same, and the benches start it
- * with these. Measured from the worker's start (bench/README, ingest):
- * - tsx's CommonJS hook (`--require tsx/cjs`) instead of `--import tsx`: the ESM loader runs on a
- *   thread of its own, with a V8 heap of its own, for a process that loads no ESM of its own (about
- *   20 MB of RSS);
- * - the old generation collected once it has grown 20% past what the last collection kept, instead
- *   of V8's default growth for a heap far below its limit: a long run's pages, promoted while in
- *   flight, otherwise piled up (+85 MB during a 1M-record run, peak 328 MB; 251 MB with it, the
- *   worker's CPU time unchanged). `--optimize-for-size` kept it at 206 MB but doubled the CPU time.
+ * How node runs the built service (scripts/build.ts): package.json's `start`, `api` and `worker`
+ * say the same, and the benches start the processes with these. Stack traces name the TypeScript
+ * lines, through the build's source maps.
  */
-export const WORKER_NODE_ARGS = ['--require', 'tsx/cjs', '--heap-growing-percent=20'];
+export const SERVICE_NODE_ARGS = ['--enable-source-maps'];
+
+/**
+ * The worker's, measured from its start (bench/README, ingest): the old generation collected once
+ * it has grown 20% past what the last collection kept, instead of V8's default growth for a heap far
+ * below its limit: a long run's pages, promoted while in flight, otherwise piled up (+85 MB during
+ * a 1M-record run, peak 328 MB; 251 MB with it, the worker's CPU time unchanged).
+ * `--optimize-for-size` kept it at 206 MB but doubled the CPU time.
+ */
+export const WORKER_NODE_ARGS = [...SERVICE_NODE_ARGS, '--heap-growing-percent=20'];

@@ -8,14 +8,16 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { dataDir, projectRoot } from '../core/paths';
+import { codeExtension, codeLoaderArgs, dataDir, projectRoot } from '../core/paths';
 
-const WORKFLOWS = path.join(projectRoot, 'workflows', 'index.ts');
+// Bundled from the code as it runs: the sources, or the built JavaScript (dist/workflows/…), so a
+// built worker needs no TypeScript.
+const WORKFLOWS = path.join(__dirname, '..', 'workflows', `index${codeExtension}`);
 /**
  * Traces a workflow that a tracing client started (observability/tracing.ts). Only in the bundle of
  * workers that trace: its OpenTelemetry SDK doubles the bundle, which each workflow thread holds.
  */
-const WORKFLOW_INTERCEPTORS = path.join(projectRoot, 'observability', 'workflow-interceptors.ts');
+const WORKFLOW_INTERCEPTORS = path.join(__dirname, '..', 'observability', `workflow-interceptors${codeExtension}`);
 const LOCKFILE = 'package-lock.json';
 const BUNDLER = path.relative(projectRoot, __filename);
 
@@ -26,8 +28,9 @@ interface Manifest {
   inputs: Record<string, string>;
 }
 
+/** The bundles of the built code are kept apart from the sources', so running one does not rebuild the other's. */
 export function workflowBundleDir(traced = false): string {
-  return path.join(dataDir(), 'workflow-bundle', ...(traced ? ['traced'] : []));
+  return path.join(dataDir(), 'workflow-bundle', ...(codeExtension === '.js' ? ['built'] : []), ...(traced ? ['traced'] : []));
 }
 
 const sha256 = (content: Buffer | string) => createHash('sha256').update(content).digest('hex');
@@ -100,7 +103,7 @@ export async function buildWorkflowBundle(dir: string, traced = false): Promise<
 
 function buildInChildProcess(dir: string, traced: boolean): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', __filename, dir, ...(traced ? ['traced'] : [])], { cwd: projectRoot, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...codeLoaderArgs, __filename, dir, ...(traced ? ['traced'] : [])], { cwd: projectRoot, stdio: ['ignore', 'ignore', 'pipe'] });
     let errors = '';
     child.stderr.on('data', (chunk: Buffer) => void (errors += chunk.toString()));
     child.on('error', reject);

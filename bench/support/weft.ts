@@ -1,8 +1,8 @@
 /**
  * Weft for a benchmark: the project's own PostgreSQL and Temporal (or the external ones in
  * DATABASE_URL / TEMPORAL_ADDRESS), a fresh database, and the API and worker as separate child
- * processes started the way `npm run api` / `npm run worker` start them, so their CPU and memory
- * are their own. A tenant with every scope and no request limits is ready to call.
+ * processes started the way `npm run api` / `npm run worker` start them (built: see startRole), so
+ * their CPU and memory are their own. A tenant with every scope and no request limits is ready to call.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -18,7 +18,8 @@ import { installPlugin } from '../../services/endpoints/plugins';
 import { loadEncryptionKey } from '../../core/config';
 import { SCOPES } from '../../core/scopes';
 import { dataDir, projectRoot } from '../../core/paths';
-import { WORKER_NODE_ARGS } from '../../worker/node-args';
+import { SERVICE_NODE_ARGS, WORKER_NODE_ARGS } from '../../worker/node-args';
+import { buildDir, ensureServiceBuilt } from '../../scripts/build';
 
 export interface BenchTenant {
   workspaceId: string;
@@ -68,13 +69,22 @@ async function waitReady(url: string, child: ChildProcess, timeoutMs = 120_000):
   throw new Error(`the API at ${url} was not ready within ${timeoutMs} ms`);
 }
 
-/** Starts `scripts/start.ts <role>` as a child process with the bench's environment. */
+/**
+ * What the benches run: the build (dist/, built first when stale), as `npm start` runs it, or with
+ * WEFT_BENCH_CODE=sources the TypeScript sources through tsx's hook, as `npm start` ran them before
+ * the build (the before/after figures of bench/README.md's api section).
+ */
+const fromSources = process.env.WEFT_BENCH_CODE === 'sources';
+
+/** Starts `scripts/start.ts <role>` (built: dist/scripts/start.js) as a child process with the bench's environment. */
 export function startRole(role: 'api' | 'worker', env: NodeJS.ProcessEnv, nodeArgs: string[] = []): ChildProcess {
   // Structured logs (stdout) go to a file, as a deployment would ship them; start-up messages (stderr) show.
   const logFile = path.join(dataDir(), 'bench', `${role}-${process.pid}.log`);
   mkdirSync(path.dirname(logFile), { recursive: true });
-  const loader = role === 'worker' ? WORKER_NODE_ARGS : ['--import', 'tsx'];
-  const child = spawn(process.execPath, [...nodeArgs, ...loader, path.join(projectRoot, 'scripts/start.ts'), role], {
+  if (!fromSources) ensureServiceBuilt();
+  // tsx enables source maps as --enable-source-maps does: the sources run with the same flags.
+  const script = fromSources ? ['--require', 'tsx/cjs', path.join(projectRoot, 'scripts/start.ts')] : [path.join(buildDir(), 'scripts/start.js')];
+  const child = spawn(process.execPath, [...nodeArgs, ...(role === 'worker' ? WORKER_NODE_ARGS : SERVICE_NODE_ARGS), ...script, role], {
     cwd: projectRoot,
     env,
     stdio: ['ignore', openSync(logFile, 'w'), 'inherit'],

@@ -137,7 +137,7 @@ function pageRoutes(router: Router, deps: ServiceDependencies): void {
       ctx.status = status === 200 ? 503 : status;
       ctx.type = PROBLEM_CONTENT_TYPE;
       ctx.body = status === 200
-        ? problem(503, 'console_not_built', 'The console has not been built: `npm start` builds it (or `npx tsx scripts/console-build.ts`).', String(ctx.state.requestId))
+        ? problem(503, 'console_not_built', 'The console has not been built: `npm start` builds it (or `npm run build`).', String(ctx.state.requestId))
         : problem(status, 'page_denied', 'Your role cannot use this page.', String(ctx.state.requestId));
       return;
     }

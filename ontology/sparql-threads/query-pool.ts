@@ -3,6 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { DomainError, restoredError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
+import { codeExtension } from '../../core/paths';
 import type { SparqlLimits } from '../sparql-engine';
 import { callerGoneError, timeoutError } from '../sparql-evaluator/deadline';
 import type { AnswerForm, DropRequest, GraphHandle, GraphLoad, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
@@ -157,7 +158,8 @@ export class SparqlQueryPool {
   private spawn(index: number): QueryThread {
     youngGenerationFrom(this.settings.threadSemiSpaceMb);
     const stop = new Int32Array(new SharedArrayBuffer(4));
-    const worker = new Worker(path.join(__dirname, 'thread-entry.cjs'), {
+    // From the sources a thread starts through an entry that registers tsx; built, it runs the thread's module.
+    const worker = new Worker(path.join(__dirname, codeExtension === '.ts' ? 'thread-entry.cjs' : 'query-thread.js'), {
       workerData: { stop },
       // No node flags of the process, but its CPU profiling: with --cpu-prof each query thread writes its own profile.
       execArgv: process.execArgv.filter((arg) => arg.startsWith('--cpu-prof')),

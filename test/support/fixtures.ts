@@ -25,14 +25,15 @@ export function request<T = any>(method: string, path: string, options: RequestO
   return requestAt<T>(env().baseUrl, method, path, options);
 }
 
-/** A client bound to one API key. */
-export function as(key: string | null) {
+/** A client bound to one API key, of the test API server or of the API at `baseUrl` (another process). */
+export function as(key: string | null, baseUrl?: string) {
+  const send = <T>(method: string, path: string, options: RequestOptions) => requestAt<T>(baseUrl ?? env().baseUrl, method, path, { ...options, key });
   return {
-    get: <T = any>(path: string, options: RequestOptions = {}) => request<T>('GET', path, { ...options, key }),
-    post: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => request<T>('POST', path, { ...options, body, key }),
-    put: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => request<T>('PUT', path, { ...options, body, key }),
-    patch: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => request<T>('PATCH', path, { ...options, body, key }),
-    delete: <T = any>(path: string, options: RequestOptions = {}) => request<T>('DELETE', path, { ...options, key }),
+    get: <T = any>(path: string, options: RequestOptions = {}) => send<T>('GET', path, options),
+    post: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => send<T>('POST', path, { ...options, body }),
+    put: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => send<T>('PUT', path, { ...options, body }),
+    patch: <T = any>(path: string, body?: unknown, options: RequestOptions = {}) => send<T>('PATCH', path, { ...options, body }),
+    delete: <T = any>(path: string, options: RequestOptions = {}) => send<T>('DELETE', path, options),
   };
 }
 

@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { readdirSync, readFileSync } from 'node:fs';
 import { projectRoot } from '../../core/paths';
+import { SERVICE_NODE_ARGS, WORKER_NODE_ARGS } from '../../worker/node-args';
 
 const tsx = path.join(projectRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
 
@@ -12,9 +13,19 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** One of Weft's TypeScript entry points as its own process, as a user would run it. */
+/**
+ * The built start script (scripts/build.ts, which the caller runs first): `scripts/start.ts` as
+ * `npm start`, `npm run api` and `npm run worker` run it, with plain node.
+ */
+export const BUILT_START = 'dist/scripts/start.js';
+
+/** How node runs a built script: a worker with the worker's flags. */
+const builtNodeArgs = (args: string[]) => (args[0] === 'worker' ? WORKER_NODE_ARGS : SERVICE_NODE_ARGS);
+
+/** One of Weft's entry points as its own process, as a user would run it: a TypeScript source through tsx, a built module (.js) with plain node. */
 function spawnScript(script: string, args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [tsx, path.join(projectRoot, script), ...args], {
+  const loader = script.endsWith('.js') ? builtNodeArgs(args) : [tsx];
+  return spawn(process.execPath, [...loader, path.join(projectRoot, script), ...args], {
     cwd: projectRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -83,9 +94,9 @@ export function startScript(script: string, args: string[], env: Record<string, 
  * An API process (`scripts/start.ts api`) on a port the system picks as it binds, with its URL read
  * from its ready line: a port found free beforehand can be taken by another process meanwhile.
  */
-export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number): Promise<{ api: RunningScript; url: string }> {
+export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number, script = 'scripts/start.ts'): Promise<{ api: RunningScript; url: string }> {
   const ready = /API:\s+(http:\/\/\S+)\s/;
-  const api = await startScript('scripts/start.ts', ['api'], { HOST: '127.0.0.1', ...settings, PORT: '0' }, ready, timeoutMs);
+  const api = await startScript(script, ['api'], { HOST: '127.0.0.1', ...settings, PORT: '0' }, ready, timeoutMs);
   return { api, url: ready.exec(api.output())![1] };
 }
 

@@ -1,33 +1,15 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { temporal } from '@temporalio/proto';
-import { Worker } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { workflowBundlePath } from '../../worker/workflow-bundle';
+import { recordedHistories, replayFailures } from '../support/workflow-histories';
 
-// Every recorded history (test/data/workflow-histories: History protobufs, as fetchHistory() returns
-// them, recorded by `npm run record-histories`) replays on today's workflow code: a change that is
-// not guarded by patched() for workflows still running makes the replay non-deterministic and fails
-// here. Histories named "before-patch-<patch id>" were recorded with the workflow code as it was
+// Every recorded history (test/support/workflow-histories.ts) replays on today's workflow code: a
+// change that is not guarded by patched() for workflows still running makes the replay
+// non-deterministic and fails here. Histories named "before-patch-<patch id>" were recorded with the workflow code as it was
 // before that patch, and must keep replaying.
 
-const HISTORIES = path.join(__dirname, '..', 'data', 'workflow-histories');
 const { EventType } = temporal.api.enums.v1;
-
-interface Recorded {
-  name: string;
-  history: temporal.api.history.v1.History;
-  workflowType: string;
-}
-
-function recordedHistories(): Recorded[] {
-  return readdirSync(HISTORIES).filter((file) => file.endsWith('.binpb')).sort().map((file) => {
-    const history = temporal.api.history.v1.History.decode(readFileSync(path.join(HISTORIES, file)));
-    const workflowType = history.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name ?? '';
-    return { name: file.replace(/\.binpb$/, ''), history, workflowType };
-  });
-}
 
 const CLOSED = new Set([
   EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
@@ -55,12 +37,6 @@ describe('Workflow replay over recorded histories', function () {
 
   it('replays every recorded history, those recorded before a patch included, without non-determinism', async () => {
     const { codePath } = await workflowBundlePath();
-    const failures: string[] = [];
-    const histories = recorded.map(({ name, history }) => ({ workflowId: name, history }));
-    // Each failure is a DeterminismViolationError (or the workflow task's failure) where the code diverges.
-    for await (const result of Worker.runReplayHistories({ workflowBundle: { codePath } }, histories)) {
-      if (result.error) failures.push(`${result.workflowId}: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
-    }
-    assert.deepEqual(failures, []);
+    assert.deepEqual(await replayFailures(codePath, recorded), []);
   });
 });
