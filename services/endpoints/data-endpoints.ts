@@ -1,3 +1,4 @@
+import { endpointReferenceFinders } from './endpoint-references';
 import { raw } from 'objection';
 import { targetCredentialProblems } from './target-credentials';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
@@ -212,14 +213,13 @@ async function guardRetarget(ctx: OperationContext, endpoint: DataEndpoint, next
   await guardNamingData(db, principal, next, dataIdentity);
 }
 
-/** Where another resource refers to an endpoint; later capability areas (pipelines, bindings) register theirs. */
+/** Where another resource refers to an endpoint (endpoint-references.ts lists every kind). */
 export type EndpointReferenceFinder = (db: Executor, workspaceId: string, endpointId: string) => Promise<Array<{ kind: string; id: string; name?: string }>>;
-export const endpointReferenceFinders: EndpointReferenceFinder[] = [];
 
 export async function deleteDataEndpoint(ctx: OperationContext, endpointId: string): Promise<void> {
   const { db, principal: { workspaceId } } = ctx;
   const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId, true);
-  const references = (await Promise.all(endpointReferenceFinders.map((find) => find(db, workspaceId, endpointId)))).flat();
+  const references = (await Promise.all(endpointReferenceFinders().map((find) => find(db, workspaceId, endpointId)))).flat();
   if (references.length) {
     const names = references.map((r) => `${r.kind} ${r.name ?? r.id}`).join(', ');
     throw new ConflictError('endpoint_referenced', `The endpoint is still referenced by ${names}. Remove those references first.`, { references });

@@ -5,7 +5,7 @@ import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, R
 import { findCapability } from '../../plugins';
 import { bindingFields, templateFields } from '../../ontology/term-records';
 import { hasScope, Principal } from '../tenancy/access';
-import { capabilityContext, endpointReferenceFinders } from '../endpoints/data-endpoints';
+import { capabilityContext, type EndpointReferenceFinder } from '../endpoints/data-endpoints';
 import { endpointsReadableThroughBindings, endpointsSharingData, guardEndpointData } from '../endpoints/data-guard';
 import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
@@ -227,10 +227,10 @@ export function authorizeTermRead(principal: Principal): void {
   if (!hasScope(principal, 'data:read')) throw new PermissionError('insufficient_scope', 'Reading term records needs the data:read scope.', { requiredScopes: ['data:read'] });
 }
 
-// An endpoint with bindings cannot be deleted: the binding would read nothing.
-endpointReferenceFinders.push(async (db, workspaceId, endpointId) => {
+/** An endpoint with bindings cannot be deleted: the binding would read nothing. */
+export const bindingsOverEndpoint: EndpointReferenceFinder = async (db, workspaceId, endpointId) => {
   const rows = await ReadBinding.query(db).where({ workspaceId, dataEndpointId: endpointId }).select('id', 'termId');
   return rows.map((row) => ({ kind: 'read_binding', id: row.id, name: row.termId }));
-});
+};
 
 export { bindingFields };

@@ -7,7 +7,7 @@ import { findCapability } from '../../plugins';
 import { DestinationNode, documentEndpointIds, isDestination, isSource, PipelineDocument, pipelineDocumentSchema } from '../../pipelines/document';
 import { documentProblems, EndpointFacts, PipelineProblem } from '../../pipelines/validation';
 import type { Principal } from '../tenancy/access';
-import { endpointReferenceFinders } from '../endpoints/data-endpoints';
+import type { EndpointReferenceFinder } from '../endpoints/data-endpoints';
 import { guardEndpointsData } from '../endpoints/data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
@@ -392,11 +392,11 @@ export async function deletePipeline(ctx: OperationContext, pipelineId: string):
   await pipeline.$query(db).delete();
 }
 
-// A pipeline that names an endpoint in any committed version blocks the endpoint's deletion.
-endpointReferenceFinders.push(async (db, workspaceId, endpointId) => {
+/** A pipeline that names an endpoint in any committed version blocks the endpoint's deletion. */
+export const pipelinesNamingEndpoint: EndpointReferenceFinder = async (db, workspaceId, endpointId) => {
   const rows = await Pipeline.query(db).distinct('pipelines.id', 'pipelines.name')
     .join('pipelineVersions as v', 'v.pipelineId', 'pipelines.id')
     .where('pipelines.workspaceId', workspaceId)
     .whereRaw('v.endpoint_ids @> ARRAY[?]::uuid[]', [endpointId]);
   return rows.map((row) => ({ kind: 'pipeline', id: row.id, name: row.name }));
-});
+};

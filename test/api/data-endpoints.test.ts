@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { loadEncryptionKey } from '../../core/config';
 import { installPlugin, openInstallation } from '../../services/endpoints/plugins';
 import { findCapability } from '../../plugins';
-import { EndpointReferenceFinder, endpointReferenceFinders } from '../../services/endpoints/data-endpoints';
 import { addMember, BootstrapResult, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, newKey, newWorkspace } from '../support/fixtures';
@@ -211,24 +210,6 @@ describe('Data endpoints and records reads', () => {
       assert.equal((await as(key).get(`/api/v1/data-endpoints/${id}`)).status, 404);
     });
 
-    it('refuses to delete an endpoint that something references, naming the references', async () => {
-      const id = await createOrders();
-      // Pipelines and bindings register finders like this one when they arrive.
-      const finder: EndpointReferenceFinder = async (_db, workspaceId, endpointId) =>
-        endpointId === id && workspaceId === ws.workspaceId ? [{ kind: 'pipeline version', id: 'v-1', name: 'nightly-orders v3' }] : [];
-      endpointReferenceFinders.push(finder);
-      try {
-        const blocked = await as(key).delete(`/api/v1/data-endpoints/${id}`);
-        assert.equal(blocked.status, 409);
-        assert.equal(blocked.body.code, 'endpoint_referenced');
-        assert.match(blocked.body.message, /nightly-orders v3/);
-        assert.deepEqual(blocked.body.references, [{ kind: 'pipeline version', id: 'v-1', name: 'nightly-orders v3' }]);
-        assert.equal((await as(key).get(`/api/v1/data-endpoints/${id}`)).status, 200);
-      } finally {
-        endpointReferenceFinders.splice(endpointReferenceFinders.indexOf(finder), 1);
-      }
-      assert.equal((await as(key).delete(`/api/v1/data-endpoints/${id}`)).status, 204);
-    });
 
     it('checks the connection, validates the target and discovers fields through the capability', async () => {
       const id = await createOrders();

@@ -40,6 +40,18 @@ describe('Read bindings, term-record reads and shape checks', function () {
     assert.deepEqual(wrong.body.errors.map((e: { path: string }) => e.path).sort(), ['/dataEndpointId', '/termId']);
   });
 
+  it('keeps its endpoint from being deleted, naming the binding, until the binding is gone', async () => {
+    const orders = await seededTable(t, [{ id: 1, full_name: 'Ada', years: 36 }]);
+    const bindingId = await bind(t, customerBinding({ dataEndpointId: orders }));
+    const blocked = await t.client.delete(`/api/v1/data-endpoints/${orders}`);
+    assert.equal(blocked.status, 409);
+    assert.equal(blocked.body.code, 'endpoint_referenced');
+    assert.deepEqual(blocked.body.references, [{ kind: 'read_binding', id: bindingId, name: 'Customer' }]);
+    assert.equal((await t.client.get(`/api/v1/data-endpoints/${orders}`)).status, 200);
+    assert.equal((await t.client.delete(`${t.base}/read-bindings/${bindingId}`)).status, 204);
+    assert.equal((await t.client.delete(`/api/v1/data-endpoints/${orders}`)).status, 204);
+  });
+
   it('reads a term’s records through its binding, mapped to term properties, with cursors', async () => {
     const id = await bind(t, customerBinding());
     const list = await t.client.get(`${t.base}/read-bindings?dataEndpointId=${customers}`);
