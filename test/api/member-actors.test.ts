@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { WriteActionDecision } from '../../db/models';
+import { Member, QueryJob, type WriteActionDecision } from '../../db/models';
+import { submitSourceWriteOperation } from '../../services/endpoints/write-operations';
+import { runQueryJobAsItsKey } from '../../services/ontology/query-jobs';
+import { execute } from '../../services/operations/invoke';
 import { approvalStanding } from '../../services/endpoints/approval-standing';
 import { actAs } from '../../services/operations/act-as';
 import { workerDependencies } from '../../services/operations/context';
@@ -12,6 +15,8 @@ import { principalOfMember } from '../../services/tenancy/member-access';
 import { addMember, removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { keyIdOf, newKey, newWorkspace, revokeKey } from '../support/fixtures';
+import { activeQueryJob, ontologyTenant } from '../support/ontology';
+import { action, currentSnapshot, managedTable, memberKey, putPolicy, tableRows, writeTenant, type WriteTenant } from '../support/source-writes';
 
 // The actor of work that runs later, rebuilt from its id when the work runs (principalOfActor): a
 // key as it stands then, or a member with the role and grants they hold then; a removed member is
@@ -88,5 +93,57 @@ describe('Actors of later work, rebuilt from their ids', function () {
     await db('members').where({ id: admin.id }).update({ role: 'admin' });
     await removeMember(db, ws.workspaceId, admin.id);
     assert.deepEqual((await standing()).notCounted.map((n) => n.reason), ['member_removed']);
+  });
+});
+
+describe('Work a member started, refused once the member is removed, as a revoked key’s', function () {
+  this.timeout(120_000);
+
+  it('fails an async query job whose member was removed before it ran, with the reason recorded', async () => {
+    const { db } = env();
+    const t = await ontologyTenant();
+    const member = await addMember(db, t.ws.workspaceId, { name: `m-${randomUUID().slice(0, 6)}`, role: 'member' });
+    const job = await activeQueryJob(t, { memberId: member.id });
+    await removeMember(db, t.ws.workspaceId, member.id);
+    const outcome = await runQueryJobAsItsKey(workerDependencies(env()), job.id);
+    assert.equal(outcome.status, 'failed');
+    const stored = (await QueryJob.query(db).findById(job.id))!;
+    assert.equal((stored.error as { code: string }).code, 'member_removed');
+  });
+
+  /** A governed write an admin proposes in the console (as the console door invokes it: the member's principal, no key). */
+  async function proposeAsMember(t: WriteTenant, endpointId: string, memberId: string, rows: Array<Record<string, unknown>>) {
+    const member = (await Member.query(env().db).findById(memberId))!;
+    const deps = { db: env().db, temporal: env().temporal, encryptionKey: env().encryptionKey };
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'upsert', rows });
+    const { output } = await execute({ deps, principal: principalOfMember(member), door: 'console', requestId: `test:${randomUUID()}` }, submitSourceWriteOperation, { params: { endpoint_id: endpointId }, query: {}, body } as never);
+    return { body, output: output as { status?: number; body: { writeAction: { status: string; proposedByMemberId: string } } } };
+  }
+
+  it('applies a write a member proposed, as that member, once approved; refuses it when the member was removed before the approval', async () => {
+    const { db } = env();
+    const t = await writeTenant();
+    const endpointId = await managedTable(t);
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });
+    const approver = await memberKey(t);
+    const proposer = await addMember(db, t.ws.workspaceId, { name: `p-${randomUUID().slice(0, 6)}`, role: 'admin' });
+
+    const kept = await proposeAsMember(t, endpointId, proposer.id, [{ id: 1, name: 'Ada' }]);
+    assert.equal(kept.output.status, 202, JSON.stringify(kept.output));
+    assert.equal(kept.output.body.writeAction.proposedByMemberId, proposer.id);
+    assert.equal((await db('writeActions').where({ actionId: kept.body.actionId }).first()).proposedByApiKeyId, null, 'proposed without a key');
+    const approved = await approver.client.post(`/api/v1/data-endpoints/${endpointId}/writes/${kept.body.actionId}/approve`, {});
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    assert.equal(approved.body.writeAction.status, 'applied', JSON.stringify(approved.body));
+    assert.deepEqual((await tableRows(t.writer, endpointId)).map((row) => row.id), [1]);
+
+    const refused = await proposeAsMember(t, endpointId, proposer.id, [{ id: 2, name: 'Mallory' }]);
+    assert.equal(refused.output.status, 202);
+    await removeMember(db, t.ws.workspaceId, proposer.id);
+    const late = await approver.client.post(`/api/v1/data-endpoints/${endpointId}/writes/${refused.body.actionId}/approve`, {});
+    assert.equal(late.status, 200, JSON.stringify(late.body));
+    assert.equal(late.body.writeAction.status, 'failed');
+    assert.equal(late.body.writeAction.error.code, 'member_removed');
+    assert.deepEqual((await tableRows(t.writer, endpointId)).map((row) => row.id), [1], 'the refused write wrote nothing');
   });
 });
