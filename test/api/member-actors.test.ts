@@ -8,7 +8,7 @@ import { approvalStanding } from '../../services/endpoints/approval-standing';
 import { actAs } from '../../services/operations/act-as';
 import { workerDependencies } from '../../services/operations/context';
 import { listRunsOperation } from '../../services/pipelines/run-operations';
-import { hasScope } from '../../services/tenancy/access';
+import { callerIdOf, hasScope } from '../../services/tenancy/access';
 import { actorOf, isOwnWork, principalOfActor } from '../../services/tenancy/actors';
 import { principalOfKey } from '../../services/tenancy/api-keys';
 import { principalOfMember } from '../../services/tenancy/member-access';
@@ -46,6 +46,10 @@ describe('Actors of later work, rebuilt from their ids', function () {
     assert.deepEqual(actorOf(asMember), actor, 'a member records no key');
     assert.equal(isOwnWork(asMember, actor), true);
     assert.equal(isOwnWork(asMember, { memberId: member.id, apiKeyId: randomUUID() }), false, 'work of a key the member made is the key’s');
+    // What binds a cursor or a derived idempotency key to its caller: the member's own, not the empty key every member has.
+    const another = await principalOfActor(db, ws.workspaceId, { memberId: (await addMember(db, ws.workspaceId, { name: 'other', role: 'member' })).id, apiKeyId: null });
+    assert.equal(callerIdOf(asMember), `member:${member.id}`);
+    assert.notEqual(callerIdOf(asMember), callerIdOf(another));
 
     // Listing runs is an administrator's: refused as a member, admitted once promoted, as the member is then.
     const deps = workerDependencies(env());
@@ -75,6 +79,7 @@ describe('Actors of later work, rebuilt from their ids', function () {
     const rebuilt = await principalOfActor(db, ws.workspaceId, actor);
     assert.deepEqual(rebuilt, await principalOfKey(db, ws.workspaceId, apiKeyId));
     assert.deepEqual(actorOf(rebuilt), actor);
+    assert.equal(callerIdOf(rebuilt), apiKeyId, 'a key is bound by its id, as before');
     assert.equal(isOwnWork(rebuilt, { memberId: ws.memberId, apiKeyId: null }), false, 'the member’s console work is not the key’s');
     await revokeKey(key);
     assert.equal(await refusalOf(principalOfActor(db, ws.workspaceId, actor)), 'credential_revoked');
