@@ -213,7 +213,11 @@ export const runSummarySchema: JsonSchema = {
     versionNumber: { type: 'integer' },
     trigger: { type: 'string', enum: ['api', 'schedule'] },
     scheduleId: { type: ['string', 'null'] },
-    actor: { type: 'object', properties: { memberId: uuid, apiKeyId: { type: ['string', 'null'] } } },
+    actor: {
+      type: 'object',
+      description: 'Who launched the run, and what it acts as when it reads and commits: its API key (kind key), or its member (kind member, apiKeyId null) for a run launched in the console. A schedule\'s run acts as the schedule\'s key.',
+      properties: { kind: { type: 'string', enum: ['key', 'member'] }, memberId: uuid, apiKeyId: { type: ['string', 'null'] } },
+    },
     status: { type: 'string', enum: RUN_STATUSES, description: 'queued (waiting for its turn: one run of a pipeline at a time), running, succeeded, failed or canceled.' },
     syncTime: { ...nullableTimestamp, description: 'Windows of this run end here.' },
     queuedAt: timestamp,

@@ -63,7 +63,8 @@ export interface WriteApprovalInput {
 
 export interface WriteDecision {
   memberId: string;
-  apiKeyId: string;
+  /** The deciding key; null for a member deciding in the console (recorded histories all carry a key). */
+  apiKeyId: string | null;
   decision: 'approve' | 'reject';
   comment: string | null;
 }

@@ -99,6 +99,11 @@ export interface ConsoleOperationRoute {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
   operation: Operation<any, any>;
+  /**
+   * For an operation that declares no input (one with no public route, as an MCP tool takes it:
+   * flat fields), its path parameters' schema; they are its only input, in camelCase.
+   */
+  params?: Record<string, unknown>;
   /** What of the answer this member's page is shown (member-access.ts decides), when not all of it. */
   shown?(body: unknown, principal: Principal): unknown;
 }
@@ -106,14 +111,14 @@ export interface ConsoleOperationRoute {
 const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /**
- * A read that takes flat fields (its path parameters in camelCase and its query options), as the
- * HTTP router maps them: its parts are validated against its declared schemas first, since invoke()
- * leaves flat input to the door.
+ * An operation that takes flat fields (its path parameters in camelCase and, for a read, its query
+ * options), as the HTTP router maps them: its parts are validated against its declared schemas (or
+ * the route's, for one that declares none) first, since invoke() leaves flat input to the door.
  */
-function flatInput(operation: Operation, params: Record<string, unknown>, query: Record<string, unknown>): Record<string, unknown> {
-  const declared = operation.input!;
+function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>, query: Record<string, unknown>): Record<string, unknown> {
+  const declared = route.operation.input ?? { params: route.params };
   const checkedParams = declared.params ? validateWithSchema<Record<string, unknown>>(declared.params, params, 'path') : params;
-  const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : query;
+  const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : route.operation.input ? query : {};
   const input: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(checkedParams)) input[camel(name)] = value;
   return Object.assign(input, checkedQuery);
@@ -125,8 +130,11 @@ function flatInput(operation: Operation, params: Record<string, unknown>, query:
  * operation's declared access and validates the request's parts as for every door but HTTP.
  */
 export function mountOperation(router: Router, route: ConsoleOperationRoute, deps: ServiceDependencies): void {
-  const flat = route.operation.input?.flat === true;
-  if (flat && route.method !== 'get') throw new Error(`${route.operation.name} takes flat input; the console maps flat input for reads only`);
+  const declared = route.operation.input;
+  const flat = declared === undefined || declared.flat === true;
+  // A flat mutation's only input is its path (a body would need the operation's schema for it).
+  if (flat && route.method !== 'get' && declared !== undefined) throw new Error(`${route.operation.name} takes flat input; the console maps flat input for reads and for path-only operations`);
+  if (declared === undefined && !route.params && route.path.includes(':')) throw new Error(`${route.operation.name} declares no input: its console route states its path parameters' schema`);
   router[route.method](route.path, async (ctx) => {
     const { session } = await requireSession(deps, ctx);
     const principal = memberPrincipal(session);
@@ -136,7 +144,7 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     ctx.set('X-RateLimit-Reset', `${limit.resetSeconds}`);
     const caller: Caller = { deps, principal, door: 'console', requestId: String(ctx.state.requestId) };
     const params = { ...ctx.params };
-    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route.operation, params, { ...ctx.query }) : {
+    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route, params, { ...ctx.query }) : {
       ...(typeof params.project_id === 'string' ? { projectId: params.project_id } : {}),
       params,
       query: { ...ctx.query },

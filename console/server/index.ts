@@ -13,9 +13,10 @@ import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
 import { getBillingMonthOperation, getUsageOperation } from '../../services/usage/operations';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
-import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
+import { cancelRunOperation, getRunOperation, launchRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
-import { getDataEndpointSnapshotOperation } from '../../services/endpoints/write-operations';
+import { approveSourceWriteOperation, getDataEndpointSnapshotOperation, listSourceWritesOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
+import { idParams } from '../../schemas/common';
 import type { Principal } from '../../services/tenancy/access';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { consoleBuildDir } from './build-dir';
@@ -59,6 +60,12 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/records', operation: readDataEndpointRecordsOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/check', operation: checkDataEndpointOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/validate', operation: validateDataEndpointOperation },
+  // Work a member starts records the member as its actor (services/tenancy/actors.ts).
+  { method: 'post', path: '/console/api/runs', operation: launchRunOperation, shown: runsShown },
+  { method: 'post', path: '/console/api/projects/:project_id/runs/:run_id/cancel', operation: cancelRunOperation, params: idParams('project_id', 'run_id'), shown: runsShown },
+  { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/writes', operation: listSourceWritesOperation },
+  { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/approve', operation: approveSourceWriteOperation },
+  { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/reject', operation: rejectSourceWriteOperation },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

@@ -17,6 +17,8 @@ export class PipelineRun extends BaseModel {
   scheduleId!: string | null;
   actorMemberId!: string;
   apiKeyId!: string | null;
+  /** What the run acts as: its key (apiKeyId), or its member (actorMemberId) for a run launched in the console. */
+  actorKind!: 'key' | 'member';
   status!: RunStatus;
   workflowId!: string;
   syncTime!: Date | null;

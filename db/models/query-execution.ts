@@ -7,7 +7,8 @@ export class QueryExecution extends BaseModel {
   projectId!: string;
   queryId!: string;
   releaseVersion!: number;
-  apiKeyId!: string;
+  /** null for a member signed in to the console. */
+  apiKeyId!: string | null;
   memberId!: string;
   inputHash!: string;
   mode!: 'sync' | 'async';

@@ -11,7 +11,8 @@ export class QueryJob extends BaseModel {
   projectId!: string;
   queryId!: string;
   releaseVersion!: number;
-  apiKeyId!: string;
+  /** null for a member signed in to the console. */
+  apiKeyId!: string | null;
   memberId!: string;
   status!: QueryJobStatus;
   input!: Record<string, unknown>;

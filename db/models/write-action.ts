@@ -27,7 +27,8 @@ export class WriteAction extends BaseModel {
   approvalsRequired!: number;
   expiresAt!: Date | null;
   proposedByMemberId!: string;
-  proposedByApiKeyId!: string;
+  /** null for a member signed in to the console, who proposed it without a key. */
+  proposedByApiKeyId!: string | null;
   /** The operation that proposed it (a governed write, or a SPARQL update): its access is checked again at apply. */
   proposedByOperation!: ProposingOperation;
   snapshotBefore!: SnapshotRef;
@@ -46,7 +47,8 @@ export class WriteActionDecision extends BaseModel {
   static override idColumn = ['writeActionId', 'memberId'];
   writeActionId!: string;
   memberId!: string;
-  apiKeyId!: string;
+  /** null for a member deciding in the console. */
+  apiKeyId!: string | null;
   decision!: 'approve' | 'reject';
   comment!: string | null;
   createdAt!: Date;

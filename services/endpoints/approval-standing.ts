@@ -1,16 +1,18 @@
 import type { Executor } from '../../db/connection';
 import { ApiKey, Member, WriteActionDecision } from '../../db/models';
 import { hasScope, principalFrom } from '../tenancy/access';
+import { principalOfMember } from '../tenancy/member-access';
 
 // Which approvals of a governed write count now. An approval counts while the key that gave it is
 // active (not revoked, not expired) and holds policy:approve, and its member is still in the
-// workspace: approvals are counted again at every decision and when the write is applied, so an
+// workspace; an approval a member gave in the console, without a key, while the member is still in
+// the workspace and their role holds policy:approve: approvals are counted again at every decision and when the write is applied, so an
 // approval whose key or member lapsed since it was given no longer completes an action.
 
 /** Why an approval no longer counts. */
-export type ApprovalLapse = 'key_revoked' | 'key_expired' | 'key_lacks_policy_approve' | 'member_removed';
+export type ApprovalLapse = 'key_revoked' | 'key_expired' | 'key_lacks_policy_approve' | 'member_removed' | 'member_lacks_policy_approve';
 
-export const APPROVAL_LAPSES: readonly ApprovalLapse[] = ['key_revoked', 'key_expired', 'key_lacks_policy_approve', 'member_removed'];
+export const APPROVAL_LAPSES: readonly ApprovalLapse[] = ['key_revoked', 'key_expired', 'key_lacks_policy_approve', 'member_removed', 'member_lacks_policy_approve'];
 
 export interface ApprovalStanding {
   /** Approvals that count now. */
@@ -29,7 +31,7 @@ export async function approvalStanding(db: Executor, decisions: readonly WriteAc
   const approvals = decisions.filter((d) => d.decision === 'approve');
   const standing = new Map<string, ApprovalStanding>();
   if (!approvals.length) return standing;
-  const keyIds = [...new Set(approvals.map((d) => d.apiKeyId))];
+  const keyIds = [...new Set(approvals.flatMap((d) => (d.apiKeyId === null ? [] : [d.apiKeyId])))];
   const memberIds = [...new Set(approvals.map((d) => d.memberId))];
   const keysQuery = ApiKey.query(db).findByIds(keyIds).orderBy('id');
   const keys = await (lock ? keysQuery.forShare() : keysQuery);
@@ -39,7 +41,8 @@ export async function approvalStanding(db: Executor, decisions: readonly WriteAc
   const memberById = new Map(members.map((member) => [member.id, member]));
   const now = Date.now();
   for (const decision of approvals) {
-    const reason = lapseOf(keyById.get(decision.apiKeyId), memberById.get(decision.memberId), now);
+    const member = memberById.get(decision.memberId);
+    const reason = decision.apiKeyId === null ? memberLapseOf(member) : lapseOf(keyById.get(decision.apiKeyId), member, now);
     const entry = standing.get(decision.writeActionId) ?? { counted: 0, notCounted: [] };
     if (reason) entry.notCounted.push({ memberId: decision.memberId, reason, decidedAt: decision.createdAt.toISOString() });
     else entry.counted += 1;
@@ -73,4 +76,10 @@ function lapseOf(key: ApiKey | undefined, member: Member | undefined, now: numbe
     writePermissions: key.writePermissions,
   });
   return hasScope(principal, 'policy:approve') ? null : 'key_lacks_policy_approve';
+}
+
+/** An approval a member gave in the console: their standing and their role's scopes now, as principalOfActor rebuilds them. */
+function memberLapseOf(member: Member | undefined): ApprovalLapse | null {
+  if (!member || member.removedAt) return 'member_removed';
+  return hasScope(principalOfMember(member), 'policy:approve') ? null : 'member_lacks_policy_approve';
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { UniqueViolationError } from 'objection';
 import { ConflictError, DomainError, restoredError, UnavailableError } from '../../core/errors';
+import { actorOf } from '../tenancy/actors';
 import { canonicalJson } from '../../core/json-shape';
 import { sha256Hex } from '../../core/secrets';
 import { temporalSettings } from '../../core/temporal-config';
@@ -69,7 +70,7 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
   // for an action derived from another request (a SPARQL update) that request, since each attempt
   // derives a new actionId and, once the first applied, a new expected snapshot.
   const digest = options.requestDigest ?? sha256Hex(canonicalJson(request));
-  const actor = { memberId: principal.memberId, apiKeyId: principal.apiKeyId };
+  const actor = actorOf(principal);
   let failure: DomainError | undefined;
   let outcome: SubmitOutcome;
   try {
@@ -92,8 +93,8 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
         operation: request.input.operation,
         input: request.input as unknown as Record<string, unknown>,
         approvalsRequired: approvals,
-        proposedByMemberId: principal.memberId,
-        proposedByApiKeyId: principal.apiKeyId,
+        proposedByMemberId: actor.memberId,
+        proposedByApiKeyId: actor.apiKeyId,
         proposedByOperation: proposedBy,
         snapshotBefore: request.input.expectedSourceSnapshot,
       };

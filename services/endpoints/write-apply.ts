@@ -5,7 +5,8 @@ import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { requireSemanticMode } from '../ontology/sparql-dataset';
 import { sparqlUpdateOperation } from '../ontology/sparql-operations';
-import { actAsKey } from '../operations/act-as-key';
+import { actAs } from '../operations/act-as';
+import type { Actor } from '../tenancy/actors';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { bothRequirements, Requirement } from '../tenancy/access';
@@ -71,7 +72,7 @@ const passing = (error: DomainError) => error.kind === 'unavailable' || error.co
  * failed with its reason. The actor of the log is the member whose approval completed the count.
  * Approvals that no longer suffice leave the action pending_approval, unchanged.
  */
-export async function applyApprovedWrite(deps: ServiceDependencies, writeActionId: string, actor: { memberId: string; apiKeyId: string }): Promise<{ status: string }> {
+export async function applyApprovedWrite(deps: ServiceDependencies, writeActionId: string, actor: Actor): Promise<{ status: string }> {
   return deps.db.transaction(async (trx) => {
     const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
     if (!action) return { status: 'missing' };
@@ -87,7 +88,7 @@ export async function applyApprovedWrite(deps: ServiceDependencies, writeActionI
     let failure: DomainError | undefined;
     try {
       // On the activity's transaction: the operation's own transaction is a savepoint of it.
-      result = await actAsKey({ ...deps, db: trx }, { workspaceId: action.workspaceId, apiKeyId: action.proposedByApiKeyId }, `write-action:${action.id}`, operation, { projectId: action.projectId, writeActionId });
+      result = await actAs({ ...deps, db: trx }, { workspaceId: action.workspaceId, memberId: action.proposedByMemberId, apiKeyId: action.proposedByApiKeyId }, `write-action:${action.id}`, operation, { projectId: action.projectId, writeActionId });
     } catch (error) {
       if (!(error instanceof DomainError) || passing(error)) throw error;
       failure = error;

@@ -10,6 +10,7 @@ import type { OperationContext } from '../operations/context';
 import { approvalStandingOf } from './approval-standing';
 import { requireVisibleAction, viewOf, WriteActionView } from './write-actions';
 import { logEvent } from './write-log';
+import { actorOf } from '../tenancy/actors';
 
 // Approval of a proposed write: an approver's decision reaches the action's Temporal workflow as
 // an update; the workflow's activities record decisions, apply the write (write-apply.ts, as the
@@ -27,7 +28,7 @@ export async function decideSourceWrite(ctx: OperationContext, endpointId: strin
   }
   const notPending = (status: string) => new ConflictError('action_not_pending', `The action is ${status}, so it takes no more decisions.`, { status });
   if (action.status !== 'pending_approval' || !action.workflowId) throw notPending(action.status);
-  const update: WriteDecision = { memberId: principal.memberId, apiKeyId: principal.apiKeyId, decision, comment };
+  const update: WriteDecision = { ...actorOf(principal), decision, comment };
   try {
     await deps.temporal.workflow.getHandle(action.workflowId).executeUpdate(decideWriteUpdate, { args: [update] });
   } catch (error) {

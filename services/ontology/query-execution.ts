@@ -15,6 +15,7 @@ import { PageRequest, pageOf } from '../shared/pagination';
 import { queryTermBindings, requireQuery, selectedRelease } from './published-queries';
 import { activePackage } from './ontology';
 import { endpointReadGrants } from '../endpoints/data-guard';
+import { actorOf, isOwnWork, ownWorkColumns } from '../tenancy/actors';
 import { checkingGrants } from '../operations/current-operation';
 import { runDatasetQuery } from './sparql';
 import { answeredInSql, loadDatasetCatalog, queryDataset, SnapshotPin } from './sparql-dataset';
@@ -92,7 +93,7 @@ export async function runQuery(ctx: OperationContext, version: QueryVersion, inp
 
 async function recordExecution(ctx: OperationContext, resolved: Resolved, fields: Partial<QueryExecution>) {
   const { db, principal, project } = ctx;
-  const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, apiKeyId: principal.apiKeyId, memberId: principal.memberId, mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
+  const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, ...actorOf(principal), mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
   if (execution.status === 'succeeded') {
     await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
   }
@@ -145,8 +146,7 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
     projectId: project.id,
     queryId,
     releaseVersion: resolved.release.version,
-    apiKeyId: principal.apiKeyId,
-    memberId: principal.memberId,
+    ...actorOf(principal),
     status: 'active',
     input: { input, page, snapshots: pin },
     inputHash: hash,
@@ -168,7 +168,7 @@ function pendingBody(job: QueryJob, offset: number) {
 async function continueJob(ctx: OperationContext, queryId: string, cursor: string, limit?: number) {
   const { db, principal, project } = ctx;
   const { job: jobId, offset } = openJobCursor(cursor);
-  const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId, apiKeyId: principal.apiKeyId });
+  const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId, ...ownWorkColumns(principal) });
   if (!job) throw new NotFoundError('query_job', 'No result job of yours for this query with this cursor.');
   if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) {
     if (job.status !== 'expired') await job.$query(db).patch({ status: 'expired', rows: null });
@@ -191,7 +191,7 @@ async function continueJob(ctx: OperationContext, queryId: string, cursor: strin
 export async function cancelJob(ctx: OperationContext, queryId: string, jobId: string) {
   const { db, deps: { temporal }, principal, project } = ctx;
   const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId });
-  if (!job || job.apiKeyId !== principal.apiKeyId) throw new NotFoundError('query_job', 'No result job of this API key with this id for this query.');
+  if (!job || !isOwnWork(principal, job)) throw new NotFoundError('query_job', 'No result job of this API key with this id for this query.');
   if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) throw new GoneError('results_expired', 'This job has expired.', { jobId });
   if (job.status !== 'active') throw new ConflictError('job_not_active', `The job is ${job.status}, so it cannot be canceled.`, { status: job.status });
   await job.$query(db).patch({ status: 'canceled', finishedAt: new Date() });

@@ -3,7 +3,7 @@ import type { Db } from '../../db/connection';
 import { QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
 import type { Requirement } from '../tenancy/access';
 import { meter } from '../usage/usage';
-import { actAsKey, isRefusal } from '../operations/act-as-key';
+import { actAs, isRefusal } from '../operations/act-as';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { checkGrants, EXECUTION_DEFAULTS, runQuery } from './query-execution';
@@ -11,8 +11,8 @@ import type { SnapshotPin } from './sparql-dataset';
 import { executeQueryOperation } from './query-operations';
 
 /**
- * An async query job runs later, in an activity, as the key that asked for it: with the access of
- * the execute operation that accepted it, checked again against the key as it is now, and an
+ * An async query job runs later, in an activity, as the key or member that asked for it: with the access of
+ * the execute operation that accepted it, checked again against that actor as it is now, and an
  * accountable actor. A synchronous execution reads and changes nothing, so it needs none (SPEC
  * 5.1 asks one of mutations and run access); a job is work done later in the name of the key's
  * member, metered to them, which SPEC 5.1 lets fail once the creator has lost membership, as every
@@ -35,7 +35,7 @@ export async function runQueryJobAsItsKey(deps: ServiceDependencies, jobId: stri
   const job = await QueryJob.query(deps.db).findById(jobId);
   if (!job || job.status !== 'active') return { status: job?.status ?? 'missing' };
   try {
-    return await actAsKey(deps, { workspaceId: job.workspaceId, apiKeyId: job.apiKeyId }, `query-job:${jobId}`, runQueryJobOperation, { projectId: job.projectId, jobId });
+    return await actAs(deps, { workspaceId: job.workspaceId, memberId: job.memberId, apiKeyId: job.apiKeyId }, `query-job:${jobId}`, runQueryJobOperation, { projectId: job.projectId, jobId });
   } catch (error) {
     if (!isRefusal(error)) throw error;
     return refuseQueryJob(deps.db, jobId, error);

@@ -14,6 +14,7 @@ import { invokeWithin } from '../operations/invoke';
 import { NotFoundError } from '../../core/errors';
 import { findCapability } from '../../plugins';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
+import { callerIdOf } from '../tenancy/access';
 
 // SPARQL updates never go around governance (SPEC 4.5): INSERT DATA and DELETE DATA on the
 // records of bound terms become governed write actions on the bound endpoints, under their write
@@ -133,7 +134,7 @@ export async function applySparqlUpdate(ctx: OperationContext, text: string, ide
   if (input.operation === 'update' && changes.length > 1 && changes.some((c) => JSON.stringify(c.set) !== JSON.stringify(changes[0].set))) {
     throw new InputError('update_spans_actions', 'DELETE DATA of property values must clear the same properties on every subject of one update.');
   }
-  const key = idempotencyKey ?? `sparql-${createHash('sha256').update(`${principal.apiKeyId}\n${snapshot.id}\n${snapshot.version}\n${text}`).digest('hex').slice(0, 48)}`;
+  const key = idempotencyKey ?? `sparql-${createHash('sha256').update(`${callerIdOf(principal)}\n${snapshot.id}\n${snapshot.version}\n${text}`).digest('hex').slice(0, 48)}`;
   // The governed write is its own operation, reached through the sparql door: its declared access
   // (data:write, shared-resource access, an accountable actor) holds here as on its route.
   const { output } = await invokeWithin(ctx, 'sparql', submitSourceWriteOperation, {

@@ -60,7 +60,7 @@ export interface Caller {
  *   getApiLimits(db, workspaceId)) take the executor they run on first, often a caller's transaction;
  * - what runs before a context exists takes what it has: requireProject(db, principal, id) (invoke
  *   builds the context's project with it), authentication (deps), activities (deps, ids) until
- *   actAsKey invokes their operation, and the admin CLI's functions (db, workspaceId, …);
+ *   actAs invokes their operation, and the admin CLI's functions (db, workspaceId, …);
  * - checks of a key alone take the principal first (authorize, authorizeDataUse, checkGrants), and
  *   the data guard takes (db, principal, …): it is asked with the key and the executor at hand.
  */

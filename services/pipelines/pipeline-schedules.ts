@@ -6,7 +6,7 @@ import { temporalSettings } from '../../core/temporal-config';
 import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineSchedule, PipelineVersion, Project } from '../../db/models';
 import { runSearchAttributes, ScheduledLaunchInput, scheduleWorkflowIdPrefix } from '../../workflows/names';
-import { actAsKey, isRefusal } from '../operations/act-as-key';
+import { actAs, isRefusal } from '../operations/act-as';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
 import { executePipelineOperation } from './operations';
@@ -115,7 +115,7 @@ export async function triggerPipelineSchedule(ctx: OperationContext, pipelineId:
 
 /**
  * A scheduled launch, as an operation: the launch operation's access, checked against the key that
- * made the schedule as it is now (actAsKey), then the data guard over the pipeline's sources and
+ * made the schedule as it is now (actAs), then the data guard over the pipeline's sources and
  * destinations as that key (recordRun).
  */
 export const launchScheduledRunOperation = defineOperation({
@@ -151,7 +151,7 @@ async function recordRefusedRun(db: Executor, schedule: PipelineSchedule, pipeli
 
 /**
  * The launch activity of a scheduled run: records a queued run of the active version, acting as the
- * schedule's key (launchScheduledRunOperation through actAsKey). Returns null, launching nothing,
+ * schedule's key (launchScheduledRunOperation through actAs). Returns null, launching nothing,
  * when the schedule or pipeline is gone, and when the key may no longer launch it (revoked,
  * expired, narrowed, its member gone, a grant withdrawn): that refusal is recorded as a failed run
  * with its reason. A schedule made before schedules had keys has no key to act as, and is refused
@@ -171,7 +171,7 @@ export async function recordScheduledRun(deps: ServiceDependencies, scheduleId: 
     if (!schedule.createdByApiKeyId) {
       throw new PermissionError('schedule_without_key', 'This schedule predates per-key schedules, so it has no API key to launch as and launches nothing: recreate it (pipeline_schedule_create) with the key its runs should act as, and delete this one.');
     }
-    run = await actAsKey(deps, { workspaceId: schedule.workspaceId, apiKeyId: schedule.createdByApiKeyId }, `schedule:${scheduleId}`, launchScheduledRunOperation, { projectId: schedule.projectId, scheduleId });
+    run = await actAs(deps, { workspaceId: schedule.workspaceId, memberId: schedule.createdByMemberId, apiKeyId: schedule.createdByApiKeyId }, `schedule:${scheduleId}`, launchScheduledRunOperation, { projectId: schedule.projectId, scheduleId });
   } catch (error) {
     if (!isRefusal(error)) throw error;
     refusal = error;

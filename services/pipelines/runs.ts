@@ -83,7 +83,7 @@ function presentRunSummary(run: PipelineRun) {
     versionNumber: run.versionNumber,
     trigger: run.trigger,
     scheduleId: run.scheduleId,
-    actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId },
+    actor: { kind: run.actorKind, memberId: run.actorMemberId, apiKeyId: run.apiKeyId },
     status: run.status,
     syncTime: run.syncTime?.toISOString() ?? null,
     queuedAt: run.queuedAt.toISOString(),
@@ -112,8 +112,8 @@ export type RunView = Awaited<ReturnType<typeof presentRun>>;
 
 /**
  * Records a queued run of the pipeline's active version (a snapshot of its document: later edits
- * never change it), launched by the context's key: every run has a key it acts as, and the data
- * guard checks it over the run's sources and destinations.
+ * never change it), launched by the context's key or signed-in member: the run acts as that actor
+ * (run-commit.ts), and the data guard checks it over the run's sources and destinations.
  */
 export async function recordRun(ctx: OperationContext, pipeline: Pipeline, input: { trigger: 'api' | 'schedule'; actorMemberId: string; scheduleId?: string }): Promise<PipelineRun> {
   const { db, principal: launcher } = ctx;
@@ -127,7 +127,8 @@ export async function recordRun(ctx: OperationContext, pipeline: Pipeline, input
     trigger: input.trigger,
     scheduleId: input.scheduleId ?? null,
     actorMemberId: input.actorMemberId,
-    apiKeyId: launcher.apiKeyId,
+    // A member launching in the console has no key: the run acts as the member.
+    ...(launcher.signedIn ? { actorKind: 'member' as const, apiKeyId: null } : { actorKind: 'key' as const, apiKeyId: launcher.apiKeyId }),
     status: 'queued',
   });
 }

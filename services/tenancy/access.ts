@@ -38,7 +38,7 @@ export const declaresGrants = (declared: NamedGrants | undefined, kind: 'read' |
 /** Who is calling: an authenticated API key and what it was granted (SPEC 5.2 layers), or a member signed in to the console. */
 export interface Principal {
   workspaceId: string;
-  /** The key; empty for a member signed in to the console (`signedIn`), who has none. */
+  /** The key; empty for a member signed in to the console (`signedIn`), who has none: work they start records no key (actorOf, actors.ts). */
   apiKeyId: string;
   /** A member signed in to the console, with what their role grants (member-access.ts), not a key. */
   signedIn?: true;

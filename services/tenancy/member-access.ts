@@ -22,8 +22,8 @@ export const scopesOfRole = (role: Member['role']): readonly Scope[] => (role ==
 /**
  * The principal of a signed-in member: the role's scopes on every project and the shared
  * resources, and only the named grants the member was given (a role implies none). There is no
- * key: apiKeyId is empty and `signedIn` is set, so work that must record a key is not reachable
- * from the console until it records the member instead.
+ * key: apiKeyId is empty and `signedIn` is set, so work the member starts records the member as
+ * its actor (actorOf, actors.ts) and is rebuilt from their id when it runs (principalOfActor).
  */
 export function principalOfMember(member: Pick<Member, 'id' | 'workspaceId' | 'role' | 'readPermissions' | 'writePermissions'>): Principal {
   return {

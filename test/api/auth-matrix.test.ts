@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { inputOf, type RouteSpec } from '../../api/route-spec';
 import { JsonSchema, validateWithSchema } from '../../core/schema-validator';
 import { SCOPES } from '../../core/scopes';
-import { actAsKey } from '../../services/operations/act-as-key';
+import { actAs } from '../../services/operations/act-as';
 import { workerDependencies } from '../../services/operations/context';
 import { invoke } from '../../services/operations/invoke';
 import { principalOfKey } from '../../services/tenancy/api-keys';
@@ -379,7 +379,7 @@ describe('The authorization matrix', () => {
 });
 
 /**
- * The door of work that runs later as its key (actAsKey): each internal operation, acted as a key
+ * The door of work that runs later as its key (actAs): each internal operation, acted as a key
  * that its declared access refuses, is refused with the code a request would get. The work itself
  * (that the refusal is recorded on the job, run or write action) is in test/api/access-audit.test.ts
  * and test/api/access-holes.test.ts.
@@ -401,7 +401,11 @@ describe('The access matrix of work acting as its key', () => {
       if (INTERNAL_OPERATIONS[operation.name].door === 'sparql') {
         const principal = await principalOfKey(env().db, workspaceId, await keyIdOf(key));
         await invoke({ deps: workerDependencies(env()), principal, door: 'sparql', requestId: `matrix:${operation.name}` }, operation, { projectId, text: 'ASK {}', sentAsQuery: false });
-      } else await actAsKey(workerDependencies(env()), { workspaceId, apiKeyId: await keyIdOf(key) }, `matrix:${operation.name}`, operation, input);
+      } else {
+        const apiKeyId = await keyIdOf(key);
+        const { createdByMemberId } = await env().db('apiKeys').where({ id: apiKeyId }).first('createdByMemberId');
+        await actAs(workerDependencies(env()), { workspaceId, memberId: createdByMemberId, apiKeyId }, `matrix:${operation.name}`, operation, input);
+      }
       return 'admitted';
     } catch (error) {
       return (error as { code?: string }).code ?? `unexpected ${(error as Error).message}`;

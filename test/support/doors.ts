@@ -10,7 +10,7 @@ import { operations } from '../../services/operations/registry';
 
 /**
  * Operations that no HTTP route or MCP tool reaches, each with the door that does. Work that runs
- * later acts as its key through actAsKey (services/operations/act-as-key.ts); the access matrix of
+ * later acts as its key through actAs (services/operations/act-as.ts); the access matrix of
  * that door is in test/api/auth-matrix.test.ts.
  */
 export type InternalDoor = 'activity' | 'sparql' | 'mcp-connection' | 'console';

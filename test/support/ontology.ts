@@ -69,16 +69,18 @@ export async function bind(t: OntologyTenant, body: Record<string, unknown>): Pr
   return res.body.binding.id;
 }
 
-/** An accepted async query job of this key, as the execute operation leaves it for its workflow (none is started). */
-export async function activeQueryJob(t: OntologyTenant, key: string): Promise<QueryJob> {
+/**
+ * An accepted async query job of this key, or of a member in the console (no key), as the execute
+ * operation leaves it for its workflow (none is started).
+ */
+export async function activeQueryJob(t: OntologyTenant, by: string | { memberId: string }): Promise<QueryJob> {
   const query = await env().db('published_queries').insert({ workspaceId: t.ws.workspaceId, projectId: t.ws.projectId, name: `q-${randomUUID().slice(0, 8)}`, createdByMemberId: t.ws.memberId }).returning('id');
   return QueryJob.query(env().db).insertAndFetch({
     workspaceId: t.ws.workspaceId,
     projectId: t.ws.projectId,
     queryId: query[0].id,
     releaseVersion: 1,
-    apiKeyId: await keyIdOf(key),
-    memberId: t.ws.memberId,
+    ...(typeof by === 'string' ? { apiKeyId: await keyIdOf(by), memberId: t.ws.memberId } : { apiKeyId: null, memberId: by.memberId }),
     status: 'active',
     input: { input: {}, page: { limit: 10, offset: 0 } },
     inputHash: 'test',

@@ -3,8 +3,8 @@ import { call, Problem, Session } from './api';
 import { navigate } from './router';
 
 // Runs: the list (listRuns, paged on the server by its nextOffset, filtered by status and pipeline)
-// and a run's page (getRun), polled while the run is queued or running. Launching and cancelling
-// are not here: work a member starts needs member actors.
+// and a run's page (getRun), polled while the run is queued or running, with a Cancel button while
+// it is (cancelRun). Runs are launched from the Pipelines page.
 
 const STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 const PAGE_SIZE = 25;
@@ -152,6 +152,7 @@ export function RunPage({ runId }: { runId: string }) {
   const [run, setRun] = useState<Run | undefined>(undefined);
   const [error, setError] = useState('');
   const [polledAt, setPolledAt] = useState(Date.now());
+  const [canceling, setCanceling] = useState(false);
   const timer = useRef<number | undefined>(undefined);
 
   const load = useCallback(async () => {
@@ -172,6 +173,20 @@ export function RunPage({ runId }: { runId: string }) {
     return () => window.clearTimeout(timer.current);
   }, [load]);
 
+  async function cancel(target: Run) {
+    setCanceling(true);
+    try {
+      const { run: next } = await call<{ run: Run }>('POST', `/projects/${encodeURIComponent(target.projectId)}/runs/${encodeURIComponent(target.id)}/cancel`);
+      // The answer has the run's new status; the poll (still scheduled while it was open) shows the rest.
+      setRun((shown) => (shown ? { ...shown, status: next.status, finishedAt: next.finishedAt } : shown));
+      setError('');
+    } catch (failure) {
+      setError(explain(failure, 'Canceling the run failed.'));
+    } finally {
+      setCanceling(false);
+    }
+  }
+
   if (!run) return <section><h1>Run</h1>{error ? <p role="alert" className="error">{error}</p> : <p role="status">Loading…</p>}</section>;
   const snapshots = run.nodes.filter((n) => n.type === 'destination');
   return (
@@ -188,7 +203,12 @@ export function RunPage({ runId }: { runId: string }) {
         <dt>Finished</dt><dd>{when(run.finishedAt)}</dd>
         <dt>Workflow</dt><dd>{run.workflow.webUiUrl ? <a href={run.workflow.webUiUrl} target="_blank" rel="noreferrer">Open in Temporal Web UI</a> : run.workflow.workflowId}</dd>
       </dl>
-      {open(run.status) && <p className="muted" role="status">Live: refreshed every second.</p>}
+      {open(run.status) && (
+        <div className="row">
+          <p className="muted" role="status">Live: refreshed every second.</p>
+          <button type="button" disabled={canceling} onClick={() => void cancel(run)}>Cancel</button>
+        </div>
+      )}
       <table aria-label="Nodes">
         <thead><tr><th>Node</th><th>Type</th><th>Status</th><th>Read</th><th>In</th><th>Out</th><th>Written</th><th>Pages</th><th>Throughput</th></tr></thead>
         <tbody>

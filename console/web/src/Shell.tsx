@@ -7,6 +7,8 @@ import { UsagePage } from './Usage';
 import { RunPage, RunsPage } from './Runs';
 import { OverviewPage } from './Overview';
 import { EndpointPage, EndpointsPage } from './Endpoints';
+import { PipelinesPage } from './Pipelines';
+import { WritesPage } from './Writes';
 
 /** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
 const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
@@ -17,6 +19,8 @@ const BUILT: Record<string, (session: Session, params: Record<string, string>) =
   '/console/endpoints/:endpoint_id': (_session, params) => <EndpointPage key={params.endpoint_id} endpointId={params.endpoint_id} />,
   '/console/runs': (session) => <RunsPage session={session} />,
   '/console/runs/:run_id': (_session, params) => <RunPage key={params.run_id} runId={params.run_id} />,
+  '/console/pipelines': () => <PipelinesPage />,
+  '/console/writes': () => <WritesPage />,
 };
 
 /** The path's parameters if it matches the pattern (`/console/runs/:run_id`), else undefined. */
