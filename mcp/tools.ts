@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { createDataEndpointBody } from '../schemas/data-endpoints';
-import { createPipelineBody, saveDraftBody } from '../schemas/pipelines';
+import { createPipelineBody, listPipelinesQuery, saveDraftBody } from '../schemas/pipelines';
 import { createDataEndpointOperation } from '../services/endpoints/operations';
 import { isKeyless, Operation } from '../services/operations/operation';
 import {
@@ -107,8 +107,9 @@ export const tools: ToolSpec[] = [
   {
     name: 'pipeline_list',
     operation: listPipelinesOperation,
-    description: 'Pipelines of the project, with paging and an exact name filter.',
-    arguments: object({ limit: { type: 'integer', minimum: 1, maximum: 200, default: 50 }, offset: { type: 'integer', minimum: 0, default: 0 }, name: { type: 'string', minLength: 1, maxLength: 200 } }),
+    description: 'Pipelines of the project, with paging and exact name and tag filters.',
+    // The list's own query schema (paging, name, tag): the tool's arguments cannot drift from the route's.
+    arguments: object(listPipelinesQuery.properties as Record<string, JsonSchema>),
     annotations: READ_ONLY,
   },
   {

@@ -36,6 +36,14 @@ describe('The MCP endpoint, through the SDK’s own client', function () {
       assert.equal(result(limits).windowSeconds, 60);
       const pipelines = await client.callTool({ name: 'pipeline_list', arguments: { projectId: t.projectId } });
       assert.deepEqual(result(pipelines).pipelines.map((p: { id: string }) => p.id), [pipelineId]);
+      // The tool's arguments are the list route's query schema: its tag filter too.
+      assert.deepEqual(Object.keys(list.inputSchema.properties ?? {}).sort(), ['limit', 'name', 'offset', 'projectId', 'tag']);
+      assert.equal((await t.client.patch(`/api/v1/projects/${t.projectId}/pipelines/${pipelineId}`, { tags: ['nightly'] })).status, 200);
+      for (const [tag, expected] of [['nightly', [pipelineId]], ['hourly', []]] as const) {
+        const tagged = await client.callTool({ name: 'pipeline_list', arguments: { projectId: t.projectId, tag } });
+        assert.deepEqual(result(tagged).pipelines.map((p: { id: string }) => p.id), expected, tag);
+        assert.deepEqual((await t.client.get(`/api/v1/projects/${t.projectId}/pipelines?tag=${tag}`)).body.pipelines.map((p: { id: string }) => p.id), expected, tag);
+      }
       await assert.rejects(client.callTool({ name: 'pipeline_list', arguments: {} }), /projectId/, 'bad arguments are a JSON-RPC error');
       await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), /Unknown tool/);
     } finally {
