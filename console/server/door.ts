@@ -131,7 +131,9 @@ function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>
  */
 export function mountOperation(router: Router, route: ConsoleOperationRoute, deps: ServiceDependencies): void {
   const declared = route.operation.input;
-  const flat = declared === undefined || declared.flat === true;
+  // An operation that declares no input takes request parts (asReply), unless its route gives the
+  // path schema of one that takes flat fields (an MCP-only operation such as cancelRun).
+  const flat = declared?.flat === true || (declared === undefined && route.params !== undefined);
   // A flat mutation's only input is its path (a body would need the operation's schema for it).
   if (flat && route.method !== 'get' && declared !== undefined) throw new Error(`${route.operation.name} takes flat input; the console maps flat input for reads and for path-only operations`);
   if (declared === undefined && !route.params && route.path.includes(':')) throw new Error(`${route.operation.name} declares no input: its console route states its path parameters' schema`);

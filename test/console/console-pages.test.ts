@@ -1,37 +1,19 @@
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
 import { runScript } from '../support/processes';
-import { invite, keepScreenshotOnFailure, PASSWORD, Person, within } from '../support/console';
+import { browserPages, invite, PASSWORD, Person, within } from '../support/console';
 
 const NAVIGATION = ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage'];
 
 describe('The workspace console in headless Chromium', function () {
   // The first run on a machine may install Debian's chromium.
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   const base = () => env().baseUrl;
-
-  before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
-  });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
 
   /** Follows the invite link, sets the password, then signs in on the sign-in page. */
   async function acceptAndSignIn(p: Page, person: Person): Promise<void> {
@@ -53,17 +35,17 @@ describe('The workspace console in headless Chromium', function () {
   it('invite, set a password, sign in: an owner sees every page in the navigation', async () => {
     const ws = await newWorkspace();
     const owner = await invite(ws.workspaceId, 'owner');
-    await acceptAndSignIn(page!, owner);
-    assert.deepEqual(await navigationLinks(page!), NAVIGATION);
+    await acceptAndSignIn(browsing.page, owner);
+    assert.deepEqual(await navigationLinks(browsing.page), NAVIGATION);
     // The invite is spent.
-    await page!.goto(owner.inviteUrl);
-    await page!.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();
+    await browsing.page.goto(owner.inviteUrl);
+    await browsing.page.getByRole('alert').filter({ hasText: 'unknown, used or expired' }).waitFor();
   });
 
   it('creates a key whose secret is shown once, works with an HTTP client, and is revoked from the page (the client then gets 401)', async () => {
     const ws = await newWorkspace();
-    await acceptAndSignIn(page!, await invite(ws.workspaceId, 'admin'));
-    const p = page!;
+    await acceptAndSignIn(browsing.page, await invite(ws.workspaceId, 'admin'));
+    const p = browsing.page;
     await p.getByRole('link', { name: 'Keys' }).click();
     await p.getByRole('button', { name: 'Create key' }).click();
     await p.getByLabel('Name', { exact: true }).fill('from-the-console');
@@ -97,8 +79,8 @@ describe('The workspace console in headless Chromium', function () {
 
   it('a plain member has no Keys link, and the keys page and routes answer 403', async () => {
     const ws = await newWorkspace();
-    await acceptAndSignIn(page!, await invite(ws.workspaceId, 'member'));
-    const p = page!;
+    await acceptAndSignIn(browsing.page, await invite(ws.workspaceId, 'member'));
+    const p = browsing.page;
     // The navigation is drawn whole from the session: what it lacks is not still coming.
     assert.deepEqual(await navigationLinks(p), ['Endpoints', 'Pipelines', 'Writes', 'Ontology', 'Queries']);
     const keysPage = await p.goto(`${base()}/console/keys`);
@@ -116,7 +98,7 @@ describe('The workspace console in headless Chromium', function () {
 
   it('refuses a form posted from another site, even with the session cookie', async () => {
     const ws = await newWorkspace();
-    await acceptAndSignIn(page!, await invite(ws.workspaceId, 'owner'));
+    await acceptAndSignIn(browsing.page, await invite(ws.workspaceId, 'owner'));
     const keysBefore = Number((await env().db('api_keys').where({ workspaceId: ws.workspaceId }).count({ n: '*' }))[0].n);
     // Another origin on the same host: the same site, so a SameSite=Lax cookie goes along; the Origin check refuses it.
     const attacker: Server = createServer((_, res) => {
@@ -125,7 +107,7 @@ describe('The workspace console in headless Chromium', function () {
     });
     await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
     try {
-      const p = page!;
+      const p = browsing.page;
       await p.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
       const [answer] = await Promise.all([
         p.waitForResponse((response) => response.url() === `${base()}/console/api/keys` && response.request().method() === 'POST'),
@@ -143,8 +125,8 @@ describe('The workspace console in headless Chromium', function () {
   it('removing a member (from another process, the CLI) ends their session within a second', async () => {
     const ws = await newWorkspace();
     const leaver = await invite(ws.workspaceId, 'admin');
-    await acceptAndSignIn(page!, leaver);
-    const p = page!;
+    await acceptAndSignIn(browsing.page, leaver);
+    const p = browsing.page;
     assert.equal(await sessionStatus(p), 200);
     const removed = await runScript('scripts/admin.ts', ['member', 'remove', '--workspace', ws.workspaceId, '--member', leaver.memberId], { WEFT_LOG_TO_STDERR: '1' });
     assert.equal(removed.code, 0, removed.stderr);
@@ -157,7 +139,7 @@ describe('The workspace console in headless Chromium', function () {
   it('repeated wrong passwords get 429 with Retry-After, shown on the sign-in page', async () => {
     const ws = await newWorkspace();
     const person = await invite(ws.workspaceId, 'member');
-    const p = page!;
+    const p = browsing.page;
     await p.goto(`${base()}/console/sign-in`);
     const attempt = async (password: string) => {
       await p.getByLabel('Email').fill(person.email);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
 import { bindAs, guardTenant, GuardTenant, tableEndpoint } from '../support/guarded-data';
@@ -21,9 +20,7 @@ const cellText = (value: unknown) => (value === undefined ? '' : typeof value ==
 
 describe('The console Endpoints page in headless Chromium', function () {
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   let t: GuardTenant;
   /** A managed table of 120 records and one guarded by the named read grant `payroll`. */
   let open: { id: string; name: string };
@@ -67,7 +64,6 @@ describe('The console Endpoints page in headless Chromium', function () {
   }
 
   before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
     t = await guardTenant(['payroll']);
     const table = `console_${randomUUID().replace(/-/g, '').slice(0, 10)}`;
     open = { id: await tableEndpoint(t.owner, t.managedInstallationId, table, { name: table, primaryKey: ['id'] }), name: table };
@@ -78,20 +74,9 @@ describe('The console Endpoints page in headless Chromium', function () {
     await bindAs(t.granted, t, { termId: 'Customer', dataEndpointId: guarded, mapping: PEOPLE, requiredReadPermissions: ['payroll'] });
     reader = as(await newKey(t.ws, { scopes: ['endpoints:read', 'data:read'] }));
   });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
 
   it('an admin opens an endpoint: the preview pages with the read’s cursors and filters with where as GET …/records does, a bad where shows its code, and each preview is metered as a records read', async () => {
-    const p = page!;
+    const p = browsing.page;
     const admin = await invite(t.ws.workspaceId, 'admin');
     await acceptAndSignInPage(p, admin);
     await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Endpoints' }).click();
@@ -174,7 +159,7 @@ describe('The console Endpoints page in headless Chromium', function () {
     assert.equal(overHttp.status, 403);
     assert.equal(overHttp.body.code, 'read_grant_required');
 
-    const p = page!;
+    const p = browsing.page;
     const member = await invite(t.ws.workspaceId, 'member');
     await acceptAndSignInPage(p, member);
     await p.goto(`${base()}/console/endpoints/${guarded}`);
@@ -225,7 +210,7 @@ describe('The console Endpoints page in headless Chromium', function () {
       });
       assert.equal(made.status, 201, JSON.stringify(made.body));
     }
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'member'));
     await p.getByRole('link', { name: 'Endpoints' }).click();
     const filters = p.getByRole('form', { name: 'Filter endpoints' });

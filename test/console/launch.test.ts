@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
+import type { Page } from 'playwright-core';
 import { env } from '../support/environment';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
 import { createPipeline, EventsApi, eventsSource, getRun, linearDocument, tableDestination, tableRecords, useEventsApi, waitForRun } from '../support/pipelines';
 import { action, currentSnapshot, managedTable, putPolicy, tableRows, writeTenant } from '../support/source-writes';
 
@@ -14,24 +13,10 @@ import { action, currentSnapshot, managedTable, putPolicy, tableRows, writeTenan
 describe('Work a member starts in the console, in headless Chromium', function () {
   this.timeout(600_000);
   const fixture = useEventsApi(() => EventsApi.events(1000));
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
 
-  before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
-  });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
+  afterEach(() => {
     fixture.api.release();
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
   });
 
   /** An events pipeline of 40 pages (25 records each) into a table. */
@@ -57,7 +42,7 @@ describe('Work a member starts in the console, in headless Chromium', function (
     const { t, api } = fixture;
     const pipeline = await eventsPipeline(`launched-${Date.now().toString(36)}`);
     const person = await invite(t.ws.workspaceId, 'member');
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, person);
 
     // The first read (20 pages) is staged; page 21 on waits until released, so the run is surely running.
@@ -112,7 +97,7 @@ describe('Work a member starts in the console, in headless Chromium', function (
   it('cancels a running run from its page', async () => {
     const { t, api } = fixture;
     const pipeline = await eventsPipeline(`canceled-${Date.now().toString(36)}`);
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'member'));
     api.holdFrom(2);
     const runId = await launchFromPage(p, pipeline.name);
@@ -136,7 +121,7 @@ describe('Work a member starts in the console, in headless Chromium', function (
     assert.equal((await w.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, rejectedBody)).status, 202);
 
     const admin = await invite(w.ws.workspaceId, 'admin');
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, admin);
     await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Writes' }).click();
     const pending = p.getByRole('table', { name: 'Writes waiting for approval' });

@@ -1,34 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite } from '../support/console';
 
 // The Overview: this month's usage against the plan (GET /console/api/usage/billing, the operation
 // of GET /api/v1/usage/billing) and the recent and failing runs (listRuns), for owners and admins.
 
 describe('The console Overview in headless Chromium', function () {
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
-
-  before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
-  });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
+  const browsing = browserPages();
 
   it('shows this month’s usage against the plan’s credit, as GET /api/v1/usage/billing says, and the recent and failing runs', async () => {
     const ws = await newWorkspace();
@@ -45,7 +26,7 @@ describe('The console Overview in headless Chromium', function () {
     });
     await env().db('pipeline_runs').insert(runs);
 
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(ws.workspaceId, 'owner'));
     const billing = (await as(ws.apiKey).get('/api/v1/usage/billing')).body.billing;
     assert.equal(billing.used, '1.25');
@@ -66,7 +47,7 @@ describe('The console Overview in headless Chromium', function () {
 
   it('a plain member’s overview has neither usage nor runs', async () => {
     const ws = await newWorkspace();
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(ws.workspaceId, 'member'));
     await p.getByText('Signed in as').waitFor();
     // The sections are drawn from the session's pages at once: none is still coming.

@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
 import { env } from '../support/environment';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
 
 // The Runs page: a run launched over HTTP with an API key, watched in the console while it runs.
@@ -11,14 +9,11 @@ import { createPipeline, EventsApi, eventsSource, launch, linearDocument, tableD
 describe('The console Runs page in headless Chromium', function () {
   this.timeout(600_000);
   const fixture = useEventsApi(() => EventsApi.events(1000));
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   let uiUrlBefore: string | undefined;
   const base = () => env().baseUrl;
 
   before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
     // Runs name their Temporal Web UI link when the installation has one.
     uiUrlBefore = process.env.WEFT_TEMPORAL_UI_URL;
     if (!uiUrlBefore) process.env.WEFT_TEMPORAL_UI_URL = 'http://temporal-ui.invalid';
@@ -26,16 +21,9 @@ describe('The console Runs page in headless Chromium', function () {
   after(async () => {
     if (uiUrlBefore === undefined) delete process.env.WEFT_TEMPORAL_UI_URL;
     else process.env.WEFT_TEMPORAL_UI_URL = uiUrlBefore;
-    await browser?.close();
   });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
+  afterEach(() => {
     fixture.api.release();
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
   });
 
   /** An events pipeline of 40 pages (25 records each) into a table. */
@@ -49,7 +37,7 @@ describe('The console Runs page in headless Chromium', function () {
   it('a run launched over HTTP with an API key shows its counts rising in the page and ends succeeded without a reload', async () => {
     const { t, api } = fixture;
     const pipeline = await eventsPipeline(`watched-${Date.now().toString(36)}`);
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'admin'));
 
     // The first read (20 pages) is staged; page 21 on waits until released, so the run is surely running.
@@ -101,7 +89,7 @@ describe('The console Runs page in headless Chromium', function () {
     });
     await env().db('pipeline_runs').insert(copies);
 
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'owner'));
     await p.getByRole('link', { name: 'Runs' }).click();
     const filters = p.getByRole('form', { name: 'Filter runs' });
@@ -151,7 +139,7 @@ describe('The console Runs page in headless Chromium', function () {
     assert.equal(list.status, 403);
     assert.equal(list.body.code, 'actor_not_administrator');
 
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'member'));
     assert.equal((await p.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents()).includes('Runs'), false);
     assert.equal((await p.goto(`${base()}/console/runs`))!.status(), 403);

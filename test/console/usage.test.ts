@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite } from '../support/console';
 
 // The Usage page draws GET /console/api/usage, the operation GET /api/v1/usage runs: its chart's
 // points (the data attribute the chart is drawn from) are the API's daily usage for the same range.
@@ -13,25 +12,8 @@ interface ChartSeries { measure: string; dates: string[]; series: Array<{ kind: 
 
 describe('The console Usage page in headless Chromium', function () {
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   const base = () => env().baseUrl;
-
-  before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
-  });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
 
   /** Metered operations on chosen days (a database fixture: metering itself is tested in test/billing). */
   async function meteredOn(workspaceId: string, rows: Array<[day: string, kind: string, amount: string]>): Promise<void> {
@@ -54,7 +36,7 @@ describe('The console Usage page in headless Chromium', function () {
       ['2026-05-31', 'sparql_query', '9'],
       ['2026-06-08', 'records_read', '9'],
     ]);
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(ws.workspaceId, 'admin'));
     await p.getByRole('link', { name: 'Usage' }).click();
     await p.getByRole('heading', { name: 'Usage' }).waitFor();
@@ -101,7 +83,7 @@ describe('The console Usage page in headless Chromium', function () {
 
   it('a plain member has no Usage link, and the usage page and route answer 403', async () => {
     const ws = await newWorkspace();
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(ws.workspaceId, 'member'));
     // The navigation is drawn whole from the session: what it lacks is not still coming.
     const links = await p.getByRole('navigation', { name: 'Console' }).getByRole('link').allTextContents();

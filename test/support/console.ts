@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { ensureChromium } from '../../scripts/infra/chromium';
 import { dataDir } from '../../core/paths';
 import { env } from './environment';
 import { runScript } from './processes';
@@ -74,15 +75,7 @@ export async function signedIn(workspaceId: string, role: 'owner' | 'admin' | 'm
   return { person, client };
 }
 
-/** Polls `check` until it is true or `deadlineMs` passes; the last value is returned either way. */
-export async function within<T>(deadlineMs: number, probe: () => Promise<T>, done: (value: T) => boolean, everyMs = 50): Promise<T> {
-  const until = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await probe();
-    if (done(value) || Date.now() >= until) return value;
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
-}
+export { within } from './polling';
 
 /** Where screenshots of failed browser tests are kept, beside the test run's output. */
 export function screenshotPath(title: string): string {
@@ -97,6 +90,38 @@ export async function keepScreenshotOnFailure(test: Mocha.Test | undefined, page
   const file = screenshotPath(test.fullTitle());
   await page.screenshot({ path: file, fullPage: true }).catch(() => undefined);
   console.error(`    screenshot of the failure: ${file}`);
+}
+
+/**
+ * Debian's chromium for the describe block this is called in, a fresh context and page for each
+ * test, and a screenshot of each failure kept with the test output.
+ */
+export function browserPages(): { readonly page: Page; readonly context: BrowserContext } {
+  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page | undefined;
+  before(async () => {
+    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    context = await browser!.newContext();
+    page = await context.newPage();
+  });
+  afterEach(async function () {
+    await keepScreenshotOnFailure(this.currentTest, page);
+    await context?.close();
+  });
+  return {
+    get page() {
+      return page!;
+    },
+    get context() {
+      return context!;
+    },
+  };
 }
 
 /** In a browser page: follows the invite link, sets the password, signs in, and waits for the console's navigation. */

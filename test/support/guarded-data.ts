@@ -1,3 +1,4 @@
+import { within as probed } from './polling';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { PluginInstallation } from '../../db/models';
@@ -92,11 +93,7 @@ export async function bindAs(client: ReturnType<typeof as>, t: GuardTenant, body
  * last value probed. Never a fixed sleep: it probes again at once, with a short pause.
  */
 export async function within<T>(ms: number, probe: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not seen within ${ms} ms (last: ${JSON.stringify(value)})`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const value = await probed(ms, probe, done, 20);
+  if (!done(value)) throw new Error(`${what}: not seen within ${ms} ms (last: ${JSON.stringify(value)})`);
+  return value;
 }

@@ -1,13 +1,19 @@
-// The one way tests wait for something they cannot be told of: poll a condition, fail saying what
-// was awaited. Never a fixed sleep before an assertion.
+// The one way tests wait for something they cannot be told of: poll a condition. Never a fixed
+// sleep before an assertion.
+
+/** Probes until `done` holds or `ms` pass, and answers the last value probed either way (the caller asserts on it). */
+export async function within<T>(ms: number, probe: () => T | Promise<T>, done: (value: T) => boolean, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (done(value) || Date.now() >= deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
 
 /** Polls `check` until it answers something truthy, and fails after `timeoutMs` saying what it waited for. */
 export async function until<T>(what: string, check: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 60_000, intervalMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
+  const value = await within(timeoutMs, check, Boolean, intervalMs);
+  if (!value) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
+  return value;
 }
