@@ -16,7 +16,8 @@ export interface Session {
 }
 
 export class Problem extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: string) {
+  /** The problem's body as answered (its `errors` name each field or element at fault). */
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: string, readonly body?: Record<string, unknown>) {
     super(message);
   }
 }
@@ -35,6 +36,6 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
   if (response.status === 204) return undefined as T;
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : undefined;
-  if (!response.ok) throw new Problem(response.status, parsed?.code ?? 'error', parsed?.message ?? `HTTP ${response.status}`, response.headers.get('Retry-After') ?? undefined);
+  if (!response.ok) throw new Problem(response.status, parsed?.code ?? 'error', parsed?.message ?? `HTTP ${response.status}`, response.headers.get('Retry-After') ?? undefined, parsed);
   return parsed as T;
 }
