@@ -143,6 +143,7 @@ describe('The console Ontology page in headless Chromium', function () {
     await runInEditor(p, await memberWith(['payroll']), query);
     await p.getByRole('status', { name: 'Result count' }).filter({ hasText: '3 rows' }).waitFor();
     assert.deepEqual(await shownResults(p), { vars: http.body.head.vars, rows: rowsOf(http.body) });
+    assert.equal(await p.getByRole('note', { name: 'Withheld bindings' }).count(), 0);
   });
 
   it('a member without the grant a binding requires gets the rows a key without it gets (that binding withheld), and a malformed query shows malformed_query with its message', async () => {
@@ -154,6 +155,8 @@ describe('The console Ontology page in headless Chromium', function () {
     await runInEditor(p, await memberWith([]), query);
     await p.getByRole('status', { name: 'Result count' }).filter({ hasText: '1 row' }).waitFor();
     assert.deepEqual(await shownResults(p), { vars: http.body.head.vars, rows: rowsOf(http.body) });
+    // The console says what Weft-Withheld-Bindings says over HTTP.
+    assert.match(await p.getByRole('note', { name: 'Withheld bindings' }).textContent() ?? '', /^1 binding was left out/);
 
     const malformed = 'SELECT ?s WHERE { ?s ?p';
     const refused = await answerOverHttp([], malformed);

@@ -1,5 +1,5 @@
 import { FormEvent, useCallback, useEffect, useState } from 'react';
-import { call, explain, Problem } from './api';
+import { call, callWithHeaders, explain, Problem } from './api';
 import { follow } from './router';
 import { ProjectSwitcher, useProjectParam } from './ProjectSwitcher';
 
@@ -182,6 +182,8 @@ interface SparqlResults {
 export function SparqlPage() {
   const [projectId, chooseProject] = useProjectParam();
   const [results, setResults] = useState<SparqlResults | undefined>(undefined);
+  // Bindings whose named read grants this member lacks: their records are left out of the answer.
+  const [withheld, setWithheld] = useState(0);
   const [error, setError] = useState('');
   const [running, setRunning] = useState(false);
 
@@ -191,7 +193,9 @@ export function SparqlPage() {
     setRunning(true);
     setError('');
     try {
-      setResults(await call<SparqlResults>('GET', `${ontologyPath(projectId)}/sparql?${new URLSearchParams({ query })}`));
+      const answer = await callWithHeaders<SparqlResults>('GET', `${ontologyPath(projectId)}/sparql?${new URLSearchParams({ query })}`);
+      setResults(answer.body);
+      setWithheld(Number(answer.headers.get('Weft-Withheld-Bindings') ?? 0));
     } catch (failure) {
       setResults(undefined);
       setError(explain(failure, 'The query failed.'));
@@ -219,6 +223,7 @@ export function SparqlPage() {
       {results?.results && (
         <>
           <p role="status" aria-label="Result count">{rows.length} {rows.length === 1 ? 'row' : 'rows'}</p>
+          {withheld > 0 && <p role="note" aria-label="Withheld bindings">{withheld} {withheld === 1 ? 'binding was' : 'bindings were'} left out: reading {withheld === 1 ? 'it needs' : 'them needs'} named read grants you do not hold.</p>}
           <table aria-label="Results">
             <thead><tr>{vars.map((name) => <th key={name}>{name}</th>)}</tr></thead>
             <tbody>
