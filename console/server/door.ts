@@ -106,22 +106,26 @@ export interface ConsoleOperationRoute {
   params?: Record<string, unknown>;
   /** What of the answer this member's page is shown (member-access.ts decides), when not all of it. */
   shown?(body: unknown, principal: Principal): unknown;
+  /** Request headers the operation reads, fixed by the console's page (the SPARQL editor asks for JSON results). */
+  headers?: Record<string, string>;
 }
 
 const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /**
- * An operation that takes flat fields (its path parameters in camelCase and, for a read, its query
- * options), as the HTTP router maps them: its parts are validated against its declared schemas (or
- * the route's, for one that declares none) first, since invoke() leaves flat input to the door.
+ * An operation that takes flat fields (its path parameters in camelCase, its query options and its
+ * JSON body's fields), as the HTTP router maps them: its parts are validated against its declared
+ * schemas (or the route's, for one that declares none) first, since invoke() leaves flat input to
+ * the door. A body the operation declares no schema for is not read.
  */
-function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>, query: Record<string, unknown>): Record<string, unknown> {
+function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
   const declared = route.operation.input ?? { params: route.params };
   const checkedParams = declared.params ? validateWithSchema<Record<string, unknown>>(declared.params, params, 'path') : params;
   const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : route.operation.input ? query : {};
+  const checkedBody = declared.body ? validateWithSchema<Record<string, unknown>>(declared.body, body ?? {}, 'request body') : {};
   const input: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(checkedParams)) input[camel(name)] = value;
-  return Object.assign(input, checkedQuery);
+  return Object.assign(input, checkedQuery, checkedBody);
 }
 
 /**
@@ -134,8 +138,6 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
   // An operation that declares no input takes request parts (asReply), unless its route gives the
   // path schema of one that takes flat fields (an MCP-only operation such as cancelRun).
   const flat = declared?.flat === true || (declared === undefined && route.params !== undefined);
-  // A flat mutation's only input is its path (a body would need the operation's schema for it).
-  if (flat && route.method !== 'get' && declared !== undefined) throw new Error(`${route.operation.name} takes flat input; the console maps flat input for reads and for path-only operations`);
   if (declared === undefined && !route.params && route.path.includes(':')) throw new Error(`${route.operation.name} declares no input: its console route states its path parameters' schema`);
   router[route.method](route.path, async (ctx) => {
     const { session } = await requireSession(deps, ctx);
@@ -146,11 +148,15 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     ctx.set('X-RateLimit-Reset', `${limit.resetSeconds}`);
     const caller: Caller = { deps, principal, door: 'console', requestId: String(ctx.state.requestId) };
     const params = { ...ctx.params };
-    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route, params, { ...ctx.query }) : {
+    const body = MUTATIONS.has(ctx.method) && ctx.request.length ? (ctx.request as { body?: unknown }).body : undefined;
+    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route, params, { ...ctx.query }, body) : {
       ...(typeof params.project_id === 'string' ? { projectId: params.project_id } : {}),
       params,
       query: { ...ctx.query },
-      body: MUTATIONS.has(ctx.method) && ctx.request.length ? (ctx.request as { body?: unknown }).body : undefined,
+      // Protocol parameters as sent, for the operations whose protocol defines them (SPARQL 1.1).
+      rawQuery: { ...ctx.query },
+      ...(route.headers ? { headers: route.headers } : {}),
+      body,
     };
     const { output } = await execute(caller, route.operation, input);
     // A flat operation answers its body itself; the others answer a Reply.
@@ -158,7 +164,10 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     ctx.status = reply.status ?? 200;
     if (reply.headers) for (const name in reply.headers) ctx.set(name, reply.headers[name]);
     ctx.set('Cache-Control', 'no-store');
-    if (reply.body !== undefined) ctx.body = route.shown ? route.shown(reply.body, principal) : reply.body;
-    else if (ctx.status !== 204) ctx.body = '';
+    if (reply.body !== undefined) {
+      ctx.body = route.shown ? route.shown(reply.body, principal) : reply.body;
+      // An answer the operation serialised itself (SPARQL results) keeps its media type.
+      if (reply.contentType) ctx.type = reply.contentType;
+    } else if (ctx.status !== 204) ctx.body = '';
   });
 }

@@ -17,6 +17,9 @@ import { cancelRunOperation, getRunOperation, launchRunOperation, listRunsOperat
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
 import { approveSourceWriteOperation, getDataEndpointSnapshotOperation, listSourceWritesOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { idParams } from '../../schemas/common';
+import { activateOntologyPackageOperation, compileOntologyOperation, getOntologyOperation, listOntologyImportsOperation, listOntologyLinksOperation, listOntologyPackagesOperation, listOntologyShapesOperation, listOntologyTermsOperation } from '../../services/ontology/operations';
+import { listReadBindingsOperation } from '../../services/ontology/binding-operations';
+import { sparqlQueryGetOperation } from '../../services/ontology/sparql-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { consoleBuildDir } from './build-dir';
@@ -66,6 +69,18 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/writes', operation: listSourceWritesOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/approve', operation: approveSourceWriteOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/reject', operation: rejectSourceWriteOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology', operation: getOntologyOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/terms', operation: listOntologyTermsOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/links', operation: listOntologyLinksOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/shapes', operation: listOntologyShapesOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/imports', operation: listOntologyImportsOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/packages', operation: listOntologyPackagesOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/ontology/compile', operation: compileOntologyOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/ontology/activate', operation: activateOntologyPackageOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/read-bindings', operation: listReadBindingsOperation },
+  // The SPARQL editor's queries: the protocol's GET (the same operation, grants and data guard as
+  // GET /api/v1/…/ontology/sparql), answered as SPARQL JSON results for the page's table.
+  { method: 'get', path: '/console/api/projects/:project_id/ontology/sparql', operation: sparqlQueryGetOperation, headers: { accept: 'application/sparql-results+json' } },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

@@ -1,6 +1,7 @@
 import { getDataEndpointOperation, listDataEndpointsOperation } from '../../services/endpoints/operations';
 import { listSourceWritesOperation } from '../../services/endpoints/write-operations';
 import { getOntologyOperation } from '../../services/ontology/operations';
+import { sparqlQueryOperation } from '../../services/ontology/sparql-operations';
 import { listQueriesOperation } from '../../services/ontology/query-operations';
 import { admits } from '../../services/operations/invoke';
 import type { Operation } from '../../services/operations/operation';
@@ -35,7 +36,8 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: true },
   { name: 'Run', path: '/console/runs/:run_id', operation: getRunOperation, built: true, inNavigation: false },
   { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: true },
-  { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: false },
+  { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: true },
+  { name: 'SPARQL', path: '/console/ontology/sparql', operation: sparqlQueryOperation, built: true, inNavigation: false },
   { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: false },
   { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: true },
 ];

@@ -9,6 +9,7 @@ import { OverviewPage } from './Overview';
 import { EndpointPage, EndpointsPage } from './Endpoints';
 import { PipelinesPage } from './Pipelines';
 import { WritesPage } from './Writes';
+import { OntologyPage, SparqlPage } from './Ontology';
 
 /** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
 const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
@@ -21,6 +22,8 @@ const BUILT: Record<string, (session: Session, params: Record<string, string>) =
   '/console/runs/:run_id': (_session, params) => <RunPage key={params.run_id} runId={params.run_id} />,
   '/console/pipelines': () => <PipelinesPage />,
   '/console/writes': () => <WritesPage />,
+  '/console/ontology': () => <OntologyPage />,
+  '/console/ontology/sparql': () => <SparqlPage />,
 };
 
 /** The path's parameters if it matches the pattern (`/console/runs/:run_id`), else undefined. */

@@ -16,7 +16,8 @@ export interface Session {
 }
 
 export class Problem extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: string) {
+  /** The problem's body as answered (its `errors` name each field or element at fault). */
+  constructor(readonly status: number, readonly code: string, message: string, readonly retryAfter?: string, readonly body?: Record<string, unknown>) {
     super(message);
   }
 }
@@ -27,14 +28,19 @@ export const explain = (failure: unknown, fallback: string): string => (failure 
 let csrfToken = '';
 export const useToken = (token: string) => { csrfToken = token; };
 
-export async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+/** An answer with its headers, for a page that shows one (Weft-Withheld-Bindings on SPARQL results). */
+export async function callWithHeaders<T = unknown>(method: string, path: string, body?: unknown): Promise<{ body: T; headers: Headers }> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET') headers['X-Weft-Console-Token'] = csrfToken;
   const response = await fetch(`/console/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
-  if (response.status === 204) return undefined as T;
+  if (response.status === 204) return { body: undefined as T, headers: response.headers };
   const text = await response.text();
   const parsed = text ? JSON.parse(text) : undefined;
-  if (!response.ok) throw new Problem(response.status, parsed?.code ?? 'error', parsed?.message ?? `HTTP ${response.status}`, response.headers.get('Retry-After') ?? undefined);
-  return parsed as T;
+  if (!response.ok) throw new Problem(response.status, parsed?.code ?? 'error', parsed?.message ?? `HTTP ${response.status}`, response.headers.get('Retry-After') ?? undefined, parsed);
+  return { body: parsed as T, headers: response.headers };
+}
+
+export async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await callWithHeaders<T>(method, path, body)).body;
 }
