@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
+import type { Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure, Person, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, Person, signedIn } from '../support/console';
 import { as, newKey, request } from '../support/fixtures';
 import { bindAs, guardTenant, GuardTenant, seedTable, tableEndpoint } from '../support/guarded-data';
 
@@ -14,9 +13,7 @@ type SparqlJson = { head: { vars: string[] }; results: { bindings: Array<Record<
 
 describe('The console Ontology page in headless Chromium', function () {
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   let t: GuardTenant;
   /** A second project whose definition does not compile. */
   let broken: { id: string; name: string };
@@ -61,7 +58,6 @@ describe('The console Ontology page in headless Chromium', function () {
   }
 
   before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
     t = await guardTenant(['payroll']);
     const suffix = randomUUID().replace(/-/g, '').slice(0, 8);
     const customers = await tableEndpoint(t.granted, t.managedInstallationId, `customers_${suffix}`, { primaryKey: ['id'] });
@@ -80,20 +76,9 @@ describe('The console Ontology page in headless Chromium', function () {
     const term = await t.owner.post(`/api/v1/projects/${broken.id}/ontology/terms`, { id: 'nickname', kind: 'property', domain: 'Nowhere', datatype: 'xsd:string' });
     assert.equal(term.status, 201, JSON.stringify(term.body));
   });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
 
   it('an admin sees the terms and bindings, compiles and activates (the package GET …/ontology then answers), and sees another project’s compile errors as the API answers them', async () => {
-    const p = page!;
+    const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'admin'));
     await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Ontology' }).click();
     await p.getByRole('heading', { name: 'Ontology' }).waitFor();
@@ -135,7 +120,7 @@ describe('The console Ontology page in headless Chromium', function () {
   });
 
   it('a member with the named read grant runs a SELECT in the console: the table is the SPARQL JSON answer to a key with the same grants', async () => {
-    const p = page!;
+    const p = browsing.page;
     const http = await answerOverHttp(['payroll'], query);
     assert.equal(http.status, 200, JSON.stringify(http.body));
     assert.equal(http.headers.get('weft-withheld-bindings'), null);
@@ -147,7 +132,7 @@ describe('The console Ontology page in headless Chromium', function () {
   });
 
   it('a member without the grant a binding requires gets the rows a key without it gets (that binding withheld), and a malformed query shows malformed_query with its message', async () => {
-    const p = page!;
+    const p = browsing.page;
     const http = await answerOverHttp([], query);
     assert.equal(http.status, 200, JSON.stringify(http.body));
     assert.equal(http.headers.get('weft-withheld-bindings'), '1');
