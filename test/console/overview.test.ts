@@ -3,9 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
 import { acceptAndSignInPage, browserPages, invite } from '../support/console';
+import { currentSnapshot, managedTable, writeTenant } from '../support/source-writes';
+import { PluginInstallation } from '../../db/models';
+import { findCapability } from '../../plugins';
+import { capabilityContext } from '../../services/endpoints/data-endpoints';
 
 // The Overview: this month's usage against the plan (GET /console/api/usage/billing, the operation
-// of GET /api/v1/usage/billing) and the recent and failing runs (listRuns), for owners and admins.
+// of GET /api/v1/usage/billing) and the recent and failing runs (listRuns), for owners and admins;
+// the newest endpoints with their last snapshot for whoever may read endpoints.
 
 describe('The console Overview in headless Chromium', function () {
   this.timeout(600_000);
@@ -45,13 +50,30 @@ describe('The console Overview in headless Chromium', function () {
     await p.getByRole('region', { name: 'Error evidence' }).waitFor();
   });
 
-  it('a plain member’s overview has neither usage nor runs', async () => {
+  it('lists the newest endpoints with their last snapshot, as GET …/snapshot says', async () => {
+    const t = await writeTenant();
+    const table = await managedTable(t);
+    const endpoint = (await t.writer.get(`/api/v1/data-endpoints/${table}`)).body.dataEndpoint;
+    const installation = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, installation, env().encryptionKey), endpoint.target, { operation: 'append', rows: [{ id: 1 }, { id: 2 }], provenance: { kind: 'write', id: randomUUID() } });
+    const snapshot = await currentSnapshot(t.writer, table);
+    const p = browsing.page;
+    await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'member'));
+    const shown = p.getByLabel(`Last snapshot of ${endpoint.namespace}/${endpoint.name}`);
+    await shown.filter({ hasText: snapshot.id }).waitFor();
+    assert.match((await shown.textContent())!, new RegExp(`^snapshot ${snapshot.id} \\(version ${snapshot.version}`));
+    await p.getByRole('region', { name: 'Endpoints' }).getByRole('link', { name: `${endpoint.namespace}/${endpoint.name}` }).click();
+    await p.getByLabel('Current snapshot').filter({ hasText: snapshot.id }).waitFor();
+  });
+
+  it('a plain member’s overview has neither usage nor runs, only the endpoints they may read', async () => {
     const ws = await newWorkspace();
     const p = browsing.page;
     await acceptAndSignInPage(p, await invite(ws.workspaceId, 'member'));
     await p.getByText('Signed in as').waitFor();
-    // The sections are drawn from the session's pages at once: none is still coming.
-    assert.equal(await p.getByRole('region').count(), 0);
+    await p.getByRole('region', { name: 'Endpoints' }).getByText('None.').waitFor();
+    // The sections are drawn from the session's pages: usage and runs are not among a member's.
+    assert.deepEqual(await p.getByRole('region').evaluateAll((regions) => regions.map((region) => region.getAttribute('aria-label'))), ['Endpoints']);
     assert.equal(await p.getByRole('alert').count(), 0);
   });
 });

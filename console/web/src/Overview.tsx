@@ -2,10 +2,12 @@ import { MouseEvent, useEffect, useState } from 'react';
 import { call, Problem, Session } from './api';
 import { navigate } from './router';
 
-// The Overview: this month's usage against the plan and the recent and failing runs, each shown
-// when the member may use the page it summarizes (Usage, Runs: their operations decide).
+// The Overview: this month's usage against the plan, the recent and failing runs and the newest
+// endpoints with their last snapshot, each shown when the member may use the page it summarizes
+// (Usage, Runs, Endpoints: their operations decide).
 
 interface Billing { period: string; plan: string; currency: string; includedCredit: string; used: string; remainingCredit: string; overage: string; paidWorkPaused: boolean }
+interface EndpointRow { id: string; name: string; namespace: string; snapshot?: { id: string; version: string; committedAt: string | null } | null }
 interface RunRow { id: string; pipelineName: string; status: string; queuedAt: string; error: { code: string; message: string } | null }
 
 const explain = (failure: unknown, fallback: string) => (failure instanceof Problem ? `${failure.message} (${failure.code})` : fallback);
@@ -38,9 +40,11 @@ export function OverviewPage({ session }: { session: Session }) {
   const [billing, setBilling] = useState<Billing | undefined>(undefined);
   const [recent, setRecent] = useState<RunRow[] | undefined>(undefined);
   const [failing, setFailing] = useState<RunRow[] | undefined>(undefined);
+  const [endpoints, setEndpoints] = useState<EndpointRow[] | undefined>(undefined);
   const [error, setError] = useState('');
   const showsUsage = may('Usage');
   const showsRuns = may('Runs');
+  const showsEndpoints = may('Endpoints');
 
   useEffect(() => {
     const failed = (failure: unknown) => setError(explain(failure, 'Loading the overview failed.'));
@@ -49,7 +53,17 @@ export function OverviewPage({ session }: { session: Session }) {
       call<{ runs: RunRow[] }>('GET', '/runs?limit=5').then((answer) => setRecent(answer.runs), failed);
       call<{ runs: RunRow[] }>('GET', '/runs?limit=5&status=failed').then((answer) => setFailing(answer.runs), failed);
     }
-  }, [showsUsage, showsRuns]);
+    // The five newest endpoints with their last snapshot (null where the capability keeps none).
+    if (showsEndpoints) {
+      call<{ dataEndpoints: EndpointRow[] }>('GET', '/data-endpoints?limit=5').then(async (answer) => {
+        const withSnapshots = await Promise.all(answer.dataEndpoints.map(async (endpoint) => ({
+          ...endpoint,
+          snapshot: await call<{ snapshot: NonNullable<EndpointRow['snapshot']> }>('GET', `/data-endpoints/${endpoint.id}/snapshot`).then((found) => found.snapshot, () => null),
+        })));
+        setEndpoints(withSnapshots);
+      }, failed);
+    }
+  }, [showsUsage, showsRuns, showsEndpoints]);
 
   const share = billing && Number(billing.includedCredit) > 0 ? Math.min(100, (Number(billing.used) / Number(billing.includedCredit)) * 100) : 0;
   return (
@@ -69,6 +83,21 @@ export function OverviewPage({ session }: { session: Session }) {
       )}
       {recent && <RunList label="Recent runs" runs={recent} />}
       {failing && <RunList label="Failing runs" runs={failing} />}
+      {endpoints && (
+        <div role="region" aria-label="Endpoints" className="card">
+          <h2>Endpoints</h2>
+          {endpoints.length === 0 ? <p>None.</p> : (
+            <ul className="plain">
+              {endpoints.map((endpoint) => (
+                <li key={endpoint.id}>
+                  <a href={`/console/endpoints/${endpoint.id}`} onClick={(e) => follow(e, `/console/endpoints/${endpoint.id}`)}>{endpoint.namespace}/{endpoint.name}</a>{' · '}
+                  <span aria-label={`Last snapshot of ${endpoint.namespace}/${endpoint.name}`}>{endpoint.snapshot ? `snapshot ${endpoint.snapshot.id} (version ${endpoint.snapshot.version}${endpoint.snapshot.committedAt ? `, ${new Date(endpoint.snapshot.committedAt).toLocaleString()}` : ''})` : 'no snapshot'}</span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
     </section>
   );
 }
