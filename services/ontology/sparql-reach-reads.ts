@@ -268,9 +268,11 @@ export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: 
   let cancel: (() => void) | undefined;
   try {
     return await db.transaction(async (trx) => {
-      await trx.raw(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
-      if (signal) {
-        const { rows } = await trx.raw<{ rows: Array<{ pid: number }> }>('SELECT pg_backend_pid() AS pid');
+      const timeout = `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`;
+      if (!signal) await trx.raw(timeout);
+      else {
+        // One round trip: both statements in one simple query (no parameters), answered as two results.
+        const [, { rows }] = await trx.raw<Array<{ rows: Array<{ pid: number }> }>>(`${timeout}; SELECT pg_backend_pid() AS pid`);
         // From another connection: this one is busy with the statement to stop.
         cancel = () => void db.raw('SELECT pg_cancel_backend(?)', [rows[0].pid]).catch(() => undefined);
         signal.addEventListener('abort', cancel, { once: true });
