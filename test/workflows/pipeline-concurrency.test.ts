@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { until } from '../support/polling';
 import pg from 'pg';
 import { principalOfKey } from '../../services/tenancy/api-keys';
 import { installPlugin } from '../../services/endpoints/plugins';
@@ -63,7 +64,9 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     assert.equal(running.nodes.find((n: any) => n.nodeId === 'dst').recordsIn, sourceNode(running).recordsRead);
     const second = await launch(t, pipeline.id);
     assert.equal(second.status, 'queued');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Its workflow asked for its turn, was told to wait and waits (a timer started): only then is "still queued" a finding.
+    const { workflowId } = (await getRun(t, second.id)).workflow;
+    await until('the second run to wait for its turn', async () => (await env().temporal.workflow.getHandle(workflowId).fetchHistory()).events?.some((event) => event.timerStartedEventAttributes));
     assert.equal((await getRun(t, second.id)).status, 'queued', 'the second run waits while the first is running');
     release();
     const firstDone = await waitForRun(t, first.id);
