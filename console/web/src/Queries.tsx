@@ -149,16 +149,20 @@ function ExecutePanel({ projectId, query, releases }: { projectId: string; query
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const poll = useRef<number | undefined>(undefined);
+  // The last read started: an answer to an earlier one (a poll overtaken by a new execution) is dropped.
+  const latest = useRef(0);
   useEffect(() => () => window.clearTimeout(poll.current), []);
 
   const base = `/projects/${encodeURIComponent(projectId)}/queries/${encodeURIComponent(query.id)}`;
   const read = useCallback(async (sent: Request, at: Position, trailThen: Position[]) => {
     window.clearTimeout(poll.current);
+    const mine = ++latest.current;
     setBusy(true);
     try {
       const next = at.cursor
         ? await call<Execution>('POST', `${base}/execute?cursor=${encodeURIComponent(at.cursor)}`, { options: { limit: sent.limit } })
         : await call<Execution>('POST', `${base}/execute${sent.version === undefined ? '' : `?version=${sent.version}`}`, { input: sent.input, options: { limit: sent.limit, offset: at.offset } });
+      if (mine !== latest.current) return;
       // An execution that became a job is read through its continuation from then on.
       const position = next.status === 'pending' && !at.cursor ? { offset: at.offset, cursor: next.metadata.continuation! } : at;
       const positions = [...trailThen.slice(0, -1), position];
@@ -167,10 +171,11 @@ function ExecutePanel({ projectId, query, releases }: { projectId: string; query
       setError('');
       if (next.status === 'pending') poll.current = window.setTimeout(() => void read(sent, position, positions), POLL_MS);
     } catch (failure) {
+      if (mine !== latest.current) return;
       setAnswer(undefined);
       setError(explain(failure, 'Executing the query failed.'));
     } finally {
-      setBusy(false);
+      if (mine === latest.current) setBusy(false);
     }
   }, [base]);
 
@@ -191,6 +196,7 @@ function ExecutePanel({ projectId, query, releases }: { projectId: string; query
 
   async function cancel(jobId: string) {
     window.clearTimeout(poll.current);
+    latest.current += 1;
     try {
       await call('DELETE', `${base}/jobs/${encodeURIComponent(jobId)}`);
       setAnswer(undefined);
