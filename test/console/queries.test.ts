@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { chromium, Browser, BrowserContext, Page } from 'playwright-core';
-import { ensureChromium } from '../../scripts/infra/chromium';
+import type { Page } from 'playwright-core';
 import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
-import { acceptAndSignInPage, invite, keepScreenshotOnFailure, Person } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, Person } from '../support/console';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
@@ -29,9 +28,7 @@ const cellText = (value: unknown) => (value === undefined ? '' : typeof value ==
 
 describe('The console Queries page in headless Chromium', function () {
   this.timeout(600_000);
-  let browser: Browser;
-  let context: BrowserContext | undefined;
-  let page: Page | undefined;
+  const browsing = browserPages();
   let t: OntologyTenant;
   let author: ReturnType<typeof as>;
   /** A key that only executes queries, as a consumer over HTTP would. */
@@ -84,7 +81,6 @@ describe('The console Queries page in headless Chromium', function () {
   }
 
   before(async () => {
-    browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
     t = await ontologyTenant();
     const packageId = await customerOntology(t);
     const customers = await seededTable(t, CUSTOMERS);
@@ -93,20 +89,9 @@ describe('The console Queries page in headless Chromium', function () {
     consumer = as(await newKey(t.ws, { scopes: ['queries:execute'] }));
     base = `/api/v1/projects/${t.ws.projectId}`;
   });
-  after(async () => {
-    await browser?.close();
-  });
-  beforeEach(async () => {
-    context = await browser.newContext();
-    page = await context.newPage();
-  });
-  afterEach(async function () {
-    await keepScreenshotOnFailure(this.currentTest, page);
-    await context?.close();
-  });
 
   it('a member executes a release through a form of its contract: the rows and pages POST …/execute answers a key, a bad input’s code, and no retiring', async () => {
-    const p = page!;
+    const p = browsing.page;
     const id = await publish('between', BETWEEN);
     const member = await openQuery(p, 'member', 'between', id);
 
@@ -159,7 +144,7 @@ describe('The console Queries page in headless Chromium', function () {
   });
 
   it('an admin retires a release: its page shows it retired, and executing it is refused with the 410 of the HTTP route', async () => {
-    const p = page!;
+    const p = browsing.page;
     const id = await publish('to-retire', BETWEEN);
     await openQuery(p, 'admin', 'to-retire', id);
     await p.getByRole('button', { name: 'Retire release 1' }).click();
@@ -195,7 +180,7 @@ describe('The console Queries page in headless Chromium', function () {
     });
 
     it('a member’s execution that becomes a job shows it running, then its rows, read through its continuation; the next page is the next execution', async () => {
-      const p = page!;
+      const p = browsing.page;
       const id = await publish('slow', slow);
       const member = await openQuery(p, 'member', 'slow', id);
       await execute(p, { minAge: '0', maxAge: '100' }, { rowsPerPage: '3' });
