@@ -22,6 +22,7 @@ import { listReadBindingsOperation } from '../../services/ontology/binding-opera
 import { sparqlQueryGetOperation } from '../../services/ontology/sparql-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
+import { cancelQueryJobOperation, executeQueryOperation, getQueryOperation, listQueriesOperation, listQueryReleasesOperation, retireQueryReleaseOperation } from '../../services/ontology/query-operations';
 import { consoleBuildDir } from './build-dir';
 import { clearSessionCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie } from './door';
 import { CONSOLE_PAGES, pagesFor } from './pages';
@@ -81,6 +82,13 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   // The SPARQL editor's queries: the protocol's GET (the same operation, grants and data guard as
   // GET /api/v1/…/ontology/sparql), answered as SPARQL JSON results for the page's table.
   { method: 'get', path: '/console/api/projects/:project_id/ontology/sparql', operation: sparqlQueryGetOperation, headers: { accept: 'application/sparql-results+json' } },
+  { method: 'get', path: '/console/api/projects/:project_id/queries', operation: listQueriesOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/queries/:query_id', operation: getQueryOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/queries/:query_id/releases', operation: listQueryReleasesOperation },
+  { method: 'patch', path: '/console/api/projects/:project_id/queries/:query_id/releases/:version', operation: retireQueryReleaseOperation },
+  // Executing is the execute operation itself: its contract check, grants, metering, 202 and jobs.
+  { method: 'post', path: '/console/api/projects/:project_id/queries/:query_id/execute', operation: executeQueryOperation },
+  { method: 'delete', path: '/console/api/projects/:project_id/queries/:query_id/jobs/:job_id', operation: cancelQueryJobOperation },
 ];
 
 /** What the page knows of its session: who, where, which pages, and the token its changes carry. */

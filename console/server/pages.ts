@@ -2,7 +2,7 @@ import { getDataEndpointOperation, listDataEndpointsOperation } from '../../serv
 import { listSourceWritesOperation } from '../../services/endpoints/write-operations';
 import { getOntologyOperation } from '../../services/ontology/operations';
 import { sparqlQueryOperation } from '../../services/ontology/sparql-operations';
-import { listQueriesOperation } from '../../services/ontology/query-operations';
+import { getQueryOperation, listQueriesOperation } from '../../services/ontology/query-operations';
 import { admits } from '../../services/operations/invoke';
 import type { Operation } from '../../services/operations/operation';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
@@ -38,7 +38,8 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: true },
   { name: 'Ontology', path: '/console/ontology', operation: getOntologyOperation, built: true },
   { name: 'SPARQL', path: '/console/ontology/sparql', operation: sparqlQueryOperation, built: true, inNavigation: false },
-  { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: false },
+  { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: true },
+  { name: 'Query', path: '/console/queries/:query_id', operation: getQueryOperation, built: true, inNavigation: false },
   { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: true },
 ];
 

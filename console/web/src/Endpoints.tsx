@@ -214,7 +214,7 @@ function ChecksSection({ endpointId }: { endpointId: string }) {
 }
 
 /** A cell as text: strings as they are, other values as JSON, nothing for an absent field. */
-const cellText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
+export const cellText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
 
 /** The preview's read parameters: kept the same for every page, as the read's cursors ask. */
 interface PreviewParams { where: string; snapshotId: string }

@@ -10,6 +10,7 @@ import { EndpointPage, EndpointsPage } from './Endpoints';
 import { PipelinesPage } from './Pipelines';
 import { WritesPage } from './Writes';
 import { OntologyPage, SparqlPage } from './Ontology';
+import { QueriesPage, QueryPage } from './Queries';
 
 /** The built pages by their path pattern (as the server declares them, console/server/pages.ts). */
 const BUILT: Record<string, (session: Session, params: Record<string, string>) => JSX.Element> = {
@@ -24,6 +25,8 @@ const BUILT: Record<string, (session: Session, params: Record<string, string>) =
   '/console/writes': () => <WritesPage />,
   '/console/ontology': () => <OntologyPage />,
   '/console/ontology/sparql': () => <SparqlPage />,
+  '/console/queries': () => <QueriesPage />,
+  '/console/queries/:query_id': (_session, params) => <QueryPage key={params.query_id} queryId={params.query_id} />,
 };
 
 /** The path's parameters if it matches the pattern (`/console/runs/:run_id`), else undefined. */
