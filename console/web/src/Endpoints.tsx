@@ -1,4 +1,5 @@
 import { FormEvent, type JSX, useCallback, useEffect, useState } from 'react';
+import { Pager, type Pagination } from './Pager';
 import { call, explain } from './api';
 import { follow } from './router';
 
@@ -28,7 +29,6 @@ interface Endpoint {
   createdAt: string;
   updatedAt: string;
 }
-interface Pagination { limit: number; offset: number; total: number; nextOffset: number | null }
 interface Snapshot { id: string; version: string; committedAt?: string | null }
 interface RecordsPage {
   data: Array<Record<string, unknown>>;
@@ -96,13 +96,7 @@ export function EndpointsPage() {
               ))}
             </tbody>
           </table>
-          {pagination && (
-            <div className="row">
-              <span role="status" aria-label="Page">{pagination.total === 0 ? 'No endpoints' : `${pagination.offset + 1}–${pagination.offset + answer.dataEndpoints.length} of ${pagination.total}`}</span>
-              <button type="button" disabled={pagination.offset === 0} onClick={() => setOffset(Math.max(0, pagination.offset - PAGE_SIZE))}>Previous page</button>
-              <button type="button" disabled={pagination.nextOffset === null} onClick={() => setOffset(pagination.nextOffset ?? 0)}>Next page</button>
-            </div>
-          )}
+          {pagination && <Pager pagination={pagination} shown={answer.dataEndpoints.length} none="No endpoints" pageSize={PAGE_SIZE} onOffset={setOffset} />}
         </>
       )}
     </section>

@@ -1,4 +1,5 @@
 import { FormEvent, useCallback, useEffect, useRef, useState } from 'react';
+import { Pager, type Pagination } from './Pager';
 import { call, explain } from './api';
 import { cellText } from './Endpoints';
 import { ProjectSwitcher, useProjectParam } from './ProjectSwitcher';
@@ -14,7 +15,6 @@ const PAGE_SIZE = 25;
 const ROWS_PER_PAGE = 25;
 const POLL_MS = 1000;
 
-interface Pagination { limit: number; offset: number; total: number; nextOffset: number | null }
 /** One parameter of an input contract: the JSON Schema subset queries accept (validateDefinition). */
 interface ParameterSchema { type?: 'string' | 'integer' | 'number' | 'boolean'; enum?: unknown[]; description?: string; default?: unknown; minimum?: number; maximum?: number }
 interface Contract { type?: string; required?: string[]; properties?: Record<string, ParameterSchema> }
@@ -78,13 +78,7 @@ export function QueriesPage() {
               ))}
             </tbody>
           </table>
-          {pagination && (
-            <div className="row">
-              <span role="status" aria-label="Page">{pagination.total === 0 ? 'No queries' : `${pagination.offset + 1}–${pagination.offset + answer.queries.length} of ${pagination.total}`}</span>
-              <button type="button" disabled={pagination.offset === 0} onClick={() => setOffset(Math.max(0, pagination.offset - PAGE_SIZE))}>Previous page</button>
-              <button type="button" disabled={pagination.nextOffset === null} onClick={() => setOffset(pagination.nextOffset ?? 0)}>Next page</button>
-            </div>
-          )}
+          {pagination && <Pager pagination={pagination} shown={answer.queries.length} none="No queries" pageSize={PAGE_SIZE} onOffset={setOffset} />}
         </>
       )}
     </section>

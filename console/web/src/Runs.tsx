@@ -1,4 +1,5 @@
 import { FormEvent, MouseEvent, useCallback, useEffect, useRef, useState } from 'react';
+import { Pager, type Pagination } from './Pager';
 import { call, Problem, Session } from './api';
 import { navigate } from './router';
 
@@ -42,7 +43,6 @@ interface RunNode {
   finishedAt: string | null;
 }
 interface Run extends RunSummary { document: unknown; nodes: RunNode[] }
-interface Pagination { limit: number; offset: number; total: number; nextOffset: number | null }
 
 const when = (value: string | null) => (value ? new Date(value).toLocaleString() : '—');
 const count = (value: number | null) => (value === null ? '—' : String(value));
@@ -125,13 +125,7 @@ export function RunsPage({ session: _session }: { session: Session }) {
               ))}
             </tbody>
           </table>
-          {pagination && (
-            <div className="row">
-              <span role="status" aria-label="Page">{pagination.total === 0 ? 'No runs' : `${pagination.offset + 1}–${pagination.offset + answer.runs.length} of ${pagination.total}`}</span>
-              <button type="button" disabled={pagination.offset === 0} onClick={() => setOffset(Math.max(0, pagination.offset - PAGE_SIZE))}>Previous page</button>
-              <button type="button" disabled={pagination.nextOffset === null} onClick={() => setOffset(pagination.nextOffset ?? 0)}>Next page</button>
-            </div>
-          )}
+          {pagination && <Pager pagination={pagination} shown={answer.runs.length} none="No runs" pageSize={PAGE_SIZE} onOffset={setOffset} />}
         </>
       )}
     </section>
