@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { within } from '../support/polling';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import {
@@ -66,8 +67,7 @@ describe('Pipeline runs on Temporal', function () {
       for await (const execution of env().temporal.workflow.list({ query: `PipelineId='${pipeline.id}' AND ExecutionStatus='Completed'` })) found.push(execution.workflowId);
       return found;
     };
-    let found = await searchedBy();
-    for (const deadline = Date.now() + 20_000; !found.length && Date.now() < deadline; found = await searchedBy()) await new Promise((resolve) => setTimeout(resolve, 200));
+    const found = await within(20_000, searchedBy, (runs) => runs.length > 0, 200);
     assert.deepEqual(found, [run.workflow.workflowId], 'the run is found by its PipelineId search attribute');
     const described = await env().temporal.workflow.getHandle(run.workflow.workflowId).describe();
     assert.equal(described.status.name, 'COMPLETED');

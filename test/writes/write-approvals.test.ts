@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { within } from '../support/polling';
 import { removeMember } from '../../services/tenancy/workspaces';
 import { env } from '../support/environment';
 import { as, expireKey, newKey, revokeKey } from '../support/fixtures';
@@ -6,14 +7,14 @@ import { action, approveAsKeyIsRevoked, currentSnapshot, managedTable, memberKey
 
 /** Polls an action until `done` holds (the workflow settles it asynchronously). */
 async function waitForAction(client: WriteTenant['writer'], endpointId: string, actionId: string, done: (status: string) => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const read = async () => {
     const res = await client.get(`/api/v1/data-endpoints/${endpointId}/writes/${actionId}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    if (done(res.body.writeAction.status)) return res.body.writeAction;
-    if (Date.now() > deadline) assert.fail(`action ${actionId} is still ${res.body.writeAction.status}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+    return res.body.writeAction;
+  };
+  const action = await within(timeoutMs, read, (found) => done(found.status), 250);
+  if (!done(action.status)) assert.fail(`action ${actionId} is still ${action.status}`);
+  return action;
 }
 
 describe('Governed writes that need approval, through the real Temporal server', function () {
