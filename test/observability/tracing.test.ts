@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { within } from '../support/polling';
 import { InMemorySpanExporter, ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { activeTracer, inSpan, startTracing, stopTracing, tracingConfigured, workerTracingOptions } from '../../observability/tracing';
@@ -47,13 +48,9 @@ describe('OpenTelemetry traces', function () {
 
   /** Spans reach the exporter when they end (the workflow's after its activation): polled until `found` holds. */
   async function spansUntil(found: (spans: ReadableSpan[]) => boolean, timeoutMs = 60_000): Promise<ReadableSpan[]> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const spans = exporter.getFinishedSpans();
-      if (found(spans)) return spans;
-      if (Date.now() > deadline) throw new Error(`spans not found; exported: ${spans.map((s) => s.name).join(', ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const spans = await within(timeoutMs, () => exporter.getFinishedSpans(), found, 200);
+    if (!found(spans)) throw new Error(`spans not found; exported: ${spans.map((s) => s.name).join(', ')}`);
+    return spans;
   }
 
   it('follows a launch from the HTTP request through the workflow to the commit activity, its SQL and its remote reads, in one trace', async () => {
@@ -162,8 +159,7 @@ describe('OpenTelemetry traces', function () {
     try {
       const res = await fetch(`${url}/api/v1/projects/${t.projectId}/pipelines`, { headers: { Authorization: `Bearer ${t.key}` } });
       assert.equal(res.status, 200);
-      const deadline = Date.now() + 30_000;
-      while (!posted.some((body) => body.includes('GET /api/v1/projects/:project_id/pipelines')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      await within(30_000, () => posted, (bodies) => bodies.some((body) => body.includes('GET /api/v1/projects/:project_id/pipelines')), 100);
       const exported = posted.join('\n');
       assert.ok(exported.includes('GET /api/v1/projects/:project_id/pipelines'), `no request span exported: ${exported.slice(0, 500)}`);
       assert.ok(exported.includes('weft-api'), 'the service name');
