@@ -1,4 +1,5 @@
 import { FormEvent, type JSX, useCallback, useEffect, useState } from 'react';
+import { RowsTable } from './RowsTable';
 import { Pager, type Pagination } from './Pager';
 import { call, explain } from './api';
 import { follow } from './router';
@@ -208,7 +209,6 @@ function ChecksSection({ endpointId }: { endpointId: string }) {
 }
 
 /** A cell as text: strings as they are, other values as JSON, nothing for an absent field. */
-export const cellText = (value: unknown) => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
 
 /** The preview's read parameters: kept the same for every page, as the read's cursors ask. */
 interface PreviewParams { where: string; snapshotId: string }
@@ -277,12 +277,7 @@ function RecordsPreview({ endpointId, onRead }: { endpointId: string; onRead(sna
             <button type="button" disabled={loading || trail.length === 1} onClick={() => void move(trail.slice(0, -1))}>Previous page</button>
             <button type="button" disabled={loading || nextCursor === null} onClick={() => void move([...trail, nextCursor ?? undefined])}>Next page</button>
           </div>
-          <table aria-label="Records">
-            <thead><tr>{columns.map((column) => <th key={column}>{column}</th>)}</tr></thead>
-            <tbody>
-              {page.data.map((row, index) => <tr key={index}>{columns.map((column) => <td key={column}>{cellText(row[column])}</td>)}</tr>)}
-            </tbody>
-          </table>
+          <RowsTable label="Records" columns={columns} rows={page.data} />
         </>
       )}
     </div>

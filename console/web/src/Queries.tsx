@@ -1,7 +1,7 @@
 import { FormEvent, useCallback, useEffect, useRef, useState } from 'react';
 import { Pager, type Pagination } from './Pager';
 import { call, explain } from './api';
-import { cellText } from './Endpoints';
+import { RowsTable } from './RowsTable';
 import { ProjectSwitcher, useProjectParam } from './ProjectSwitcher';
 import { follow } from './router';
 
@@ -244,12 +244,7 @@ function ExecutePanel({ projectId, query, releases }: { projectId: string; query
             <button type="button" disabled={busy || trail.length < 2} onClick={() => void read(request!, trail[trail.length - 2], trail.slice(0, -1))}>Previous page</button>
             <button type="button" disabled={busy || !next} onClick={() => void read(request!, next!, [...trail, next!])}>Next page</button>
           </div>
-          <table aria-label="Results">
-            <thead><tr>{shownColumns.map((column) => <th key={column}>{column}</th>)}</tr></thead>
-            <tbody>
-              {answer.data.map((row, index) => <tr key={index}>{shownColumns.map((column) => <td key={column}>{cellText(row[column])}</td>)}</tr>)}
-            </tbody>
-          </table>
+          <RowsTable label="Results" columns={shownColumns} rows={answer.data} />
         </>
       )}
     </div>
