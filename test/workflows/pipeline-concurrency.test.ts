@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { until } from '../support/polling';
 import pg from 'pg';
+import { CancelledFailure, WorkflowFailedError } from '@temporalio/client';
 import { principalOfKey } from '../../services/tenancy/api-keys';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { createPipelineSchedule, deletePipelineSchedule, triggerPipelineSchedule } from '../../services/pipelines/pipeline-schedules';
@@ -94,8 +95,12 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     assert.equal(await env().db('pipelinePositions').where({ pipelineId: pipeline.id }).first(), undefined, 'no position moved');
     const staged = await env().db('pipelineRunRows').where({ runId: run.id }).count('* as n').first();
     assert.equal(Number(staged?.n), 0);
-    const described = await env().temporal.workflow.getHandle(run.workflow.workflowId).describe();
-    assert.equal(described.status.name, 'CANCELLED');
+    // The run's row turns canceled in the workflow's last activity, before the workflow itself
+    // closes: wait for its close rather than describing it at once.
+    const handle = env().temporal.workflow.getHandle(run.workflow.workflowId);
+    const closed = await handle.result().then(() => 'completed', (error: unknown) => error);
+    assert.ok(closed instanceof WorkflowFailedError && closed.cause instanceof CancelledFailure, `the workflow closed with ${String(closed)}`);
+    assert.equal((await handle.describe()).status.name, 'CANCELLED');
   });
 
   it('replace swaps the table at once: a concurrent reader never sees it empty or half filled', async () => {
