@@ -59,10 +59,19 @@ export interface CapabilityDefinition {
      */
     fieldCatalog: boolean;
     snapshotReads: boolean;
+    /** Each record knows what wrote it (a run or a governed write): readRecords answers query.provenance. */
+    provenanceReads: boolean;
     transactionalWrites: boolean;
     schemaDiscovery: boolean;
     connectionCheck: boolean;
   };
+}
+
+/** The write that produced a record's current version: a pipeline run or a governed write action. */
+export interface RecordProvenance {
+  kind: 'run' | 'write';
+  id: string;
+  committedAt: string;
 }
 
 /** One `where` condition of a records read or governed write (SPEC 2.9 / 4.4). */
@@ -92,6 +101,8 @@ export interface RecordsQuery {
   /** Capability-defined continuation state from the previous page (JSON), or undefined for the first page. */
   after?: unknown;
   snapshotId?: string;
+  /** Also return what wrote each record (capabilities with provenanceReads). */
+  provenance?: boolean;
   /** ISO 8601 timestamp: the snapshot committed at or before it. */
   asOf?: string;
   /**
@@ -137,6 +148,8 @@ export interface RecordsPage {
    * without parsing and writing them again. `records` then parses them when first read.
    */
   recordsJson?: { bytes: Buffer; count: number };
+  /** What wrote each record, index for index with records: when the query asked for provenance. */
+  provenance?: RecordProvenance[];
   /** JSON state to resume after the last record, or null when there is nothing more. */
   continuation: unknown | null;
   snapshot?: SnapshotInfo;

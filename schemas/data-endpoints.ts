@@ -151,6 +151,15 @@ export const recordsResponseSchema: JsonSchema = {
   required: ['data', 'metadata'],
   properties: {
     data: { type: 'array', items: { type: 'object' } },
+    provenance: {
+      type: 'array',
+      description: 'With ?provenance=true, index for index with data: the pipeline run (kind run) or governed write action (kind write) that wrote the record, and when it was committed.',
+      items: {
+        type: 'object',
+        required: ['kind', 'id', 'committedAt'],
+        properties: { kind: { type: 'string', enum: ['run', 'write'] }, id: { type: 'string', format: 'uuid' }, committedAt: { type: 'string', format: 'date-time' } },
+      },
+    },
     metadata: {
       type: 'object',
       required: ['rowCount', 'nextCursor', 'hasMore'],
@@ -183,6 +192,7 @@ export const recordsQuery: JsonSchema = {
     orderBy: { type: 'string', description: 'URL-encoded JSON array of {field, direction: asc|desc}.' },
     snapshotId: { type: 'string', minLength: 1, maxLength: 500, description: 'Read one committed snapshot (capabilities with snapshot reads).' },
     asOf: { type: 'string', format: 'date-time', description: 'Read the snapshot current at this time (capabilities with snapshot reads).' },
+    provenance: { type: 'boolean', default: false, description: 'Also answer `provenance`: what wrote each record (managed_table endpoints).' },
     cursor: { type: 'string', maxLength: 8192, description: 'nextCursor of the previous page.' },
   },
 };

@@ -222,5 +222,5 @@ export const definition: CapabilityDefinition = {
   installationSchema,
   accepts: [],
   emits: ['json'],
-  supports: { recordsRead: true, orderedReads: false, fieldCatalog: false, snapshotReads: false, transactionalWrites: false, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: false, fieldCatalog: false, snapshotReads: false, provenanceReads: false, transactionalWrites: false, schemaDiscovery: true, connectionCheck: true },
 };

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { ConflictError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { CHANGE_SET_LIST_LIMIT, EMPTY_SNAPSHOT, sameSnapshot, TABLE_ROLES } from '../capability';
-import type { ChangeSet, CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
+import type { ChangeSet, CapabilityContext, CapabilityDefinition, CapabilityRuntime, DiscoveredSchema, FieldDescription, RecordProvenance, RecordsPage, RecordsQuery, SnapshotInfo, StagedWriteRequest, WriteRequest, WriteResult } from '../capability';
 import { comparisonOperators, compileWhere, ConditionDialect, quoteIdentifier, SqlParams } from '../sql/builder';
 import { queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
@@ -37,7 +37,7 @@ const definition: CapabilityDefinition = {
   installationSchema: { type: 'object', additionalProperties: false, properties: {}, description: 'Nothing to configure: managed tables live in Weft’s own database.' },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: true, provenanceReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface ManagedTarget {
@@ -204,8 +204,12 @@ async function readRecords(ctx: CapabilityContext, rawTarget: Record<string, unk
 
 interface PageRow {
   data: Record<string, unknown>;
+  provenance: RecordProvenance | null;
   position: Array<string | null>;
 }
+
+/** What wrote a record version, as the read answers it (committedAt in UTC, as JavaScript writes dates). */
+const PROVENANCE_SQL = `json_build_object('kind', produced_by_kind, 'id', produced_by_id, 'committedAt', to_char(produced_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`;
 
 /**
  * One page of a table at a snapshot version (an SQL expression): the statement, and the page from its rows.
@@ -225,15 +229,19 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
   // The page is chosen inside; its positions are written as text outside, for the page's rows
   // only (not for every row the sort meets, as a position in the sorted select list would be).
   const picked: KeysetColumn[] = keyset.map((column, i) => ({ ...column, sql: `k${i}` }));
-  const inner = `SELECT data, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
+  const provenance = query.provenance ? PROVENANCE_SQL : 'NULL::json';
+  const inner = `SELECT data, ${provenance} AS provenance, ${keyset.map((column, i) => `${column.sql} AS k${i}`).join(', ')} FROM ${qualified(schema, table)}
         WHERE ${version === 'current' ? 'valid_to IS NULL' : `valid_from <= ${version} AND (valid_to IS NULL OR valid_to > ${version})`} AND (${where}) AND (${after})
         ORDER BY ${orderByClause(picked)} LIMIT ${limit}`;
-  const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage => pageFrom(query, data, position, snapshot);
+  const pageOf = (data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow, provenance?: RecordProvenance[]): RecordsPage => pageFrom(query, data, position, snapshot, provenance);
   return {
-    sql: `SELECT data, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
+    sql: `SELECT data, provenance, ${cursorSelect(picked)} AS position FROM (${inner}) page ORDER BY ${orderByClause(picked)}`,
     /** The rows of `sql` as the page: the one past the page says more follow, and is not part of it. */
-    pageOfRows: (rows: PageRow[], snapshot: SnapshotRow): RecordsPage =>
-      pageOf(rows.slice(0, query.limit).map((row) => row.data), rows.length > query.limit ? rows[query.limit - 1].position : null, snapshot),
+    pageOfRows: (rows: PageRow[], snapshot: SnapshotRow): RecordsPage => {
+      const pageRows = rows.slice(0, query.limit);
+      const provenance = query.provenance ? pageRows.map((row) => row.provenance!) : undefined;
+      return pageOf(pageRows.map((row) => row.data), rows.length > query.limit ? rows[query.limit - 1].position : null, snapshot, provenance);
+    },
     /**
      * The same page in one row (PageAggregate), for a statement that selects more than the page:
      * the records alone as one JSON text, how many rows were read (the one past the page is
@@ -244,6 +252,7 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
     // added, where json_agg(data ORDER BY n) sorted the page again (about 15% of the statement).
     aggregate: (pageSize = params.add(query.limit)) => `SELECT coalesce(json_agg(data) FILTER (WHERE n <= ${pageSize}), '[]'::json)::text AS records,
              count(*) AS read,
+             ${query.provenance ? `coalesce(json_agg(provenance) FILTER (WHERE n <= ${pageSize}), '[]'::json)` : 'NULL::json'} AS provenance,
              CASE WHEN count(*) > ${pageSize} THEN (json_agg(${cursorSelect(picked)}) FILTER (WHERE n = ${pageSize})) -> 0 END AS position
            FROM (SELECT page.*, row_number() OVER (ORDER BY ${orderByClause(picked)}) AS n FROM (${inner}) page ORDER BY ${orderByClause(picked)}) numbered`,
     pageOf,
@@ -251,14 +260,19 @@ function pageQuery(schema: string, table: string, query: RecordsQuery, cursor: T
 }
 
 /** The page's records (objects, or their JSON text as PostgreSQL wrote it), and the position of its last one when more follow (the continuation). */
-function pageFrom(query: RecordsQuery, data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow): RecordsPage {
+function pageFrom(query: RecordsQuery, data: PageRecords, position: Array<string | null> | null, snapshot: SnapshotRow, provenance?: RecordProvenance[]): RecordsPage {
   const continuation: TableCursor | null = position ? { order: orderOf(query.orderBy), key: position, version: String(snapshot.version) } : null;
   const select = query.select;
   const info = toSnapshotInfo(snapshot);
-  if (!Array.isArray(data) && !select) return pageOfJsonText(data.text, data.count, continuation, info);
-  const rows: Array<Record<string, unknown>> = Array.isArray(data) ? data : JSON.parse(data.text);
-  const records = select ? rows.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : rows;
-  return { records, continuation, snapshot: info };
+  let page: RecordsPage;
+  if (!Array.isArray(data) && !select) page = pageOfJsonText(data.text, data.count, continuation, info);
+  else {
+    const rows: Array<Record<string, unknown>> = Array.isArray(data) ? data : JSON.parse(data.text);
+    page = { records: select ? rows.map((row) => Object.fromEntries(select.map((field) => [field, row[field] ?? null]))) : rows, continuation, snapshot: info };
+  }
+  // Set, not spread: a page of JSON text parses its records only when they are read.
+  if (provenance) page.provenance = provenance;
+  return page;
 }
 
 /** A page's records: objects, or their JSON text with how many there are. */
@@ -268,6 +282,8 @@ type PageRecords = Array<Record<string, unknown>> | { text: string; count: numbe
 interface PageAggregate {
   records: string;
   read: number;
+  /** What wrote each record of the page, when the read asked. */
+  provenance: RecordProvenance[] | null;
   position: Array<string | null> | null;
 }
 
@@ -320,10 +336,10 @@ const plainReads = new Map<string, OneStatementRead>();
 const MAX_PLAIN_READS = 200;
 
 function plainLatestRead(schema: string, table: string, query: RecordsQuery): OneStatementRead {
-  const key = `${schema}.${table}:${query.limit}`;
+  const key = `${schema}.${table}:${query.limit}:${query.provenance ? 'provenance' : ''}`;
   let read = plainReads.get(key);
   if (read === undefined) {
-    read = oneStatementRead(schema, table, { where: [], orderBy: [], limit: query.limit }, undefined);
+    read = oneStatementRead(schema, table, { where: [], orderBy: [], limit: query.limit, provenance: query.provenance }, undefined);
     if (plainReads.size >= MAX_PLAIN_READS) plainReads.clear();
     plainReads.set(key, read);
   }
@@ -360,13 +376,13 @@ function oneStatementRead(schema: string, table: string, query: RecordsQuery, cu
   const sql = `WITH snap AS (${snapshotSql})
      SELECT (SELECT json_build_object('fields', fields, 'key', primary_key) FROM ${s}._tables WHERE table_name = ${tableParam}) AS registry,
             (SELECT to_json(snap) FROM snap) AS snapshot,
-            page.records, page.read, page.position
+            page.records, page.read, page.provenance, page.position
        FROM (${page.aggregate()}) page`;
   return { sql, params, page: { refusal, misfit } };
 }
 
 function pageOfOneStatement({ rows }: { rows: OneStatementRow[] }, table: string, primaryKey: string[] | null, query: RecordsQuery, cursor: TableCursor | undefined, { refusal, misfit }: OneStatementRead['page']): RecordsPage {
-  const { registry, snapshot, records, read, position } = rows[0];
+  const { registry, snapshot, records, read, provenance, position } = rows[0];
   if (!registry && (cursor || query.snapshotId !== undefined || query.asOf !== undefined)) throw unknownSnapshot(`Table "${table}" has never been written, so it has no snapshots.`);
   refuseUnknownFields(queryFieldUses(query), knownFields(registry ? { fields: registry.fields, primaryKey: registry.key } : undefined, primaryKey), 'field');
   if (refusal) throw refusal;
@@ -378,7 +394,7 @@ function pageOfOneStatement({ rows }: { rows: OneStatementRow[] }, table: string
     return { records: [], continuation: null };
   }
   if (misfit) throw misfit;
-  return pageFrom(query, { text: records, count: Math.min(read, query.limit) }, position, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) });
+  return pageFrom(query, { text: records, count: Math.min(read, query.limit) }, position, { id: snapshot.id, version: Number(snapshot.version), committed: new Date(snapshot.committed) }, provenance ?? undefined);
 }
 
 /** Row keys: the primary key values as a JSON array, or a random id for tables without a key. */

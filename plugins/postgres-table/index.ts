@@ -50,7 +50,7 @@ const definition: CapabilityDefinition = {
   },
   accepts: ['json'],
   emits: ['json'],
-  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
+  supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: false, provenanceReads: false, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
 interface TableRef {

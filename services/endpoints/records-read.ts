@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { InputError, UpstreamError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { checkJsonShape } from '../../core/json-shape';
-import type { Condition, OrderTerm, RecordsPage, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
+import type { Condition, OrderTerm, RecordProvenance, RecordsPage, RecordsQuery, SnapshotInfo, StopReason } from '../../plugins/capability';
 import type { DataEndpoint, PluginInstallation } from '../../db/models';
 import type { WritesJson } from '../../core/json-text';
 import { findCapability } from '../../plugins';
@@ -28,11 +28,15 @@ export interface RecordsReadParams {
   orderBy?: string;
   snapshotId?: string;
   asOf?: string;
+  /** Also answer what wrote each record (the query schema coerces "true"). */
+  provenance?: boolean;
   cursor?: string;
 }
 
 export interface RecordsReadResult {
   data: Array<Record<string, unknown>>;
+  /** Index for index with data: the run or governed write that wrote each record (when asked). */
+  provenance?: RecordProvenance[];
   metadata: {
     rowCount: number;
     limit: number;
@@ -121,11 +125,15 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
     throw new InputError('snapshot_not_supported', `${runtime.definition.name} endpoints do not support snapshotId or asOf reads.`);
   }
 
-  const query: RecordsQuery = { select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf };
+  const provenance = params.provenance === true;
+  if (provenance && !runtime.definition.supports.provenanceReads) {
+    throw new InputError('provenance_not_supported', `${runtime.definition.name} endpoints do not record what wrote each record; provenance is available on managed_table endpoints.`, [{ path: 'query:provenance', message: 'is not supported by this capability' }]);
+  }
+  const query: RecordsQuery = { select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf, ...(provenance ? { provenance } : {}) };
   // The endpoint's target is part of the fingerprint: after a PATCH, old positions mean nothing.
   // Only cursors need it: a read that follows none and issues none (a last page) skips the hash.
   const paramsFingerprint = () => createHash('sha256')
-    .update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf, target: endpoint.target }))
+    .update(JSON.stringify({ select, where, orderBy, limit, snapshotId: params.snapshotId, asOf: params.asOf, provenance, target: endpoint.target }))
     .digest('base64url');
   if (params.cursor) {
     const cursor = openCursor(params.cursor, encryptionKey);
@@ -133,7 +141,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
       throw new InputError('cursor_not_yours', 'This cursor was issued to another caller or for another endpoint. Follow cursors with the same key.', [{ path: 'query:cursor', message: 'belongs to another caller or endpoint' }]);
     }
     if (cursor.params !== paramsFingerprint()) {
-      throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf) that produced it. A cursor also ends when the endpoint’s target changes.', [{ path: 'query:cursor', message: 'was issued for other parameters or an earlier target' }]);
+      throw new InputError('cursor_parameters_changed', 'Follow a cursor with the same read parameters (select, where, orderBy, limit, snapshotId, asOf, provenance) that produced it. A cursor also ends when the endpoint’s target changes.', [{ path: 'query:cursor', message: 'was issued for other parameters or an earlier target' }]);
     }
     query.after = cursor.after;
   }
@@ -186,13 +194,18 @@ class RecordsAnswer implements RecordsReadResult, WritesJson {
     return this.page.records;
   }
 
+  get provenance(): RecordProvenance[] | undefined {
+    return this.page.provenance;
+  }
+
   toJSON(): RecordsReadResult {
-    return { data: this.data, metadata: this.metadata };
+    return { data: this.data, ...(this.provenance ? { provenance: this.provenance } : {}), metadata: this.metadata };
   }
 
   toJsonBytes(): Buffer {
     const records = this.page.recordsJson?.bytes ?? Buffer.from(JSON.stringify(this.page.records), 'utf8');
-    return Buffer.concat([DATA_OPENING, records, Buffer.from(`,"metadata":${JSON.stringify(this.metadata)}}`, 'utf8')]);
+    const provenance = this.provenance ? `,"provenance":${JSON.stringify(this.provenance)}` : '';
+    return Buffer.concat([DATA_OPENING, records, Buffer.from(`${provenance},"metadata":${JSON.stringify(this.metadata)}}`, 'utf8')]);
   }
 }
 
