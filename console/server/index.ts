@@ -11,7 +11,9 @@ import { listProjectsOperation } from '../../services/tenancy/project-operations
 import { createMemberInviteOperation, deleteMemberOperation, listMembersOperation, updateMemberOperation } from '../../services/tenancy/member-operations';
 import { chooseMembership, ConsoleSession, csrfTokenOf, signIn, signOut } from '../../services/tenancy/console-sessions';
 import { acceptInvite, describeInvite } from '../../services/tenancy/members';
-import { getBillingMonthOperation, getUsageOperation } from '../../services/usage/operations';
+import { getBillingMonthOperation, getOperationChargesOperation, getUsageAlertsOperation, getUsageOperation, listMeteredOperationsOperation, putUsageAlertsOperation } from '../../services/usage/operations';
+import { listInvoicesOperation, openBillingPortalOperation, startBillingCheckoutOperation } from '../../services/usage/billing-operations';
+import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { cancelRunOperation, getRunOperation, launchRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
@@ -53,6 +55,15 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'delete', path: '/console/api/members/:member_id', operation: deleteMemberOperation },
   { method: 'get', path: '/console/api/usage', operation: getUsageOperation },
   { method: 'get', path: '/console/api/usage/billing', operation: getBillingMonthOperation },
+  { method: 'get', path: '/console/api/usage/operations', operation: listMeteredOperationsOperation },
+  { method: 'get', path: '/console/api/usage/operations/:operation_id/charges', operation: getOperationChargesOperation },
+  { method: 'get', path: '/console/api/usage/alerts', operation: getUsageAlertsOperation },
+  { method: 'put', path: '/console/api/usage/alerts', operation: putUsageAlertsOperation },
+  { method: 'get', path: '/console/api/billing/invoices', operation: listInvoicesOperation },
+  { method: 'post', path: '/console/api/billing/checkout', operation: startBillingCheckoutOperation },
+  { method: 'post', path: '/console/api/billing/portal', operation: openBillingPortalOperation },
+  { method: 'get', path: '/console/api/api-limits', operation: getApiLimitsOperation },
+  { method: 'put', path: '/console/api/api-limits', operation: putApiLimitsOperation },
   { method: 'get', path: '/console/api/projects/:project_id/pipelines', operation: listPipelinesOperation },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },

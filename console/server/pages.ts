@@ -9,6 +9,7 @@ import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { listApiKeysOperation } from '../../services/tenancy/api-key-operations';
+import { getApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
 import { listMembersOperation } from '../../services/tenancy/member-operations';
 import { getUsageOperation } from '../../services/usage/operations';
 
@@ -41,6 +42,7 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Queries', path: '/console/queries', operation: listQueriesOperation, built: true },
   { name: 'Query', path: '/console/queries/:query_id', operation: getQueryOperation, built: true, inNavigation: false },
   { name: 'Usage', path: '/console/usage', operation: getUsageOperation, built: true },
+  { name: 'Limits', path: '/console/limits', operation: getApiLimitsOperation, built: true },
 ];
 
 export const pagesFor = (principal: Principal): ConsolePage[] => CONSOLE_PAGES.filter((page) => admits(principal, page.operation));

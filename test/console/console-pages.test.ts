@@ -7,7 +7,7 @@ import { as, newWorkspace } from '../support/fixtures';
 import { runScript } from '../support/processes';
 import { browserPages, invite, PASSWORD, Person, within } from '../support/console';
 
-const NAVIGATION = ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage'];
+const NAVIGATION = ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits'];
 
 describe('The workspace console in headless Chromium', function () {
   // The first run on a machine may install Debian's chromium.

@@ -38,7 +38,7 @@ describe('Console sessions (against the running API)', function () {
     assert.notEqual(rows[0].idHash, sessionId, 'the id itself is stored nowhere');
     assert.equal(JSON.stringify(rows).includes(sessionId), false);
     assert.equal(signed.body.member.id, person.memberId);
-    assert.deepEqual(signed.body.pages.map((p: { name: string }) => p.name), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage']);
+    assert.deepEqual(signed.body.pages.map((p: { name: string }) => p.name), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits']);
 
     const wrong = await new ConsoleClient().signIn(person.email, 'not the password at all');
     assert.equal(wrong.status, 401);

@@ -33,7 +33,7 @@ describe('What a signed-in member may do, derived from the role in one place', (
   it('shows each role the pages whose operation admits it', () => {
     const navigation = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation !== false).map((page) => page.name);
     const inner = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation === false).map((page) => page.name);
-    assert.deepEqual(navigation('admin'), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage']);
+    assert.deepEqual(navigation('admin'), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits']);
     // An endpoint's, a run's and a query's page, and the SPARQL editor, are reached from the Endpoints, Runs, Queries and Ontology pages, not from the navigation.
     assert.deepEqual(inner('admin'), ['Endpoint', 'Run', 'SPARQL', 'Query']);
     assert.deepEqual(inner('member'), ['Endpoint', 'Run', 'SPARQL', 'Query']);

@@ -1,5 +1,6 @@
 import { FormEvent, useCallback, useEffect, useState } from 'react';
-import { call, callWithHeaders, explain, Problem } from './api';
+import { call, callWithHeaders, explain, fieldProblems, Problem } from './api';
+import { FailureAlert } from './FailureAlert';
 import { follow } from './router';
 import { ProjectSwitcher, useProjectParam } from './ProjectSwitcher';
 
@@ -14,7 +15,6 @@ interface Pagination { total: number }
 type Item = { id: string } & Record<string, unknown>;
 interface PackageView { id: string; contentHash: string; tripleCount: number; compiledAt: string; versionNumber?: number | null }
 interface Binding { id: string; termId: string; dataEndpointId: string; requiredReadPermissions: string[]; status: string; ontologyPackageId: string }
-interface FieldProblem { path?: string; message: string }
 
 const ontologyPath = (projectId: string) => `/projects/${encodeURIComponent(projectId)}/ontology`;
 const text = (value: unknown) => (value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value));
@@ -53,7 +53,8 @@ export function OntologyPage() {
   // The active package, or null while none is (GET …/ontology answers 404).
   const [active, setActive] = useState<PackageView | null | undefined>(undefined);
   const [compiled, setCompiled] = useState<PackageView | undefined>(undefined);
-  const [problems, setProblems] = useState<{ message: string; errors: FieldProblem[] } | undefined>(undefined);
+  // A refusal of Compile that names the elements at fault.
+  const [problems, setProblems] = useState<unknown>(undefined);
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
 
@@ -93,7 +94,7 @@ export function OntologyPage() {
     } catch (failure) {
       setCompiled(undefined);
       // A definition that does not compile: the problem names each element at fault.
-      if (failure instanceof Problem && Array.isArray(failure.body?.errors)) setProblems({ message: explain(failure, ''), errors: failure.body.errors as FieldProblem[] });
+      if (fieldProblems(failure).length) setProblems(failure);
       else setError(explain(failure, 'Compiling failed.'));
     } finally {
       setBusy(false);
@@ -135,12 +136,7 @@ export function OntologyPage() {
           {compiled && compiled.id !== active?.id && <button type="button" disabled={busy} onClick={() => void activate(compiled.id)}>Activate</button>}
           {compiled && compiled.id === active?.id && <span className="muted">This package is active.</span>}
         </div>
-        {problems && (
-          <div role="alert" className="error">
-            <p>{problems.message}</p>
-            <ul aria-label="Compile errors">{problems.errors.map((problem, i) => <li key={i}>{problem.path ? `${problem.path}: ` : ''}{problem.message}</li>)}</ul>
-          </div>
-        )}
+        <FailureAlert failure={problems} fallback="Compiling failed." label="Compile errors" />
       </div>
       {!collections ? (!error && <p role="status">Loading…</p>) : (
         <>

@@ -4,6 +4,7 @@ import { navigate } from './router';
 import { KeysPage } from './Keys';
 import { MembersPage } from './Members';
 import { UsagePage } from './Usage';
+import { LimitsPage } from './Limits';
 import { RunPage, RunsPage } from './Runs';
 import { OverviewPage } from './Overview';
 import { EndpointPage, EndpointsPage } from './Endpoints';
@@ -17,6 +18,7 @@ const BUILT: Record<string, (session: Session, params: Record<string, string>) =
   '/console/keys': (session) => <KeysPage scopes={session.scopes} />,
   '/console/members': () => <MembersPage />,
   '/console/usage': () => <UsagePage />,
+  '/console/limits': () => <LimitsPage />,
   '/console/endpoints': () => <EndpointsPage />,
   '/console/endpoints/:endpoint_id': (_session, params) => <EndpointPage key={params.endpoint_id} endpointId={params.endpoint_id} />,
   '/console/runs': (session) => <RunsPage session={session} />,

@@ -1,10 +1,13 @@
 import { FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { call, Problem } from './api';
+import { explain } from './api';
+import { Alerts, AlertsSection, InvoicesSection, OperationsSection, PlanSection } from './Billing';
+import { useAnswer } from './useAnswer';
 
-// Usage (owners and admins): GET /console/api/usage runs the operation GET /api/v1/usage runs, so
-// the chart, the table and the API answer the same numbers.
+// Usage and billing (owners and admins): GET /console/api/usage runs the operation GET /api/v1/usage
+// runs, so the chart, the table and the API answer the same numbers; the plan, alerts, operations
+// and invoices below are the operations of their /api/v1 routes too (Billing.tsx).
 
 interface KindUsage { kind: string; operations: number; amount: string }
 interface Usage {
@@ -64,18 +67,13 @@ function UsageChart({ chart }: { chart: ChartSeries }) {
 export function UsagePage() {
   const [range, setRange] = useState({ from: daysAgo(29), to: daysAgo(0) });
   const [measure, setMeasure] = useState<Measure>('amount');
-  const [usage, setUsage] = useState<Usage | undefined>(undefined);
-  const [error, setError] = useState('');
-
-  useEffect(() => {
-    let current = true;
-    setError('');
-    call<{ usage: Usage }>('GET', `/usage?from=${encodeURIComponent(range.from)}&to=${encodeURIComponent(range.to)}`).then(
-      (answer) => { if (current) setUsage(answer.usage); },
-      (failure: unknown) => { if (current) setError(failure instanceof Problem ? `${failure.message} (${failure.code})` : 'Loading usage failed.'); },
-    );
-    return () => { current = false; };
-  }, [range]);
+  const daily = useAnswer<{ usage: Usage }>(`/usage?from=${encodeURIComponent(range.from)}&to=${encodeURIComponent(range.to)}`);
+  const loadedAlerts = useAnswer<{ alerts: Alerts }>('/usage/alerts');
+  // What the last save answered, over what was loaded.
+  const [savedAlerts, setSavedAlerts] = useState<Alerts | undefined>(undefined);
+  const alerts = savedAlerts ?? loadedAlerts.answer?.alerts;
+  // The range asked for: until its answer comes, the last range's stays shown.
+  const usage = daily.answer?.usage;
 
   const chart = useMemo(() => (usage ? seriesOf(usage, measure) : undefined), [usage, measure]);
 
@@ -99,8 +97,8 @@ export function UsagePage() {
           </select>
         </label>
       </form>
-      {error && <p role="alert" className="error">{error}</p>}
-      {!usage || !chart ? (!error && <p role="status">Loading…</p>) : (
+      {daily.failure !== undefined && <p role="alert" className="error">{explain(daily.failure, 'Loading usage failed.')}</p>}
+      {!usage || !chart ? (daily.failure === undefined && <p role="status">Loading…</p>) : (
         <>
           <p aria-label="Range total">{usage.from} to {usage.to} (UTC): {usage.totalExact} {usage.currency}</p>
           {chart.series.length ? <UsageChart chart={chart} /> : <p>No metered usage in this range.</p>}
@@ -118,6 +116,10 @@ export function UsagePage() {
           </table>
         </>
       )}
+      <PlanSection alerts={alerts} />
+      <AlertsSection alerts={alerts} failure={loadedAlerts.failure} onSaved={setSavedAlerts} />
+      <OperationsSection />
+      <InvoicesSection />
     </section>
   );
 }

@@ -25,6 +25,12 @@ export class Problem extends Error {
 /** A failure as a page shows it: the refusal's own message and code, as over HTTP. */
 export const explain = (failure: unknown, fallback: string): string => (failure instanceof Problem ? `${failure.message} (${failure.code})` : fallback);
 
+/** One field or element at fault, as a problem's `errors` name it. */
+export interface FieldProblem { path?: string; message: string }
+
+/** The fields at fault a refusal names (a 422's `errors`), none for any other failure. */
+export const fieldProblems = (failure: unknown): FieldProblem[] => (failure instanceof Problem && Array.isArray(failure.body?.errors) ? failure.body.errors as FieldProblem[] : []);
+
 let csrfToken = '';
 export const useToken = (token: string) => { csrfToken = token; };
 
