@@ -1,5 +1,5 @@
 import { FormEvent, useState } from 'react';
-import { call, explain } from './api';
+import { call, typedValue } from './api';
 import { FailureAlert } from './FailureAlert';
 import { Pager, type Pagination } from './Pager';
 import { RowsTable } from './RowsTable';
@@ -15,7 +15,8 @@ const OPERATIONS_PAGE_SIZE = 25;
 /** Where Stripe sends the member back to. */
 const RETURN_PATH = '/console/usage';
 
-interface Billing { period: string; plan: string; creditLimit: string; currency: string; includedCredit: string; used: string; remainingCredit: string; overage: string; paidWorkPaused: boolean }
+/** The billing month as getBillingMonth answers it (the Overview shows it too). */
+export interface BillingMonth { period: string; plan: string; creditLimit: string; currency: string; includedCredit: string; used: string; remainingCredit: string; overage: string; paidWorkPaused: boolean }
 export interface Alerts { monthlyBudget: string | null; thresholds: number[]; events: Array<{ period: string; threshold: number; amount: string; createdAt: string }> }
 interface MeteredOperation { id: string; kind: string; operationRef: string; projectId: string | null; actorMemberId: string | null; apiKeyId: string | null; quantities: Record<string, number>; amount: string; createdAt: string }
 interface Charge { item: string; quantity: string; unitPrice: string; amount: string }
@@ -25,7 +26,7 @@ const day = (value: string | null) => (value ? value.slice(0, 10) : '—');
 
 /** The plan and this month's credit, the alerts' budget, and the Checkout and portal buttons. */
 export function PlanSection({ alerts }: { alerts: Alerts | undefined }) {
-  const { answer, failure } = useAnswer<{ billing: Billing }>('/usage/billing');
+  const { answer, failure } = useAnswer<{ billing: BillingMonth }>('/usage/billing');
   const [sessionFailure, setSessionFailure] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const billing = answer?.billing;
@@ -46,7 +47,7 @@ export function PlanSection({ alerts }: { alerts: Alerts | undefined }) {
   return (
     <div role="region" aria-label="Plan" className="card">
       <h2>Plan</h2>
-      {failure !== undefined && <p role="alert" className="error">{explain(failure, 'Loading the billing month failed.')}</p>}
+      <FailureAlert failure={failure} fallback="Loading the billing month failed." />
       {billing && (
         <dl className="facts">
           <dt>Plan</dt><dd aria-label="Plan name">{billing.plan}</dd>
@@ -69,8 +70,8 @@ export function PlanSection({ alerts }: { alerts: Alerts | undefined }) {
   );
 }
 
-/** Thresholds as typed: numbers where they are numbers, the rest as typed, for the operation to judge. */
-const thresholdsOf = (text: string): unknown[] => text.split(',').map((part) => part.trim()).filter(Boolean).map((part) => (/^-?\d+(\.\d+)?$/.test(part) ? Number(part) : part));
+/** Thresholds as typed, for putUsageAlerts to judge. */
+const thresholdsOf = (text: string): unknown[] => text.split(',').map((part) => part.trim()).filter(Boolean).map(typedValue);
 
 /** The alert settings (a monthly budget and thresholds in percent of it) and the alerts raised. */
 export function AlertsSection({ alerts, failure, onSaved }: { alerts: Alerts | undefined; failure: unknown; onSaved(alerts: Alerts): void }) {
@@ -99,7 +100,7 @@ export function AlertsSection({ alerts, failure, onSaved }: { alerts: Alerts | u
     <div role="region" aria-label="Alerts" className="card">
       <h2>Alerts</h2>
       <p className="muted">Crossing a threshold of the monthly budget raises an alert; alerts never stop work.</p>
-      {failure !== undefined && <p role="alert" className="error">{explain(failure, 'Loading the alert settings failed.')}</p>}
+      <FailureAlert failure={failure} fallback="Loading the alert settings failed." />
       {alerts && (
         <>
           <form key={generation} onSubmit={submit} aria-label="Alert settings" noValidate>
@@ -138,7 +139,7 @@ export function OperationsSection() {
   return (
     <div role="region" aria-label="Operations" className="card chart">
       <h2>Operations and their charges</h2>
-      {failure !== undefined && <p role="alert" className="error">{explain(failure, 'Loading the operations failed.')}</p>}
+      <FailureAlert failure={failure} fallback="Loading the operations failed." />
       {answer && (
         <>
           <RowsTable
@@ -150,7 +151,7 @@ export function OperationsSection() {
           <Pager pagination={answer.pagination} shown={answer.operations.length} none="No metered operations" pageSize={OPERATIONS_PAGE_SIZE} onOffset={setOffset} />
         </>
       )}
-      {chosen && charges.failure !== undefined && <p role="alert" className="error">{explain(charges.failure, 'Loading the charges failed.')}</p>}
+      {chosen && <FailureAlert failure={charges.failure} fallback="Loading the charges failed." />}
       {shownCharges && (
         <div role="region" aria-label={`Charges of ${shownCharges.operation.id}`}>
           <h3>Charges of {shownCharges.operation.kind} {shownCharges.operation.id.slice(0, 8)} ({shownCharges.operation.amount} USD)</h3>
@@ -169,7 +170,7 @@ export function InvoicesSection() {
   return (
     <div role="region" aria-label="Invoices" className="card chart">
       <h2>Invoices</h2>
-      {failure !== undefined && <p role="alert" className="error">{explain(failure, 'Loading the invoices failed.')}</p>}
+      <FailureAlert failure={failure} fallback="Loading the invoices failed." />
       {answer && (answer.invoices.length === 0 ? <p className="muted">No invoices.</p> : (
         <RowsTable
           label="Invoices"

@@ -1,5 +1,5 @@
 import { FormEvent, useState } from 'react';
-import { call, explain } from './api';
+import { call, typedValue } from './api';
 import { FailureAlert } from './FailureAlert';
 import { useAnswer } from './useAnswer';
 
@@ -8,10 +8,10 @@ import { useAnswer } from './useAnswer';
 
 interface ApiLimits { workspaceRequests: number; apiKeyRequests: number; windowSeconds: number }
 
-/** A field as typed: a number where it is one, else what was typed (empty is null), for the operation to judge. */
+/** A field as typed (empty is null), for putApiLimits to judge. */
 const valueOf = (entry: FormDataEntryValue | null): unknown => {
   const text = String(entry ?? '').trim();
-  return text === '' ? null : /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text;
+  return text === '' ? null : typedValue(text);
 };
 
 export function LimitsPage() {
@@ -35,7 +35,7 @@ export function LimitsPage() {
   return (
     <section>
       <h1>Limits</h1>
-      {failure !== undefined && <p role="alert" className="error">{explain(failure, 'Loading the limits failed.')}</p>}
+      <FailureAlert failure={failure} fallback="Loading the limits failed." />
       {!limits ? (failure === undefined && <p role="status">Loading…</p>) : (
         <>
           <p aria-label="Current limits">{limits.workspaceRequests} requests per {limits.windowSeconds} seconds for the workspace; {limits.apiKeyRequests} for each key or signed-in member.</p>

@@ -1,16 +1,15 @@
 import { MouseEvent, useEffect, useState } from 'react';
-import { call, Problem, Session } from './api';
+import { call, explain, Session } from './api';
+import type { BillingMonth } from './Billing';
 import { navigate } from './router';
 
 // The Overview: this month's usage against the plan, the recent and failing runs and the newest
 // endpoints with their last snapshot, each shown when the member may use the page it summarizes
 // (Usage, Runs, Endpoints: their operations decide).
 
-interface Billing { period: string; plan: string; currency: string; includedCredit: string; used: string; remainingCredit: string; overage: string; paidWorkPaused: boolean }
 interface EndpointRow { id: string; name: string; namespace: string; snapshot?: { id: string; version: string; committedAt: string | null } | null }
 interface RunRow { id: string; pipelineName: string; status: string; queuedAt: string; error: { code: string; message: string } | null }
 
-const explain = (failure: unknown, fallback: string) => (failure instanceof Problem ? `${failure.message} (${failure.code})` : fallback);
 const follow = (event: MouseEvent<HTMLAnchorElement>, to: string) => {
   event.preventDefault();
   navigate(to);
@@ -37,7 +36,7 @@ function RunList({ label, runs }: { label: string; runs: RunRow[] }) {
 export function OverviewPage({ session }: { session: Session }) {
   const member = session.member!;
   const may = (name: string) => session.pages.some((page) => page.name === name);
-  const [billing, setBilling] = useState<Billing | undefined>(undefined);
+  const [billing, setBilling] = useState<BillingMonth | undefined>(undefined);
   const [recent, setRecent] = useState<RunRow[] | undefined>(undefined);
   const [failing, setFailing] = useState<RunRow[] | undefined>(undefined);
   const [endpoints, setEndpoints] = useState<EndpointRow[] | undefined>(undefined);
@@ -48,7 +47,7 @@ export function OverviewPage({ session }: { session: Session }) {
 
   useEffect(() => {
     const failed = (failure: unknown) => setError(explain(failure, 'Loading the overview failed.'));
-    if (showsUsage) call<{ billing: Billing }>('GET', '/usage/billing').then((answer) => setBilling(answer.billing), failed);
+    if (showsUsage) call<{ billing: BillingMonth }>('GET', '/usage/billing').then((answer) => setBilling(answer.billing), failed);
     if (showsRuns) {
       call<{ runs: RunRow[] }>('GET', '/runs?limit=5').then((answer) => setRecent(answer.runs), failed);
       call<{ runs: RunRow[] }>('GET', '/runs?limit=5&status=failed').then((answer) => setFailing(answer.runs), failed);

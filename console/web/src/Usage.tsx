@@ -1,8 +1,8 @@
 import { FormEvent, useEffect, useMemo, useRef, useState } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { explain } from './api';
 import { Alerts, AlertsSection, InvoicesSection, OperationsSection, PlanSection } from './Billing';
+import { FailureAlert } from './FailureAlert';
 import { useAnswer } from './useAnswer';
 
 // Usage and billing (owners and admins): GET /console/api/usage runs the operation GET /api/v1/usage
@@ -97,7 +97,7 @@ export function UsagePage() {
           </select>
         </label>
       </form>
-      {daily.failure !== undefined && <p role="alert" className="error">{explain(daily.failure, 'Loading usage failed.')}</p>}
+      <FailureAlert failure={daily.failure} fallback="Loading usage failed." />
       {!usage || !chart ? (daily.failure === undefined && <p role="status">Loading…</p>) : (
         <>
           <p aria-label="Range total">{usage.from} to {usage.to} (UTC): {usage.totalExact} {usage.currency}</p>

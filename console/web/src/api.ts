@@ -31,6 +31,9 @@ export interface FieldProblem { path?: string; message: string }
 /** The fields at fault a refusal names (a 422's `errors`), none for any other failure. */
 export const fieldProblems = (failure: unknown): FieldProblem[] => (failure instanceof Problem && Array.isArray(failure.body?.errors) ? failure.body.errors as FieldProblem[] : []);
 
+/** A form field as typed, for the operation to judge: a number where the text is one, else the text. */
+export const typedValue = (text: string): unknown => (/^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text);
+
 let csrfToken = '';
 export const useToken = (token: string) => { csrfToken = token; };
 
