@@ -94,6 +94,13 @@ export const queryRefusals = new Counter({
   registers: [registry],
 });
 
+export const sparqlRecordsRead = new Counter({
+  name: 'weft_sparql_records_read_total',
+  help: 'Records SPARQL queries read into the API from bound endpoints, by read: per_query (the records of a managed table a query reaches), first_solutions (pages of a query answered by its first solutions), whole (a binding\'s whole graph).',
+  labelNames: ['read'] as const,
+  registers: [registry],
+});
+
 export const governedWriteEvents = new Counter({
   name: 'weft_governed_write_events_total',
   help: 'Steps of governed writes as the action log records them (proposed, approved, rejected, expired, applied, failed).',

@@ -288,3 +288,40 @@ export function patternVariables(pattern: ReachPattern): string[] {
   if (pattern.object.kind === 'var' && !names.includes(pattern.object.name)) names.push(pattern.object.name);
   return names;
 }
+
+/** Solutions past which a query is not answered from its first ones (its tables are reached as usual). */
+const MAX_FIRST_SOLUTIONS = 10_000;
+
+/**
+ * How many solutions of the query's one basic graph pattern fix a valid answer, when its answer is
+ * any such number of them: ASK (one), or a SELECT of plain variables or a CONSTRUCT with a LIMIT
+ * (OFFSET plus LIMIT), with no ORDER BY, GROUP BY, aggregate, HAVING, DISTINCT or VALUES, over
+ * one BGP whose triples share one subject (a single triple pattern, or a star) with no property
+ * path. A BGP is monotone: its solutions over part of the graph are solutions over the whole, and
+ * an unordered query's slice may be any OFFSET + LIMIT of them (§15: the order of solutions is
+ * undefined), so records read in any order may stop once that many solutions are found among
+ * them. Undefined otherwise: what joins, OPTIONAL, MINUS, NOT EXISTS, FILTER or ordering would
+ * give over part of the data is not known to be a valid answer, or not without evaluating it.
+ */
+export function firstSolutionsOf(query: SparqlQuery): number | undefined {
+  if (query.type !== 'query' || (query as { from?: unknown }).from || query.values) return undefined;
+  const modifiers = query as { group?: unknown[]; having?: unknown[]; order?: unknown[]; distinct?: boolean; limit?: number; offset?: number };
+  if (modifiers.group?.length || modifiers.having?.length || modifiers.order?.length || modifiers.distinct) return undefined;
+  let needed: number;
+  if (query.queryType === 'ASK') needed = 1;
+  else if (query.queryType === 'SELECT' || query.queryType === 'CONSTRUCT') {
+    if (query.queryType === 'SELECT' && !query.variables.every((variable) => 'termType' in variable && (variable.termType === 'Variable' || variable.termType === 'Wildcard'))) return undefined;
+    if (modifiers.limit === undefined || modifiers.limit === 0) return undefined;
+    needed = (modifiers.offset ?? 0) + modifiers.limit;
+  } else return undefined;
+  if (needed > MAX_FIRST_SOLUTIONS) return undefined;
+  const where = query.where ?? [];
+  if (where.length !== 1 || where[0].type !== 'bgp') return undefined;
+  const triples = where[0].triples;
+  if (!triples.length) return undefined;
+  const subject = triples[0].subject;
+  const sameSubject = (term: RDF.Term) => term.termType === subject.termType && term.value === subject.value;
+  const plain = (predicate: unknown) => (predicate as RDF.Term).termType === 'NamedNode' || (predicate as RDF.Term).termType === 'Variable';
+  if (!triples.every((triple) => sameSubject(triple.subject as RDF.Term) && plain(triple.predicate))) return undefined;
+  return needed;
+}

@@ -21,8 +21,9 @@ import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
-import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachTable, readingWithin, readReachedRecords, tableReadSlot, tooBroad } from './sparql-reach-reads';
+import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
+import { CountedTriples, OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
+import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
@@ -194,6 +195,7 @@ async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: Packa
   let after: unknown;
   do {
     const page = await runtime.readRecords(ctx, endpoint.target, { select, where: [], orderBy: [], limit: PAGE, snapshotId, after });
+    sparqlRecordsRead.inc({ read: 'whole' }, page.records.length);
     for (const record of page.records) {
       const mapped = mapRecord(record, binding.termId, binding.mapping, pkg.terms, pkg.baseIri);
       if (mapped) for (const quad of mapped.quads) encoder.add(quad);
@@ -388,11 +390,17 @@ function packageOf(catalog: DatasetCatalog): PackageHead {
   return catalog.pkg;
 }
 
+/** How a query reads bound tables: the patterns it can reach them by, and how many solutions of them fix its answer, if any do. */
+interface QueryReach {
+  patterns: ReachPattern[];
+  firstSolutions?: number;
+}
+
 /**
- * How a query reads the plan's bound tables: the patterns it can reach them by, or undefined when
- * the plan has none or the query cannot be analysed (its tables are then read whole, as other bindings).
+ * How a query reads the plan's bound tables, or undefined when the plan has none or the query
+ * cannot be analysed (its tables are then read whole, as other bindings).
  */
-function reachPatterns(plan: DatasetPlan, text: string | undefined): ReachPattern[] | undefined {
+function queryReach(plan: DatasetPlan, text: string | undefined): QueryReach | undefined {
   if (text === undefined || sparqlSettings().tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
   let parsed;
   try {
@@ -400,7 +408,9 @@ function reachPatterns(plan: DatasetPlan, text: string | undefined): ReachPatter
   } catch {
     return undefined; // the query thread gives the parse error its answer
   }
-  return parsed.kind === 'query' ? reachOf(parsed.parsed) : undefined;
+  if (parsed.kind !== 'query') return undefined;
+  const patterns = reachOf(parsed.parsed);
+  return patterns && { patterns, firstSolutions: firstSolutionsOf(parsed.parsed) };
 }
 
 /** The version of a table's per-query graph: its data version and a digest of the query and every table's data version. */
@@ -428,7 +438,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
   const pkgVersion = packageVersion(pkg);
   const pkgGraph = graphs.get(pkgVersion);
   if (!pkgGraph || pkgGraph.handle.version !== pkgVersion) return undefined;
-  const patterns = reachPatterns(plan, text);
+  const reach = queryReach(plan, text);
   const handles = [pkgGraph.handle];
   const dataVersions = [pkgVersion];
   const tables: Array<{ dataVersion: string }> = [];
@@ -446,7 +456,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       if (!snapshots) return undefined;
       const dataVersion = snapshotVersionOf(source.names, snapshots[source.at]);
       dataVersions.push(dataVersion);
-      if (patterns && source.table) {
+      if (reach && source.table) {
         tables.push({ dataVersion });
         continue;
       }
@@ -498,12 +508,12 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   const dataVersions = [packageHandle.version];
   let triples = packageHandle.graph.tripleCount;
   const snapshots = plan.groups.length ? await snapshotsOf(db, encryptionKey, plan.groups) : undefined;
-  const patterns = reachPatterns(plan, text);
+  const reach = queryReach(plan, text);
   const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
   for (const source of plan.sources) {
     const snapshot = pinnedSnapshot(source, source.group && snapshots!.get(source.group)![source.at], pin);
-    if (patterns && source.table && snapshot) {
+    if (reach && source.table && snapshot) {
       const dataVersion = snapshotVersionOf(source.names, snapshot);
       dataVersions.push(dataVersion);
       tables.push({ source, snapshot, dataVersion });
@@ -515,13 +525,13 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, patterns!, text!, tables, timeoutMs, ctx.signal) : [];
+  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
   handles.push(...tableHandles);
   return datasetOf(plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, patterns: ReachPattern[], text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
+async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
@@ -543,10 +553,13 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
     if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
   }
   const settings = sparqlSettings();
-  const read = await readReachedRecords(db as never, patterns, reachTables, pkg.terms, pkg.baseIri, others, { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal });
+  const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts: tableCounts };
+  // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
+  const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits) : undefined;
+  const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
-    if (read.whole[at]) handles.push(await wholeTableGraph(db, encryptionKey, pkg, source, snapshot, dataVersion, versions[at]));
+    if (read.whole[at]) handles.push(await wholeTableGraph(db, encryptionKey, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
     else handles.push(readGraph(at, source));
   }
   return handles;
@@ -563,30 +576,42 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
   }
 }
 
-/** Tables whose whole graph was too large at a data version, and how large it got: refused at once. */
-const refusedWhole = new WeightedLru<number>(1024, 1024 * 1024);
+/** Triples of bound tables at a snapshot, as PostgreSQL counted them or a whole read found them past the bound. */
+const tableCounts = new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
 
 /**
  * The whole graph of a table a query reaches every record of, at its snapshot: built once per
  * snapshot and shared by every query (as when tables were read whole), and kept under the
  * query's reached version too so the same text finds it without reading again. Past the reach
- * bound it is refused as query_too_broad, at once for later queries at the same snapshot.
+ * bound it is refused as query_too_broad from PostgreSQL's count of its triples, before a record
+ * is read, and at once for later queries at the same snapshot (the count is kept).
  */
-async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string): Promise<GraphHandle> {
-  const bound = sparqlSettings().maxReachedTriples;
-  const table = source.table!.table;
-  const refused = refusedWhole.get(dataVersion);
-  if (refused !== undefined) throw tooBroad(bound, table);
+async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
+  const bound = limits.maxTriples;
+  const kept = graphs.get(source.names.slot);
+  if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
   let handle: GraphHandle;
   try {
     handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
-    refusedWhole.set(dataVersion, bound, 1);
-    throw tooBroad(bound, table);
+    if (table.version !== undefined) tableCounts.set(tableCountKey({ ...table, version: table.version }), { triples: bound + 1, atLeast: true }, 1);
+    throw tooBroad(bound, table.table);
   }
   graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
   return handle;
+}
+
+/** refusePastBound for a whole table, under the query's time limit and the workspace's table-read slots (inside a caller's transaction, in it). */
+async function countedWithin(db: Executor, table: ReachTable & { version: string }, limits: ReachLimits): Promise<void> {
+  const refuse = (trx: Executor) => refusePastBound(trx as never, table, limits.maxTriples, limits.maxTriples, limits.counts);
+  if (db.isTransaction) return refuse(db);
+  const release = tableReadSlot(db as Db, table.workspaceId, { sqlConnections: limits.connections, timeoutMs: limits.timeoutMs });
+  try {
+    await readingWithin(db as Db, limits.timeoutMs, refuse, limits.signal);
+  } finally {
+    release();
+  }
 }
 
 /**

@@ -7,6 +7,7 @@ import type { BindingMapping, PackageTerms } from '../../db/models';
 import { NS } from '../../ontology/compile';
 import { patternVariables, ReachNode, ReachPattern } from '../../ontology/sparql-reach';
 import { mapRecord, templateFields, bindingFields } from '../../ontology/term-records';
+import { sparqlRecordsRead as recordsRead } from '../../observability/metrics';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { quoteIdentifier, SqlParams } from '../../plugins/sql/builder';
 
@@ -302,6 +303,8 @@ export interface ReachLimits {
   connections: number;
   /** Aborted when the caller has gone: the read stops. */
   signal?: AbortSignal;
+  /** Tables' counted triples, kept per snapshot by the caller. */
+  counts?: TableCounts;
 }
 
 /** Records whose triples the query's patterns can reach, read table by table, round by round. */
@@ -365,6 +368,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           const params = new SqlParams();
           const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
           if (condition === false) continue;
+          // Every record (`?s a :C` over C's table): past the bound by PostgreSQL's count, refused before a record is read.
+          if (condition === true && !records[at].size) await refusePastBound(trx, { ...source, version: source.version }, limits.maxTriples, limits.maxTriples - triples, limits.counts);
           const remaining = limits.maxTriples - triples;
           const fields = bindingFields(source.mapping);
           const version = params.add(source.version);
@@ -372,9 +377,10 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
             FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
            WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
-             AND (${condition === true ? 'TRUE' : condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
+             AND (${condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
            LIMIT ${params.add(remaining + 1)}`;
           const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
+          recordsRead.inc({ read: 'per_query' }, rows.length);
           for (const row of rows) {
             records[at].set(row.key, row.data);
             const mapped = mapRecord(row.data, source.termId, source.mapping, terms, baseIri);
@@ -419,11 +425,175 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   }
 }
 
-export function tooBroad(bound: number, table: string): InputError {
+/** The first page of a read by first solutions, in records; each next page is larger, up to the last. */
+const FIRST_PAGE = 100;
+const LAST_PAGE = 5_000;
+
+/** A term's identity, as the evaluator tells terms apart. */
+const termKey = (term: RDF.Term) => `${term.termType}:${term.value}:${(term as RDF.Literal).datatype?.value ?? ''}:${(term as RDF.Literal).language ?? ''}`;
+
+/**
+ * Solutions of `patterns` (one BGP on one subject) among one record's own triples, added to
+ * `found` as keys until it holds `needed`: a lower bound of the solutions over any graph that
+ * holds these triples.
+ */
+function recordSolutions(patterns: ReachPattern[], quads: RDF.Quad[], found: Set<string>, needed: number): void {
+  const bound = new Map<string, RDF.Term>();
+  const fits = (node: ReachNode, term: RDF.Term): boolean | string => {
+    if (node.kind !== 'var') return matches(node, term);
+    const already = bound.get(node.name);
+    if (already) return termKey(already) === termKey(term);
+    return node.name;
+  };
+  const solve = (at: number): void => {
+    if (found.size >= needed) return;
+    if (at === patterns.length) {
+      found.add([...bound].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, term]) => `${name}=${termKey(term)}`).join(' '));
+      return;
+    }
+    const pattern = patterns[at];
+    for (const quad of quads) {
+      if (pattern.predicate !== undefined && quad.predicate.value !== pattern.predicate) continue;
+      const subject = fits(pattern.subject, quad.subject);
+      if (subject === false) continue;
+      if (typeof subject === 'string') bound.set(subject, quad.subject);
+      const object = fits(pattern.object, quad.object);
+      if (object !== false) {
+        if (typeof object === 'string') bound.set(object, quad.object);
+        solve(at + 1);
+        if (typeof object === 'string') bound.delete(object);
+      }
+      if (typeof subject === 'string') bound.delete(subject);
+      if (found.size >= needed) return;
+    }
+  };
+  solve(0);
+}
+
+/**
+ * Reads bound tables for a query answered by its first `needed` solutions (firstSolutionsOf in
+ * ontology/sparql-reach.ts): the records that can yield a triple for every pattern, page by page
+ * in row_key order at each table's snapshot, table after table, until `needed` solutions are
+ * found among single records' triples. Any records are a valid part of the graph for such a
+ * query (its BGP is monotone), so the evaluator's slice over them is an answer over the whole.
+ * A single triple pattern whose records were all read was read completely (they are the records
+ * its pattern reaches); a star was not (a subject's triples may come from several records), so
+ * then, or past the reach bound, this gives undefined and the query is read as any other.
+ */
+export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits): Promise<ReachedRecords | undefined> {
+  const records = sources.map(() => [] as Array<Record<string, unknown>>);
+  const found = new Set<string>();
+  let triples = 0;
+  const release = slotsOf(db).take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs, Date.now());
+  try {
+    const enough = await readingWithin(db, limits.timeoutMs, async (trx) => {
+      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined));
+      for (const [at, source] of sources.entries()) {
+        if (source.version === undefined) continue;
+        source.primaryKey = keys.get(source.table) ?? null;
+        const kinds = tripleKinds(source, terms, baseIri);
+        const classIri = `${baseIri}${source.termId}`;
+        const fields = bindingFields(source.mapping);
+        let after: string | undefined;
+        for (let page = FIRST_PAGE; ; page = Math.min(LAST_PAGE, page * 4)) {
+          const params = new SqlParams();
+          const version = params.add(source.version);
+          // A record yields a solution only if it yields a triple for every pattern.
+          const reached = and(patterns.map((pattern) => patternCondition(pattern, source, kinds, classIri, new Map(), params)));
+          if (reached === false) break;
+          const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
+              FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+             WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+               AND (${reached === true ? 'TRUE' : reached})${after === undefined ? '' : ` AND row_key > ${params.add(after)}::text`}
+             ORDER BY row_key LIMIT ${params.add(page)}`;
+          const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
+          recordsRead.inc({ read: 'first_solutions' }, rows.length);
+          for (const row of rows) {
+            records[at].push(row.data);
+            const quads = mapRecord(row.data, source.termId, source.mapping, terms, baseIri)?.quads ?? [];
+            triples += quads.length;
+            // A single pattern's records are the ones it reaches: read as any other query, they pass the bound too.
+            if (triples > limits.maxTriples) {
+              if (patterns.length === 1) throw tooBroad(limits.maxTriples, source.table);
+              return false;
+            }
+            recordSolutions(patterns, quads, found, needed);
+            if (found.size >= needed) return true;
+          }
+          if (rows.length < page) break;
+          after = rows[rows.length - 1].key;
+        }
+      }
+      return patterns.length === 1;
+    }, limits.signal);
+    return enough ? { records, whole: sources.map(() => false), triples } : undefined;
+  } finally {
+    release();
+  }
+}
+
+/** Triples a table's records make at a snapshot, as PostgreSQL counted them: at least `triples` when `atLeast`, else exactly. */
+export interface CountedTriples {
+  triples: number;
+  atLeast: boolean;
+}
+
+/** Counted triples kept by tableCountKey (a table at a snapshot, under a mapping). */
+export interface TableCounts {
+  get(key: string): CountedTriples | undefined;
+  set(key: string, counted: CountedTriples, weight: number): unknown;
+}
+
+export const tableCountKey = (source: ReachTable & { version: string }) => `${source.workspaceId}:${source.table}@${source.version}:${source.termId}:${JSON.stringify(source.mapping)}`;
+
+/**
+ * Refuses to read every record of `source` when their triples pass `remaining` (what is left of
+ * the bound), from PostgreSQL's count (kept in `counts`), so a refusal reads no record.
+ */
+export async function refusePastBound(db: Knex, source: ReachTable & { version: string }, bound: number, remaining: number, counts?: TableCounts): Promise<void> {
+  const key = tableCountKey(source);
+  const kept = counts?.get(key);
+  const counted = kept && (!kept.atLeast || kept.triples > remaining) ? kept : await countedTriples(db, source, remaining);
+  if (counted !== kept) counts?.set(key, counted, key.length);
+  if (counted.triples > remaining) throw tooBroad(bound, source.table, counted);
+}
+
+/**
+ * The triples the mapping makes of a table's records at a snapshot, counted by PostgreSQL without
+ * sending a record (mapRecord's rule: a record whose subject IRI can be made yields its type, one
+ * triple per value or array element of each mapped property, and one per link target that can be
+ * made), over at most `bound + 1` records: `atLeast` when more records follow, else exact.
+ */
+export async function countedTriples(db: Knex, source: ReachTable & { version: string }, bound: number): Promise<CountedTriples> {
+  const params = new SqlParams();
+  const value = (field: string) => `(data -> ${params.add(field)}::text)`;
+  // fillTemplate's test of one value: a string but '', a number or a boolean.
+  const fills = (sql: string) => `(jsonb_typeof(${sql}) IN ('string', 'number', 'boolean') AND ${sql} <> '""'::jsonb)`;
+  const allFill = (fields: string[]) => (fields.length ? fields.map((field) => fills(value(field))).join(' AND ') : 'TRUE');
+  const elements = (field: string, counted: (element: string) => string) =>
+    `CASE WHEN ${value(field)} IS NULL OR jsonb_typeof(${value(field)}) = 'null' THEN 0 WHEN jsonb_typeof(${value(field)}) = 'array' THEN (SELECT count(*) FILTER (WHERE ${counted('element')}) FROM jsonb_array_elements(${value(field)}) element) WHEN ${counted(value(field))} THEN 1 ELSE 0 END`;
+  const properties = Object.values(source.mapping.properties).map((field) => elements(field, () => 'TRUE'));
+  const links = Object.values(source.mapping.links ?? {}).map(({ field, targetTemplate }) => {
+    const templated = templateFields(targetTemplate);
+    const others = allFill(templated.filter((name) => name !== field));
+    return `CASE WHEN ${others} THEN ${elements(field, (element) => (templated.includes(field) ? fills(element) : 'TRUE'))} ELSE 0 END`;
+  });
+  const perRecord = `CASE WHEN ${allFill(templateFields(source.mapping.subjectTemplate))} THEN 1${[...properties, ...links].map((part) => ` + (${part})`).join('')} ELSE 0 END`;
+  const version = params.add(source.version);
+  const { rows } = await run<{ triples: string; records: string }>(db, `SELECT COALESCE(sum(triples), 0) AS triples, count(*) AS records FROM (
+      SELECT ${perRecord} AS triples FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+       WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+       LIMIT ${params.add(bound + 1)}) counted`, params);
+  return { triples: Number(rows[0].triples), atLeast: Number(rows[0].records) > bound };
+}
+
+/** `counted`: the table's triples, when PostgreSQL counted them. */
+export function tooBroad(bound: number, table: string, counted?: CountedTriples): InputError {
+  const passed = counted ? `yields ${counted.atLeast ? 'at least ' : ''}${counted.triples.toLocaleString('en')} triples` : 'passed the bound';
   return new InputError(
     'query_too_broad',
-    `This query reaches more than ${bound.toLocaleString('en')} triples of bound records (reading table "${table}" passed the bound, WEFT_SPARQL_MAX_REACHED_TRIPLES). Weft reads, for each query, the records of bound tables its patterns can reach, found by PostgreSQL with the query's constants, numeric FILTERs and joins: add a constant or a FILTER that narrows the records, or ask the operator to raise the bound.`,
+    `This query reaches more than ${bound.toLocaleString('en')} triples of bound records (table "${table}" ${passed}, WEFT_SPARQL_MAX_REACHED_TRIPLES). Weft reads, for each query, the records of bound tables its patterns can reach, found by PostgreSQL with the query's constants, numeric FILTERs and joins: add a constant or a FILTER that narrows the records, or a LIMIT (a query without ORDER BY, aggregates or DISTINCT over one triple pattern or one subject's properties reads only the records its first solutions need), or ask the operator to raise the bound.`,
     [],
-    { maxReachedTriples: bound, table },
+    { maxReachedTriples: bound, table, ...(counted ? { reachedTriples: counted.triples, reachedTriplesIsLowerBound: counted.atLeast } : {}) },
   );
 }
