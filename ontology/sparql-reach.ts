@@ -294,8 +294,8 @@ const MAX_FIRST_SOLUTIONS = 10_000;
 
 /**
  * How many solutions of the query's one basic graph pattern fix a valid answer, when its answer is
- * any such number of them: ASK (one), or a SELECT of plain variables or a CONSTRUCT with a LIMIT
- * (OFFSET plus LIMIT), with no ORDER BY, GROUP BY, aggregate, HAVING, DISTINCT or VALUES, over
+ * any such number of them: ASK (OFFSET plus one), or a SELECT of plain variables or a CONSTRUCT with a LIMIT
+ * (OFFSET plus LIMIT), with no ORDER BY, GROUP BY, aggregate, HAVING, DISTINCT, REDUCED or VALUES, over
  * one BGP whose triples share one subject (a single triple pattern, or a star) with no property
  * path. A BGP is monotone: its solutions over part of the graph are solutions over the whole, and
  * an unordered query's slice may be any OFFSET + LIMIT of them (§15: the order of solutions is
@@ -305,13 +305,16 @@ const MAX_FIRST_SOLUTIONS = 10_000;
  */
 export function firstSolutionsOf(query: SparqlQuery): number | undefined {
   if (query.type !== 'query' || (query as { from?: unknown }).from || query.values) return undefined;
-  const modifiers = query as { group?: unknown[]; having?: unknown[]; order?: unknown[]; distinct?: boolean; limit?: number; offset?: number };
-  if (modifiers.group?.length || modifiers.having?.length || modifiers.order?.length || modifiers.distinct) return undefined;
+  const modifiers = query as { group?: unknown[]; having?: unknown[]; order?: unknown[]; distinct?: boolean; reduced?: boolean; limit?: number; offset?: number };
+  // REDUCED may drop duplicates among the solutions found, leaving fewer rows than the whole answer's slice.
+  if (modifiers.group?.length || modifiers.having?.length || modifiers.order?.length || modifiers.distinct || modifiers.reduced) return undefined;
+  if (modifiers.limit === 0) return undefined;
   let needed: number;
-  if (query.queryType === 'ASK') needed = 1;
+  // ASK is true when a solution is left after its OFFSET.
+  if (query.queryType === 'ASK') needed = (modifiers.offset ?? 0) + 1;
   else if (query.queryType === 'SELECT' || query.queryType === 'CONSTRUCT') {
     if (query.queryType === 'SELECT' && !query.variables.every((variable) => 'termType' in variable && (variable.termType === 'Variable' || variable.termType === 'Wildcard'))) return undefined;
-    if (modifiers.limit === undefined || modifiers.limit === 0) return undefined;
+    if (modifiers.limit === undefined) return undefined;
     needed = (modifiers.offset ?? 0) + modifiers.limit;
   } else return undefined;
   if (needed > MAX_FIRST_SOLUTIONS) return undefined;

@@ -6,6 +6,7 @@ import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
+import { keptTableCounts } from '../services/operations/context';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
@@ -76,6 +77,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     temporal,
     encryptionKey: settings.encryptionKey,
     keyUsage,
+    sparqlTableCounts: keptTableCounts(),
   });
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();

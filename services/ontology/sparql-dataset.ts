@@ -22,7 +22,7 @@ import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { CountedTriples, OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
+import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, TableCounts, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
@@ -498,7 +498,7 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
 /** queryDataset after keptDataset found something to read or build. */
 /** `timeoutMs`: the time limit of the table reads (the query's, WEFT_SPARQL_TIMEOUT_MS unless its caller has another). */
 export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
-  const { db, deps: { encryptionKey }, principal } = ctx;
+  const { db, deps: { encryptionKey, sparqlTableCounts }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, !db.isTransaction);
@@ -525,13 +525,13 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
+  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal, sparqlTableCounts) : [];
   handles.push(...tableHandles);
   return datasetOf(plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
+async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal, counts?: TableCounts): Promise<GraphHandle[]> {
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
@@ -553,7 +553,7 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
     if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
   }
   const settings = sparqlSettings();
-  const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts: tableCounts };
+  const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
   const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits) : undefined;
   const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
@@ -576,9 +576,6 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
   }
 }
 
-/** Triples of bound tables at a snapshot, as PostgreSQL counted them or a whole read found them past the bound. */
-const tableCounts = new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
-
 /**
  * The whole graph of a table a query reaches every record of, at its snapshot: built once per
  * snapshot and shared by every query (as when tables were read whole), and kept under the
@@ -595,7 +592,11 @@ async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: Package
     handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
-    if (table.version !== undefined) tableCounts.set(tableCountKey({ ...table, version: table.version }), { triples: bound + 1, atLeast: true }, 1);
+    if (table.version !== undefined) {
+      // A whole read found it past the bound: later queries at this snapshot are refused from this.
+      const key = tableCountKey({ ...table, version: table.version });
+      limits.counts?.set(key, { triples: bound + 1, atLeast: true }, key.length);
+    }
     throw tooBroad(bound, table.table);
   }
   graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);

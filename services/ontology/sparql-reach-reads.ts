@@ -307,6 +307,20 @@ export interface ReachLimits {
   counts?: TableCounts;
 }
 
+/** `FROM … WHERE …`: the rows of a table's records at the snapshot `source.version`. */
+function snapshotRows(source: ReachTable & { version: string }, params: SqlParams): string {
+  const version = params.add(source.version);
+  return `FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
+     WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)`;
+}
+
+/** Records of a table at its snapshot, as `key` (row_key) and `data` (only the fields its mapping reads); conditions follow with AND. */
+function recordsAtSnapshot(source: ReachTable & { version: string }, params: SqlParams): string {
+  const fields = bindingFields(source.mapping);
+  return `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
+    ${snapshotRows(source, params)}`;
+}
+
 /** Records whose triples the query's patterns can reach, read table by table, round by round. */
 export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, others: OtherGraphs, limits: ReachLimits): Promise<ReachedRecords> {
   const kindsOf = sources.map((source) => tripleKinds(source, terms, baseIri));
@@ -371,12 +385,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           // Every record (`?s a :C` over C's table): past the bound by PostgreSQL's count, refused before a record is read.
           if (condition === true && !records[at].size) await refusePastBound(trx, { ...source, version: source.version }, limits.maxTriples, limits.maxTriples - triples, limits.counts);
           const remaining = limits.maxTriples - triples;
-          const fields = bindingFields(source.mapping);
-          const version = params.add(source.version);
           const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
-          const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
-            FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-           WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+          const sql = `${recordsAtSnapshot({ ...source, version: source.version }, params)}
              AND (${condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
            LIMIT ${params.add(remaining + 1)}`;
           const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
@@ -493,18 +503,14 @@ export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sourc
         source.primaryKey = keys.get(source.table) ?? null;
         const kinds = tripleKinds(source, terms, baseIri);
         const classIri = `${baseIri}${source.termId}`;
-        const fields = bindingFields(source.mapping);
         let after: string | undefined;
         for (let page = FIRST_PAGE; ; page = Math.min(LAST_PAGE, page * 4)) {
           const params = new SqlParams();
-          const version = params.add(source.version);
           // A record yields a solution only if it yields a triple for every pattern.
           const reached = and(patterns.map((pattern) => patternCondition(pattern, source, kinds, classIri, new Map(), params)));
           if (reached === false) break;
-          const sql = `SELECT row_key AS key, jsonb_build_object(${fields.map((field) => `${params.add(field)}::text, data -> ${params.add(field)}::text`).join(', ')}) AS data
-              FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-             WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
-               AND (${reached === true ? 'TRUE' : reached})${after === undefined ? '' : ` AND row_key > ${params.add(after)}::text`}
+          const sql = `${recordsAtSnapshot({ ...source, version: source.version }, params)}
+               AND (${reached})${after === undefined ? '' : ` AND row_key > ${params.add(after)}::text`}
              ORDER BY row_key LIMIT ${params.add(page)}`;
           const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
           recordsRead.inc({ read: 'first_solutions' }, rows.length);
@@ -579,10 +585,8 @@ export async function countedTriples(db: Knex, source: ReachTable & { version: s
     return `CASE WHEN ${others} THEN ${elements(field, (element) => (templated.includes(field) ? fills(element) : 'TRUE'))} ELSE 0 END`;
   });
   const perRecord = `CASE WHEN ${allFill(templateFields(source.mapping.subjectTemplate))} THEN 1${[...properties, ...links].map((part) => ` + (${part})`).join('')} ELSE 0 END`;
-  const version = params.add(source.version);
   const { rows } = await run<{ triples: string; records: string }>(db, `SELECT COALESCE(sum(triples), 0) AS triples, count(*) AS records FROM (
-      SELECT ${perRecord} AS triples FROM ${qualified(workspaceSchema(source.workspaceId), source.table)}
-       WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)
+      SELECT ${perRecord} AS triples ${snapshotRows(source, params)}
        LIMIT ${params.add(bound + 1)}) counted`, params);
   return { triples: Number(rows[0].triples), atLeast: Number(rows[0].records) > bound };
 }

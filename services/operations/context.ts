@@ -3,6 +3,8 @@ import type { Db, Executor } from '../../db/connection';
 import type { Project } from '../../db/models';
 import type { Principal } from '../tenancy/access';
 import type { KeyUsageRecorder } from '../tenancy/key-usage';
+import { WeightedLru } from '../../ontology/dataset-cache';
+import type { CountedTriples, TableCounts } from '../ontology/sparql-reach-reads';
 
 /** What the service layer reaches, built once per process (API, worker, admin CLI). */
 export interface ServiceDependencies {
@@ -11,7 +13,16 @@ export interface ServiceDependencies {
   encryptionKey: Buffer;
   /** Records when keys were last used; the API process has one, the worker and CLI need none. */
   keyUsage?: KeyUsageRecorder;
+  /**
+   * The triples PostgreSQL counted in bound tables, per snapshot and mapping (sparql-reach-reads.ts),
+   * so a SPARQL query refused past the reach bound costs one count per snapshot, not one per query.
+   * Absent in dependencies a test builds by hand: each refusal then counts again.
+   */
+  sparqlTableCounts?: TableCounts;
 }
+
+/** An empty sparqlTableCounts: a count is a few dozen bytes, so its weight is its key's length. */
+export const keptTableCounts = (): TableCounts => new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
 
 /**
  * Temporal for a process that must not reach it from the service layer: activities reach Temporal
@@ -26,7 +37,7 @@ const noTemporal = new Proxy({}, {
 
 /** The worker's dependencies: the database and the encryption key; Temporal only through workflows (see noTemporal). */
 export function workerDependencies({ db, encryptionKey }: { db: Db; encryptionKey: Buffer }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey };
+  return { db, temporal: noTemporal, encryptionKey, sparqlTableCounts: keptTableCounts() };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

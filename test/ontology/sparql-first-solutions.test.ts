@@ -161,6 +161,10 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
         [`ASK { ?s :label "no such offer" }`, false],
         [`ASK { ?s :rare 251 }`, false],
         [`ASK { <${OFFER(7)}> :price ?p }`, false],
+        // After an OFFSET, a solution must be left past it: the first one found is not enough.
+        [`ASK { ?s :price ?p } OFFSET 5`, true],
+        [`ASK { ?s :rare ?r } OFFSET 2`, true],
+        [`ASK { ?s :rare ?r } OFFSET 3`, false],
       ] as const) {
         const answer = await post(text);
         assert.equal(answer.status, 200, `${text}\n${JSON.stringify(answer.body)}`);

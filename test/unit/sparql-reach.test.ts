@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Parser, SparqlQuery } from 'sparqljs';
-import { reachOf, ReachPattern } from '../../ontology/sparql-reach';
+import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
 import { TableReadSlots } from '../../services/ontology/sparql-reach-reads';
 
 // Which patterns of a query may narrow which when bound tables are read per query: narrowing is
@@ -67,6 +67,34 @@ describe('What a SPARQL query reaches of bound tables', () => {
     assert.equal(reach('DESCRIBE <http://example.org/x>'), undefined);
     assert.equal(reach('SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }'), undefined);
     assert.ok(reach('ASK { ?s ?p ?o }'));
+  });
+
+  it('answers from its first solutions only a query any OFFSET + LIMIT of its one BGP’s solutions answers', () => {
+    const first = (text: string) => firstSolutionsOf(parse(text));
+    assert.equal(first('SELECT * WHERE { ?s ?p ?o } LIMIT 10'), 10);
+    assert.equal(first('SELECT ?s WHERE { ?s :price ?p ; :label ?l } LIMIT 7 OFFSET 3'), 10);
+    assert.equal(first('CONSTRUCT { ?s :p ?o } WHERE { ?s :q ?o } LIMIT 4'), 4);
+    assert.equal(first('ASK { ?s :price ?p }'), 1);
+    // ASK after an OFFSET is true only when a solution is left past it.
+    assert.equal(first('ASK { ?s :price ?p } OFFSET 5'), 6);
+    for (const text of [
+      'SELECT * WHERE { ?s ?p ?o }', // no LIMIT: every solution
+      'SELECT * WHERE { ?s ?p ?o } LIMIT 0',
+      'ASK { ?s ?p ?o } LIMIT 0',
+      'SELECT * WHERE { ?s ?p ?o } ORDER BY ?s LIMIT 10',
+      'SELECT DISTINCT ?p WHERE { ?s ?p ?o } LIMIT 10',
+      'SELECT REDUCED ?p WHERE { ?s ?p ?o } LIMIT 10',
+      'SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o } LIMIT 10',
+      'SELECT ?s WHERE { ?s ?p ?o } GROUP BY ?s LIMIT 10',
+      'SELECT (STR(?o) AS ?t) WHERE { ?s ?p ?o } LIMIT 10',
+      'SELECT * WHERE { ?s ?p ?o } LIMIT 10 VALUES ?s { :a }',
+      'SELECT * WHERE { ?s ?p ?o FILTER (?o > 1) } LIMIT 10',
+      'SELECT * WHERE { ?s :p ?o OPTIONAL { ?s :q ?r } } LIMIT 10',
+      'SELECT * WHERE { ?s :p ?o . ?o :q ?r } LIMIT 10', // a join of two subjects
+      'SELECT * WHERE { ?s :p/:q ?o } LIMIT 10',
+      'SELECT * WHERE { ?s ?p ?o } LIMIT 10001',
+      'DESCRIBE ?s WHERE { ?s ?p ?o } LIMIT 1',
+    ]) assert.equal(first(text), undefined, text);
   });
 
   it('holds each workspace to its table reads at once, answering more with a retry time', () => {
