@@ -488,7 +488,9 @@ function recordSolutions(patterns: ReachPattern[], quads: RDF.Quad[], found: Set
  * query (its BGP is monotone), so the evaluator's slice over them is an answer over the whole.
  * A single triple pattern whose records were all read was read completely (they are the records
  * its pattern reaches); a star was not (a subject's triples may come from several records), so
- * then, or past the reach bound, this gives undefined and the query is read as any other.
+ * then, or past the reach bound, this gives undefined and the query is read as any other. Only
+ * tables whose reachable records pass the bound are read so: under it, undefined at once (the
+ * query is answered as before, the same slice as over the whole tables).
  */
 export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits): Promise<ReachedRecords | undefined> {
   const records = sources.map(() => [] as Array<Record<string, unknown>>);
@@ -498,9 +500,12 @@ export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sourc
   try {
     const enough = await readingWithin(db, limits.timeoutMs, async (trx) => {
       const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined));
+      for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
+      // Under the bound the query reads what it reaches, as any other, and answers as over the
+      // whole tables (an unordered slice included): first solutions answer only what would pass it.
+      if (!(await reachablePastBound(trx, patterns, sources, terms, baseIri, limits))) return false;
       for (const [at, source] of sources.entries()) {
         if (source.version === undefined) continue;
-        source.primaryKey = keys.get(source.table) ?? null;
         const kinds = tripleKinds(source, terms, baseIri);
         const classIri = `${baseIri}${source.termId}`;
         let after: string | undefined;
@@ -552,16 +557,41 @@ export interface TableCounts {
 
 export const tableCountKey = (source: ReachTable & { version: string }) => `${source.workspaceId}:${source.table}@${source.version}:${source.termId}:${JSON.stringify(source.mapping)}`;
 
+/** The triples of `source`'s records by PostgreSQL's count, kept in `counts`: exact, or a lower bound once past `remaining`. */
+async function keptCount(db: Knex, source: ReachTable & { version: string }, remaining: number, counts?: TableCounts): Promise<CountedTriples> {
+  const key = tableCountKey(source);
+  const kept = counts?.get(key);
+  if (kept && (!kept.atLeast || kept.triples > remaining)) return kept;
+  const counted = await countedTriples(db, source, remaining);
+  counts?.set(key, counted, key.length);
+  return counted;
+}
+
 /**
  * Refuses to read every record of `source` when their triples pass `remaining` (what is left of
  * the bound), from PostgreSQL's count (kept in `counts`), so a refusal reads no record.
  */
 export async function refusePastBound(db: Knex, source: ReachTable & { version: string }, bound: number, remaining: number, counts?: TableCounts): Promise<void> {
-  const key = tableCountKey(source);
-  const kept = counts?.get(key);
-  const counted = kept && (!kept.atLeast || kept.triples > remaining) ? kept : await countedTriples(db, source, remaining);
-  if (counted !== kept) counts?.set(key, counted, key.length);
+  const counted = await keptCount(db, source, remaining, counts);
   if (counted.triples > remaining) throw tooBroad(bound, source.table, counted);
+}
+
+/**
+ * Whether the records of the tables some pattern can reach make more triples than the reach
+ * bound (or may: a count that stopped at the bound's records), by PostgreSQL's kept counts.
+ */
+async function reachablePastBound(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, limits: ReachLimits): Promise<boolean> {
+  let triples = 0;
+  for (const source of sources) {
+    if (source.version === undefined) continue;
+    const kinds = tripleKinds(source, terms, baseIri);
+    const reached = or(patterns.map((pattern) => patternCondition(pattern, source, kinds, `${baseIri}${source.termId}`, new Map(), new SqlParams())));
+    if (reached === false) continue;
+    const counted = await keptCount(db, { ...source, version: source.version }, limits.maxTriples - triples, limits.counts);
+    triples += counted.triples;
+    if (counted.atLeast || triples > limits.maxTriples) return true;
+  }
+  return false;
 }
 
 /**

@@ -147,6 +147,15 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
       const first = await post(`SELECT * WHERE { ?s ?p ?o } LIMIT 10 # once more`);
       assert.ok(first.triples - packageTriples < 50, `LIMIT 10 read ${first.triples - packageTriples} triples of ${offerTriples + 2 * VENDORS}`);
 
+      // Tables under the bound are read as before: the same slice as over every record, no page read.
+      const pagesRead = async () => total((await scrape(env().metricsUrl)).samples, 'weft_sparql_records_read_total', { read: 'first_solutions' });
+      const pages = await pagesRead();
+      const underBound = `SELECT ?v ?n WHERE { ?v :name ?n } LIMIT 5`;
+      const read = await post(underBound);
+      assert.equal(read.status, 200, JSON.stringify(read.body));
+      assert.deepEqual(rowsOf(read.body), rowsOf((await whole(underBound)).body));
+      assert.equal(await pagesRead(), pages, `${underBound}: its table is under the bound`);
+
       const construct = `CONSTRUCT { ?s <urn:price> ?p } WHERE { ?s :price ?p } LIMIT 4`;
       const built = await post(construct, 'application/n-triples');
       assert.equal(built.status, 200, String(built.body));
