@@ -646,7 +646,7 @@ async function fixedCostOverHttp(weft: BenchWeft, loaded: Loaded, runs: number):
 }
 
 async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], texts: Map<string, string>, runs: number, httpCost: Pick<Breakdown, 'askEmptyMs' | 'organizationMs' | 'bareKoaMs'>): Promise<Breakdown> {
-  const { principal } = await authenticateRequest(weft.db, weft.tenant.key);
+  const { principal } = await authenticateRequest(workerDependencies(weft), weft.tenant.key);
   const project = (await Project.query(weft.db).findById(weft.tenant.projectId))!;
   const pkg = (await OntologyPackage.query(weft.db).findById(loaded.packageId))!;
   const bindings = await ReadBinding.query(weft.db).whereIn('id', loaded.bindingIds).orderBy([{ column: 'createdAt' }, { column: 'id' }]);
@@ -693,7 +693,7 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
   }
   const piece = async (fn: () => Promise<unknown>) => (await bench(fn, Math.max(runs, 9), 2)).median;
   const fixed: Array<[string, number]> = [
-    ['API key check and count (authenticateRequest)', await piece(() => authenticateRequest(weft.db, weft.tenant.key))],
+    ['API key check and count (authenticateRequest)', await piece(() => authenticateRequest(workerDependencies(weft), weft.tenant.key))],
     ['catalog, snapshots and graphs, all kept (sparqlDataset)', warm.median],
     ['evaluateQuery ASK {}', await piece(() => evaluateQuery(store, 'ASK {}', { timeoutMs: 10_000, maxResults: 10_000 }))],
     ['credit check (assertCredit)', await piece(() => assertCredit(weft.db, principal.workspaceId, 'sparql_query'))],

@@ -155,7 +155,7 @@ function setLimitHeaders(ctx: Koa.Context, limit: Pick<LimitHeaders, 'limit' | '
  */
 async function chargeBatch(deps: ServiceDependencies, ctx: Koa.Context, principal: Principal, limits: ApiLimits, messages: number, carriedSince: number): Promise<void> {
   try {
-    setLimitHeaders(ctx, await requestBudgets(deps.db).admitBatch(principal, limits, messages, carriedSince));
+    setLimitHeaders(ctx, await requestBudgets(deps).admitBatch(principal, limits, messages, carriedSince));
   } catch (error) {
     if (error instanceof RateLimitError) setLimitHeaders(ctx, error.limit);
     throw error;
@@ -168,7 +168,7 @@ export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
     const match = PATH.exec(ctx.path);
     if (!match) return next();
     const boundProjectId = match[1] ?? null;
-    const carriedSince = Date.now();
+    const carriedSince = deps.clock.now();
     const { principal, limits } = await authenticateBearer(deps, ctx);
     if (boundProjectId) await execute({ deps, principal, door: 'mcp', requestId: String(ctx.state.requestId ?? '') }, openProjectConnectionOperation, { projectId: boundProjectId });
     const sessionId = ctx.get('mcp-session-id');

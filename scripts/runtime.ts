@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { ensureBillingSchedule } from '../services/usage/billing';
 import type { Connection } from '@temporalio/client';
+import { systemClock, type Clock } from '../core/clock';
 import { config } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
@@ -62,8 +63,11 @@ async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
   }
 }
 
-/** The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT (metricsPort: 0 picks a free one). */
-export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
+/**
+ * The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT
+ * (metricsPort: 0 picks a free one). `clock`: systemClock unless a test brings its own.
+ */
+export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
   const settings = config();
   await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
@@ -76,6 +80,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     db,
     temporal,
     encryptionKey: settings.encryptionKey,
+    clock: options.clock ?? systemClock,
     keyUsage,
     sparqlTableCounts: keptTableCounts(),
   });

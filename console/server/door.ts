@@ -142,7 +142,7 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
   router[route.method](route.path, async (ctx) => {
     const { session } = await requireSession(deps, ctx);
     const principal = memberPrincipal(session);
-    const limit = await admitMemberRequest(deps.db, principal);
+    const limit = await admitMemberRequest(deps, principal);
     ctx.set('X-RateLimit-Limit', `${limit.limit}`);
     ctx.set('X-RateLimit-Remaining', `${Math.max(0, limit.remaining)}`);
     ctx.set('X-RateLimit-Reset', `${limit.resetSeconds}`);

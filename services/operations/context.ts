@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import { systemClock, type Clock } from '../../core/clock';
 import type { Db, Executor } from '../../db/connection';
 import type { Project } from '../../db/models';
 import type { Principal } from '../tenancy/access';
@@ -11,6 +12,8 @@ export interface ServiceDependencies {
   db: Db;
   temporal: Client;
   encryptionKey: Buffer;
+  /** Where time decides behaviour (request windows): systemClock in production, a test's own in tests. */
+  clock: Clock;
   /** Records when keys were last used; the API process has one, the worker and CLI need none. */
   keyUsage?: KeyUsageRecorder;
   /**
@@ -35,9 +38,9 @@ const noTemporal = new Proxy({}, {
   },
 }) as Client;
 
-/** The worker's dependencies: the database and the encryption key; Temporal only through workflows (see noTemporal). */
-export function workerDependencies({ db, encryptionKey }: { db: Db; encryptionKey: Buffer }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, sparqlTableCounts: keptTableCounts() };
+/** The worker's dependencies: the database, the encryption key and the clock; Temporal only through workflows (see noTemporal). */
+export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
+  return { db, temporal: noTemporal, encryptionKey, clock, sparqlTableCounts: keptTableCounts() };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

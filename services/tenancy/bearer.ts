@@ -23,14 +23,14 @@ export function authenticateBearer(deps: ServiceDependencies, exchange: BearerEx
   if (!header) throw new AuthenticationError('missing_credential', 'Send an API key in the header Authorization: Bearer <API_KEY>.');
   const match = BEARER.exec(header);
   if (!match) throw new AuthenticationError('invalid_credential', 'The Authorization header must have the form "Bearer <API_KEY>".');
-  const kept = admitKeptRequest(deps.db, match[1]);
+  const kept = admitKeptRequest(deps, match[1]);
   if (kept) return accepted(deps, exchange, kept);
   return authenticateAnyKey(deps, exchange, match[1]);
 }
 
 async function authenticateAnyKey(deps: ServiceDependencies, exchange: BearerExchange, rawKey: string): Promise<Authentication> {
   try {
-    return accepted(deps, exchange, await authenticateRequest(deps.db, rawKey));
+    return accepted(deps, exchange, await authenticateRequest(deps, rawKey));
   } catch (error) {
     const limit = (error as { limit?: LimitCounts }).limit;
     if (limit) setLimitHeaders(exchange, limit);

@@ -1,9 +1,9 @@
 import { RateLimitError } from '../../core/errors';
-import type { Db, Executor } from '../../db/connection';
+import type { Db } from '../../db/connection';
 import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
 import { admitRequest, ApiLimits, getApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
-import { requestBudgets } from './request-budgets';
+import { requestBudgets, type RequestCounting } from './request-budgets';
 
 // A signed-in member's console requests count as a caller's (SPEC 8: "each API key or signed-in
 // user"): against the workspace's bucket, shared with its keys, and a bucket of the member's own
@@ -18,15 +18,17 @@ interface LeaseRow {
 }
 
 /** Counts one console request of the member, from a lease when the buckets are large, else one by one; 429 when either is spent. */
-export async function admitMemberRequest(db: Executor, principal: Principal): Promise<LimitHeaders> {
+export async function admitMemberRequest(counting: RequestCounting, principal: Principal): Promise<LimitHeaders> {
+  const { db, clock } = counting;
   const limits = await definitionCache().get(db as Db, principal.workspaceId, 'limits', () => getApiLimits(db, principal.workspaceId));
   const caller = { ...principal, apiKeyId: principal.memberId };
-  const leased = await requestBudgets(db).admit(caller, limits);
+  const budgets = requestBudgets(counting);
+  const leased = await budgets.admit(caller, limits);
   if (leased) return leased;
-  await requestBudgets(db).settled();
+  await budgets.settled();
   // A share of one, at least one left: exactly this request, or 'small' when a bucket is spent.
-  const { rows } = await db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, 1, 1, 1)', [
-    principal.workspaceId, principal.memberId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests,
+  const { rows } = await db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, 1, 1, 1, ?::timestamptz)', [
+    principal.workspaceId, principal.memberId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, clock.databaseTime(),
   ]);
   return counted(rows[0], limits);
 }

@@ -1,9 +1,10 @@
 import { AuthenticationError } from '../../core/errors';
 import { sha256Hex } from '../../core/secrets';
+import type { Clock } from '../../core/clock';
 import type { Db, Executor } from '../../db/connection';
 import { principalFrom, type Principal } from './access';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
-import { requestBudgets } from './request-budgets';
+import { requestBudgets, type RequestCounting } from './request-budgets';
 import { definitionCache } from '../shared/definition-cache';
 
 // The request path: a key this process knows is taken from memory and counted against a leased
@@ -62,7 +63,7 @@ class RequestAuthenticator {
   private readonly waiting: WaitingRequest[] = [];
   private inFlight = 0;
 
-  constructor(private readonly db: Executor) {}
+  constructor(private readonly db: Executor, private readonly clock: Clock) {}
 
   authenticate(prefix: string, secretHash: string): Promise<RequestPathRow | undefined> {
     return new Promise((resolve, reject) => {
@@ -76,8 +77,8 @@ class RequestAuthenticator {
     const batch = this.waiting.splice(0, MAX_BATCH);
     this.inFlight += 1;
     this.db
-      .raw('SELECT * FROM weft_authenticate_requests(?::text[], ?::text[], ?, ?, ?)', [
-        batch.map((request) => request.prefix), batch.map((request) => request.secretHash), WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS,
+      .raw('SELECT * FROM weft_authenticate_requests(?::text[], ?::text[], ?, ?, ?, ?::timestamptz)', [
+        batch.map((request) => request.prefix), batch.map((request) => request.secretHash), WINDOW_SECONDS, DEFAULT_WORKSPACE_REQUESTS, DEFAULT_API_KEY_REQUESTS, this.clock.databaseTime(),
       ])
       .then(
         ({ rows }: { rows: Array<RequestPathRow & { request: number }> }) => {
@@ -132,11 +133,11 @@ const expired = () => new AuthenticationError('credential_expired', 'The API key
  * more (an unknown, expired or malformed key, no lease or a spent one): authenticateRequest then
  * decides, with the same checks and answers.
  */
-export function admitKeptRequest(db: Executor, rawKey: string): AuthenticatedRequest | undefined {
+export function admitKeptRequest(counting: RequestCounting, rawKey: string): AuthenticatedRequest | undefined {
   if (!KEY_PATTERN.test(rawKey)) return undefined;
   const kept = keptKey(sha256Hex(rawKey));
-  if (!kept || (kept.expiresAtMs !== null && kept.expiresAtMs <= Date.now())) return undefined;
-  const leased = requestBudgets(db).spendNow(kept.principal, kept.limits);
+  if (!kept || (kept.expiresAtMs !== null && kept.expiresAtMs <= counting.clock.now())) return undefined;
+  const leased = requestBudgets(counting).spendNow(kept.principal, kept.limits);
   return leased && { principal: kept.principal, limits: kept.limits, limit: leased };
 }
 
@@ -150,14 +151,16 @@ export function admitKeptRequest(db: Executor, rawKey: string): AuthenticatedReq
  * (never counted) and RateLimitError when a bucket is spent. Only the secret's digest leaves this
  * function.
  */
-export async function authenticateRequest(db: Executor, rawKey: string): Promise<AuthenticatedRequest> {
+export async function authenticateRequest(counting: RequestCounting, rawKey: string): Promise<AuthenticatedRequest> {
+  const { db, clock } = counting;
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
   const secretHash = sha256Hex(rawKey);
   const kept = keptKey(secretHash);
+  const budgets = requestBudgets(counting);
   if (kept) {
-    if (kept.expiresAtMs !== null && kept.expiresAtMs <= Date.now()) throw expired();
-    const leased = await requestBudgets(db).admit(kept.principal, kept.limits);
+    if (kept.expiresAtMs !== null && kept.expiresAtMs <= clock.now()) throw expired();
+    const leased = await budgets.admit(kept.principal, kept.limits);
     if (leased) return { principal: kept.principal, limits: kept.limits, limit: leased };
     // Too little left to lease: checked and counted below, one by one.
   }
@@ -165,9 +168,9 @@ export async function authenticateRequest(db: Executor, rawKey: string): Promise
   // Taken before the key is read: a change anywhere meanwhile and the key is not kept.
   const ticket = definitionCache().ticket();
   // Leases a change ended are still being returned: counting now would count them too.
-  await requestBudgets(db).settled();
+  await budgets.settled();
   let authenticator = authenticators.get(db);
-  if (!authenticator) authenticators.set(db, (authenticator = new RequestAuthenticator(db)));
+  if (!authenticator) authenticators.set(db, (authenticator = new RequestAuthenticator(db, clock)));
   const row = await authenticator.authenticate(match[1], secretHash);
   if (!row || row.outcome === 'invalid') throw invalidCredential();
   if (row.outcome === 'expired') throw expired();

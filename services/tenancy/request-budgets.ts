@@ -1,3 +1,4 @@
+import type { Clock } from '../../core/clock';
 import type { Executor } from '../../db/connection';
 import { leaseIdleMs } from '../../core/config';
 import { RateLimitError } from '../../core/errors';
@@ -16,7 +17,15 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // buckets and the last stretch of large ones stay exact to the request. What a process does not
 // spend goes back after REQUEST_LEASE_IDLE_MS (or WEFT_LEASE_IDLE_MS, if shorter) without use,
 // when the workspace's keys or limits change, or when the process stops, so another process, or
-// another key of the workspace, is not refused for long while budget lies idle here.
+// another key of the workspace, is not refused for long while budget lies idle here. Time comes
+// from the process's clock: the database's decides the window (clock.databaseTime(), null in
+// production), this process's when its leases end and idle.
+
+/** What counts a process's requests: its pool and its clock (both from its dependencies). */
+export interface RequestCounting {
+  db: Executor;
+  clock: Clock;
+}
 
 const SHARE = 16;
 const MAX_LEASE = 1000;
@@ -65,7 +74,7 @@ class RequestBudgets {
   private readonly sweeper: NodeJS.Timeout;
   private readonly stopListening: () => void;
 
-  constructor(private readonly db: Executor) {
+  constructor(private readonly db: Executor, readonly clock: Clock) {
     this.sweeper = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.sweeper.unref();
     // A change to a workspace's keys or limits ends its leases: the next request of each key is
@@ -95,7 +104,7 @@ class RequestBudgets {
       const spent = this.spend(keyId, limits);
       if (spent) return spent;
       const oneByOne = this.oneByOne.get(keyId);
-      if (oneByOne && Date.now() < oneByOne.until && sameLimits(oneByOne.limits, limits)) return undefined;
+      if (oneByOne && this.clock.now() < oneByOne.until && sameLimits(oneByOne.limits, limits)) return undefined;
       const leasing = this.leasing.get(keyId);
       if (!leasing) break;
       await leasing;
@@ -126,11 +135,11 @@ class RequestBudgets {
       this.leases.delete(keyId);
       await this.giveBack(stale);
     }
-    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, ?, ?, ?)', [
-      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, SHARE, MAX_LEASE, MIN_REMAINING,
+    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, ?, ?, ?, ?::timestamptz)', [
+      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, SHARE, MAX_LEASE, MIN_REMAINING, this.clock.databaseTime(),
     ]);
     const row = rows[0];
-    const now = Date.now();
+    const now = this.clock.now();
     if (row.outcome === 'small') {
       this.oneByOne.set(keyId, { workspaceId: principal.workspaceId, limits, until: now + Number(row.reset_ms) });
       return undefined;
@@ -168,13 +177,13 @@ class RequestBudgets {
     }
     // What this process leased and has not spent belongs to the batch as much as to any request.
     await this.settled();
-    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, 1, ?, ?)', [
-      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, more, more,
+    const { rows } = await this.db.raw<{ rows: LeaseRow[] }>('SELECT * FROM weft_lease_requests(?, ?, ?, ?, ?, 1, ?, ?, ?::timestamptz)', [
+      principal.workspaceId, keyId, WINDOW_SECONDS, limits.workspaceRequests, limits.apiKeyRequests, more, more, this.clock.databaseTime(),
     ]);
     const row = rows[0];
     const counted = { limitKey: limits.apiKeyRequests, limitWorkspace: limits.workspaceRequests, usedKey: row.used_key, usedWorkspace: row.used_workspace, resetMs: Number(row.reset_ms) };
     if (row.outcome === 'ok') return admitRequest({ outcome: 'ok', ...counted });
-    const sameWindow = Date.now() - carriedSince < WINDOW_SECONDS * 1000 - counted.resetMs;
+    const sameWindow = this.clock.now() - carriedSince < WINDOW_SECONDS * 1000 - counted.resetMs;
     if (sameWindow) await this.db.raw('SELECT weft_return_requests(?, ?, ?, ?)', [principal.workspaceId, keyId, row.window_start, 1]);
     const handedBack = sameWindow ? 1 : 0;
     const keyLeft = Math.max(0, limits.apiKeyRequests - row.used_key + handedBack);
@@ -192,7 +201,7 @@ class RequestBudgets {
   /** `count` requests from the key's lease, if it holds that many for this window and these limits. */
   private spend(keyId: string, limits: ApiLimits, count = 1): LimitHeaders | undefined {
     const lease = this.leases.get(keyId);
-    const now = Date.now();
+    const now = this.clock.now();
     if (!lease || lease.left < count || now >= lease.endsAt || !sameLimits(lease.limits, limits)) return undefined;
     lease.left -= count;
     lease.lastUsedAt = now;
@@ -210,7 +219,7 @@ class RequestBudgets {
   private giveBack(lease: Lease): Promise<void> {
     const count = lease.left;
     lease.left = 0;
-    if (count < 1 || Date.now() >= lease.endsAt) return Promise.resolve();
+    if (count < 1 || this.clock.now() >= lease.endsAt) return Promise.resolve();
     const returned: Promise<void> = Promise.resolve(this.db.raw('SELECT weft_return_requests(?, ?, ?, ?)', [lease.workspaceId, lease.keyId, lease.windowStart, count]))
       .then(() => undefined, (error: unknown) => logger.warn({ err: error, apiKeyId: lease.keyId }, 'an unspent request lease could not be returned; it lapses with its window'))
       .finally(() => this.returning.delete(returned));
@@ -219,7 +228,7 @@ class RequestBudgets {
   }
 
   private returnIdle(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     const idleMs = Math.min(leaseIdleMs(), REQUEST_LEASE_IDLE_MS);
     for (const [keyId, lease] of this.leases) {
       if (now >= lease.endsAt) this.leases.delete(keyId);
@@ -240,10 +249,11 @@ class RequestBudgets {
 
 const budgets = new WeakMap<Executor, RequestBudgets>();
 
-/** The request budgets this process leases through `db`. */
-export function requestBudgets(db: Executor): RequestBudgets {
+/** The request budgets this process leases through `db`, timed by `clock` (one pool, one clock). */
+export function requestBudgets({ db, clock }: RequestCounting): RequestBudgets {
   let kept = budgets.get(db);
-  if (!kept) budgets.set(db, (kept = new RequestBudgets(db)));
+  if (!kept) budgets.set(db, (kept = new RequestBudgets(db, clock)));
+  else if (kept.clock !== clock) throw new Error('The request budgets of a pool are timed by one clock: pass the one its dependencies hold.');
   return kept;
 }
 

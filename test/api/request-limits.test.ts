@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { createDb } from '../../db/connection';
 import { authenticateRequest } from '../../services/tenancy/request-authentication';
-import { getApiLimits, putApiLimits } from '../../services/tenancy/api-limits';
+import { getApiLimits, putApiLimits, WINDOW_SECONDS } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
-import { as, awayFromWindowTurn, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { as, awayFromSharedWindowTurn, holdRequestWindow, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { RunningScript, startApiScript } from '../support/processes';
 
 const rateHeaders = (res: HttpResponse) => ({
@@ -47,10 +47,10 @@ function anotherApi(settings: Record<string, string> = {}): { url: string } {
 }
 
 describe('Request limits', () => {
-  // Each test counts requests within one window: none starts just before the window turns.
-  beforeEach(() => awayFromWindowTurn());
-
   describe('GET and PUT /api/v1/api-limits', () => {
+    // Each test counts requests within one window: the test API's clock holds it still.
+    beforeEach(holdRequestWindow);
+
     it('answers the defaults: 600 per workspace, 120 per key, 60-second windows', async () => {
       const ws = await newWorkspace();
       const res = await as(ws.apiKey).get('/api/v1/api-limits');
@@ -110,6 +110,8 @@ describe('Request limits', () => {
   });
 
   describe('enforcement', () => {
+    beforeEach(holdRequestWindow);
+
     it('puts X-RateLimit headers on successful responses, counting down', async () => {
       const ws = await newWorkspace();
       const key = await newKey(ws, { scopes: ['org:read', 'projects:read'] });
@@ -163,6 +165,23 @@ describe('Request limits', () => {
       assert.equal((await as(other.apiKey).get('/api/v1/organization')).status, 200);
     });
 
+    it('counts afresh once the window turns, counted one by one or from a lease: the test clock moves the database’s time', async () => {
+      const ws = await newWorkspace();
+      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 2 });
+      const small = await newKey(ws, { scopes: ['org:read'] });
+      for (let remaining = 1; remaining >= 0; remaining--) assertRateHeaders(await as(small).get('/api/v1/organization'), 2, remaining);
+      assertTooManyRequests(await as(small).get('/api/v1/organization'), 2, 'api_key');
+      const roomy = await newWorkspace();
+      await putApiLimits(env().db, roomy.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 100_000 });
+      const leased = await newKey(roomy, { scopes: ['org:read'] });
+      // The first request checks the key, the next ones spend a lease of it.
+      for (let remaining = 99_999; remaining >= 99_997; remaining--) assertRateHeaders(await as(leased).get('/api/v1/organization'), 100_000, remaining);
+
+      env().clock.advance(WINDOW_SECONDS * 1000);
+      assertRateHeaders(await as(small).get('/api/v1/organization'), 2, 1);
+      assertRateHeaders(await as(leased).get('/api/v1/organization'), 100_000, 99_999);
+    });
+
     it('does not charge a key for requests the workspace bucket refused', async () => {
       const ws = await newWorkspace();
       await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 2, apiKeyRequests: 100 });
@@ -176,9 +195,12 @@ describe('Request limits', () => {
   });
 
   describe('across API processes', function () {
-    // The second API is a real separate process (`scripts/start.ts api`) on the same database.
+    // The second API is a real separate process (`scripts/start.ts api`) on the same database. It
+    // reads the database's time, which the test clock does not move: these tests still start well
+    // inside a window.
     this.timeout(120_000);
     const second = anotherApi();
+    beforeEach(() => awayFromSharedWindowTurn());
 
     /** Fires the requests all at once, alternating between the shared test API and the second process. */
     async function fireConcurrently(keys: string[], count: number): Promise<HttpResponse[]> {
@@ -255,8 +277,9 @@ describe('Request leases while a key pauses', function () {
   it('hands an idle lease back after WEFT_LEASE_IDLE_MS', async () => {
     // A lease of a 60-second window that turns before it is handed back has nothing to give back
     // (the next window starts from zero), and the key's row keeps the old count: start the burst
-    // well inside a window. (Within its last 5 s, about one run in 60 failed here.)
-    await awayFromWindowTurn();
+    // well inside a window. (Within its last 5 s, about one run in 60 failed here.) Its own
+    // process reads the database's time, which the test clock does not move.
+    await awayFromSharedWindowTurn();
     const { keyId, sent } = await burst(quick.url);
     for (let waited = 0; (await usedBy(keyId)) !== sent; waited += 100) {
       assert.ok(waited < 30_000, `the unused lease went back within 30 s (used ${await usedBy(keyId)})`);
@@ -281,18 +304,19 @@ describe('Request authentication in batches', () => {
     ];
     const wrongSecret = (key: string) => key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
     const second = createDb(process.env.DATABASE_URL!, { max: 10 });
+    const { clock } = env();
     let batchStatements = 0;
     second.on('query', (query: { sql: string }) => void (query.sql.includes('weft_authenticate_requests') && batchStatements++));
     try {
-      // Stay inside one 60-second window.
-      await awayFromWindowTurn(15_000);
+      // Inside one 60-second window: both pools count by the test clock, held still.
+      holdRequestWindow();
       const calls: Array<{ db: typeof second; key: string; real: boolean }> = [];
       for (let round = 0; round < 15; round++) {
         for (const [i, key] of keys.entries()) calls.push({ db: (round + i) % 2 ? env().db : second, key, real: true });
         if (round % 3 === 0) calls.push({ db: second, key: wrongSecret(keys[round % keys.length]), real: false });
       }
       const outcomes = await Promise.all(
-        calls.map(({ db, key }) => authenticateRequest(db, key).then(
+        calls.map(({ db, key }) => authenticateRequest({ db, clock }, key).then(
           (authenticated) => ({ key, workspaceId: authenticated.principal.workspaceId, code: 'ok' }),
           (error: { code?: string; details?: { dimension?: string } }) => ({ key, workspaceId: undefined, code: `${error.code}${error.details?.dimension ? `:${error.details.dimension}` : ''}` }),
         )),
@@ -307,7 +331,7 @@ describe('Request authentication in batches', () => {
       assert.ok(batchStatements > 0 && batchStatements < calls.filter((c) => c.db === second).length, `the second pool batched: ${batchStatements} statements`);
 
       // The counters hold what was admitted, with refused requests given back, not a request more.
-      const window = Math.floor(Date.now() / 60_000);
+      const window = Math.floor(clock.now() / 60_000);
       const { rows } = await env().db.raw('SELECT bucket, used FROM request_counters WHERE window_start = ? AND bucket = ANY(?::text[])', [
         window, [`w:${tight.workspaceId}`, `w:${roomy.workspaceId}`, ...(await Promise.all(keys.map(async (key) => `k:${await keyIdOf(key)}`)))],
       ]);
@@ -329,7 +353,7 @@ describe('Request counters across a window turn', () => {
     // As if a request that read the clock later had already moved the key's bucket to the next window.
     const next = Math.floor(Date.now() / 60_000) + 1;
     await env().db('request_counters').insert({ bucket, windowStart: next, used: 5 });
-    await authenticateRequest(env().db, key);
+    await authenticateRequest(env(), key);
     const row = await env().db('request_counters').where({ bucket }).first();
     assert.deepEqual({ windowStart: Number(row.windowStart), used: row.used }, { windowStart: next, used: 6 });
   });

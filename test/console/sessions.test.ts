@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { as, awayFromWindowTurn, newKey, newWorkspace, request } from '../support/fixtures';
+import { as, holdRequestWindow, newKey, newWorkspace, request } from '../support/fixtures';
 import { env } from '../support/environment';
 import { ConsoleClient, invite, PASSWORD, signedIn, tokenOf, within } from '../support/console';
 import { startApiScript } from '../support/processes';
@@ -216,7 +216,7 @@ describe('Console sessions (against the running API)', function () {
     const ws = await newWorkspace();
     const { client } = await signedIn(ws.workspaceId, 'member');
     assert.equal((await as(ws.apiKey).put('/api/v1/api-limits', { workspaceRequests: 600, apiKeyRequests: 3 })).status, 200);
-    await awayFromWindowTurn();
+    holdRequestWindow();
     for (let i = 0; i < 3; i += 1) assert.equal((await client.request('GET', '/console/api/projects')).status, 200);
     const answers = await client.request('GET', '/console/api/projects');
     assert.equal(answers.status, 429);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
-import { as, awayFromWindowTurn, HttpResponse, newKey, newWorkspace, workspaceRows } from '../support/fixtures';
+import { as, holdRequestWindow, HttpResponse, newKey, newWorkspace, workspaceRows } from '../support/fixtures';
 import { linearDocument, pipelineTenant, tableDestination } from '../support/pipelines';
 
 // MCP revision 2025-03-26 (which the server still negotiates) lets one HTTP request carry a
@@ -65,8 +65,8 @@ const limitOf = (res: HttpResponse) => Number(res.headers.get('x-ratelimit-limit
 
 describe('MCP JSON-RPC batches count one request per message', function () {
   this.timeout(120_000);
-  // Each test counts requests within one window: none starts just before the window turns.
-  beforeEach(() => awayFromWindowTurn(20_000));
+  // Each test counts requests within one window: the test API's clock holds it still.
+  beforeEach(holdRequestWindow);
 
   const cases = [
     { name: 'the key’s bucket, counted one by one', limits: { workspaceRequests: 1000, apiKeyRequests: 100 }, bucket: 'apiKeyRequests' },

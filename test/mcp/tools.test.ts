@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { connectWatched } from '../support/mcp-client';
-import { as, awayFromWindowTurn, newKey, newWorkspace } from '../support/fixtures';
+import { as, holdRequestWindow, newKey, newWorkspace } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, tableRecords, useEventsApi } from '../support/pipelines';
 
 async function connect(key: string, path = '/mcp'): Promise<Client> {
@@ -264,7 +264,7 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
   });
 
   it('shares request limits with HTTP calls of the same key', async () => {
-    await awayFromWindowTurn();
+    holdRequestWindow();
     const ws = await newWorkspace();
     const key = await newKey(ws, { scopes: ['org:manage'] });
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 12 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
-import { as, awayFromWindowTurn, newWorkspace, request, requestAt } from '../support/fixtures';
+import { as, holdRequestWindow, newWorkspace, request, requestAt } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 import { freePort, RunningScript, startScript } from '../support/processes';
 import { scrape, total, unboundedLabels } from '../support/prometheus';
@@ -42,7 +42,7 @@ describe('Prometheus metrics', function () {
   });
 
   it('counts requests by route template, method and status, and 429s by bucket', async () => {
-    await awayFromWindowTurn();
+    holdRequestWindow();
     const before = (await scrape(env().metricsUrl)).samples;
     for (let i = 0; i < 3; i++) assert.equal((await t.client.get(`/api/v1/projects/${t.projectId}/pipelines`)).status, 200);
     // Raw paths with ids never become labels: each of these is the same template or `unmatched`.

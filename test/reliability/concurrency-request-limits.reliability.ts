@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
-import { awayFromWindowTurn, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { awayFromSharedWindowTurn, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { burst, useApiProcesses } from './support/concurrency-processes';
 import { connectWatched } from '../support/mcp-client';
 
@@ -11,7 +11,9 @@ import { connectWatched } from '../support/mcp-client';
  * A burst of three times a bucket's limit, spread round robin over the three processes and started
  * just after a 60-second window begins: exactly `limit` requests succeed, every other one is a 429
  * of that bucket, and every answer reports the same window. For the key bucket, the workspace
- * bucket, and HTTP and MCP requests sharing one key's bucket.
+ * bucket, and HTTP and MCP requests sharing one key's bucket. Two of the processes are processes of
+ * their own, which read the database's time: the test clock cannot hold their window still, so each
+ * burst waits to start well inside one (awayFromSharedWindowTurn).
  */
 const LIMIT = 25;
 const BURST = 3 * LIMIT;
@@ -77,7 +79,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await awayFromWindowTurn(20_000);
+    await awayFromSharedWindowTurn(20_000);
     const answers = await fire([key], BURST);
     assertExact(answers, LIMIT, 'api_key');
     // All three processes refuse the key for the rest of the window; another key of the workspace still works.
@@ -89,7 +91,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: LIMIT, apiKeyRequests: 10 * BURST });
     const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
-    await awayFromWindowTurn(20_000);
+    await awayFromSharedWindowTurn(20_000);
     // Keys rotate with a different period than processes, so every key reaches every process.
     const keyOf = (i: number) => Math.floor(i / processes.urls.length) % keys.length;
     const answers = await burst(BURST, async (i) => {
@@ -123,7 +125,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: 2 * LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await awayFromWindowTurn(30_000);
+    await awayFromSharedWindowTurn(30_000);
     // One MCP session per process; their handshakes count too. What is left is read from a probe.
     const sessions: Client[] = [];
     const streams: Array<Promise<void>> = [];

@@ -7,6 +7,7 @@ import { closeMetering } from '../../services/usage/usage';
 import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
+import { SettableClock } from '../../core/clock';
 
 /**
  * One API server, one worker and one pool for the whole run, against the real PostgreSQL and
@@ -21,6 +22,12 @@ export interface TestEnvironment {
   temporal: Client;
   taskQueue: string;
   encryptionKey: Buffer;
+  /**
+   * The clock of the in-process API (and of what a test hands its own dependencies): the system
+   * clock until a test sets it, and again after each test (root-hooks.ts). Processes a test starts
+   * (startApiScript) have their own, the system clock.
+   */
+  clock: SettableClock;
   stopApi(): Promise<void>;
   /** Stops the in-process worker (a test that runs its own worker process), and starts it again. */
   stopWorker(): Promise<void>;
@@ -46,7 +53,8 @@ export async function startEnvironment(): Promise<void> {
   const encryptionKey = loadEncryptionKey();
   const temporalAddress = process.env.TEMPORAL_ADDRESS;
   let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
-  const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0 });
+  const clock = new SettableClock();
+  const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock });
   environment = {
     db,
     baseUrl: api.url,
@@ -54,6 +62,7 @@ export async function startEnvironment(): Promise<void> {
     temporal: createTemporalClient(connection),
     taskQueue,
     encryptionKey,
+    clock,
     stopApi: () => api.stop(),
     async stopWorker() {
       await worker?.shutdown();
@@ -64,6 +73,11 @@ export async function startEnvironment(): Promise<void> {
     },
   };
   cleanup = [() => api.stop(), async () => worker?.shutdown(), () => closeMetering(db), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+}
+
+/** After each test: the clock it may have set goes back to the system's. */
+export function releaseClock(): void {
+  environment?.clock.release();
 }
 
 export async function stopEnvironment(): Promise<void> {

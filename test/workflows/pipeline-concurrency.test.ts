@@ -29,10 +29,10 @@ import {
 
 /** The context the MCP tools' operations get, for calling the schedule and cancel services directly as this key. */
 function contextOf(principal: Principal, project?: Project): OperationContext {
-  const { db, temporal, encryptionKey } = env();
+  const { db, temporal, encryptionKey, clock } = env();
   return {
     db,
-    deps: { db, temporal, encryptionKey },
+    deps: { db, temporal, encryptionKey, clock },
     principal,
     get project(): Project {
       if (!project) throw new Error('no project');
