@@ -183,7 +183,8 @@ class RequestBudgets {
     const row = rows[0];
     const counted = { limitKey: limits.apiKeyRequests, limitWorkspace: limits.workspaceRequests, usedKey: row.used_key, usedWorkspace: row.used_workspace, resetMs: Number(row.reset_ms) };
     if (row.outcome === 'ok') return admitRequest({ outcome: 'ok', ...counted });
-    const sameWindow = this.clock.now() - carriedSince < WINDOW_SECONDS * 1000 - counted.resetMs;
+    // Carried in this window if it began no longer ago than the window did (at its first millisecond included).
+    const sameWindow = this.clock.now() - carriedSince <= WINDOW_SECONDS * 1000 - counted.resetMs;
     if (sameWindow) await this.db.raw('SELECT weft_return_requests(?, ?, ?, ?)', [principal.workspaceId, keyId, row.window_start, 1]);
     const handedBack = sameWindow ? 1 : 0;
     const keyLeft = Math.max(0, limits.apiKeyRequests - row.used_key + handedBack);
