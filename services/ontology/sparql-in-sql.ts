@@ -35,15 +35,16 @@ const { literal, namedNode } = DataFactory;
 const RDF_TYPE = `${NS.rdf}type`;
 const XSD = 'http://www.w3.org/2001/XMLSchema#';
 const XSD_INTEGER = `${XSD}integer`;
+const XSD_STRING = `${XSD}string`;
 
 type Term = { termType: string; value: string };
 
 
-/** A triple of the star: what it reads of the record. */
+/** A triple of the star: what it reads of the record. `optional`: the OPTIONAL of its group it is in (its number in the branch). */
 type StarTriple =
   | { kind: 'type' }
-  | { kind: 'property'; variable: string; field: string; datatype: string }
-  | { kind: 'link'; variable: string; field: string; before: string; after: string; /** The star whose subject this link's object is. */ joins?: number };
+  | { kind: 'property'; variable: string; field: string; datatype: string; optional?: number }
+  | { kind: 'link'; variable: string; field: string; before: string; after: string; optional?: number; /** The star whose subject this link's object is. */ joins?: number };
 
 interface Projection {
   name: string;
@@ -62,6 +63,9 @@ const WORK_MEM = '64MB';
 /** Solutions a query without aggregates may have here (they are sorted in this process); more are left to the evaluator. */
 const MAX_SOLUTION_ROWS = 100_000;
 
+/** Values a query's VALUES blocks may hold together (each is a parameter); larger ones are left to the evaluator. */
+const MAX_VALUES = 10_000;
+
 /** Lexical forms of the numeric datatypes totals are computed for, as the evaluator reads them (numeric.ts). */
 const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$', 'xsd:decimal': '^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$' };
 
@@ -74,35 +78,55 @@ interface Star {
   triples: StarTriple[];
 }
 
-/** `?v op constant`: a FILTER conjunct on a numeric property's value. */
-interface NumericFilter {
-  variable: string;
-  op: '<' | '<=' | '>' | '>=' | '=' | '!=';
-  value: string;
+/** What a variable's values are: IRIs of a one-field template (a subject or a link), or literals of one datatype. */
+type Kind = { of: 'iri'; before: string; after: string } | { of: 'literal'; datatype: string };
+const kindKey = (kind: Kind): string => (kind.of === 'iri' ? `iri\n${kind.before}\n${kind.after}` : `literal\n${kind.datatype}`);
+const isNumeric = (kind: Kind | undefined): boolean => kind?.of === 'literal' && kind.datatype in NUMERIC_LEXICAL;
+
+/** A variable of the solutions, with the one kind every branch binds it to. */
+interface Variable {
+  name: string;
+  kind: Kind;
+  /** Unbound in some solutions: bound in an OPTIONAL, or not in every UNION branch. */
+  nullable: boolean;
 }
 
-/** A FILTER as numeric bounds, or undefined when any of it is something else. */
-function filterBounds(expression: unknown): NumericFilter[] | undefined {
-  const e = expression as { type?: string; operator?: string; args?: Array<{ termType?: string; value?: string; datatype?: { value: string } }> };
-  if (e?.type !== 'operation' || !e.args) return undefined;
-  if (e.operator === '&&') {
-    const parts = e.args.map(filterBounds);
-    return parts.every(Boolean) ? parts.flat() as NumericFilter[] : undefined;
-  }
-  const flipped: Record<string, NumericFilter['op']> = { '<': '>', '<=': '>=', '>': '<', '>=': '<=', '=': '=', '!=': '!=' };
-  if (!(String(e.operator) in flipped) || e.args.length !== 2) return undefined;
-  const [left, right] = e.args;
-  const constant = (term: typeof left) => term.termType === 'Literal' && (term.datatype?.value === `${XSD}integer` || term.datatype?.value === `${XSD}decimal`) && /^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$/.test(String(term.value));
-  if (left.termType === 'Variable' && constant(right)) return [{ variable: String(left.value), op: e.operator as NumericFilter['op'], value: String(right.value) }];
-  if (right.termType === 'Variable' && constant(left)) return [{ variable: String(right.value), op: flipped[String(e.operator)], value: String(left.value) }];
-  return undefined;
+/**
+ * A FILTER as SQL can apply it with SPARQL's meaning: a condition is true, false or an error (SQL's
+ * NULL), and SPARQL's &&, || and ! treat an error as SQL's AND, OR and NOT treat NULL (§17.2); a
+ * FILTER keeps what is true. An unbound variable is an error in a comparison, so its NULL is too.
+ */
+type Condition =
+  | { kind: 'and' | 'or'; args: Condition[] }
+  | { kind: 'not'; arg: Condition }
+  | { kind: 'bound'; variable: string }
+  /** On the value's number (numeric properties), or on its text: a string in code point order, or an IRI's key. */
+  | { kind: 'compare'; variable: string; op: '<' | '<=' | '>' | '>=' | '=' | '!='; on: 'number' | 'text'; value: string }
+  /** `?iri = <c>` for an IRI no value of the variable can be: false where bound (true, negated), an error where not. */
+  | { kind: 'never'; variable: string; negated: boolean }
+  | { kind: 'string'; test: 'contains' | 'strstarts' | 'strends'; variable: string; value: string };
+
+/** A group: the stars of its triples, its FILTERs, the conditions of its OPTIONALs' left joins and its VALUES. */
+interface Branch {
+  /** Indices into SqlQuery.stars. */
+  stars: number[];
+  filters: Condition[];
+  /** By the `optional` number of their triples. */
+  optionals: Condition[][];
+  /** Each a table of texts (keys of IRIs, lexical forms of literals), joined to the variables' values. */
+  values: Array<{ variables: string[]; rows: string[][] }>;
 }
 
 export interface SqlQuery {
+  /** Every branch's stars. */
   stars: Star[];
+  /** The group, or the branches of a UNION (their solutions together, duplicates kept). */
+  branches: Branch[];
+  variables: Variable[];
+  /** FILTERs of the group a UNION is in, over the branches' solutions. */
+  filters: Condition[];
   groupBy: string[];
   projections: Projection[];
-  filters: NumericFilter[];
   /** Aggregates (or GROUP BY): one row per group; otherwise one row per solution, DISTINCT or not. */
   aggregated: boolean;
   distinct: boolean;
@@ -121,84 +145,155 @@ function oneFieldTemplate(template: string): { field: string; before: string; af
   return { field: fields[0], before, after };
 }
 
+/** The full IRI of a datatype as the mapping writes it (term-records.ts). */
+const datatypeIri = (datatype: string): string => `${XSD}${datatype.replace(/^xsd:/, '')}`;
+
+/** The key text an IRI of this template is made of, or undefined when no key makes it. */
+function keyOf(iri: string, kind: { before: string; after: string }): string | undefined {
+  if (iri.length < kind.before.length + kind.after.length || !iri.startsWith(kind.before) || !iri.endsWith(kind.after)) return undefined;
+  const encoded = iri.slice(kind.before.length, iri.length - kind.after.length);
+  let key: string;
+  try {
+    key = decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+  return key !== '' && encodeURIComponent(key) === encoded ? key : undefined;
+}
+
+/** The text a constant term is among a variable's values (the same term exactly), or undefined when it is none of them. */
+function textOf(term: Term & { language?: string; datatype?: { value: string } }, kind: Kind): string | undefined {
+  if (kind.of === 'iri') return term.termType === 'NamedNode' ? keyOf(term.value, kind) : undefined;
+  return term.termType === 'Literal' && !term.language && term.datatype?.value === datatypeIri(kind.datatype) ? term.value : undefined;
+}
+
+const NUMBER_CONSTANT = /^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$/;
+type Constant = Term & { language?: string; datatype?: { value: string } };
+const isConstant = (term: unknown): term is Constant => (term as Term | undefined)?.termType === 'Literal' || (term as Term | undefined)?.termType === 'NamedNode';
+const isNumberConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && NUMBER_CONSTANT.test(term.value);
+const isStringConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && term.datatype?.value === XSD_STRING && !/[\uD800-\uDFFF]/.test(term.value);
+
+/** `?variable op constant`, where SQL compares as SPARQL does: like with like (else undefined, and the query is evaluated). */
+function comparisonOf(variable: string, op: Extract<Condition, { kind: 'compare' }>['op'], constant: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
+  const kind = kindOf(variable);
+  if (!kind || !isConstant(constant)) return undefined;
+  if (kind.of === 'iri') {
+    if (constant.termType !== 'NamedNode' || (op !== '=' && op !== '!=')) return undefined;
+    const key = keyOf(constant.value, kind);
+    return key === undefined ? { kind: 'never', variable, negated: op === '!=' } : { kind: 'compare', variable, op, on: 'text', value: key };
+  }
+  if (isNumeric(kind)) return isNumberConstant(constant) ? { kind: 'compare', variable, op, on: 'number', value: constant.value } : undefined;
+  if (kind.datatype === 'xsd:string') return isStringConstant(constant) ? { kind: 'compare', variable, op, on: 'text', value: constant.value } : undefined;
+  return undefined;
+}
+
+/** A FILTER's expression as a Condition over variables of these kinds, or undefined when SQL would not give SPARQL's answer. */
+function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
+  const e = expression as { type?: string; operator?: string; args?: unknown[] };
+  if (e?.type !== 'operation' || !Array.isArray(e.args)) return undefined;
+  const args = e.args;
+  const operator = String(e.operator);
+  if (operator === '&&' || operator === '||') {
+    const parts = args.map((arg) => conditionOf(arg, kindOf));
+    return parts.length === 2 && parts.every(Boolean) ? { kind: operator === '&&' ? 'and' : 'or', args: parts as Condition[] } : undefined;
+  }
+  if (operator === '!') {
+    const arg = args.length === 1 ? conditionOf(args[0], kindOf) : undefined;
+    return arg && { kind: 'not', arg };
+  }
+  if (operator === 'bound') return args.length === 1 && isVariable(args[0]) && kindOf(args[0].value) ? { kind: 'bound', variable: args[0].value } : undefined;
+  if (operator === 'in' || operator === 'notin') {
+    // IN is = against each member, true if one is, else an error if one is, else false (§17.4.1.9).
+    const [needle, members] = args;
+    if (!isVariable(needle) || !Array.isArray(members) || !kindOf(needle.value)) return undefined;
+    const parts = members.map((member) => comparisonOf(needle.value, '=', member, kindOf));
+    if (!parts.every(Boolean)) return undefined;
+    const any: Condition = parts.length ? (parts as Condition[]).reduce((a, b) => ({ kind: 'or', args: [a, b] })) : { kind: 'never', variable: needle.value, negated: false };
+    return operator === 'in' ? any : { kind: 'not', arg: any };
+  }
+  if (operator === 'contains' || operator === 'strstarts' || operator === 'strends') {
+    const [text, needle] = args;
+    const kind = isVariable(text) ? kindOf(text.value) : undefined;
+    if (kind?.of !== 'literal' || kind.datatype !== 'xsd:string' || !isConstant(needle) || !isStringConstant(needle)) return undefined;
+    return { kind: 'string', test: operator, variable: (text as Term).value, value: needle.value };
+  }
+  const flipped: Record<string, Extract<Condition, { kind: 'compare' }>['op']> = { '<': '>', '<=': '>=', '>': '<', '>=': '<=', '=': '=', '!=': '!=' };
+  if (!(operator in flipped) || args.length !== 2) return undefined;
+  const [left, right] = args;
+  if (isVariable(left)) return comparisonOf(left.value, operator as keyof typeof flipped & Extract<Condition, { kind: 'compare' }>['op'], right, kindOf);
+  if (isVariable(right)) return comparisonOf(right.value, flipped[operator], left, kindOf);
+  return undefined;
+}
+
+/** A sparqljs group pattern, as far as this file reads it. */
+interface Pattern {
+  type: string;
+  triples?: Array<{ subject: Term; predicate: Term; object: Term }>;
+  expression?: unknown;
+  patterns?: Pattern[];
+  values?: Array<Record<string, Term | undefined>>;
+}
+
 /**
- * The query as a count over stars of `sources` (one star per subject variable, stars joined where a
- * link's object is another star's subject and the link's template is that star's subject
- * template), or undefined when it is not one this file answers. `othersOf(i)`: what graphs other
- * than source i hold; a star's predicates must be yielded by its source alone.
+ * The query as stars of `sources` (one star per subject variable, stars joined where a link's
+ * object is another star's subject and the link's template is that star's subject template),
+ * with OPTIONALs of a star's own properties, FILTERs, VALUES and UNIONs of such groups, or
+ * undefined when it is not one this file answers. `othersOf(i)`: what graphs other than source i
+ * hold; a star's predicates must be yielded by its source alone.
  */
 export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
   if (query.type !== 'query' || query.queryType !== 'SELECT') return undefined;
   const q = query as SparqlQuery & Record<string, unknown>;
-  if (q.having || q.values || q.reduced || (q as { from?: unknown }).from) return undefined;
-  const where = (q.where ?? []) as Array<{ type: string; triples?: Array<{ subject: Term; predicate: Term; object: Term }>; expression?: unknown }>;
-  // The group's triples, in however many blocks its FILTERs split them into (one conjunction).
-  const triplesOfGroup = where.filter((pattern) => pattern.type === 'bgp').flatMap((pattern) => pattern.triples ?? []);
-  if (!triplesOfGroup.length || where.some((pattern) => pattern.type !== 'bgp' && pattern.type !== 'filter')) return undefined;
-  const filters: NumericFilter[] = [];
-  for (const pattern of where) {
-    if (pattern.type !== 'filter') continue;
-    const bounds = filterBounds(pattern.expression);
-    if (!bounds) return undefined;
-    filters.push(...bounds);
+  if (q.having || q.reduced || (q as { from?: unknown }).from) return undefined;
+  const where = (q.where ?? []) as Pattern[];
+  const selected = q.variables as unknown[];
+  if (!Array.isArray(selected) || selected.some((item) => (item as Term).termType === 'Wildcard')) return undefined;
+  const aggregated = ((q.group as unknown[] | undefined)?.length ?? 0) > 0 || selected.some((item) => !isVariable(item));
+  // A UNION as the group's one pattern besides FILTERs: its branches' solutions, then the FILTERs.
+  const unions = where.filter((pattern) => pattern.type === 'union');
+  let groups: Pattern[][] = [where];
+  let outerFilters: unknown[] = [];
+  if (unions.length) {
+    if (unions.length > 1 || where.some((pattern) => pattern.type !== 'union' && pattern.type !== 'filter')) return undefined;
+    groups = (unions[0].patterns ?? []).map((branch) => (branch.type === 'group' ? branch.patterns ?? [] : [branch]));
+    outerFilters = where.filter((pattern) => pattern.type === 'filter').map((pattern) => pattern.expression);
   }
-  const bySubject = new Map<string, Array<{ predicate: Term; object: Term }>>();
-  for (const { subject, predicate, object } of triplesOfGroup) {
-    if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
-    bySubject.set(subject.value, [...(bySubject.get(subject.value) ?? []), { predicate, object }]);
+  // A trailing VALUES joins the group's solutions before any aggregate (§18.2.4.3 is after them: left to the evaluator).
+  if (q.values) {
+    if (aggregated || unions.length) return undefined;
+    groups = [[...where, { type: 'values', values: q.values as Pattern['values'] }]];
   }
   const stars: Star[] = [];
-  for (const [variable, triples] of bySubject) {
-    const star = starOver(variable, triples, sources, othersOf, terms, baseIri);
-    if (!star) return undefined;
-    stars.push(star);
-  }
-  // Every variable is bound in one place: a star's subject, or one value triple (a link's object may
-  // be another star's subject: the join). Stars must be joined into one.
-  const subjects = new Map(stars.map((star, at) => [star.variable, at]));
-  const bound = new Set<string>();
-  const linked = new Set<number>([0]);
-  for (const star of stars) {
-    for (const triple of star.triples) {
-      if (triple.kind === 'type') continue;
-      const target = subjects.get(triple.variable);
-      if (target !== undefined) {
-        const subject = stars[target].subject;
-        if (triple.kind !== 'link' || triple.before !== subject.before || triple.after !== subject.after) return undefined;
-        triple.joins = target;
-        continue;
-      }
-      if (bound.has(triple.variable)) return undefined;
-      bound.add(triple.variable);
+  const branches: Branch[] = [];
+  const merged = new Map<string, Variable>();
+  const inBranches = new Map<string, number>();
+  for (const group of groups) {
+    const found = groupOf(group, stars, sources, othersOf, terms, baseIri);
+    if (!found) return undefined;
+    branches.push(found.branch);
+    for (const [name, variable] of found.variables) {
+      const known = merged.get(name);
+      // A variable bound to IRIs in one branch and literals in another (or to two datatypes) would be told apart by neither GROUP BY nor DISTINCT in SQL.
+      if (known && kindKey(known.kind) !== kindKey(variable.kind)) return undefined;
+      merged.set(name, { name, kind: variable.kind, nullable: variable.nullable || Boolean(known?.nullable) });
+      inBranches.set(name, (inBranches.get(name) ?? 0) + 1);
     }
   }
-  for (let grew = true; grew; ) {
-    grew = false;
-    stars.forEach((star, at) => {
-      for (const triple of star.triples) {
-        if (triple.kind !== 'link' || triple.joins === undefined) continue;
-        if (linked.has(at) !== linked.has(triple.joins)) {
-          linked.add(at);
-          linked.add(triple.joins);
-          grew = true;
-        }
-      }
-    });
+  for (const [name, count] of inBranches) if (count < branches.length) merged.get(name)!.nullable = true;
+  const kindOf = (name: string) => merged.get(name)?.kind;
+  const filters: Condition[] = [];
+  for (const expression of outerFilters) {
+    const condition = conditionOf(expression, kindOf);
+    if (!condition) return undefined;
+    filters.push(condition);
   }
-  if (linked.size !== stars.length) return undefined;
-  const known = (name: string) => bound.has(name) || subjects.has(name);
+  const known = (name: string) => merged.has(name);
   const groupBy: string[] = [];
   for (const group of (q.group ?? []) as Array<{ expression: Term; variable?: Term }>) {
     if (!isVariable(group.expression) || group.variable || !known(group.expression.value)) return undefined;
     groupBy.push(group.expression.value);
   }
-  const property = (name: string) => stars.flatMap((star) => star.triples).find((triple): triple is Extract<StarTriple, { kind: 'property' }> => triple.kind === 'property' && triple.variable === name);
-  // A FILTER is kept only when PostgreSQL can apply all of it: numeric bounds on numeric properties.
-  if (filters.some((filter) => !((property(filter.variable)?.datatype ?? '') in NUMERIC_LEXICAL))) return undefined;
   const projections: Projection[] = [];
-  const selected = q.variables as unknown[];
-  if (!Array.isArray(selected) || selected.some((item) => (item as Term).termType === 'Wildcard')) return undefined;
-  const aggregated = groupBy.length > 0 || selected.some((item) => !isVariable(item));
   for (const item of selected) {
     if (isVariable(item)) {
       if (aggregated ? !groupBy.includes(item.value) : !known(item.value)) return undefined;
@@ -210,9 +305,10 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
     const of = expression.expression;
     const aggregation = expression.aggregation?.toLowerCase();
     if (aggregation === 'sum' || aggregation === 'avg') {
-      const summed = isVariable(of) && !expression.distinct ? property(of.value) : undefined;
-      if (!summed || !(summed.datatype in NUMERIC_LEXICAL)) return undefined;
-      projections.push({ name: variable.value, total: { of: summed.variable, average: aggregation === 'avg' } });
+      // Over every solution's number: an unbound one would be an error of SPARQL's own.
+      const summed = isVariable(of) && !expression.distinct ? merged.get(of.value) : undefined;
+      if (!summed || summed.nullable || !isNumeric(summed.kind)) return undefined;
+      projections.push({ name: variable.value, total: { of: summed.name, average: aggregation === 'avg' } });
       continue;
     }
     if (aggregation !== 'count') return undefined;
@@ -229,11 +325,113 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
   }
   // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
   if (!aggregated && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
-  return { stars, groupBy, projections, filters, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+  if (branches.reduce((sum, branch) => sum + branch.values.reduce((cells, table) => cells + table.rows.length * table.variables.length, 0), 0) > MAX_VALUES) return undefined;
+  return { stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+}
+
+/**
+ * A group of triples, FILTERs, VALUES and OPTIONALs of a star's own properties as a branch, its
+ * stars added to `stars`; undefined when it is not one. Every variable is bound in one place: a
+ * star's subject, or one value triple (a link's object may be another star's subject: the join).
+ */
+function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): { branch: Branch; variables: Map<string, { kind: Kind; nullable: boolean }> } | undefined {
+  const triples: Array<{ subject: Term; predicate: Term; object: Term; optional?: number }> = [];
+  const filterExpressions: unknown[] = [];
+  const optionalFilters: unknown[][] = [];
+  const valuesBlocks: Array<Array<Record<string, Term | undefined>>> = [];
+  for (const pattern of patterns) {
+    if (pattern.type === 'bgp') triples.push(...(pattern.triples ?? []));
+    else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
+    else if (pattern.type === 'values') valuesBlocks.push(pattern.values ?? []);
+    else if (pattern.type === 'optional') {
+      const inner = pattern.patterns ?? [];
+      const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : []));
+      if (!own.length || inner.some((each) => each.type !== 'bgp' && each.type !== 'filter')) return undefined;
+      // Of one subject the group's triples bound before it: the left join then commutes with the group's later
+      // patterns, which cannot share its new variables (each is bound in one place).
+      const subject = own[0].subject;
+      if (!isVariable(subject) || own.some((triple) => !isVariable(triple.subject) || triple.subject.value !== subject.value || triple.predicate.value === RDF_TYPE)) return undefined;
+      if (!triples.some((triple) => triple.optional === undefined && isVariable(triple.subject) && triple.subject.value === subject.value)) return undefined;
+      triples.push(...own.map((triple) => ({ ...triple, optional: optionalFilters.length })));
+      optionalFilters.push(inner.filter((each) => each.type === 'filter').map((each) => each.expression));
+    } else return undefined;
+  }
+  if (!triples.some((triple) => triple.optional === undefined)) return undefined;
+  const bySubject = new Map<string, Array<{ predicate: Term; object: Term; optional?: number }>>();
+  for (const { subject, predicate, object, optional } of triples) {
+    if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
+    bySubject.set(subject.value, [...(bySubject.get(subject.value) ?? []), { predicate, object, optional }]);
+  }
+  const first = stars.length;
+  for (const [variable, starTriples] of bySubject) {
+    const star = starOver(variable, starTriples, sources, othersOf, terms, baseIri);
+    if (!star) return undefined;
+    stars.push(star);
+  }
+  const own = stars.slice(first);
+  const subjects = new Map(own.map((star, at) => [star.variable, first + at]));
+  const variables = new Map<string, { kind: Kind; nullable: boolean }>(own.map((star) => [star.variable, { kind: { of: 'iri', before: star.subject.before, after: star.subject.after }, nullable: false }]));
+  for (const star of own) {
+    for (const triple of star.triples) {
+      if (triple.kind === 'type') continue;
+      const target = subjects.get(triple.variable);
+      if (target !== undefined) {
+        const subject = stars[target].subject;
+        if (triple.kind !== 'link' || triple.optional !== undefined || triple.before !== subject.before || triple.after !== subject.after) return undefined;
+        triple.joins = target;
+        continue;
+      }
+      if (variables.has(triple.variable)) return undefined;
+      variables.set(triple.variable, { kind: triple.kind === 'link' ? { of: 'iri', before: triple.before, after: triple.after } : { of: 'literal', datatype: triple.datatype }, nullable: triple.optional !== undefined });
+    }
+  }
+  // Stars must be joined into one.
+  const linked = new Set<number>([first]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    own.forEach((star, at) => {
+      for (const triple of star.triples) {
+        if (triple.kind !== 'link' || triple.joins === undefined) continue;
+        if (linked.has(first + at) !== linked.has(triple.joins)) {
+          linked.add(first + at);
+          linked.add(triple.joins);
+          grew = true;
+        }
+      }
+    });
+  }
+  if (linked.size !== own.length) return undefined;
+  const kindOf = (name: string) => variables.get(name)?.kind;
+  const filters = filterExpressions.map((expression) => conditionOf(expression, kindOf));
+  // An OPTIONAL's FILTER sees the group's variables bound before it and its own (another OPTIONAL's may yet be unbound there).
+  const optionals = optionalFilters.map((expressions, at) => expressions.map((expression) => conditionOf(expression, (name) => {
+    const variable = variables.get(name);
+    const ownTriple = own.some((star) => star.triples.some((triple) => triple.kind !== 'type' && triple.variable === name && triple.optional === at));
+    return variable && (!variable.nullable || ownTriple) ? variable.kind : undefined;
+  })));
+  if (!filters.every(Boolean) || !optionals.every((conditions) => conditions.every(Boolean))) return undefined;
+  const values: Branch['values'] = [];
+  for (const rows of valuesBlocks) {
+    const names = [...new Set(rows.flatMap((row) => Object.keys(row)))].map((key) => key.replace(/^[?$]/, ''));
+    // Joined to values bound in every solution; UNDEF (compatible with any value) is left to the evaluator.
+    if (!names.length || names.some((name) => !variables.has(name) || variables.get(name)!.nullable)) return undefined;
+    const table: string[][] = [];
+    for (const row of rows) {
+      const texts = names.map((name) => {
+        const term = row[`?${name}`] ?? row[`$${name}`];
+        return term === undefined ? null : textOf(term, variables.get(name)!.kind);
+      });
+      if (texts.includes(null)) return undefined;
+      // A row no solution's values can equal joins nothing (duplicates stay: each joins again).
+      if (texts.every((text) => text !== undefined)) table.push(texts as string[]);
+    }
+    values.push({ variables: names, rows: table });
+  }
+  return { branch: { stars: own.map((_, at) => first + at), filters: filters as Condition[], optionals: optionals as Condition[][], values }, variables };
 }
 
 /** A subject variable's triples as a star over the one source that alone yields all of them. */
-function starOver(variable: string, triples: Array<{ predicate: Term; object: Term }>, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): Star | undefined {
+function starOver(variable: string, triples: Array<{ predicate: Term; object: Term; optional?: number }>, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): Star | undefined {
   for (const [at, source] of sources.entries()) {
     const subject = oneFieldTemplate(source.mapping.subjectTemplate);
     const others = othersOf(at);
@@ -241,7 +439,7 @@ function starOver(variable: string, triples: Array<{ predicate: Term; object: Te
     const out: StarTriple[] = [];
     const objects = new Set<string>();
     let fits = true;
-    for (const { predicate, object } of triples) {
+    for (const { predicate, object, optional } of triples) {
       if (predicate.value === RDF_TYPE) {
         // Only this table's records may carry the class.
         if (object.termType !== 'NamedNode' || object.value !== `${baseIri}${source.termId}` || others.types.has(object.value)) fits = false;
@@ -254,9 +452,9 @@ function starOver(variable: string, triples: Array<{ predicate: Term; object: Te
         const field = source.mapping.properties[local];
         const link = source.mapping.links?.[local];
         const target = link && oneFieldTemplate(link.targetTemplate);
-        if (field !== undefined) out.push({ kind: 'property', variable: object.value, field, datatype: terms.properties[local]?.datatype ?? 'xsd:string' });
+        if (field !== undefined) out.push({ kind: 'property', variable: object.value, field, datatype: terms.properties[local]?.datatype ?? 'xsd:string', optional });
         // A link whose IRI is made of its own field alone (the usual reference to another record).
-        else if (link && target && target.field === link.field) out.push({ kind: 'link', variable: object.value, field: link.field, before: target.before, after: target.after });
+        else if (link && target && target.field === link.field) out.push({ kind: 'link', variable: object.value, field: link.field, before: target.before, after: target.after, optional });
         else fits = false;
       }
       if (!fits) break;
@@ -299,21 +497,114 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
   return (await runSqlQueryAs(trx, query, sources, fusable.map(() => false))) as SparqlResult | undefined;
 }
 
-async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
-  const params = new SqlParams();
+/** Where a variable's value is in a branch's rows: its text (NULL where unbound) and, for numeric properties, its number. */
+interface Column {
+  text: string;
+  num?: string;
+}
+
+/** What the statement's parts collect besides a branch's own FROM and WHERE. */
+interface Statement {
+  params: SqlParams;
+  ctes: string[];
   /** Checks that a one-scan star's table holds what it cannot read exactly (the answer is then made per triple). */
-  const unfusedChecks: string[] = [];
-  const ctes: string[] = [];
+  unfusedChecks: string[];
+  oddChecks: string[];
+  /** A string compared in code point order: the database's text must then be UTF-8, whose byte order that is. */
+  ordersText: boolean;
+}
+
+async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
+  const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], ordersText: false };
+  // The branches' solutions as one relation: x<k> the text of variable k (NULL where unbound), n<k> its number.
+  const branches = query.branches.map((branch, b) => branchSql(statement, query, branch, b, sources, fusable));
+  const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
+  const solution = (name: string): Column => ({ text: `x${at.get(name)}`, num: isNumeric(query.variables[at.get(name)!].kind) ? `n${at.get(name)}` : undefined });
+  const selects = query.projections.map((projection, p) => {
+    if (projection.group) return `${solution(projection.group).text} AS p${p}`;
+    if (projection.plain) return `${solution(projection.plain).text} AS p${p}`;
+    if (projection.total) {
+      const column = solution(projection.total.of).num!;
+      // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
+      return `sum(${column}) AS p${p}, count(${column}) AS n${p}, count(*) AS a${p}`;
+    }
+    const { of, distinct } = projection.count!;
+    if (of) return `count(${distinct ? 'DISTINCT ' : ''}${solution(of).text}) AS p${p}`;
+    if (distinct) return `count(DISTINCT ROW(${query.variables.map((_, k) => `x${k}`).join(', ')})) AS p${p}`;
+    return `count(*) AS p${p}`;
+  });
+  const filters = query.filters.map((condition) => conditionSql(condition, solution, statement));
+  const groupColumns = query.groupBy.map((name) => solution(name).text);
+  // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
+  const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
+  const { params, ctes, oddChecks, unfusedChecks } = statement;
+  if (statement.ordersText) oddChecks.push(`current_setting('server_encoding') <> 'UTF8'`);
+  // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
+  const sql = `WITH ${ctes.join(',\n')},
+    solutions AS (${branches.join('\n    UNION ALL\n    ')}),
+    answer AS (SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
+      FROM solutions${filters.length ? ` WHERE ${filters.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
+    oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd, (${unfusedChecks.length ? unfusedChecks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false'}) AS unfused)
+    SELECT answer.*, oddity.odd, oddity.unfused FROM oddity LEFT JOIN answer ON true`;
+  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
+  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
+  const { rows: all } = await run<Record<string, unknown>>(trx, sql, params);
+  if (all.some((row) => row.unfused)) return 'unfused';
+  if (all.some((row) => row.odd)) return undefined;
+  const rows = all.filter((row) => row.present);
+  if (cap && rows.length > cap) return undefined;
+  // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
+  if (query.projections.some((projection, p) => projection.total && rows.some((row) => Number(row[`n${p}`]) !== Number(row[`a${p}`])))) return undefined;
+  // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).
+  const variables = query.projections.map((projection) => projection.name);
+  const kindOf = (name: string) => query.variables[at.get(name)!].kind;
+  const result: Array<Record<string, RDF.Term>> = rows.map((row) => {
+    const out: Record<string, RDF.Term> = {};
+    query.projections.forEach((projection, p) => {
+      const value = row[`p${p}`];
+      const shown = projection.group ?? projection.plain;
+      // An unbound value (an OPTIONAL's, a UNION branch's) has no binding in the row.
+      if (shown !== undefined) {
+        if (value !== null && value !== undefined) out[projection.name] = termOf(String(value), kindOf(shown));
+      } else if (projection.total) out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${p}`]), (kindOf(projection.total.of) as { datatype: string }).datatype, projection.total.average);
+      else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
+    });
+    return out;
+  });
+  if (query.order.length) {
+    const keys = new Map(result.map((row) => [row, query.order.map(({ at: position }) => evaluatorTerm(row[variables[position]]))]));
+    result.sort((a, b) => {
+      for (const [i, { descending }] of query.order.entries()) {
+        const order = orderTerms(keys.get(a)![i], keys.get(b)![i]);
+        if (order !== 0) return descending ? -order : order;
+      }
+      return 0;
+    });
+  }
+  const rows_ = result.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit);
+  return { kind: 'bindings', variables, rows: rows_ };
+}
+
+/**
+ * One branch's solutions as a SELECT of every variable's columns (NULL where the branch leaves it
+ * unbound): its stars' relations joined (a row a solution: each star's subject with one of each of
+ * its distinct values), its OPTIONALs left joined, its VALUES joined, its FILTERs applied.
+ */
+function branchSql(statement: Statement, query: SqlQuery, branch: Branch, b: number, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): string {
+  const { params, ctes, unfusedChecks, oddChecks } = statement;
   const from: string[] = [];
   const on: string[] = [];
-  const oddChecks: string[] = [];
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
-  const columns = new Map<string, { column: string; num?: string; render: (value: string) => RDF.Term; triple?: Extract<StarTriple, { kind: 'property' }> }>();
-  const solutionColumns: string[] = [];
+  const columns = new Map<string, Column>();
   /** Each star's subject column, and the links to join to them. */
   const anchors: string[] = [];
   const links: Array<{ column: string; star: number }> = [];
-  query.stars.forEach((star, x) => {
+  /** A one-scan star's OPTIONALs: their columns are their values where the record has all of them (and the OPTIONAL's FILTER holds). */
+  const scannedOptionals: Array<{ group: number; present: string; variables: Array<{ name: string; column: Column }> }> = [];
+  /** Another star's OPTIONALs: a relation of their triples left joined on the subject (and the OPTIONAL's FILTER). */
+  const joinedOptionals: Array<{ group: number; relation: string; alias: string; anchor: string }> = [];
+  for (const x of branch.stars) {
+    const star = query.stars[x];
     const source = sources[star.source];
     const version = params.add(source.version);
     const table = qualified(workspaceSchema(source.workspaceId), source.table);
@@ -322,7 +613,6 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
     const subject = shownText('kt', 'kx', 'key');
     /** The record's subject field as its JSON type and text, each computed once a record (the inner selects are fenced by OFFSET 0). */
     const keyColumns = `jsonb_typeof(data -> ${key}::text) AS kt, data ->> ${key}::text AS kx`;
-    const subjectRender = (value: string) => namedNode(`${star.subject.before}${encodeURIComponent(value)}${star.subject.after}`);
     if (fusable[x]) {
       // One scan: each record is a row of its subject and one value per triple (a record lacking a field yields none).
       const name = `star${x}`;
@@ -331,6 +621,8 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
       const odd: string[] = [subject.odd];
       const present: string[] = ['s IS NOT NULL'];
       const arrays: string[] = [];
+      const optionalPresent = new Map<number, string[]>();
+      const optionalVariables = new Map<number, Array<{ name: string; column: Column }>>();
       star.triples.forEach((triple, i) => {
         if (triple.kind === 'type') return;
         const field = params.add(triple.field);
@@ -339,40 +631,43 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
         const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
         shownColumns.push(`${shown.text} AS o${i}${pattern ? `, ${shown.numeric(triple.kind === 'property' && triple.datatype === 'xsd:integer', pattern)} AS n${i}` : ''}`);
         odd.push(shown.odd);
-        present.push(`vt${i} IS NOT NULL AND vt${i} <> 'null'${triple.kind === 'link' ? ` AND o${i} IS NOT NULL` : ''}`);
+        const has = `vt${i} IS NOT NULL AND vt${i} <> 'null'${triple.kind === 'link' ? ` AND o${i} IS NOT NULL` : ''}`;
+        if (triple.optional === undefined) present.push(has);
+        else optionalPresent.set(triple.optional, [...(optionalPresent.get(triple.optional) ?? []), has]);
         arrays.push(`vt${i} = 'array'`);
         if (triple.kind === 'link' && triple.joins !== undefined) return void links.push({ column: `${name}.o${i}`, star: triple.joins });
-        solutionColumns.push(`${name}.o${i}`);
-        columns.set(triple.variable, triple.kind === 'link'
-          ? { column: `${name}.o${i}`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
-          : { column: `${name}.o${i}`, num: pattern ? `${name}.n${i}` : undefined, render: (value) => literalOf(value, triple.datatype), triple });
+        const column = { text: `${name}.o${i}`, num: pattern ? `${name}.n${i}` : undefined };
+        columns.set(triple.variable, column);
+        if (triple.optional !== undefined) optionalVariables.set(triple.optional, [...(optionalVariables.get(triple.optional) ?? []), { name: triple.variable, column }]);
       });
       ctes.push(`${name} AS (SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
            FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${table} WHERE ${current} OFFSET 0) r) r WHERE s IS NOT NULL)`);
       // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
       unfusedChecks.push(`(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`);
-      from.push(`(SELECT * FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      const flags = [...optionalPresent].map(([group, has]) => `, (${has.join(' AND ')}) AS g${group}`).join('');
+      from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      for (const [group, variables] of optionalVariables) scannedOptionals.push({ group, present: `${name}.g${group}`, variables });
       anchors[x] = `${name}.s`;
-      solutionColumns.push(`${name}.s`);
-      columns.set(star.variable, { column: `${name}.s`, render: subjectRender });
-      return;
+      columns.set(star.variable, { text: `${name}.s` });
+      continue;
     }
     // Each relation reads the table itself, keeping only the text columns it needs: one that
     // carried the records' data to the others was materialized whole (the rows' jsonb), which at
     // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
     const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}` }]));
-    // A star of rdf:type alone is its table's subjects (every record with a subject has the type).
-    const anchor = valueTriples.length ? valueTriples[0].name : `subjects${x}`;
-    if (!valueTriples.length) {
+    const required = valueTriples.filter(({ triple }) => triple.optional === undefined);
+    // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
+    const anchor = required.length ? required[0].name : `subjects${x}`;
+    if (!required.length) {
       ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${table} WHERE ${current} OFFSET 0) r) r
          WHERE s IS NOT NULL GROUP BY s)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
       from.push(anchor);
     }
     anchors[x] = `${anchor}.s`;
-    solutionColumns.push(`${anchor}.s`);
-    columns.set(star.variable, { column: `${anchor}.s`, render: subjectRender });
+    columns.set(star.variable, { text: `${anchor}.s` });
+    const optionalRelations = new Map<number, Array<{ name: string; variable: string; numeric: boolean }>>();
     for (const { triple, name } of valueTriples) {
       const field = params.add(triple.field);
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
@@ -397,79 +692,89 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
            OFFSET 0) r) r
          WHERE s IS NOT NULL${triple.kind === 'link' ? ' AND o IS NOT NULL' : ''} GROUP BY s, o)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name})`);
+      if (triple.optional !== undefined) {
+        optionalRelations.set(triple.optional, [...(optionalRelations.get(triple.optional) ?? []), { name, variable: triple.variable, numeric: Boolean(pattern) }]);
+        continue;
+      }
       from.push(name);
       if (name !== anchor) on.push(`${name}.s = ${anchor}.s`);
       if (triple.kind === 'link' && triple.joins !== undefined) {
         links.push({ column: `${name}.o`, star: triple.joins });
         continue;
       }
-      solutionColumns.push(`${name}.o`);
-      columns.set(triple.variable, triple.kind === 'link'
-        ? { column: `${name}.o`, render: (value) => namedNode(`${triple.before}${encodeURIComponent(value)}${triple.after}`) }
-        : { column: `${name}.o`, num: pattern ? `${name}.num` : undefined, render: (value) => literalOf(value, triple.datatype), triple });
+      columns.set(triple.variable, { text: `${name}.o`, num: pattern ? `${name}.num` : undefined });
     }
-  });
+    // An OPTIONAL of several triples matches where the subject has all of them: their values' product.
+    for (const [group, relations] of optionalRelations) {
+      const alias = `optional${x}_${group}`;
+      const selected = relations.map((relation, j) => `t${j}.o AS o${j}${relation.numeric ? `, t${j}.num AS n${j}` : ''}`);
+      const joined = relations.slice(1).map((relation, j) => ` JOIN ${relation.name} t${j + 1} ON t${j + 1}.s = t0.s`).join('');
+      relations.forEach((relation, j) => columns.set(relation.variable, { text: `${alias}.o${j}`, num: relation.numeric ? `${alias}.n${j}` : undefined }));
+      joinedOptionals.push({ group, alias, anchor: `${anchor}.s`, relation: `(SELECT t0.s, ${selected.join(', ')} FROM ${relations[0].name} t0${joined})` });
+    }
+  }
   // A link's object is the star it joins: known once every star has its anchor.
   for (const link of links) on.push(`${link.column} = ${anchors[link.star]}`);
-  // A row of the join is a solution: each star's subject with one of each of its distinct values.
-  const columnOf = (name: string) => columns.get(name)!.column;
-  const selects = query.projections.map((projection, at) => {
-    if (projection.group) return `${columnOf(projection.group)} AS p${at}`;
-    if (projection.plain) return `${columnOf(projection.plain)} AS p${at}`;
-    if (projection.total) {
-      const column = columns.get(projection.total.of)!.num!;
-      // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
-      return `sum(${column}) AS p${at}, count(${column}) AS n${at}, count(*) AS a${at}`;
-    }
-    const { of, distinct } = projection.count!;
-    if (distinct && of) return `count(DISTINCT ${columnOf(of)}) AS p${at}`;
-    if (distinct) return `count(DISTINCT (${solutionColumns.join(', ')})) AS p${at}`;
-    return `count(*) AS p${at}`;
+  const columnOf = (name: string) => columns.get(name)!;
+  // An OPTIONAL's FILTER is its left join's condition: over the values it would add, and the group's before it.
+  const leftJoins = joinedOptionals.map(({ group, relation, alias, anchor }) => {
+    const conditions = branch.optionals[group].map((condition) => conditionSql(condition, columnOf, statement));
+    return `LEFT JOIN ${relation} ${alias} ON ${[`${alias}.s = ${anchor}`, ...conditions].join(' AND ')}`;
   });
-  const groupColumns = query.groupBy.map(columnOf);
-  // A FILTER's bounds on the value as the evaluator reads it: a value not of its type is an error, which no bound passes.
-  for (const filter of query.filters) on.push(`${columns.get(filter.variable)!.num!} ${filter.op === '!=' ? '<>' : filter.op} ${params.add(filter.value)}::numeric`);
-  // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
-  const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
-  // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
-  const sql = `WITH ${ctes.join(',\n')},
-    answer AS (SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
-      FROM ${from.join(', ')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
-    oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd, (${unfusedChecks.length ? unfusedChecks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false'}) AS unfused)
-    SELECT answer.*, oddity.odd, oddity.unfused FROM oddity LEFT JOIN answer ON true`;
-  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
-  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
-  const { rows: all } = await run<Record<string, unknown>>(trx, sql, params);
-  if (all.some((row) => row.unfused)) return 'unfused';
-  if (all.some((row) => row.odd)) return undefined;
-  const rows = all.filter((row) => row.present);
-  if (cap && rows.length > cap) return undefined;
-  // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
-  if (query.projections.some((projection, at) => projection.total && rows.some((row) => Number(row[`n${at}`]) !== Number(row[`a${at}`])))) return undefined;
-  // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).
-  const variables = query.projections.map((projection) => projection.name);
-  const result: Array<Record<string, RDF.Term>> = rows.map((row) => {
-    const out: Record<string, RDF.Term> = {};
-    query.projections.forEach((projection, at) => {
-      const value = row[`p${at}`];
-      if (projection.group || projection.plain) out[projection.name] = columns.get((projection.group ?? projection.plain)!)!.render(String(value));
-      else if (projection.total) out[projection.name] = totalTerm(value === null || value === undefined ? undefined : String(value), Number(row[`a${at}`]), columns.get(projection.total.of)!.triple!.datatype, projection.total.average);
-      else out[projection.name] = literal(String(value), namedNode(XSD_INTEGER));
-    });
-    return out;
-  });
-  if (query.order.length) {
-    const keys = new Map(result.map((row) => [row, query.order.map(({ at }) => evaluatorTerm(row[variables[at]]))]));
-    result.sort((a, b) => {
-      for (const [i, { descending }] of query.order.entries()) {
-        const order = orderTerms(keys.get(a)![i], keys.get(b)![i]);
-        if (order !== 0) return descending ? -order : order;
-      }
-      return 0;
-    });
+  const scanned = scannedOptionals.map(({ group, present, variables }) => ({ variables, when: [present, ...branch.optionals[group].map((condition) => conditionSql(condition, columnOf, statement))].join(' AND ') }));
+  for (const { variables, when } of scanned) {
+    for (const { name, column } of variables) columns.set(name, { text: `CASE WHEN ${when} THEN ${column.text} END`, num: column.num && `CASE WHEN ${when} THEN ${column.num} END` });
   }
-  const rows_ = result.slice(query.offset, query.limit === undefined ? undefined : query.offset + query.limit);
-  return { kind: 'bindings', variables, rows: rows_ };
+  // VALUES: each row joins the solutions whose values are its terms, once for each time it is there.
+  branch.values.forEach((table, j) => {
+    if (!table.rows.length) return void on.push('false');
+    const alias = `values${b}_${j}`;
+    from.push(`(VALUES ${table.rows.map((row) => `(${row.map((text) => `${params.add(text)}::text`).join(', ')})`).join(', ')}) AS ${alias}(${table.variables.map((_, c) => `c${c}`).join(', ')})`);
+    table.variables.forEach((name, c) => on.push(`${alias}.c${c} = ${columnOf(name).text}`));
+  });
+  for (const condition of branch.filters) on.push(conditionSql(condition, columnOf, statement));
+  const selected = query.variables.map((variable, k) => {
+    const column = columns.get(variable.name);
+    return `${column ? column.text : 'NULL::text'} AS x${k}${isNumeric(variable.kind) ? `, ${column?.num ?? 'NULL::numeric'} AS n${k}` : ''}`;
+  });
+  return `SELECT ${selected.join(', ')} FROM ${from.join(' CROSS JOIN ')}${leftJoins.map((join) => ` ${join}`).join('')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}`;
+}
+
+const SQL_OPERATORS: Record<Extract<Condition, { kind: 'compare' }>['op'], string> = { '<': '<', '<=': '<=', '>': '>', '>=': '>=', '=': '=', '!=': '<>' };
+
+/** A condition in SQL: true, false, or NULL exactly where SPARQL's is an error. */
+function conditionSql(condition: Condition, columnOf: (name: string) => Column, statement: Statement): string {
+  const { params } = statement;
+  switch (condition.kind) {
+    case 'and':
+    case 'or':
+      return `(${condition.args.map((arg) => conditionSql(arg, columnOf, statement)).join(condition.kind === 'and' ? ' AND ' : ' OR ')})`;
+    case 'not':
+      return `(NOT ${conditionSql(condition.arg, columnOf, statement)})`;
+    case 'bound':
+      return `(${columnOf(condition.variable).text} IS NOT NULL)`;
+    case 'never':
+      return `(CASE WHEN ${columnOf(condition.variable).text} IS NOT NULL THEN ${condition.negated} END)`;
+    case 'compare': {
+      const column = columnOf(condition.variable);
+      if (condition.on === 'number') return `(${column.num!} ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::numeric)`;
+      if (condition.op !== '=' && condition.op !== '!=') statement.ordersText = true;
+      // COLLATE "C": bytes, which in UTF-8 is code point order, SPARQL's (the database's own collation need not be).
+      return `((${column.text}) COLLATE "C" ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::text)`;
+    }
+    case 'string': {
+      const text = columnOf(condition.variable).text;
+      const value = `${params.add(condition.value)}::text`;
+      if (condition.test === 'contains') return `(strpos(${text}, ${value}) > 0)`;
+      if (condition.test === 'strstarts') return `starts_with(${text}, ${value})`;
+      return `(right(${text}, length(${value})) = ${value})`;
+    }
+  }
+}
+
+/** A variable's term from its text: an IRI of its template (the key percent-encoded), or a literal of its datatype. */
+function termOf(text: string, kind: Kind): RDF.Term {
+  return kind.of === 'iri' ? namedNode(`${kind.before}${encodeURIComponent(text)}${kind.after}`) : literalOf(text, kind.datatype);
 }
 
 /** An answer's term as the evaluator's comparisons take it. */
@@ -481,7 +786,7 @@ function evaluatorTerm(term: RDF.Term | undefined): EvaluatorTerm | undefined {
 
 function literalOf(text: string, datatype: string): RDF.Literal {
   if (datatype === 'xsd:string') return literal(text);
-  return literal(text, namedNode(`http://www.w3.org/2001/XMLSchema#${datatype.replace(/^xsd:/, '')}`));
+  return literal(text, namedNode(datatypeIri(datatype)));
 }
 
 /** SUM or AVG as the evaluator writes them (aggregates.ts): the exact total in its type's canonical form; AVG a decimal quotient; both 0 over nothing. */
