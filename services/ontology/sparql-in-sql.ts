@@ -148,6 +148,13 @@ function oneFieldTemplate(template: string): { field: string; before: string; af
 /** The full IRI of a datatype as the mapping writes it (term-records.ts). */
 const datatypeIri = (datatype: string): string => `${XSD}${datatype.replace(/^xsd:/, '')}`;
 
+/**
+ * Whether PostgreSQL's text can hold this as a parameter: not NUL, which no stored value holds
+ * (jsonb refuses it). sparqljs refuses lone surrogates, so the text is otherwise well-formed UTF-16
+ * and its characters are UTF-8's.
+ */
+const storable = (text: string): boolean => !text.includes('\0');
+
 /** The key text an IRI of this template is made of, or undefined when no key makes it. */
 function keyOf(iri: string, kind: { before: string; after: string }): string | undefined {
   if (iri.length < kind.before.length + kind.after.length || !iri.startsWith(kind.before) || !iri.endsWith(kind.after)) return undefined;
@@ -158,20 +165,20 @@ function keyOf(iri: string, kind: { before: string; after: string }): string | u
   } catch {
     return undefined;
   }
-  return key !== '' && encodeURIComponent(key) === encoded ? key : undefined;
+  return key !== '' && storable(key) && encodeURIComponent(key) === encoded ? key : undefined;
 }
 
 /** The text a constant term is among a variable's values (the same term exactly), or undefined when it is none of them. */
 function textOf(term: Term & { language?: string; datatype?: { value: string } }, kind: Kind): string | undefined {
   if (kind.of === 'iri') return term.termType === 'NamedNode' ? keyOf(term.value, kind) : undefined;
-  return term.termType === 'Literal' && !term.language && term.datatype?.value === datatypeIri(kind.datatype) ? term.value : undefined;
+  return term.termType === 'Literal' && !term.language && term.datatype?.value === datatypeIri(kind.datatype) && storable(term.value) ? term.value : undefined;
 }
 
 const NUMBER_CONSTANT = /^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$/;
 type Constant = Term & { language?: string; datatype?: { value: string } };
 const isConstant = (term: unknown): term is Constant => (term as Term | undefined)?.termType === 'Literal' || (term as Term | undefined)?.termType === 'NamedNode';
 const isNumberConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && NUMBER_CONSTANT.test(term.value);
-const isStringConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && term.datatype?.value === XSD_STRING && !/[\uD800-\uDFFF]/.test(term.value);
+const isStringConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && term.datatype?.value === XSD_STRING && storable(term.value);
 
 /** `?variable op constant`, where SQL compares as SPARQL does: like with like (else undefined, and the query is evaluated). */
 function comparisonOf(variable: string, op: Extract<Condition, { kind: 'compare' }>['op'], constant: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
@@ -337,7 +344,8 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
 function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): { branch: Branch; variables: Map<string, { kind: Kind; nullable: boolean }> } | undefined {
   const triples: Array<{ subject: Term; predicate: Term; object: Term; optional?: number }> = [];
   const filterExpressions: unknown[] = [];
-  const optionalFilters: unknown[][] = [];
+  /** Each OPTIONAL's FILTERs, and the variables the group's triples bind before it. */
+  const optionalFilters: Array<{ expressions: unknown[]; before: Set<string> }> = [];
   const valuesBlocks: Array<Array<Record<string, Term | undefined>>> = [];
   for (const pattern of patterns) {
     if (pattern.type === 'bgp') triples.push(...(pattern.triples ?? []));
@@ -352,8 +360,11 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
       const subject = own[0].subject;
       if (!isVariable(subject) || own.some((triple) => !isVariable(triple.subject) || triple.subject.value !== subject.value || triple.predicate.value === RDF_TYPE)) return undefined;
       if (!triples.some((triple) => triple.optional === undefined && isVariable(triple.subject) && triple.subject.value === subject.value)) return undefined;
-      triples.push(...own.map((triple) => ({ ...triple, optional: optionalFilters.length })));
-      optionalFilters.push(inner.filter((each) => each.type === 'filter').map((each) => each.expression));
+      optionalFilters.push({
+        expressions: inner.filter((each) => each.type === 'filter').map((each) => each.expression),
+        before: new Set(triples.filter((triple) => triple.optional === undefined).flatMap((triple) => [triple.subject, triple.object].filter(isVariable).map((term) => term.value))),
+      });
+      triples.push(...own.map((triple) => ({ ...triple, optional: optionalFilters.length - 1 })));
     } else return undefined;
   }
   if (!triples.some((triple) => triple.optional === undefined)) return undefined;
@@ -403,11 +414,12 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
   if (linked.size !== own.length) return undefined;
   const kindOf = (name: string) => variables.get(name)?.kind;
   const filters = filterExpressions.map((expression) => conditionOf(expression, kindOf));
-  // An OPTIONAL's FILTER sees the group's variables bound before it and its own (another OPTIONAL's may yet be unbound there).
-  const optionals = optionalFilters.map((expressions, at) => expressions.map((expression) => conditionOf(expression, (name) => {
+  // An OPTIONAL's FILTER sees the variables the group's triples bound before it and its own; one bound
+  // later in the group, or by another OPTIONAL, is unbound there (the evaluator's to answer).
+  const optionals = optionalFilters.map(({ expressions, before }, at) => expressions.map((expression) => conditionOf(expression, (name) => {
     const variable = variables.get(name);
     const ownTriple = own.some((star) => star.triples.some((triple) => triple.kind !== 'type' && triple.variable === name && triple.optional === at));
-    return variable && (!variable.nullable || ownTriple) ? variable.kind : undefined;
+    return variable && (before.has(name) || ownTriple) ? variable.kind : undefined;
   })));
   if (!filters.every(Boolean) || !optionals.every((conditions) => conditions.every(Boolean))) return undefined;
   const values: Branch['values'] = [];
