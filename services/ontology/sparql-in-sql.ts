@@ -174,10 +174,11 @@ function textOf(term: Term & { language?: string; datatype?: { value: string } }
   return term.termType === 'Literal' && !term.language && term.datatype?.value === datatypeIri(kind.datatype) && storable(term.value) ? term.value : undefined;
 }
 
-const NUMBER_CONSTANT = /^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$/;
 type Constant = Term & { language?: string; datatype?: { value: string } };
 const isConstant = (term: unknown): term is Constant => (term as Term | undefined)?.termType === 'Literal' || (term as Term | undefined)?.termType === 'NamedNode';
-const isNumberConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && NUMBER_CONSTANT.test(term.value);
+/** An xsd:integer or xsd:decimal of its datatype's lexical form ("2.5"^^xsd:integer is none: an error in a comparison, the evaluator's). */
+const isNumberConstant = (term: Constant): boolean =>
+  term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && parseNumeric(term.value, term.datatype.value) !== undefined;
 const isStringConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && term.datatype?.value === XSD_STRING && storable(term.value);
 
 /** `?variable op constant`, where SQL compares as SPARQL does: like with like (else undefined, and the query is evaluated). */

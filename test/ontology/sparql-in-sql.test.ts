@@ -377,6 +377,8 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT ?c ?age WHERE { ?c :name ?n OPTIONAL { ?c :age ?age } VALUES ?age { 36 } }',
       'SELECT ?s WHERE { { ?s a :Order } UNION { ?s a :Customer } }',
       'SELECT ?name WHERE { ?c :name ?name FILTER (?name < 5 || ?name = "Ada"@en) }',
+      // Constants not of their datatype's lexical form: no number to compare with.
+      'SELECT ?c ?age WHERE { ?c :age ?age FILTER (?age = "36.0"^^<http://www.w3.org/2001/XMLSchema#integer> || ?age IN ("4x"^^<http://www.w3.org/2001/XMLSchema#decimal>)) }',
       // NUL is no text PostgreSQL holds, so no parameter: compared by the evaluator.
       'SELECT ?name WHERE { ?c :name ?name FILTER (?name < "b\\u0000" || contains(?name, "\\u0000")) }',
       `SELECT ?o WHERE { ?o :placedBy ?c FILTER (?c < <${C}2>) }`,
@@ -390,6 +392,16 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       const { counted, whole } = await both(query);
       assert.deepEqual(counted.rows, whole.rows, query);
       assert.ok(counted.triples > 0, `${query}: evaluated over the records it reached`);
+    }
+  });
+
+  it('answers a VALUES of 10,000 values in PostgreSQL (each a parameter), and leaves one of 10,001 to the evaluator, with the same answers', async () => {
+    for (const [count, inSql] of [[10_000, true], [10_001, false]] as const) {
+      const keys = Array.from({ length: count }, (_, at) => `cu:${at + 1}`).join(' ');
+      const { counted, whole } = await both(`PREFIX cu: <${C}>\nSELECT ?o ?c WHERE { ?o :placedBy ?c VALUES ?c { ${keys} } }`);
+      assert.deepEqual(counted.rows, whole.rows, `${count} values`);
+      assert.ok(whole.rows.length > 0, `${count} values`);
+      assert.equal(counted.triples === 0, inSql, `${count} values: ${inSql ? 'answered by PostgreSQL' : 'evaluated'}`);
     }
   });
 
