@@ -141,28 +141,58 @@ function condition(picks: Picks, variables: Array<{ name: string; kind: ValueKin
   return picks.chance(80) ? `?${name} ${operator} ${constant()}` : `${constant()} ${operator} ?${name}`;
 }
 
-/** A query over one star: its triples required, OPTIONAL (with a FILTER of their own) or absent, a FILTER, a projection. */
-function generatedQuery(picks: Picks): { text: string; ordered: boolean } {
-  const star = picks.pick(STARS);
-  const required: Array<{ name: string; kind: ValueKind }> = [{ name: star.subject, kind: 'iri' }];
-  const optional: Array<{ name: string; kind: ValueKind }> = [];
-  const patterns = [`?${star.subject} a :${star.type}`];
+type Variable = { name: string; kind: ValueKind };
+
+/**
+ * A group over the Order star, the Customer star, or both joined through placedBy: each triple
+ * required, OPTIONAL (with a FILTER of its own) or absent, a FILTER, sometimes a VALUES on a
+ * required variable.
+ */
+function generatedGroup(picks: Picks): { text: string; variables: Variable[] } {
+  const shape = picks.pick([[STARS[0]], [STARS[1]], STARS] as const);
+  const required = new Map<string, Variable>();
+  const optional: Variable[] = [];
+  const patterns: string[] = [];
   const optionals: string[] = [];
-  for (const triple of star.triples) {
-    const role = picks.next(3);
-    if (role === 0) {
-      patterns.push(`?${star.subject} :${triple.predicate} ?${triple.variable}`);
-      required.push({ name: triple.variable, kind: triple.kind });
-    } else if (role === 1) optional.push({ name: triple.variable, kind: triple.kind });
+  for (const star of shape) {
+    required.set(star.subject, { name: star.subject, kind: 'iri' });
+    patterns.push(`?${star.subject} a :${star.type}`);
+    for (const triple of star.triples) {
+      // The link the two stars are joined through is required.
+      const role = shape.length === 2 && triple.variable === 'c' ? 0 : picks.next(3);
+      if (role === 0) {
+        patterns.push(`?${star.subject} :${triple.predicate} ?${triple.variable}`);
+        required.set(triple.variable, { name: triple.variable, kind: triple.kind });
+      } else if (role === 1) optional.push({ name: triple.variable, kind: triple.kind });
+    }
   }
   for (const variable of optional) {
+    const star = shape.find((each) => each.triples.some((triple) => triple.variable === variable.name))!;
     const predicate = star.triples.find((triple) => triple.variable === variable.name)!.predicate;
-    const filter = picks.chance(30) ? ` FILTER (${condition(picks, [...required, variable])})` : '';
+    const filter = picks.chance(30) ? ` FILTER (${condition(picks, [...required.values(), variable])})` : '';
     optionals.push(`OPTIONAL { ?${star.subject} :${predicate} ?${variable.name}${filter} }`);
   }
-  const variables = [...required, ...optional];
-  const filter = picks.chance(75) ? ` FILTER (${condition(picks, variables)})` : '';
-  const where = `WHERE { ${patterns.join(' . ')} ${optionals.join(' ')}${filter} }`;
+  const variables = [...required.values(), ...optional];
+  const filter = picks.chance(60) ? ` FILTER (${condition(picks, variables)})` : '';
+  const valued = picks.pick([...required.values()]);
+  const values = picks.chance(20) ? ` VALUES ?${valued.name} { ${Array.from({ length: 1 + picks.next(3) }, () => picks.pick(CONSTANTS[valued.kind])).join(' ')} }` : '';
+  return { text: `${patterns.join(' . ')} ${optionals.join(' ')}${filter}${values}`, variables };
+}
+
+/** A query of one generated group, or a UNION of two (with a FILTER over both), and a projection. */
+function generatedQuery(picks: Picks): { text: string; ordered: boolean } {
+  let where: string;
+  let variables: Variable[];
+  if (picks.chance(25)) {
+    const [left, right] = [generatedGroup(picks), generatedGroup(picks)];
+    variables = [...new Map([...left.variables, ...right.variables].map((variable) => [variable.name, variable])).values()];
+    const filter = picks.chance(40) ? ` FILTER (${condition(picks, variables)})` : '';
+    where = `WHERE { { ${left.text} } UNION { ${right.text} }${filter} }`;
+  } else {
+    const group = generatedGroup(picks);
+    variables = group.variables;
+    where = `WHERE { ${group.text} }`;
+  }
   const form = picks.next(4);
   if (form === 0) {
     const counted = picks.pick(variables).name;
@@ -405,7 +435,7 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     }
   });
 
-  it('answers generated FILTER and OPTIONAL combinations as the evaluator does', async function () {
+  it('answers generated combinations of FILTER, OPTIONAL, VALUES, UNION and star joins as the evaluator does', async function () {
     this.timeout(300_000);
     await fc.assert(
       fc.asyncProperty(choices, async (numbers) => {
