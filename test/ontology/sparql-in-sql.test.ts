@@ -416,6 +416,12 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT (SUM(?t) AS ?s) WHERE { ?o a :Order OPTIONAL { ?o :total ?t } }',
       `SELECT ?c (COUNT(*) AS ?n) WHERE { ?o :placedBy ?c } GROUP BY ?c VALUES ?c { <${C}1> }`,
       'SELECT ?o ?c WHERE { ?o :placedBy ?c OPTIONAL { ?o :total ?t FILTER (?t2 > 1) } OPTIONAL { ?o :total ?t2 } }',
+      'SELECT ?o ?t ?c WHERE { ?o a :Order OPTIONAL { ?o :total ?t OPTIONAL { ?o :placedBy ?c } } }',
+      'SELECT ?c ?n WHERE { ?c :name ?n OPTIONAL { ?c a :Customer ; :age ?age } }',
+      'SELECT ?o WHERE { { ?o :total ?t } UNION { ?o :placedBy ?c } ?o a :Order }',
+      `SELECT ?o ?t WHERE { { ?o :total ?t } UNION { ?o :placedBy ?c } } VALUES ?o { <https://example.com/orders/1> <https://example.com/orders/2> }`,
+      'SELECT ?o ?c WHERE { { ?o :total ?t } UNION { ?o :placedBy ?c } FILTER (regex(str(?c), "1") || !bound(?c)) }',
+      'SELECT ?o ?t WHERE { ?o :total ?t FILTER (contains(?t, "1") || !strstarts(?t, "1")) }',
       // ?c is bound after the OPTIONAL, so unbound in its FILTER: bound(?c) is false there.
       'SELECT ?o ?t ?c WHERE { ?o a :Order OPTIONAL { ?o :total ?t FILTER (bound(?c)) } ?o :placedBy ?c }',
     ]) {
