@@ -254,6 +254,9 @@ function existsGroups(node: unknown): Pattern[][] {
   return Object.values(expression).flatMap(existsGroups);
 }
 
+/** Digits a numeric bound may have: PostgreSQL's numeric refuses more than 16,383 after the point. */
+const MAX_BOUND_DIGITS = 1_000;
+
 /** `?v op n` conjuncts of a filter, with n an integer or decimal literal. */
 function numericBounds(expression: Expression): Array<{ variable: string; bound: NumericBound }> {
   if (expression.type !== 'operation') return [];
@@ -263,7 +266,8 @@ function numericBounds(expression: Expression): Array<{ variable: string; bound:
   const op = expression.operator as NumericBound['op'];
   if (!(op in flipped) || args.length !== 2) return [];
   const [left, right] = args;
-  const constant = (term: Expression) => term.termType === 'Literal' && NUMERIC_CONSTANT.has((term as unknown as RDF.Literal).datatype.value) && /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(String(term.value));
+  // A bound narrows the records read (a parameter of numeric); one longer than PostgreSQL's numeric takes is left out, and the read is wider.
+  const constant = (term: Expression) => term.termType === 'Literal' && NUMERIC_CONSTANT.has((term as unknown as RDF.Literal).datatype.value) && String(term.value).length <= MAX_BOUND_DIGITS && /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(String(term.value));
   if (left.termType === 'Variable' && constant(right)) return [{ variable: String(left.value), bound: { op, value: String(right.value) } }];
   if (right.termType === 'Variable' && constant(left)) return [{ variable: String(right.value), bound: { op: flipped[op], value: String(left.value) } }];
   return [];

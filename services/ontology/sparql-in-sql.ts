@@ -66,6 +66,12 @@ const MAX_SOLUTION_ROWS = 100_000;
 /** Values a query's VALUES blocks may hold together (each is a parameter); larger ones are left to the evaluator. */
 const MAX_VALUES = 10_000;
 
+/** Constants a query's FILTERs may compare with together (each a parameter, and PostgreSQL takes 65,535); more are left to the evaluator. */
+const MAX_FILTER_CONSTANTS = 10_000;
+
+/** Digits a numeric constant may have (PostgreSQL's numeric refuses some longer ones); longer ones are left to the evaluator. */
+const MAX_NUMBER_DIGITS = 1_000;
+
 /** Lexical forms of the numeric datatypes totals are computed for, as the evaluator reads them (numeric.ts). */
 const NUMERIC_LEXICAL: Record<string, string> = { 'xsd:integer': '^[+-]?[0-9]+$', 'xsd:decimal': '^[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)$' };
 
@@ -178,7 +184,7 @@ type Constant = Term & { language?: string; datatype?: { value: string } };
 const isConstant = (term: unknown): term is Constant => (term as Term | undefined)?.termType === 'Literal' || (term as Term | undefined)?.termType === 'NamedNode';
 /** An xsd:integer or xsd:decimal of its datatype's lexical form ("2.5"^^xsd:integer is none: an error in a comparison, the evaluator's). */
 const isNumberConstant = (term: Constant): boolean =>
-  term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && parseNumeric(term.value, term.datatype.value) !== undefined;
+  term.termType === 'Literal' && !term.language && (term.datatype?.value === XSD_INTEGER || term.datatype?.value === `${XSD}decimal`) && term.value.length <= MAX_NUMBER_DIGITS && parseNumeric(term.value, term.datatype.value) !== undefined;
 const isStringConstant = (term: Constant): boolean => term.termType === 'Literal' && !term.language && term.datatype?.value === XSD_STRING && storable(term.value);
 
 /** `?variable op constant`, where SQL compares as SPARQL does: like with like (else undefined, and the query is evaluated). */
@@ -195,6 +201,22 @@ function comparisonOf(variable: string, op: Extract<Condition, { kind: 'compare'
   return undefined;
 }
 
+/**
+ * `&&` or `||` of these, flattened into one list where a part is of the same kind (the same
+ * three-valued answer): a long IN, or a chain of `||`, nested a parenthesis a member deep is
+ * more than PostgreSQL's parser takes.
+ */
+function junction(kind: 'and' | 'or', parts: Condition[]): Condition {
+  return { kind, args: parts.flatMap((part) => (part.kind === kind ? part.args : [part])) };
+}
+
+/** The constants a condition compares with, each a parameter. */
+function constantsIn(condition: Condition): number {
+  if (condition.kind === 'and' || condition.kind === 'or') return condition.args.reduce((sum, arg) => sum + constantsIn(arg), 0);
+  if (condition.kind === 'not') return constantsIn(condition.arg);
+  return condition.kind === 'compare' || condition.kind === 'string' ? 1 : 0;
+}
+
 /** A FILTER's expression as a Condition over variables of these kinds, or undefined when SQL would not give SPARQL's answer. */
 function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
   const e = expression as { type?: string; operator?: string; args?: unknown[] };
@@ -203,7 +225,7 @@ function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undef
   const operator = String(e.operator);
   if (operator === '&&' || operator === '||') {
     const parts = args.map((arg) => conditionOf(arg, kindOf));
-    return parts.length === 2 && parts.every(Boolean) ? { kind: operator === '&&' ? 'and' : 'or', args: parts as Condition[] } : undefined;
+    return parts.length === 2 && parts.every(Boolean) ? junction(operator === '&&' ? 'and' : 'or', parts as Condition[]) : undefined;
   }
   if (operator === '!') {
     const arg = args.length === 1 ? conditionOf(args[0], kindOf) : undefined;
@@ -216,7 +238,7 @@ function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undef
     if (!isVariable(needle) || !Array.isArray(members) || !kindOf(needle.value)) return undefined;
     const parts = members.map((member) => comparisonOf(needle.value, '=', member, kindOf));
     if (!parts.every(Boolean)) return undefined;
-    const any: Condition = parts.length ? (parts as Condition[]).reduce((a, b) => ({ kind: 'or', args: [a, b] })) : { kind: 'never', variable: needle.value, negated: false };
+    const any: Condition = parts.length ? junction('or', parts as Condition[]) : { kind: 'never', variable: needle.value, negated: false };
     return operator === 'in' ? any : { kind: 'not', arg: any };
   }
   if (operator === 'contains' || operator === 'strstarts' || operator === 'strends') {
@@ -334,6 +356,8 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
   // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
   if (!aggregated && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
   if (branches.reduce((sum, branch) => sum + branch.values.reduce((cells, table) => cells + table.rows.length * table.variables.length, 0), 0) > MAX_VALUES) return undefined;
+  const conditions = [...filters, ...branches.flatMap((branch) => [...branch.filters, ...branch.optionals.flat()])];
+  if (conditions.reduce((sum, condition) => sum + constantsIn(condition), 0) > MAX_FILTER_CONSTANTS) return undefined;
   return { stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
 }
 
