@@ -88,6 +88,42 @@ export function leaseIdleMs(): number {
   return ms;
 }
 
+/** The console's OpenID Connect sign-in: the provider's issuer and this installation's client at it. */
+export interface OidcSettings {
+  issuer: URL;
+  clientId: string;
+  clientSecret: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * The console's single sign-on (WEFT_OIDC_ISSUER, WEFT_OIDC_CLIENT_ID, WEFT_OIDC_CLIENT_SECRET):
+ * all three, or none (the console then signs in with passwords only). The issuer is an https URL,
+ * or http on a loopback host (a provider on the same machine); tokens cross no network in clear
+ * otherwise. Read on every sign-in; config() refuses a partial or bad setting at start. The error
+ * names the variables, never the secret's value.
+ */
+export function oidcSettings(): OidcSettings | undefined {
+  const issuer = process.env.WEFT_OIDC_ISSUER?.trim() ?? '';
+  const clientId = process.env.WEFT_OIDC_CLIENT_ID?.trim() ?? '';
+  const clientSecret = process.env.WEFT_OIDC_CLIENT_SECRET ?? '';
+  if (!issuer && !clientId && !clientSecret) return undefined;
+  if (!issuer || !clientId || !clientSecret) {
+    throw new Error('Single sign-on needs WEFT_OIDC_ISSUER, WEFT_OIDC_CLIENT_ID and WEFT_OIDC_CLIENT_SECRET together; set all three or none.');
+  }
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new Error(`WEFT_OIDC_ISSUER must be the provider's issuer URL; got "${issuer}".`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+    throw new Error(`WEFT_OIDC_ISSUER must be an https URL (http only on localhost); got "${issuer}".`);
+  }
+  return { issuer: url, clientId, clientSecret };
+}
+
 let cached: WeftConfig | undefined;
 
 export function config(): WeftConfig {
@@ -97,6 +133,7 @@ export function config(): WeftConfig {
     installationCreditLimit();
     chargeLeaseMax();
     leaseIdleMs();
+    oidcSettings();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',
       port,

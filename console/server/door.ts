@@ -10,6 +10,7 @@ import type { Operation, Reply, RequestInput } from '../../services/operations/o
 import type { Principal } from '../../services/tenancy/access';
 import { ConsoleSession, csrfTokenOf, sessionOf, SESSION_MAX_DAYS } from '../../services/tenancy/console-sessions';
 import { principalOfMember } from '../../services/tenancy/member-access';
+import { FLOW_MINUTES } from '../../services/tenancy/single-sign-on';
 import { admitMemberRequest } from '../../services/tenancy/member-requests';
 
 // The console's door: what every console request passes before a page or an operation. The
@@ -32,14 +33,34 @@ export function setSecurityHeaders(ctx: Koa.Context): void {
   for (const name in SECURITY_HEADERS) ctx.set(name, SECURITY_HEADERS[name]);
 }
 
+/** The sealed state of a single sign-on under way (services/tenancy/single-sign-on.ts), sent only to its own routes. */
+export const SINGLE_SIGN_ON_COOKIE = 'weft_sso_flow';
+export const SINGLE_SIGN_ON_PATH = '/console/sign-in/oidc';
+
 const secureCookies = () => publicUrl().startsWith('https:');
 
+/**
+ * An HttpOnly cookie of the console's. SameSite=Lax: sent on a top-level navigation from another
+ * site (a link to the console, the provider sending a person back), never on its subrequests.
+ */
+function setConsoleCookie(ctx: Koa.Context, name: string, value: string, path: string, maxAgeSeconds: number): void {
+  ctx.append('Set-Cookie', `${name}=${value}; Path=${path}; HttpOnly; SameSite=Lax; Max-Age=${maxAgeSeconds}${secureCookies() ? '; Secure' : ''}`);
+}
+
 export function setSessionCookie(ctx: Koa.Context, sessionId: string): void {
-  ctx.append('Set-Cookie', `${SESSION_COOKIE}=${sessionId}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=${SESSION_MAX_DAYS * 86_400}${secureCookies() ? '; Secure' : ''}`);
+  setConsoleCookie(ctx, SESSION_COOKIE, sessionId, '/console', SESSION_MAX_DAYS * 86_400);
 }
 
 export function clearSessionCookie(ctx: Koa.Context): void {
-  ctx.append('Set-Cookie', `${SESSION_COOKIE}=; Path=/console; HttpOnly; SameSite=Lax; Max-Age=0${secureCookies() ? '; Secure' : ''}`);
+  setConsoleCookie(ctx, SESSION_COOKIE, '', '/console', 0);
+}
+
+export function setSingleSignOnCookie(ctx: Koa.Context, sealedFlow: string): void {
+  setConsoleCookie(ctx, SINGLE_SIGN_ON_COOKIE, sealedFlow, SINGLE_SIGN_ON_PATH, FLOW_MINUTES * 60);
+}
+
+export function clearSingleSignOnCookie(ctx: Koa.Context): void {
+  setConsoleCookie(ctx, SINGLE_SIGN_ON_COOKIE, '', SINGLE_SIGN_ON_PATH, 0);
 }
 
 const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -3,7 +3,9 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { SCOPES } from '../../core/scopes';
-import { InputError, NotFoundError } from '../../core/errors';
+import { oidcSettings, publicUrl } from '../../core/config';
+import { DomainError, InputError, NotFoundError } from '../../core/errors';
+import { logger } from '../../core/logger';
 import { PROBLEM_CONTENT_TYPE, problem } from '../../core/problem';
 import type { ServiceDependencies } from '../../services/operations/context';
 import { createApiKeyOperation, listApiKeysOperation, revokeApiKeyOperation } from '../../services/tenancy/api-key-operations';
@@ -14,6 +16,7 @@ import { acceptInvite, describeInvite } from '../../services/tenancy/members';
 import { getBillingMonthOperation, getOperationChargesOperation, getUsageAlertsOperation, getUsageOperation, listMeteredOperationsOperation, putUsageAlertsOperation } from '../../services/usage/operations';
 import { listInvoicesOperation, openBillingPortalOperation, startBillingCheckoutOperation } from '../../services/usage/billing-operations';
 import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
+import { beginSingleSignOn, completeSingleSignOn, isSingleSignOnRefusal, SINGLE_SIGN_ON_REFUSALS } from '../../services/tenancy/single-sign-on';
 import { listPipelinesOperation } from '../../services/pipelines/operations';
 import { cancelRunOperation, getRunOperation, launchRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
@@ -26,7 +29,7 @@ import type { Principal } from '../../services/tenancy/access';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { cancelQueryJobOperation, executeQueryOperation, getQueryOperation, listQueriesOperation, listQueryReleasesOperation, retireQueryReleaseOperation } from '../../services/ontology/query-operations';
 import { consoleBuildDir } from './build-dir';
-import { clearSessionCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie } from './door';
+import { clearSessionCookie, clearSingleSignOnCookie, ConsoleOperationRoute, currentSession, memberPrincipal, mountOperation, refuseCrossSite, requireSession, setSecurityHeaders, setSessionCookie, setSingleSignOnCookie, SINGLE_SIGN_ON_COOKIE, SINGLE_SIGN_ON_PATH } from './door';
 import { CONSOLE_PAGES, pagesFor } from './pages';
 
 // The workspace console (issue 36), served by the API process at /console: its pages (a bundle
@@ -167,6 +170,62 @@ function sessionRoutes(router: Router, deps: ServiceDependencies): void {
   });
 }
 
+const SINGLE_SIGN_ON_CALLBACK = `${SINGLE_SIGN_ON_PATH}/callback`;
+
+/**
+ * Single sign-on (OpenID Connect, when WEFT_OIDC_* is set): the page's button navigates to the
+ * start route, which sends the browser to the provider with the flow sealed in a cookie; the
+ * provider sends it back to the callback, which opens a session as password sign-in does, or
+ * returns to the sign-in page with the refusal's code for it to explain. These are navigations,
+ * not the page's fetches, so they answer redirects rather than problems.
+ */
+function singleSignOnRoutes(router: Router, deps: ServiceDependencies): void {
+  const { db, encryptionKey } = deps;
+  const refuse = (ctx: Koa.Context, error: unknown) => {
+    if (!(error instanceof DomainError) || !isSingleSignOnRefusal(error.code)) throw error;
+    // The provider's side of a failure, for the operator: what the library said, never a token or the secret.
+    const cause = error.cause as { name?: string; code?: string; message?: string; error?: string } | undefined;
+    if (cause) logger.warn({ requestId: ctx.state.requestId, code: error.code, cause: { name: cause.name, code: cause.code, message: cause.message, providerError: cause.error } }, 'single sign-on failed');
+    ctx.redirect(`/console/sign-in?refused=${error.code}`);
+  };
+  // What the sign-in page offers, and the refusal it was sent back with, in the server's words.
+  router.get('/console/api/sign-in', (ctx) => {
+    const refused = typeof ctx.query.refused === 'string' && isSingleSignOnRefusal(ctx.query.refused) ? ctx.query.refused : undefined;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { singleSignOn: oidcSettings() !== undefined, ...(refused ? { refusal: { code: refused, message: SINGLE_SIGN_ON_REFUSALS[refused] } } : {}) };
+  });
+  router.get(SINGLE_SIGN_ON_PATH, async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const settings = oidcSettings();
+    if (!settings) return ctx.redirect('/console/sign-in?refused=sso_not_configured');
+    try {
+      const { authorizationUrl, sealedFlow } = await beginSingleSignOn(settings, encryptionKey, `${publicUrl()}${SINGLE_SIGN_ON_CALLBACK}`);
+      setSingleSignOnCookie(ctx, sealedFlow);
+      ctx.redirect(authorizationUrl);
+    } catch (error) {
+      refuse(ctx, error);
+    }
+  });
+  router.get(SINGLE_SIGN_ON_CALLBACK, async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    // A flow is good for one return, whatever its outcome.
+    const sealedFlow = ctx.cookies.get(SINGLE_SIGN_ON_COOKIE);
+    clearSingleSignOnCookie(ctx);
+    const settings = oidcSettings();
+    if (!settings) return ctx.redirect('/console/sign-in?refused=sso_not_configured');
+    // The address the provider was given, with what it sent back.
+    const callbackUrl = new URL(`${publicUrl()}${SINGLE_SIGN_ON_CALLBACK}`);
+    callbackUrl.search = ctx.querystring;
+    try {
+      const { sessionId, session } = await completeSingleSignOn(db, settings, encryptionKey, callbackUrl, sealedFlow);
+      setSessionCookie(ctx, sessionId);
+      ctx.redirect(session.member ? '/console' : '/console/workspaces');
+    } catch (error) {
+      refuse(ctx, error);
+    }
+  });
+}
+
 const ASSET_TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml', '.png': 'image/png', '.ico': 'image/x-icon', '.woff2': 'font/woff2' };
 
 function pageRoutes(router: Router, deps: ServiceDependencies): void {
@@ -214,6 +273,7 @@ function pageRoutes(router: Router, deps: ServiceDependencies): void {
 export function consoleMiddleware(deps: ServiceDependencies): Koa.Middleware {
   const router = new Router();
   sessionRoutes(router, deps);
+  singleSignOnRoutes(router, deps);
   for (const route of CONSOLE_OPERATION_ROUTES) mountOperation(router, route, deps);
   pageRoutes(router, deps);
   const dispatch = router.routes() as unknown as Koa.Middleware;

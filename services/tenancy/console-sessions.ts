@@ -7,7 +7,8 @@ import type { Member } from '../../db/models';
 import { normalEmail } from './members';
 
 // Console sessions: a person signs in with an email and a password, which opens every membership
-// with that email whose password it is; the session then acts as one of them. Only the SHA-256
+// with that email whose password it is (or through single sign-on, whose verified email opens
+// every membership with it); the session then acts as one of them. Only the SHA-256
 // digest of a session id is stored; the id itself lives in the browser's HttpOnly cookie. Every
 // console request reads its session and member afresh (one indexed query): a removed member or a
 // changed role is seen by the next request in every process, with no cache to drop.
@@ -65,14 +66,29 @@ async function refuseWhileLimited(db: Executor, subjects: Array<{ subject: strin
   }
 }
 
-async function membershipsWith(db: Executor, email: string): Promise<Array<Membership & { passwordHash: string }>> {
+/** The workspaces' members with this email (normalised), with their password's hash if they set one. */
+async function membershipsWith(db: Executor, email: string): Promise<Array<Membership & { passwordHash: string | null }>> {
   return db('members as m')
     .join('workspaces as w', 'w.id', 'm.workspaceId')
     .whereRaw('lower(m.email) = ?', [email])
     .whereNull('m.removedAt')
-    .whereNotNull('m.passwordHash')
     .orderBy('w.name')
     .select('m.id as memberId', 'm.workspaceId', 'w.name as workspaceName', 'm.role', 'm.passwordHash');
+}
+
+/**
+ * A new session that opened these memberships, acting as the only one at once, or as the one
+ * picked later. Returns its id, which is stored nowhere but in the cookie.
+ */
+async function openSession(trx: Executor, opened: Membership[]): Promise<string> {
+  const sessionId = randomBytes(32).toString('base64url');
+  await trx('console_sessions').insert({
+    idHash: sha256Hex(sessionId),
+    memberIds: opened.map((m) => m.memberId),
+    memberId: opened.length === 1 ? opened[0].memberId : null,
+    endsAt: trx.raw(`now() + interval '${SESSION_MAX_DAYS} days'`),
+  });
+  return sessionId;
 }
 
 /**
@@ -92,7 +108,8 @@ export async function signIn(db: Db, input: { email: string; password: string; c
     // Attempts for one account take turns, so parallel guesses cannot all pass the count below.
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 36))', [account]);
     await refuseWhileLimited(trx, [{ subject: account, limit: ACCOUNT_FAILURES, what: 'this account' }, { subject: address, limit: ADDRESS_FAILURES, what: 'this client address' }]);
-    const candidates = await membershipsWith(trx, email);
+    // A member who never set a password (invited, or signing in with single sign-on only) has none to match.
+    const candidates = (await membershipsWith(trx, email)).filter((m): m is Membership & { passwordHash: string } => m.passwordHash !== null);
     const opened: Membership[] = [];
     for (const { passwordHash, ...membership } of candidates) if (await argon2Verify(passwordHash, input.password)) opened.push(membership);
     if (!candidates.length) await argon2Verify(NO_MEMBER_HASH, input.password).catch(() => false);
@@ -101,20 +118,29 @@ export async function signIn(db: Db, input: { email: string; password: string; c
       await trx('console_sign_in_failures').whereIn('subject', [account, address]).where('failedAt', '<=', trx.raw(`now() - interval '${SIGN_IN_WINDOW_MINUTES} minutes'`)).delete();
       return undefined;
     }
-    const sessionId = randomBytes(32).toString('base64url');
-    await trx('console_sessions').insert({
-      idHash: sha256Hex(sessionId),
-      memberIds: opened.map((m) => m.memberId),
-      memberId: opened.length === 1 ? opened[0].memberId : null,
-      endsAt: trx.raw(`now() + interval '${SESSION_MAX_DAYS} days'`),
-    });
-    return sessionId;
+    return openSession(trx, opened);
   });
   // The failure is committed before the refusal leaves.
   if (!outcome) throw failedSignIn();
   const session = await sessionOf(db, outcome);
   if (!session) throw failedSignIn();
   return { sessionId: outcome, session };
+}
+
+/**
+ * Signs in the person whose email an OpenID provider verified (services/tenancy/single-sign-on.ts):
+ * every membership with that email opens, password or not, as a password opens its own; none,
+ * no session (undefined). Such a refusal is no guess at a secret, so it counts toward no limit.
+ */
+export async function signInWithVerifiedEmail(db: Db, verifiedEmail: string): Promise<{ sessionId: string; session: ConsoleSession } | undefined> {
+  const email = normalEmail(verifiedEmail);
+  const sessionId = await db.transaction(async (trx) => {
+    const opened = await membershipsWith(trx, email);
+    return opened.length ? openSession(trx, opened) : undefined;
+  });
+  if (!sessionId) return undefined;
+  const session = await sessionOf(db, sessionId);
+  return session && { sessionId, session };
 }
 
 /**
