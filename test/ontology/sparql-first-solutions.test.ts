@@ -7,7 +7,7 @@ import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
 import { qualified, workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
-import { bind, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { activeOntology, bind, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 import { scrape, total } from '../support/prometheus';
 
 // Bound managed tables larger than the reach bound (WEFT_SPARQL_MAX_REACHED_TRIPLES, set low
@@ -87,20 +87,18 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
 
   before(async () => {
     t = await ontologyTenant();
-    for (const term of [
-      { id: 'Offer', kind: 'class' },
-      { id: 'Vendor', kind: 'class' },
-      { id: 'price', kind: 'property', domain: 'Offer', datatype: 'xsd:decimal' },
-      { id: 'label', kind: 'property', domain: 'Offer', datatype: 'xsd:string' },
-      { id: 'tag', kind: 'property', domain: 'Offer', datatype: 'xsd:string' },
-      { id: 'rare', kind: 'property', domain: 'Offer', datatype: 'xsd:integer' },
-      { id: 'name', kind: 'property', domain: 'Vendor', datatype: 'xsd:string' },
-    ]) assert.equal((await t.client.post(`${t.base}/terms`, term)).status, 201);
-    assert.equal((await t.client.post(`${t.base}/links`, { id: 'vendor', from: 'Offer', to: 'Vendor' })).status, 201);
-    const compiled = await t.client.post(`${t.base}/compile`, {});
-    assert.equal(compiled.status, 201, JSON.stringify(compiled.body));
-    const packageId = compiled.body.package.id;
-    assert.equal((await t.client.post(`${t.base}/activate`, { packageId })).status, 200);
+    const packageId = await activeOntology(t, {
+      terms: [
+        { id: 'Offer', kind: 'class' },
+        { id: 'Vendor', kind: 'class' },
+        { id: 'price', kind: 'property', domain: 'Offer', datatype: 'xsd:decimal' },
+        { id: 'label', kind: 'property', domain: 'Offer', datatype: 'xsd:string' },
+        { id: 'tag', kind: 'property', domain: 'Offer', datatype: 'xsd:string' },
+        { id: 'rare', kind: 'property', domain: 'Offer', datatype: 'xsd:integer' },
+        { id: 'name', kind: 'property', domain: 'Vendor', datatype: 'xsd:string' },
+      ],
+      links: [{ id: 'vendor', from: 'Offer', to: 'Vendor' }],
+    });
     prefixes = `PREFIX : <${(await t.client.get(t.base)).body.ontology.baseIri}>\n`;
     offersTable = await seededTable(t, offers, ['id']);
     const vendorsTable = await seededTable(t, vendors, ['id']);

@@ -11,7 +11,7 @@ import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
-import { bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
 
 // Per-query table reads (services/ontology/sparql-reach-reads.ts, ontology/sparql-reach.ts) claim
 // the answers of reading bound managed tables whole. Every query here is answered twice through
@@ -425,40 +425,32 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
   before(async () => {
     api = await new RemoteApi().start();
     t = await ontologyTenant();
-    for (const term of [
-      { id: 'Person', kind: 'class' },
-      { id: 'Org', kind: 'class' },
-      { id: 'Item', kind: 'class' },
-      { id: 'City', kind: 'class' },
-      { id: 'name', kind: 'property', domain: 'Person', datatype: 'xsd:string' },
-      { id: 'age', kind: 'property', domain: 'Person', datatype: 'xsd:integer' },
-      { id: 'score', kind: 'property', domain: 'Person', datatype: 'xsd:decimal' },
-      { id: 'nick', kind: 'property', domain: 'Person', datatype: 'xsd:string' },
-      { id: 'title', kind: 'property', domain: 'Org', datatype: 'xsd:string' },
-      { id: 'size', kind: 'property', domain: 'Org', datatype: 'xsd:integer' },
-      { id: 'budget', kind: 'property', domain: 'Org', datatype: 'xsd:decimal' },
-      { id: 'price', kind: 'property', domain: 'Item', datatype: 'xsd:decimal' },
-      { id: 'qty', kind: 'property', domain: 'Item', datatype: 'xsd:integer' },
-      { id: 'tag', kind: 'property', domain: 'Item', datatype: 'xsd:string' },
-    ]) {
-      const res = await t.client.post(`${t.base}/terms`, term);
-      assert.equal(res.status, 201, JSON.stringify(res.body));
-    }
-    for (const link of [
-      { id: 'knows', from: 'Person', to: 'Person' },
-      { id: 'worksAt', from: 'Person', to: 'Org' },
-      { id: 'parent', from: 'Org', to: 'Org' },
-      { id: 'city', from: 'Org', to: 'City' },
-      { id: 'owner', from: 'Item', to: 'Person' },
-      { id: 'madeBy', from: 'Item', to: 'Org' },
-    ]) {
-      const res = await t.client.post(`${t.base}/links`, link);
-      assert.equal(res.status, 201, JSON.stringify(res.body));
-    }
-    const compiled = await t.client.post(`${t.base}/compile`, {});
-    assert.equal(compiled.status, 201, JSON.stringify(compiled.body));
-    const packageId = compiled.body.package.id;
-    assert.equal((await t.client.post(`${t.base}/activate`, { packageId })).status, 200);
+    const packageId = await activeOntology(t, {
+      terms: [
+        { id: 'Person', kind: 'class' },
+        { id: 'Org', kind: 'class' },
+        { id: 'Item', kind: 'class' },
+        { id: 'City', kind: 'class' },
+        { id: 'name', kind: 'property', domain: 'Person', datatype: 'xsd:string' },
+        { id: 'age', kind: 'property', domain: 'Person', datatype: 'xsd:integer' },
+        { id: 'score', kind: 'property', domain: 'Person', datatype: 'xsd:decimal' },
+        { id: 'nick', kind: 'property', domain: 'Person', datatype: 'xsd:string' },
+        { id: 'title', kind: 'property', domain: 'Org', datatype: 'xsd:string' },
+        { id: 'size', kind: 'property', domain: 'Org', datatype: 'xsd:integer' },
+        { id: 'budget', kind: 'property', domain: 'Org', datatype: 'xsd:decimal' },
+        { id: 'price', kind: 'property', domain: 'Item', datatype: 'xsd:decimal' },
+        { id: 'qty', kind: 'property', domain: 'Item', datatype: 'xsd:integer' },
+        { id: 'tag', kind: 'property', domain: 'Item', datatype: 'xsd:string' },
+      ],
+      links: [
+        { id: 'knows', from: 'Person', to: 'Person' },
+        { id: 'worksAt', from: 'Person', to: 'Org' },
+        { id: 'parent', from: 'Org', to: 'Org' },
+        { id: 'city', from: 'Org', to: 'City' },
+        { id: 'owner', from: 'Item', to: 'Person' },
+        { id: 'madeBy', from: 'Item', to: 'Org' },
+      ],
+    });
     baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
     prefixes = `PREFIX : <${baseIri}>\nPREFIX xsd: <${XSD}>\n`;
 

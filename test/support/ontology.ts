@@ -43,24 +43,33 @@ export async function seededTable(t: OntologyTenant, rows: Array<Record<string, 
   return res.body.dataEndpoint.id;
 }
 
-/** Customer (name, age) and Order (total) placedBy Customer, compiled and active. Returns the package id. */
-export async function customerOntology(t: OntologyTenant): Promise<string> {
-  for (const term of [
-    { id: 'Customer', kind: 'class', label: 'Customer' },
-    { id: 'Order', kind: 'class' },
-    { id: 'name', kind: 'property', domain: 'Customer', datatype: 'xsd:string', minCount: 1, maxCount: 1 },
-    { id: 'age', kind: 'property', domain: 'Customer', datatype: 'xsd:integer', maxCount: 1 },
-    { id: 'total', kind: 'property', domain: 'Order', datatype: 'xsd:decimal' },
-  ]) {
-    const res = await t.client.post(`${t.base}/terms`, term);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
+/** Posts terms, links and shapes to the tenant's ontology, compiles and activates it. Returns the package id. */
+export async function activeOntology(t: OntologyTenant, { terms, links = [], shapes = [] }: { terms: object[]; links?: object[]; shapes?: object[] }): Promise<string> {
+  for (const [part, items] of [['terms', terms], ['links', links], ['shapes', shapes]] as const) {
+    for (const item of items) {
+      const res = await t.client.post(`${t.base}/${part}`, item);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
   }
-  assert.equal((await t.client.post(`${t.base}/links`, { id: 'placedBy', from: 'Order', to: 'Customer', maxCount: 1 })).status, 201);
-  assert.equal((await t.client.post(`${t.base}/shapes`, { id: 'AdultShape', targetClass: 'Customer', properties: [{ path: 'age', minInclusive: 18, message: 'customers are adults' }] })).status, 201);
   const compiled = await t.client.post(`${t.base}/compile`, {});
   assert.equal(compiled.status, 201, JSON.stringify(compiled.body));
   assert.equal((await t.client.post(`${t.base}/activate`, { packageId: compiled.body.package.id })).status, 200);
   return compiled.body.package.id;
+}
+
+/** Customer (name, age) and Order (total) placedBy Customer, compiled and active. Returns the package id. */
+export function customerOntology(t: OntologyTenant): Promise<string> {
+  return activeOntology(t, {
+    terms: [
+      { id: 'Customer', kind: 'class', label: 'Customer' },
+      { id: 'Order', kind: 'class' },
+      { id: 'name', kind: 'property', domain: 'Customer', datatype: 'xsd:string', minCount: 1, maxCount: 1 },
+      { id: 'age', kind: 'property', domain: 'Customer', datatype: 'xsd:integer', maxCount: 1 },
+      { id: 'total', kind: 'property', domain: 'Order', datatype: 'xsd:decimal' },
+    ],
+    links: [{ id: 'placedBy', from: 'Order', to: 'Customer', maxCount: 1 }],
+    shapes: [{ id: 'AdultShape', targetClass: 'Customer', properties: [{ path: 'age', minInclusive: 18, message: 'customers are adults' }] }],
+  });
 }
 
 export async function bind(t: OntologyTenant, body: Record<string, unknown>): Promise<string> {
