@@ -7,7 +7,7 @@ import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
-import { keptTableCounts } from '../services/operations/context';
+import { SparqlMemory } from '../services/ontology/sparql-memory';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
@@ -82,7 +82,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     encryptionKey: settings.encryptionKey,
     clock: options.clock ?? systemClock,
     keyUsage,
-    sparqlTableCounts: keptTableCounts(),
+    sparqlMemory: new SparqlMemory(),
   });
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();

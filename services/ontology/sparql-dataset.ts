@@ -7,7 +7,7 @@ import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
 import { announcesSnapshots, onSnapshotCommitted, snapshotScope } from '../../plugins/snapshot-notices';
-import { WeightedLru } from '../../ontology/dataset-cache';
+import type { KeptGraph, PackageFacts, SparqlMemory } from './sparql-memory';
 import { mapRecord, templateFields } from '../../ontology/term-records';
 import { fieldIndexesOf } from '../../plugins/managed-table/field-indexes';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
@@ -22,7 +22,7 @@ import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { keptParse } from '../../ontology/sparql-engine';
 import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, TableCounts, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
+import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
@@ -118,20 +118,8 @@ export function requireSemanticMode(catalog: Pick<DatasetCatalog, 'semanticConsu
   if (wanted === 'write' && mode !== 'write') throw new PermissionError('semantic_mode_read_only', 'This workspace’s SPARQL endpoint takes queries only (semanticConsumerMode read): updates need semanticConsumerMode write.');
 }
 
-interface KeptGraph {
-  handle: GraphHandle;
-  builtAt: number;
-}
-
-/**
- * Encoded graphs, one per package and per binding (the newest version only: a new snapshot
- * replaces the old graph), bounded in bytes. Shared memory: the query threads read them in place.
- */
-const graphs = new WeightedLru<KeptGraph>(4096, Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024);
-const building = new Map<string, Promise<KeptGraph>>();
-
 /** Builds a graph once however many queries ask for it at the same time. */
-function keptOrBuilt(slot: string, version: string, fresh: (kept: KeptGraph) => boolean, build: () => Promise<GraphHandle>): Promise<KeptGraph> {
+function keptOrBuilt({ graphs, building }: SparqlMemory, slot: string, version: string, fresh: (kept: KeptGraph) => boolean, build: () => Promise<GraphHandle>): Promise<KeptGraph> {
   const kept = graphs.get(slot);
   if (kept && kept.handle.version === version && fresh(kept)) return Promise.resolve(kept);
   // Builds are shared per version: a query that sees a newer snapshot never waits on an older build.
@@ -157,15 +145,8 @@ function tooLarge(triples: number, atLeast: boolean): InputError {
 /** The package graph's version, and its slot in the kept graphs (one version per package). */
 const packageVersion = (pkg: PackageHead) => `package:${pkg.id}`;
 
-/** What the package graph holds, as far as narrowing table reads needs: its predicates and rdf:type objects. */
-interface PackageFacts {
-  predicates: Set<string>;
-  types: Set<string>;
-}
-const packageFactsKept = new WeightedLru<PackageFacts>(64, 64 * 1024 * 1024);
-
-async function packageFacts(db: Executor, pkg: PackageHead): Promise<PackageFacts> {
-  const kept = packageFactsKept.get(pkg.id);
+async function packageFacts(memory: SparqlMemory, db: Executor, pkg: PackageHead): Promise<PackageFacts> {
+  const kept = memory.packageFacts.get(pkg.id);
   if (kept) return kept;
   const { nquads } = (await OntologyPackage.query(db).findById(pkg.id).select('nquads'))!;
   const facts: PackageFacts = { predicates: new Set(), types: new Set() };
@@ -173,12 +154,12 @@ async function packageFacts(db: Executor, pkg: PackageHead): Promise<PackageFact
     facts.predicates.add(quad.predicate.value);
     if (quad.predicate.value === `${NS.rdf}type`) facts.types.add(quad.object.value);
   }
-  return packageFactsKept.set(pkg.id, facts, nquads.length);
+  return memory.packageFacts.set(pkg.id, facts, nquads.length);
 }
 
-async function packageGraph(db: Executor, pkg: PackageHead): Promise<GraphHandle> {
+async function packageGraph(memory: SparqlMemory, db: Executor, pkg: PackageHead): Promise<GraphHandle> {
   const version = packageVersion(pkg);
-  return (await keptOrBuilt(version, version, () => true, async () => {
+  return (await keptOrBuilt(memory, version, version, () => true, async () => {
     const { nquads } = (await OntologyPackage.query(db).findById(pkg.id).select('nquads'))!;
     const encoder = new GraphEncoder();
     for (const quad of new Parser({ format: 'application/n-quads' }).parse(nquads)) encoder.add(quad);
@@ -347,18 +328,18 @@ function snapshotVersionOf(names: BindingNames, snapshot: SnapshotInfo): string 
 const unpinnedFresh = (entry: KeptGraph) => Date.now() - entry.builtAt < sparqlSettings().unpinnedTtlSeconds * 1000;
 
 /** The graph of one binding at its endpoint's current data. */
-async function bindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
+async function bindingGraph(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
   const { binding, endpoint, names } = source;
   const slot = names.slot;
   if (snapshot) {
     // An endpoint never written has no snapshot to pin (and no records).
     const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
     const version = snapshotVersionOf(names, snapshot);
-    return (await keptOrBuilt(slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
+    return (await keptOrBuilt(memory, slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
   }
-  const kept = graphs.get(slot);
+  const kept = memory.graphs.get(slot);
   const version = kept && unpinnedFresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
-  return (await keptOrBuilt(slot, version, unpinnedFresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
+  return (await keptOrBuilt(memory, slot, version, unpinnedFresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
 }
 
 /**
@@ -430,7 +411,8 @@ function reachKeyOf(plan: DatasetPlan, text: string, tableVersions: string[]): s
  * once. Undefined when anything must be read or built (queryDataset does that).
  */
 export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string): QueryDatasetHandles | undefined {
-  const { db, principal } = ctx;
+  const { db, principal, deps: { sparqlMemory } } = ctx;
+  const { graphs } = sparqlMemory;
   if (db.isTransaction) return undefined;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
@@ -481,7 +463,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       tableHandles.add(kept.handle);
     }
   }
-  return datasetOf(plan, pkg, handles, dataVersions, tableHandles);
+  return datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, tableHandles);
 }
 
 /**
@@ -498,12 +480,12 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
 /** queryDataset after keptDataset found something to read or build. */
 /** `timeoutMs`: the time limit of the table reads (the query's, WEFT_SPARQL_TIMEOUT_MS unless its caller has another). */
 export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
-  const { db, deps: { encryptionKey, sparqlTableCounts }, principal } = ctx;
+  const { db, deps: { encryptionKey, sparqlMemory }, principal } = ctx;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, !db.isTransaction);
   const bound = sparqlSettings().maxDatasetTriples;
-  const packageHandle = await packageGraph(db, pkg);
+  const packageHandle = await packageGraph(sparqlMemory, db, pkg);
   const handles = [packageHandle];
   const dataVersions = [packageHandle.version];
   let triples = packageHandle.graph.tripleCount;
@@ -519,24 +501,25 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
       tables.push({ source, snapshot, dataVersion });
       continue;
     }
-    const handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound - triples);
+    const handle = await bindingGraph(sparqlMemory, db, encryptionKey, pkg, source, snapshot, bound - triples);
     handles.push(handle);
     dataVersions.push(handle.version);
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const tableHandles = tables.length ? await reachedGraphs(db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal, sparqlTableCounts) : [];
+  const tableHandles = tables.length ? await reachedGraphs(sparqlMemory, db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
   handles.push(...tableHandles);
-  return datasetOf(plan, pkg, handles, dataVersions, new Set(tableHandles));
+  return datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal, counts?: TableCounts): Promise<GraphHandle[]> {
+async function reachedGraphs(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
+  const { graphs, tableCounts: counts } = memory;
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
   if (kept.every(Boolean)) return kept.map((graph) => graph!.handle);
-  const facts = await packageFacts(db, pkg);
+  const facts = await packageFacts(memory, db, pkg);
   const others: OtherGraphs = { predicates: new Set([...facts.predicates, ...plan.memoryPredicates]), types: new Set([...facts.types, ...plan.memoryTypes]) };
   const reachTables: ReachTable[] = tables.map(({ source, snapshot }) => ({
     ...source.table!,
@@ -559,7 +542,7 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
   const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
-    if (read.whole[at]) handles.push(await wholeTableGraph(db, encryptionKey, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
+    if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, encryptionKey, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
     else handles.push(readGraph(at, source));
   }
   return handles;
@@ -583,13 +566,13 @@ async function reachedGraphs(db: Executor, encryptionKey: Buffer, pkg: PackageHe
  * bound it is refused as query_too_broad from PostgreSQL's count of its triples, before a record
  * is read, and at once for later queries at the same snapshot (the count is kept).
  */
-async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
+async function wholeTableGraph(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
   const bound = limits.maxTriples;
-  const kept = graphs.get(source.names.slot);
+  const kept = memory.graphs.get(source.names.slot);
   if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
   let handle: GraphHandle;
   try {
-    handle = await bindingGraph(db, encryptionKey, pkg, source, snapshot, bound);
+    handle = await bindingGraph(memory, db, encryptionKey, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
     if (table.version !== undefined) {
@@ -599,7 +582,7 @@ async function wholeTableGraph(db: Executor, encryptionKey: Buffer, pkg: Package
     }
     throw tooBroad(bound, table.table);
   }
-  graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
+  memory.graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
   return handle;
 }
 
@@ -635,7 +618,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
     return undefined;
   }
   if (parsed.kind !== 'query' || parsed.queryType !== 'SELECT') return undefined;
-  const facts = await packageFacts(db, pkg);
+  const facts = await packageFacts(ctx.deps.sparqlMemory, db, pkg);
   const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
   const othersOf = (at: number): OtherGraphs => {
     const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
@@ -661,7 +644,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
     if (!result) return undefined;
     // The same bound on an answer as the evaluator's.
     if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);
-    return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
+    return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
   } finally {
     release();
   }
@@ -682,7 +665,7 @@ async function estimatedRecords(db: Executor, tables: ReachTable[]): Promise<num
 }
 
 /** The dataset of these graphs, within the bound, named by the versions of its data. */
-function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], dataVersions: string[], tableHandles = new Set<GraphHandle>()): QueryDatasetHandles {
+function datasetOf(memory: SparqlMemory, plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], dataVersions: string[], tableHandles = new Set<GraphHandle>()): QueryDatasetHandles {
   let triples = 0;
   let wholeTriples = 0;
   for (const handle of handles) {
@@ -691,24 +674,18 @@ function datasetOf(plan: DatasetPlan, pkg: PackageHead, handles: GraphHandle[], 
     if (!tableHandles.has(handle)) wholeTriples += handle.graph.tripleCount;
   }
   if (wholeTriples > sparqlSettings().maxDatasetTriples) throw tooLarge(wholeTriples, false);
-  return { pkg, graphs: handles, version: datasetVersionOf(plan, dataVersions), triples, withheldBindings: plan.withheld };
+  return { pkg, graphs: handles, version: datasetVersionOf(memory, plan, dataVersions), triples, withheldBindings: plan.withheld };
 }
 
-function datasetVersionOf(plan: DatasetPlan, dataVersions: string[]): string {
+function datasetVersionOf(memory: SparqlMemory, plan: DatasetPlan, dataVersions: string[]): string {
   const last = plan.last;
   if (last && last.versions.length === dataVersions.length && last.versions.every((version, index) => version === dataVersions[index])) return last.version;
-  const version = datasetVersion(dataVersions.join('\n'));
+  const version = datasetVersion(memory, dataVersions.join('\n'));
   plan.last = { versions: dataVersions, version };
   return version;
 }
 
 /** The dataset's version: a digest of its graphs' versions, kept per combination (every query names one). */
-const datasetVersions = new WeightedLru<string>(1024, 4 * 1024 * 1024);
-function datasetVersion(graphVersions: string): string {
+function datasetVersion({ datasetVersions }: SparqlMemory, graphVersions: string): string {
   return datasetVersions.get(graphVersions) ?? datasetVersions.set(graphVersions, createHash('sha256').update(graphVersions).digest('base64url').slice(0, 22), graphVersions.length);
-}
-
-/** Forgets every kept graph (tests that change data behind Weft's back). */
-export function forgetDatasetGraphs(): void {
-  graphs.clear();
 }

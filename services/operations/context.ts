@@ -4,8 +4,7 @@ import type { Db, Executor } from '../../db/connection';
 import type { Project } from '../../db/models';
 import type { Principal } from '../tenancy/access';
 import type { KeyUsageRecorder } from '../tenancy/key-usage';
-import { WeightedLru } from '../../ontology/dataset-cache';
-import type { CountedTriples, TableCounts } from '../ontology/sparql-reach-reads';
+import { SparqlMemory } from '../ontology/sparql-memory';
 
 /** What the service layer reaches, built once per process (API, worker, admin CLI). */
 export interface ServiceDependencies {
@@ -16,16 +15,9 @@ export interface ServiceDependencies {
   clock: Clock;
   /** Records when keys were last used; the API process has one, the worker and CLI need none. */
   keyUsage?: KeyUsageRecorder;
-  /**
-   * The triples PostgreSQL counted in bound tables, per snapshot and mapping (sparql-reach-reads.ts),
-   * so a SPARQL query refused past the reach bound costs one count per snapshot, not one per query.
-   * Absent in dependencies a test builds by hand: each refusal then counts again.
-   */
-  sparqlTableCounts?: TableCounts;
+  /** The graphs, counts and versions SPARQL queries keep between them (services/ontology/sparql-memory.ts). */
+  sparqlMemory: SparqlMemory;
 }
-
-/** An empty sparqlTableCounts: a count is a few dozen bytes, so its weight is its key's length. */
-export const keptTableCounts = (): TableCounts => new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
 
 /**
  * Temporal for a process that must not reach it from the service layer: activities reach Temporal
@@ -40,7 +32,7 @@ const noTemporal = new Proxy({}, {
 
 /** The worker's dependencies: the database, the encryption key and the clock; Temporal only through workflows (see noTemporal). */
 export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, sparqlTableCounts: keptTableCounts() };
+  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory() };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

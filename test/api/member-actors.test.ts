@@ -119,7 +119,7 @@ describe('Work a member started, refused once the member is removed, as a revoke
   /** A governed write an admin proposes in the console (as the console door invokes it: the member's principal, no key). */
   async function proposeAsMember(t: WriteTenant, endpointId: string, memberId: string, rows: Array<Record<string, unknown>>) {
     const member = (await Member.query(env().db).findById(memberId))!;
-    const deps = { db: env().db, temporal: env().temporal, encryptionKey: env().encryptionKey, clock: env().clock };
+    const deps = env().dependencies();
     const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'upsert', rows });
     const { output } = await execute({ deps, principal: principalOfMember(member), door: 'console', requestId: `test:${randomUUID()}` }, submitSourceWriteOperation, { params: { endpoint_id: endpointId }, query: {}, body } as never);
     return { body, output: output as { status?: number; body: { writeAction: { status: string; proposedByMemberId: string } } } };

@@ -8,6 +8,8 @@ import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
+import type { ServiceDependencies } from '../../services/operations/context';
+import { SparqlMemory } from '../../services/ontology/sparql-memory';
 
 /**
  * One API server, one worker and one pool for the whole run, against the real PostgreSQL and
@@ -28,6 +30,11 @@ export interface TestEnvironment {
    * (startApiScript) have their own, the system clock.
    */
   clock: SettableClock;
+  /**
+   * Dependencies for a test that calls the service layer directly: the run's pool, Temporal client,
+   * key and clock, with SPARQL memory of their own (nothing kept from the API's queries); `overrides` replace parts.
+   */
+  dependencies(overrides?: Partial<ServiceDependencies>): ServiceDependencies;
   stopApi(): Promise<void>;
   /** Stops the in-process worker (a test that runs its own worker process), and starts it again. */
   stopWorker(): Promise<void>;
@@ -63,6 +70,9 @@ export async function startEnvironment(): Promise<void> {
     taskQueue,
     encryptionKey,
     clock,
+    dependencies(overrides = {}) {
+      return { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), ...overrides };
+    },
     stopApi: () => api.stop(),
     async stopWorker() {
       await worker?.shutdown();

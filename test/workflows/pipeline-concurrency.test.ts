@@ -29,10 +29,10 @@ import {
 
 /** The context the MCP tools' operations get, for calling the schedule and cancel services directly as this key. */
 function contextOf(principal: Principal, project?: Project): OperationContext {
-  const { db, temporal, encryptionKey, clock } = env();
+  const { db } = env();
   return {
     db,
-    deps: { db, temporal, encryptionKey, clock },
+    deps: env().dependencies(),
     principal,
     get project(): Project {
       if (!project) throw new Error('no project');

@@ -43,10 +43,10 @@ describe('Launching a run: the workflow starts after the run row commits', funct
   /** A launch answered while Temporal is unreachable at the start, as for a process that dies right after the commit: the run stays queued. */
   async function launchUnstarted(pipelineId: string): Promise<{ id: string; workflow: { workflowId: string } }> {
     const { t } = fixture;
-    const { db, encryptionKey, clock } = env();
+    const { db } = env();
     const unreachable = { workflow: { start: () => Promise.reject(new Error('Temporal is unreachable')) } } as unknown as Client;
     const principal = await principalOfKey(db, t.ws.workspaceId, await keyIdOf(t.key));
-    const launched = await invoke({ deps: { db, encryptionKey, clock, temporal: unreachable }, principal, door: 'http', requestId: 'run-launch-test' }, launchRunOperation, { body: { pipelineId } } as never) as { status: number; body: { run: { id: string; workflow: { workflowId: string } } } };
+    const launched = await invoke({ deps: env().dependencies({ temporal: unreachable }), principal, door: 'http', requestId: 'run-launch-test' }, launchRunOperation, { body: { pipelineId } } as never) as { status: number; body: { run: { id: string; workflow: { workflowId: string } } } };
     assert.equal(launched.status, 202, 'the launch is answered: the run is recorded');
     return launched.body.run;
   }

@@ -15,12 +15,12 @@ describe('Recording the other workflows\' histories', function () {
   const fixture = usePipelines();
 
   recording('scheduled-launch', async () => {
-    const { db, temporal: client, encryptionKey, clock } = env();
+    const { db, temporal: client } = env();
     const { t } = fixture;
     const pipelineId = await fixture.pipeline('recorded_scheduled');
     const principal = await principalOfKey(db, t.ws.workspaceId, await keyIdOf(t.key));
     const project = (await Project.query(db).findById(t.projectId))!;
-    const ctx = { db, deps: { db, temporal: client, encryptionKey, clock }, principal, project, door: 'mcp' as const, requestId: 'record-histories' };
+    const ctx = { db, deps: env().dependencies(), principal, project, door: 'mcp' as const, requestId: 'record-histories' };
     const schedule = await createPipelineSchedule(ctx, pipelineId, { intervalSeconds: 3600, paused: true });
     try {
       await triggerPipelineSchedule(ctx, pipelineId, schedule.id);

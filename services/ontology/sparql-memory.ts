@@ -1,0 +1,44 @@
+import { WeightedLru } from '../../ontology/dataset-cache';
+import type { GraphHandle } from '../../ontology/sparql-threads/messages';
+import type { CountedTriples, TableCounts } from './sparql-reach-reads';
+
+/** A graph kept between queries, with when it was built (unpinned graphs are fresh for a while). */
+export interface KeptGraph {
+  handle: GraphHandle;
+  builtAt: number;
+}
+
+/** What the package graph holds, as far as narrowing table reads needs: its predicates and rdf:type objects. */
+export interface PackageFacts {
+  predicates: Set<string>;
+  types: Set<string>;
+}
+
+/**
+ * What one runtime keeps of SPARQL datasets between queries. The runtime builds it
+ * (scripts/runtime.ts, workerDependencies) and queries reach it through ctx.deps.sparqlMemory, so
+ * two runtimes in one process share nothing, and a test that changes data behind Weft's back
+ * builds its own rather than clearing a module's.
+ */
+export class SparqlMemory {
+  /**
+   * Encoded graphs, one per package and per binding (the newest version only: a new snapshot
+   * replaces the old graph), bounded in bytes. Shared memory: the query threads read them in place.
+   */
+  readonly graphs: WeightedLru<KeptGraph>;
+  /** Graphs being built, by version: a graph is built once however many queries ask for it at once. */
+  readonly building = new Map<string, Promise<KeptGraph>>();
+  readonly packageFacts = new WeightedLru<PackageFacts>(64, 64 * 1024 * 1024);
+  /** The dataset version of each combination of graph versions (every query names one). */
+  readonly datasetVersions = new WeightedLru<string>(1024, 4 * 1024 * 1024);
+  /**
+   * The triples PostgreSQL counted in bound tables, per snapshot and mapping (sparql-reach-reads.ts),
+   * so a query refused past the reach bound costs one count per snapshot, not one per query. A
+   * count is a few dozen bytes, so its weight is its key's length.
+   */
+  readonly tableCounts: TableCounts = new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
+
+  constructor({ encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 } = {}) {
+    this.graphs = new WeightedLru<KeptGraph>(4096, encodedBytes);
+  }
+}
