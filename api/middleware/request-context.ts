@@ -45,7 +45,10 @@ export function logRequest(ctx: Koa.Context, requestId: string, started: bigint)
   const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
   const errorCode = ctx.status >= 400 ? (ctx.body as { code?: string } | undefined)?.code : undefined;
   if (ctx.status >= 500) {
-    requestLog.error({ requestId, method: ctx.method, path, status: ctx.status, durationMs, workspaceId: principal?.workspaceId, apiKeyId: principal?.apiKeyId, errorCode }, 'request');
+    // A refusal with a code (a remote system failed: 502; billing not configured: 503) is a warning;
+    // an answer without one (500) is Weft's own fault.
+    const log = errorCode !== undefined && ctx.status !== 500 ? requestLog.warn.bind(requestLog) : requestLog.error.bind(requestLog);
+    log({ requestId, method: ctx.method, path, status: ctx.status, durationMs, workspaceId: principal?.workspaceId, apiKeyId: principal?.apiKeyId, errorCode }, 'request');
   } else {
     // The same fields in the same order; the request id and method are plain tokens (REQUEST_ID, HTTP's method syntax).
     writeInfoLine(
