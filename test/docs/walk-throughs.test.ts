@@ -150,7 +150,7 @@ describe('docs that run: the README and the guides, block by block in bash', fun
     const output = outputOf(run, `${GUIDES}/pipelines.md`);
     const answers = jsonAnswers(output);
     const records = answers.at(-1);
-    const runAnswer = answers.findLast((answer) => answer.run)?.run;
+    const runAnswer = [...answers].reverse().find((answer) => answer.run)?.run;
     assert.equal(runAnswer?.status, 'succeeded');
     assert.equal(records.data.length, 5);
     assert.ok(records.data.every((record: { status: string; total_with_tax: number }) => record.status === 'open' && typeof record.total_with_tax === 'number'));
@@ -182,7 +182,7 @@ describe('docs that run: the README and the guides, block by block in bash', fun
     assert.ok(dryRun, 'the dry run answers');
     assert.deepEqual([dryRun.changeSet.counts.added, dryRun.changeSet.counts.changed], [0, 1], 'the write changes an existing row, adding none');
     assert.equal(dryRun.changeSet.changed[0].after.total, 99.5);
-    const approved = answers.findLast((answer) => answer.writeAction?.status === 'applied');
+    const approved = [...answers].reverse().find((answer) => answer.writeAction?.status === 'applied');
     assert.ok(approved?.writeAction.snapshotAfter, 'the approval applies the write, with the snapshot it made');
     const log = answers.at(-1);
     assert.deepEqual(log.entries.map((entry: { kind: string }) => entry.kind).sort(), ['applied', 'approved', 'proposed']);
