@@ -6,7 +6,7 @@
  *   npm run --silent admin -- member invite --workspace ID (--email ADDRESS [--role owner|admin|member] | --member ID [--email ADDRESS] [--role …]) [--json]
  *   npm run --silent admin -- member remove --workspace ID --member ID
  *   npm run --silent admin -- key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
- *   npm run --silent admin -- plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
+ *   npm run --silent admin -- plan set --workspace ID (--plan free|team | --credit-limit plan|none|default | both) [--json]
  *   npm run --silent admin -- migrate [--json]   (also `npm run migrate`)
  * Every command is an operator operation (services/tenancy/operator-operations.ts), invoked through
  * the admin door, in one transaction: a failure leaves nothing half-created.
@@ -29,7 +29,7 @@ const USAGE = `Usage:
   admin member invite --workspace ID (--email ADDRESS [--role owner|admin|member] | --member ID [--email ADDRESS] [--role …]) [--json]
   admin member remove --workspace ID --member ID
   admin key create --workspace ID --member ID --name NAME --scopes a,b [--read-permissions a,b] [--write-permissions a,b] [--json]
-  admin plan set --workspace ID [--plan free|team] [--credit-limit plan|none|default] [--json]
+  admin plan set --workspace ID (--plan free|team | --credit-limit plan|none|default | both) [--json]
   admin migrate [--json]`;
 
 class UsageError extends Error {}

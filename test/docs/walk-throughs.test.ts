@@ -149,7 +149,7 @@ describe('docs that run: the README and the guides, block by block in bash', fun
   it('pipelines: the run succeeds and its rows carry the run as their provenance', () => {
     const output = outputOf(run, `${GUIDES}/pipelines.md`);
     const answers = jsonAnswers(output);
-    const records = answers.at(-1);
+    const records = answers.find((answer) => answer.provenance);
     const runAnswer = [...answers].reverse().find((answer) => answer.run)?.run;
     assert.equal(runAnswer?.status, 'succeeded');
     assert.equal(records.data.length, 5);
@@ -174,6 +174,25 @@ describe('docs that run: the README and the guides, block by block in bash', fun
     assert.equal(final.status, 'succeeded');
     assert.ok(final.data.length > 0, 'the execution answers rows');
     assert.ok(final.data.every((row: { total: number }) => row.total >= 50));
+  });
+
+  it('pipelines: records sort by an orderBy array, and version 2 with a cast node is activated', () => {
+    const answers = jsonAnswers(outputOf(run, `${GUIDES}/pipelines.md`));
+    const sorted = answers.find((answer) => answer.data?.length === 3);
+    assert.ok(sorted, 'the sorted read answers three records');
+    const totals = sorted.data.map((record: { total: number }) => record.total);
+    assert.deepEqual(totals, [...totals].sort((a, b) => b - a));
+    const activated = answers.at(-1).pipeline;
+    assert.deepEqual([activated.activeVersion.number, activated.activeVersion.commitMessage], [2, 'Typed ids and totals']);
+  });
+
+  it('MCP: the SDK client launches the pipeline through the workspace connection, and the run succeeds', () => {
+    const output = outputOf(run, `${GUIDES}/mcp.md`);
+    const [launched, ended] = jsonAnswers(output);
+    assert.ok(launched?.run && ended?.run, `the client prints the launched run and the run at its end: ${output}`);
+    assert.equal(launched.run.status, 'queued');
+    // Version 2 (the cast node) is what it runs; it ends as the first run did.
+    assert.deepEqual([ended.run.id, ended.run.status, ended.run.versionNumber], [launched.run.id, 'succeeded', 2]);
   });
 
   it('governed writes: the approved action applies as an update and the log records it', () => {
