@@ -6,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
 import { browserPages, ConsoleClient, invite, Person } from '../support/console';
+import { freePort, startScript } from '../support/processes';
 
 // Single sign-on against a real OpenID provider: oidc-provider (the certified OpenID Connect
 // server for Node), on a port of its own, with the console registered as a confidential client
@@ -28,6 +29,8 @@ describe('Console single sign-on (OpenID Connect, against a real provider)', fun
   const authorizationRequests: URLSearchParams[] = [];
   let server: http.Server;
   let issuer = '';
+  /** A second API process, whose log the log test reads; registered with the provider beside the test's API. */
+  let loggedApiUrl = '';
   const saved: Partial<Record<(typeof OIDC_SETTINGS)[number], string>> = {};
 
   /** A login at the provider whose account has this email, verified or not. */
@@ -41,9 +44,10 @@ describe('Console single sign-on (OpenID Connect, against a real provider)', fun
     server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     issuer = `http://localhost:${(server.address() as AddressInfo).port}`;
+    loggedApiUrl = `http://127.0.0.1:${await freePort()}`;
     const { default: Provider } = await import('oidc-provider');
     const provider = new Provider(issuer, {
-      clients: [{ client_id: CLIENT_ID, client_secret: clientSecret, redirect_uris: [`${env().baseUrl}${CALLBACK}`], grant_types: ['authorization_code'], response_types: ['code'] }],
+      clients: [{ client_id: CLIENT_ID, client_secret: clientSecret, redirect_uris: [`${env().baseUrl}${CALLBACK}`, `${loggedApiUrl}${CALLBACK}`], grant_types: ['authorization_code'], response_types: ['code'] }],
       pkce: { required: () => true },
       claims: { openid: ['sub'], email: ['email', 'email_verified'] },
       findAccount: (_ctx, sub) => {
@@ -79,9 +83,9 @@ describe('Console single sign-on (OpenID Connect, against a real provider)', fun
    * Each attempt logs in afresh (no session at the provider from an earlier one); `atProvider`
    * runs while the person is at the provider's login form.
    */
-  async function signInAtProvider(page: Page, login: string, atProvider?: () => Promise<void>): Promise<void> {
+  async function signInAtProvider(page: Page, login: string, atProvider?: () => Promise<void>, consoleUrl = env().baseUrl): Promise<void> {
     await page.context().clearCookies({ domain: 'localhost' });
-    await page.goto(`${env().baseUrl}/console/sign-in`);
+    await page.goto(`${consoleUrl}/console/sign-in`);
     await page.getByRole('button', { name: 'Sign in with single sign-on' }).click();
     await page.getByPlaceholder('Enter any login').fill(login);
     await atProvider?.();
@@ -234,6 +238,38 @@ describe('Console single sign-on (OpenID Connect, against a real provider)', fun
     const altered = `${sealed.slice(0, -2)}${sealed.endsWith('AA') ? 'BB' : 'AA'}`;
     const answer = await fetch(`${env().baseUrl}${CALLBACK}?code=x&state=${state}`, { headers: { Cookie: `weft_sso_flow=${altered}` }, redirect: 'manual' });
     assert.equal(answer.headers.get('location'), '/console/sign-in?refused=sso_flow_lost');
+  });
+
+  it('logs no client secret, authorization code, flow cookie or session id of a sign-on, even at debug level', async () => {
+    const { page, context } = browser;
+    const ws = await newWorkspace();
+    const person = await invite(ws.workspaceId, 'member');
+    const port = new URL(loggedApiUrl).port;
+    const logged = await startScript('scripts/start.ts', ['api'], {
+      HOST: '127.0.0.1', PORT: port, LOG_LEVEL: 'debug',
+      WEFT_OIDC_ISSUER: issuer, WEFT_OIDC_CLIENT_ID: CLIENT_ID, WEFT_OIDC_CLIENT_SECRET: clientSecret, WEFT_PUBLIC_URL: loggedApiUrl,
+    }, /API:\s+http:\/\/\S+\s/);
+    try {
+      let code = '';
+      const flowCookies: string[] = [];
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname === CALLBACK) code = url.searchParams.get('code') ?? '';
+      });
+      page.on('response', async (response) => {
+        const flow = /weft_sso_flow=([^;]+)/.exec((await response.headerValue('set-cookie')) ?? '');
+        if (flow && flow[1]) flowCookies.push(flow[1]);
+      });
+      await signInAtProvider(page, account(person.email), undefined, loggedApiUrl);
+      await page.getByRole('navigation', { name: 'Console' }).waitFor();
+      const session = (await context.cookies(`${loggedApiUrl}/console`)).find((cookie) => cookie.name === 'weft_session');
+      assert.ok(code && session && flowCookies.length > 0, 'a code, a session and a flow cookie to look for');
+      const output = logged.output();
+      assert.match(output, /\/console\/sign-in\/oidc\/callback/, 'the callback request was logged');
+      for (const secret of [clientSecret, code, session.value, ...flowCookies]) assert.equal(output.includes(secret), false, `logged: ${secret.slice(0, 8)}…`);
+    } finally {
+      await logged.stop();
+    }
   });
 
   it('starts a flow with a short-lived, sealed HttpOnly cookie that holds no readable state, nonce or verifier', async () => {
