@@ -15,16 +15,16 @@
  *
  * RECORDS_API_NODE_ARGS passes node flags to the API process (e.g. --cpu-prof).
  */
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { managedTableCapability } from '../plugins/managed-table';
 import type { RecordsQuery } from '../plugins/capability';
 import { qualified, workspaceSchema } from '../plugins/managed-table/storage';
-import { call, startBenchWeft, BenchWeft } from './support/weft';
+import { call, startBenchWeft } from './support/weft';
 import { BenchRow, emit, figure, percentile, row } from './support/report';
 import { amount, benchFlags, count } from './support/options';
 import { mintRecordsCursor } from './support/records-cursor';
+import { fillManagedTable } from './support/managed-fill';
 
 const BENCH = 'records';
 
@@ -50,42 +50,10 @@ const LIMIT = 100;
 const WHERE = [{ field: 'status', op: 'eq', value: 'open' }];
 const ORDER_BY = [{ field: 'amount', direction: 'desc' as const }];
 
-/**
- * One generated record per i, the same on both sides. amount is a permutation of 0.00 … (ROWS-1)/100
- * (7919 is prime and divides no ROWS used here), so the order has no ties and both sides must return
- * identical pages; a quarter of the records are "open". Numbers are written the way JSON.stringify
- * writes them (trim_scale), as a run staging JSON records would store them.
- */
-function recordSql(n: number): string {
-  const step = 7919;
-  if (n % step === 0) throw new Error(`--rows must not be a multiple of ${step}`);
-  return `jsonb_build_object(
-      'id', i,
-      'account', 'acct-' || lpad((i % 5000)::text, 4, '0'),
-      'status', (ARRAY['open', 'closed', 'pending', 'refunded'])[1 + (i * 3) % 4],
-      'amount', trim_scale(round(((i::bigint * ${step}) % ${n}) / 100.0, 2)),
-      'currency', (ARRAY['EUR', 'USD', 'GBP'])[1 + i % 3],
-      'created_at', to_char(timestamptz '2024-01-01 00:00:00+00' + i * interval '17 seconds', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      'note', 'order ' || i || ' placed through the web shop')`;
-}
-
 async function timed<T>(work: () => Promise<T>): Promise<{ ms: number; value: T }> {
   const started = performance.now();
   const value = await work();
   return { ms: performance.now() - started, value };
-}
-
-/** The table as a committed run leaves it: the managed_table commit path, with the staged relation generated in SQL. */
-async function fillManagedTable(weft: BenchWeft): Promise<void> {
-  const { tenant } = weft;
-  const ctx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db };
-  const relation = () => `SELECT jsonb_build_array(i)::text AS row_key, ${recordSql(ROWS)} AS data FROM generate_series(1, ${ROWS}) i`;
-  const result = await managedTableCapability.commitStagedWrite!(ctx, { table: TABLE, primaryKey: ['id'] }, {
-    mode: 'append',
-    rows: { relation, batches: () => { throw new Error('a managed table commits from the relation'); } },
-    provenance: { kind: 'run', id: randomUUID() },
-  });
-  if (result.affected !== ROWS) throw new Error(`the fill wrote ${result.affected} records, not ${ROWS}`);
 }
 
 interface Page {
@@ -127,7 +95,7 @@ async function main(): Promise<void> {
     if (created.status !== 201) throw new Error(`creating the endpoint: ${created.status} ${JSON.stringify(created.body)}`);
     const endpointId: string = created.body.dataEndpoint.id;
 
-    const fill = await timed(() => fillManagedTable(weft));
+    const fill = await timed(() => fillManagedTable(weft, TABLE, ROWS));
     const storage = qualified(workspaceSchema(tenant.workspaceId), TABLE);
     const typedFill = await timed(async () => {
       await setup.query('CREATE SCHEMA bench_peer');

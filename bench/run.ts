@@ -11,7 +11,7 @@ import { cpus, totalmem } from 'node:os';
 import path from 'node:path';
 import { BenchRow, parseRows, table } from './support/report';
 
-export const BENCHMARKS = ['api', 'ingest', 'records', 'sparql', 'runs'] as const;
+export const BENCHMARKS = ['api', 'ingest', 'records', 'sparql', 'runs', 'console'] as const;
 
 function runOne(name: string, flags: string[]): Promise<{ rows: BenchRow[]; code: number | null; seconds: number }> {
   const started = Date.now();

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
 import { runScript } from '../support/processes';
-import { browserPages, invite, PASSWORD, Person, within } from '../support/console';
+import { browserPages, invite, PASSWORD, Person, within, guideScreenshot } from '../support/console';
 
 const NAVIGATION = ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits'];
 
@@ -69,6 +69,7 @@ describe('The workspace console in headless Chromium', function () {
     assert.equal((await p.content()).includes(secret), false);
     assert.match((await row.textContent())!, new RegExp(secret.slice(0, 20)));
     assert.match((await row.textContent())!, /org:read, projects:read/);
+    await guideScreenshot(p, 'keys');
 
     await row.getByRole('button', { name: /^Revoke/ }).click();
     await p.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();

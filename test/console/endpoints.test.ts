@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
-import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn, guideScreenshot } from '../support/console';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
 import { bindAs, guardTenant, GuardTenant, tableEndpoint } from '../support/guarded-data';
@@ -91,6 +91,7 @@ describe('The console Endpoints page in headless Chromium', function () {
     // The first page, then the next with the read's cursor: each the page GET …/records answers the key.
     const status = p.getByRole('status', { name: 'Preview page' });
     await status.filter({ hasText: 'Page 1 · 100 records · more follow' }).waitFor();
+    await guideScreenshot(p, 'endpoint-preview');
     const first = (await reader.get(recordsPath(open.id))).body;
     assert.equal(first.data.length, 100);
     await assertShows(p, first.data);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { env } from '../support/environment';
-import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, guideScreenshot, invite, signedIn } from '../support/console';
 import { createPipeline, EventsApi, eventsSource, getRun, linearDocument, tableDestination, tableRecords, useEventsApi, waitForRun } from '../support/pipelines';
 import { action, currentSnapshot, managedTable, putPolicy, tableRows, writeTenant } from '../support/source-writes';
 
@@ -125,6 +125,8 @@ describe('Work a member starts in the console, in headless Chromium', function (
     await acceptAndSignInPage(p, admin);
     await p.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Writes' }).click();
     const pending = p.getByRole('table', { name: 'Writes waiting for approval' });
+    await pending.getByRole('row').filter({ hasText: body.actionId }).waitFor();
+    await guideScreenshot(p, 'writes');
     await pending.getByRole('row').filter({ hasText: rejectedBody.actionId }).getByRole('button', { name: 'Reject' }).click();
     await p.getByRole('status', { name: 'Decision' }).filter({ hasText: `Rejected ${rejectedBody.actionId}: it is rejected.` }).waitFor();
     await pending.getByRole('row').filter({ hasText: body.actionId }).getByRole('button', { name: 'Approve' }).click();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
-import { acceptAndSignInPage, browserPages, invite } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, guideScreenshot } from '../support/console';
 
 // The Limits page runs getApiLimits and putApiLimits, the operations of GET and PUT
 // /api/v1/api-limits: what it saves is what the API then answers, and what it refuses is the
@@ -31,6 +31,7 @@ describe('The console Limits page in headless Chromium', function () {
     await form.getByRole('status').filter({ hasText: 'Limits saved' }).waitFor();
     assert.deepEqual((await api.get('/api/v1/api-limits')).body, { workspaceRequests: 900, apiKeyRequests: 150, windowSeconds: 60 });
     await p.getByLabel('Current limits').filter({ hasText: '900 requests per 60 seconds' }).waitFor();
+    await guideScreenshot(p, 'limits');
     // A reload shows what was saved.
     await p.goto(`${env().baseUrl}/console/limits`);
     assert.equal(await p.getByRole('form', { name: 'Request limits' }).getByLabel('Workspace requests per window').inputValue(), '900');

@@ -6,7 +6,7 @@ import { ensureChromium } from '../../scripts/infra/chromium';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
 import { internalOperations } from '../support/doors';
-import { ConsoleClient, keepScreenshotOnFailure, PASSWORD, signedIn, within } from '../support/console';
+import { ConsoleClient, keepScreenshotOnFailure, PASSWORD, signedIn, within, guideScreenshot } from '../support/console';
 
 describe('The console’s Members page and its operations', function () {
   this.timeout(600_000);
@@ -99,6 +99,7 @@ describe('The console’s Members page and its operations', function () {
       const link = (await p.getByLabel('Invite link').textContent())!;
       const row = p.getByRole('row').filter({ hasText: email });
       await row.waitFor();
+      await guideScreenshot(p, 'members');
 
       const invitee = new ConsoleClient();
       assert.equal((await invitee.request('POST', '/console/api/invite/accept', { token: new URL(link).hash.slice(1), password: PASSWORD })).status, 200);

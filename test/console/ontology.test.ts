@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { randomUUID } from 'node:crypto';
-import { acceptAndSignInPage, browserPages, invite, Person, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, Person, signedIn, guideScreenshot } from '../support/console';
 import { as, newKey, request } from '../support/fixtures';
 import { bindAs, guardTenant, GuardTenant, seedTable, tableEndpoint } from '../support/guarded-data';
 
@@ -127,6 +127,7 @@ describe('The console Ontology page in headless Chromium', function () {
     assert.equal(http.body.results.bindings.length, 3, 'two customers and an order');
     await runInEditor(p, await memberWith(['payroll']), query);
     await p.getByRole('status', { name: 'Result count' }).filter({ hasText: '3 rows' }).waitFor();
+    await guideScreenshot(p, 'sparql');
     assert.deepEqual(await shownResults(p), { vars: http.body.head.vars, rows: rowsOf(http.body) });
     assert.equal(await p.getByRole('note', { name: 'Withheld bindings' }).count(), 0);
   });

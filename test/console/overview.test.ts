@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
-import { acceptAndSignInPage, browserPages, invite } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, guideScreenshot } from '../support/console';
 import { currentSnapshot, managedTable, writeTenant } from '../support/source-writes';
 import { PluginInstallation } from '../../db/models';
 import { findCapability } from '../../plugins';
@@ -40,6 +40,7 @@ describe('The console Overview in headless Chromium', function () {
 
     const recent = p.getByRole('region', { name: 'Recent runs' });
     await recent.getByRole('link').first().waitFor();
+    await guideScreenshot(p, 'overview');
     const api = (await as(ws.apiKey).get('/api/v1/runs?limit=5')).body.runs as Array<{ id: string }>;
     assert.deepEqual(await recent.getByRole('link').allTextContents(), api.map((r) => r.id.slice(0, 8)));
     assert.equal(api.some((r) => r.id === runs[0].id), false);
@@ -48,6 +49,7 @@ describe('The console Overview in headless Chromium', function () {
     assert.match((await failing.textContent())!, /upstream_unavailable/);
     await failing.getByRole('link', { name: runs[0].id.slice(0, 8) }).click();
     await p.getByRole('region', { name: 'Error evidence' }).waitFor();
+    await guideScreenshot(p, 'run-evidence');
   });
 
   it('lists the newest endpoints with their last snapshot, as GET …/snapshot says', async () => {

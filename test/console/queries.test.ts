@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { EXECUTION_DEFAULTS } from '../../services/ontology/query-execution';
-import { acceptAndSignInPage, browserPages, invite, Person } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, Person, guideScreenshot } from '../support/console';
 import { env } from '../support/environment';
 import { as, newKey } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
@@ -110,6 +110,7 @@ describe('The console Queries page in headless Chromium', function () {
     await execute(p, { minAge: '18', maxAge: '45.5' }, { rowsPerPage: '2' });
     const status = p.getByRole('status', { name: 'Execution status' });
     await status.filter({ hasText: 'Release 1 · page 1 · 2 rows' }).waitFor();
+    await guideScreenshot(p, 'query-execute');
     const first = await consumer.post(`${base}/queries/${id}/execute`, { input: { minAge: 18, maxAge: 45.5 }, options: { limit: 2 } });
     assert.equal(first.status, 200, JSON.stringify(first.body));
     assert.deepEqual(first.body.data, [{ name: 'Ada', age: 36 }, { name: 'Cy', age: 40 }]);

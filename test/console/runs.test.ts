@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
-import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn, guideScreenshot } from '../support/console';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
 
 // The Runs page: a run launched over HTTP with an API key, watched in the console while it runs.
@@ -65,6 +65,7 @@ describe('The console Runs page in headless Chromium', function () {
     await p.getByLabel('Run status').filter({ hasText: /^succeeded$/ }).waitFor({ timeout: 60_000 });
     assert.equal(await read.textContent(), '1000');
     assert.equal(await p.getByLabel('dst written', { exact: true }).textContent(), '1000');
+    await guideScreenshot(p, 'run');
     assert.equal(await p.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded), true, 'the page was never reloaded');
     const api200 = await waitForRun(t, run.id);
     assert.equal(api200.status, 'succeeded');

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { CONSOLE_OPERATION_ROUTES } from '../../console/server';
 import { env } from '../support/environment';
 import { as, newWorkspace } from '../support/fixtures';
-import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, invite, signedIn, guideScreenshot } from '../support/console';
 import { useStripeMock } from '../support/stripe-mock';
 import { useProcessSettings } from '../billing/process-settings';
 import { usageOperations } from '../../services/usage/operations';
@@ -86,6 +86,7 @@ describe('The console Usage page in headless Chromium', function () {
     const figure = p.getByRole('figure', { name: 'Daily usage chart' });
     assert.equal(await figure.locator('canvas').count(), 1);
     for (const kind of ['governed_write', 'records_read', 'sparql_query']) await figure.getByText(kind, { exact: true }).first().waitFor();
+    await guideScreenshot(p, 'usage');
     const dailyRows = p.getByRole('table', { name: 'Daily usage' }).getByRole('row');
     assert.equal(await dailyRows.count(), 1 + 4);
     assert.match((await dailyRows.nth(1).textContent())!, /2026-06-01.*records_read.*1.*1\.25/);

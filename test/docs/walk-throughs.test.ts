@@ -195,6 +195,14 @@ describe('docs that run: the README and the guides, block by block in bash', fun
     assert.deepEqual([ended.run.id, ended.run.status, ended.run.versionNumber], [launched.run.id, 'succeeded', 2]);
   });
 
+  it('console: the operator CLI invites the reader, whose link opens the invite page', async () => {
+    const [invited] = jsonAnswers(outputOf(run, `${GUIDES}/console.md`));
+    assert.match(invited.memberId, /^[0-9a-f-]{36}$/);
+    const page = await fetch(invited.inviteUrl.replace(README_API, env().baseUrl.replace(/\/$/, '')));
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+  });
+
   it('governed writes: the approved action applies as an update and the log records it', () => {
     const answers = jsonAnswers(outputOf(run, `${GUIDES}/governed-writes.md`));
     const dryRun = answers.find((answer) => answer.dryRun === true);

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ensureChromium } from '../../scripts/infra/chromium';
-import { dataDir } from '../../core/paths';
+import { dataDir, projectRoot } from '../../core/paths';
 import { env } from './environment';
 import { runScript } from './processes';
 
@@ -82,6 +82,18 @@ export function screenshotPath(title: string): string {
   const dir = path.join(dataDir(), 'test-output', 'console');
   mkdirSync(dir, { recursive: true });
   return path.join(dir, `${title.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 100)}-${Date.now()}.png`);
+}
+
+/**
+ * The console guide's pictures (docs/guides/images/console-<name>.png), taken where a browser test
+ * has a page in the state the guide shows: only in `npm run docs:screenshots`, which sets
+ * WEFT_GUIDE_SCREENSHOTS; every other run takes none.
+ */
+export async function guideScreenshot(page: Page, name: string): Promise<void> {
+  if (!process.env.WEFT_GUIDE_SCREENSHOTS) return;
+  const dir = path.join(projectRoot, 'docs', 'guides', 'images');
+  mkdirSync(dir, { recursive: true });
+  await page.screenshot({ path: path.join(dir, `console-${name}.png`) });
 }
 
 /** Keeps a screenshot of the page when the current test failed, and says where. */
