@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { createDataEndpointBody } from '../schemas/data-endpoints';
-import { createPipelineBody, listPipelinesQuery, saveDraftBody } from '../schemas/pipelines';
+import { createPipelineBody, listPipelinesQuery, saveDraftBody, schedulePlanProperties } from '../schemas/pipelines';
 import { createDataEndpointOperation } from '../services/endpoints/operations';
 import { isKeyless, Operation } from '../services/operations/operation';
 import {
@@ -80,11 +80,6 @@ const idempotencyKey: JsonSchema = {
 const confirm: JsonSchema = { type: 'boolean', const: true, description: 'Must be true: the deletion is permanent.' };
 const projectId: JsonSchema = { ...uuid, description: 'The project (on a workspace connection; a project-bound connection takes it from the connection).' };
 
-const schedulePlan = {
-  intervalSeconds: { type: 'integer', minimum: 60, maximum: 366 * 86400, description: 'Launch every N seconds (at least 60). Give this or cron.' },
-  cron: { type: 'string', minLength: 9, maxLength: 200, description: 'Five-field cron expression in UTC (minute hour day-of-month month day-of-week). Give this or intervalSeconds.' },
-  paused: { type: 'boolean', default: false, description: 'Create the schedule paused.' },
-} satisfies Record<string, JsonSchema>;
 
 const sourceCreateArguments: JsonSchema = withoutRequired({
   ...createDataEndpointBody,
@@ -185,7 +180,7 @@ export const tools: ToolSpec[] = [
     name: 'pipeline_schedule_create',
     operation: createPipelineScheduleOperation,
     description: 'Launch the pipeline on a Temporal Schedule (every intervalSeconds, or on a cron in UTC). Its runs show trigger "schedule".',
-    arguments: object({ pipelineId: uuid, ...schedulePlan }, ['pipelineId']),
+    arguments: object({ pipelineId: uuid, ...schedulePlanProperties }, ['pipelineId']),
     annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
     idempotencyKey: 'optional',
   },

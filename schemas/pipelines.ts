@@ -73,6 +73,15 @@ export const createBranchBody: JsonSchema = {
   properties: { name: branchName, sourceVersionId: { ...uuid, description: 'The version the branch starts at; default the active version.' } },
 };
 
+/** A schedule's plan (createPipelineSchedule): the MCP tool's arguments beside pipelineId, and the console's body. */
+export const schedulePlanProperties = {
+  intervalSeconds: { type: 'integer', minimum: 60, maximum: 366 * 86400, description: 'Launch every N seconds (at least 60). Give this or cron.' },
+  cron: { type: 'string', minLength: 9, maxLength: 200, description: 'Five-field cron expression in UTC (minute hour day-of-month month day-of-week). Give this or intervalSeconds.' },
+  paused: { type: 'boolean', default: false, description: 'Create the schedule paused.' },
+} satisfies Record<string, JsonSchema>;
+
+export const schedulePlanBody: JsonSchema = { type: 'object', additionalProperties: false, properties: schedulePlanProperties };
+
 export const updatePipelineBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,

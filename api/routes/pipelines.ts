@@ -37,7 +37,12 @@ export const pipelineRoutes = [
     path: ONE,
     operation: getPipelineOperation,
     tag,
-    responses: { 200: { description: 'The pipeline', schema: wrap('pipeline', pipelineSchema) } },
+    responses: {
+      200: {
+        description: 'The pipeline and its branches',
+        schema: { type: 'object', required: ['pipeline', 'branches'], properties: { pipeline: pipelineSchema, branches: { type: 'array', items: branchSchema } } },
+      },
+    },
   }),
   defineRoute({
     method: 'post',

@@ -125,6 +125,8 @@ export interface ConsoleOperationRoute {
    * flat fields), its path parameters' schema; they are its only input, in camelCase.
    */
   params?: Record<string, unknown>;
+  /** For such an operation, its JSON body's schema when it takes fields from one (as its MCP tool's arguments). */
+  body?: Record<string, unknown>;
   /** What of the answer this member's page is shown (member-access.ts decides), when not all of it. */
   shown?(body: unknown, principal: Principal): unknown;
   /** Request headers the operation reads, fixed by the console's page (the SPARQL editor asks for JSON results). */
@@ -140,7 +142,7 @@ const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) =>
  * the door. A body the operation declares no schema for is not read.
  */
 function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
-  const declared = route.operation.input ?? { params: route.params };
+  const declared = route.operation.input ?? { params: route.params, body: route.body };
   const checkedParams = declared.params ? validateWithSchema<Record<string, unknown>>(declared.params, params, 'path') : params;
   const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : route.operation.input ? query : {};
   const checkedBody = declared.body ? validateWithSchema<Record<string, unknown>>(declared.body, body ?? {}, 'request body') : {};

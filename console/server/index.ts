@@ -17,8 +17,19 @@ import { getBillingMonthOperation, getOperationChargesOperation, getUsageAlertsO
 import { listInvoicesOperation, openBillingPortalOperation, startBillingCheckoutOperation } from '../../services/usage/billing-operations';
 import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
 import { beginSingleSignOn, completeSingleSignOn, isSingleSignOnRefusal, SINGLE_SIGN_ON_REFUSALS } from '../../services/tenancy/single-sign-on';
-import { listPipelinesOperation } from '../../services/pipelines/operations';
-import { cancelRunOperation, getRunOperation, launchRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
+import {
+  activatePipelineVersionOperation,
+  commitPipelineVersionOperation,
+  createPipelineBranchOperation,
+  getPipelineDraftOperation,
+  getPipelineOperation,
+  listPipelinesOperation,
+  listPipelineVersionsOperation,
+  savePipelineDraftOperation,
+  validatePipelineDraftOperation,
+} from '../../services/pipelines/operations';
+import { cancelRunOperation, createPipelineScheduleOperation, deletePipelineScheduleOperation, getRunOperation, launchRunOperation, listPipelineSchedulesOperation, listRunsOperation } from '../../services/pipelines/run-operations';
+import { schedulePlanBody } from '../../schemas/pipelines';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
 import { approveSourceWriteOperation, getDataEndpointSnapshotOperation, listSourceWritesOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { idParams } from '../../schemas/common';
@@ -26,6 +37,7 @@ import { activateOntologyPackageOperation, compileOntologyOperation, getOntology
 import { listReadBindingsOperation } from '../../services/ontology/binding-operations';
 import { sparqlQueryGetOperation } from '../../services/ontology/sparql-operations';
 import type { Principal } from '../../services/tenancy/access';
+import { admits } from '../../services/operations/invoke';
 import { seesTemporalUi } from '../../services/tenancy/member-access';
 import { cancelQueryJobOperation, executeQueryOperation, getQueryOperation, listQueriesOperation, listQueryReleasesOperation, retireQueryReleaseOperation } from '../../services/ontology/query-operations';
 import { consoleBuildDir } from './build-dir';
@@ -68,6 +80,18 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'get', path: '/console/api/api-limits', operation: getApiLimitsOperation },
   { method: 'put', path: '/console/api/api-limits', operation: putApiLimitsOperation },
   { method: 'get', path: '/console/api/projects/:project_id/pipelines', operation: listPipelinesOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id', operation: getPipelineOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/draft', operation: getPipelineDraftOperation },
+  { method: 'put', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/draft', operation: savePipelineDraftOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/draft/validate', operation: validatePipelineDraftOperation },
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/versions', operation: listPipelineVersionsOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/versions', operation: commitPipelineVersionOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/versions/:version_id/activate', operation: activatePipelineVersionOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/branches', operation: createPipelineBranchOperation },
+  // Schedules have no public route (SPEC 4.3): the operations the MCP pipeline_schedule_* tools run, with their arguments.
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: listPipelineSchedulesOperation, params: idParams('project_id', 'pipeline_id') },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: createPipelineScheduleOperation, params: idParams('project_id', 'pipeline_id'), body: schedulePlanBody },
+  { method: 'delete', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: deletePipelineScheduleOperation, params: idParams('project_id', 'pipeline_id', 'schedule_id') },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },
   { method: 'get', path: '/console/api/data-endpoints', operation: listDataEndpointsOperation },
@@ -112,6 +136,8 @@ function sessionView(encryptionKey: Buffer, id: string, session: ConsoleSession)
     email: session.email,
     member: session.member && { id: session.member.id, name: session.member.name, email: session.member.email, role: session.member.role, workspaceId: session.member.workspaceId, workspaceName: session.member.workspaceName },
     memberships: session.memberships,
+    // The operations of the console's routes this member's role admits, for pages to offer only those.
+    operations: principal ? [...new Set(CONSOLE_OPERATION_ROUTES.filter((route) => admits(principal, route.operation)).map((route) => route.operation.name))] : [],
     // The navigation's pages, and the pages reached from them (a run from the Runs page).
     pages: principal ? pagesFor(principal).filter((page) => page.inNavigation !== false).map(({ name, path, built }) => ({ name, path, built })) : [],
     innerPages: principal ? pagesFor(principal).filter((page) => page.inNavigation === false).map(({ name, path, built }) => ({ name, path, built })) : [],

@@ -5,7 +5,7 @@ import { sparqlQueryOperation } from '../../services/ontology/sparql-operations'
 import { getQueryOperation, listQueriesOperation } from '../../services/ontology/query-operations';
 import { admits } from '../../services/operations/invoke';
 import type { Operation } from '../../services/operations/operation';
-import { listPipelinesOperation } from '../../services/pipelines/operations';
+import { getPipelineOperation, listPipelinesOperation } from '../../services/pipelines/operations';
 import { getRunOperation, listRunsOperation } from '../../services/pipelines/run-operations';
 import type { Principal } from '../../services/tenancy/access';
 import { listApiKeysOperation } from '../../services/tenancy/api-key-operations';
@@ -34,6 +34,7 @@ export const CONSOLE_PAGES: readonly ConsolePage[] = [
   { name: 'Endpoints', path: '/console/endpoints', operation: listDataEndpointsOperation, built: true },
   { name: 'Endpoint', path: '/console/endpoints/:endpoint_id', operation: getDataEndpointOperation, built: true, inNavigation: false },
   { name: 'Pipelines', path: '/console/pipelines', operation: listPipelinesOperation, built: true },
+  { name: 'Pipeline', path: '/console/pipelines/:pipeline_id', operation: getPipelineOperation, built: true, inNavigation: false },
   { name: 'Runs', path: '/console/runs', operation: listRunsOperation, built: true },
   { name: 'Run', path: '/console/runs/:run_id', operation: getRunOperation, built: true, inNavigation: false },
   { name: 'Writes', path: '/console/writes', operation: listSourceWritesOperation, built: true },

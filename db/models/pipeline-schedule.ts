@@ -12,5 +12,7 @@ export class PipelineSchedule extends BaseModel {
   createdByMemberId!: string;
   /** The key whose launches these are; null for schedules made before keys were recorded. */
   createdByApiKeyId!: string | null;
+  /** 'key': launches act as createdByApiKeyId; 'member': made in the console, launches act as createdByMemberId. */
+  actorKind!: 'key' | 'member';
   createdAt!: Date;
 }

@@ -11,6 +11,7 @@ import {
   deletePipeline,
   getDraft,
   getPipeline,
+  listBranches,
   listPipelines,
   listVersions,
   PipelineInput,
@@ -44,11 +45,11 @@ export const listPipelinesOperation = defineOperation({
 
 export const getPipelineOperation = defineOperation({
   name: 'getPipeline',
-  summary: 'One pipeline, with its active version and document.',
+  summary: 'One pipeline, with its active version and document, and its branches with their head versions.',
   access: read,
   effect: 'read',
   input: { flat: true, params: pipelineParams },
-  run: async (ctx, { pipelineId }: OnePipeline) => ({ pipeline: await getPipeline(ctx, pipelineId) }),
+  run: async (ctx, { pipelineId }: OnePipeline) => ({ pipeline: await getPipeline(ctx, pipelineId), branches: await listBranches(ctx, pipelineId) }),
 });
 
 export const createPipelineOperation = defineOperation({

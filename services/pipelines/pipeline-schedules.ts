@@ -35,6 +35,7 @@ const presentSchedule = (s: PipelineSchedule) => ({
   spec: s.spec,
   temporalScheduleId: s.temporalScheduleId,
   createdByMemberId: s.createdByMemberId,
+  actor: { kind: s.actorKind, memberId: s.createdByMemberId, apiKeyId: s.createdByApiKeyId },
   createdAt: s.createdAt.toISOString(),
 });
 
@@ -60,7 +61,8 @@ export async function createPipelineSchedule(ctx: OperationContext, pipelineId: 
     spec: { ...input },
     temporalScheduleId: 'pending',
     createdByMemberId: principal.memberId,
-    createdByApiKeyId: principal.apiKeyId,
+    // A member signed in to the console has no key: the schedule launches as the member.
+    ...(principal.signedIn ? { actorKind: 'member' as const, createdByApiKeyId: null } : { actorKind: 'key' as const, createdByApiKeyId: principal.apiKeyId }),
   });
   const temporalScheduleId = scheduleWorkflowIdPrefix(schedule.id);
   // The schedule and the launches it starts carry the run search attributes, so the Web UI finds them by workspace, project and pipeline.
@@ -142,6 +144,7 @@ async function recordRefusedRun(db: Executor, schedule: PipelineSchedule, pipeli
     trigger: 'schedule',
     scheduleId: schedule.id,
     actorMemberId: schedule.createdByMemberId,
+    actorKind: schedule.actorKind,
     apiKeyId: schedule.createdByApiKeyId,
     status: 'failed',
     finishedAt: new Date(),
@@ -168,7 +171,7 @@ export async function recordScheduledRun(deps: ServiceDependencies, scheduleId: 
   let refusal: DomainError | undefined;
   let run: PipelineRun | null = null;
   try {
-    if (!schedule.createdByApiKeyId) {
+    if (schedule.actorKind === 'key' && !schedule.createdByApiKeyId) {
       throw new PermissionError('schedule_without_key', 'This schedule predates per-key schedules, so it has no API key to launch as and launches nothing: recreate it (pipeline_schedule_create) with the key its runs should act as, and delete this one.');
     }
     run = await actAs(deps, { workspaceId: schedule.workspaceId, memberId: schedule.createdByMemberId, apiKeyId: schedule.createdByApiKeyId }, `schedule:${scheduleId}`, launchScheduledRunOperation, { projectId: schedule.projectId, scheduleId });

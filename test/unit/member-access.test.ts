@@ -34,9 +34,9 @@ describe('What a signed-in member may do, derived from the role in one place', (
     const navigation = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation !== false).map((page) => page.name);
     const inner = (role: 'admin' | 'member') => pagesFor(member(role)).filter((page) => page.inNavigation === false).map((page) => page.name);
     assert.deepEqual(navigation('admin'), ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits']);
-    // An endpoint's, a run's and a query's page, and the SPARQL editor, are reached from the Endpoints, Runs, Queries and Ontology pages, not from the navigation.
-    assert.deepEqual(inner('admin'), ['Endpoint', 'Run', 'SPARQL', 'Query']);
-    assert.deepEqual(inner('member'), ['Endpoint', 'Run', 'SPARQL', 'Query']);
+    // An endpoint's, a pipeline's, a run's and a query's page, and the SPARQL editor, are reached from the Endpoints, Pipelines, Runs, Queries and Ontology pages, not from the navigation.
+    assert.deepEqual(inner('admin'), ['Endpoint', 'Pipeline', 'Run', 'SPARQL', 'Query']);
+    assert.deepEqual(inner('member'), ['Endpoint', 'Pipeline', 'Run', 'SPARQL', 'Query']);
     // Listing runs needs an owner or admin (listRuns' actor), over HTTP as here.
     assert.deepEqual(navigation('member'), ['Endpoints', 'Pipelines', 'Writes', 'Ontology', 'Queries']);
   });

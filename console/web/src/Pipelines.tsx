@@ -1,10 +1,18 @@
 import { useEffect, useState } from 'react';
-import { call, Problem } from './api';
-import { navigate } from './router';
+import { call, explain } from './api';
+import { follow, navigate } from './router';
 
-// Pipelines: the pipelines of every project (listPipelines, a page of each) with a Launch button
-// each (launchRun through the console door): the run records the signed-in member as its actor
-// and opens on its page, live while it runs.
+// Pipelines: the pipelines of every project (listPipelines, a page of each), each name a link to
+// its page (Pipeline.tsx), with a Launch button each (launchRun through the console door): the run
+// records the signed-in member as its actor and opens on its page, live while it runs.
+
+/** Launches the pipeline's active version (launchRun) and opens the run's page. */
+export async function launchPipeline(pipelineId: string): Promise<void> {
+  const { run } = await call<{ run: { id: string } }>('POST', '/runs', { pipelineId });
+  navigate(`/console/runs/${run.id}`);
+}
+
+export const pipelinePath = (projectId: string, pipelineId: string) => `/console/pipelines/${pipelineId}?project=${encodeURIComponent(projectId)}`;
 
 interface PipelineRow {
   id: string;
@@ -13,8 +21,6 @@ interface PipelineRow {
   description: string | null;
   activeVersion: { number: number; branchName: string } | null;
 }
-
-const explain = (failure: unknown, fallback: string) => (failure instanceof Problem ? `${failure.message} (${failure.code})` : fallback);
 
 export function PipelinesPage() {
   const [projects, setProjects] = useState<Array<{ id: string; name: string }> | undefined>(undefined);
@@ -35,8 +41,7 @@ export function PipelinesPage() {
     setLaunching(pipeline.id);
     setError('');
     try {
-      const { run } = await call<{ run: { id: string } }>('POST', '/runs', { pipelineId: pipeline.id });
-      navigate(`/console/runs/${run.id}`);
+      await launchPipeline(pipeline.id);
     } catch (failure) {
       setError(explain(failure, 'Launching the pipeline failed.'));
       setLaunching('');
@@ -54,7 +59,7 @@ export function PipelinesPage() {
           <tbody>
             {pipelines.map((pipeline) => (
               <tr key={pipeline.id} data-pipeline={pipeline.id}>
-                <td>{pipeline.name}</td>
+                <td><a href={pipelinePath(pipeline.projectId, pipeline.id)} onClick={(e) => follow(e, pipelinePath(pipeline.projectId, pipeline.id))}>{pipeline.name}</a></td>
                 <td>{projectName(pipeline.projectId)}</td>
                 <td>{pipeline.activeVersion ? `v${pipeline.activeVersion.number} (${pipeline.activeVersion.branchName})` : 'none'}</td>
                 <td>

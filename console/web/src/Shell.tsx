@@ -9,6 +9,7 @@ import { RunPage, RunsPage } from './Runs';
 import { OverviewPage } from './Overview';
 import { EndpointPage, EndpointsPage } from './Endpoints';
 import { PipelinesPage } from './Pipelines';
+import { PipelinePage } from './Pipeline';
 import { WritesPage } from './Writes';
 import { OntologyPage, SparqlPage } from './Ontology';
 import { QueriesPage, QueryPage } from './Queries';
@@ -24,6 +25,7 @@ const BUILT: Record<string, (session: Session, params: Record<string, string>) =
   '/console/runs': (session) => <RunsPage session={session} />,
   '/console/runs/:run_id': (_session, params) => <RunPage key={params.run_id} runId={params.run_id} />,
   '/console/pipelines': () => <PipelinesPage />,
+  '/console/pipelines/:pipeline_id': (session, params) => <PipelinePage key={params.pipeline_id} pipelineId={params.pipeline_id} session={session} />,
   '/console/writes': () => <WritesPage />,
   '/console/ontology': () => <OntologyPage />,
   '/console/ontology/sparql': () => <SparqlPage />,

@@ -12,6 +12,8 @@ export interface Session {
   /** Pages reached from those (a run from the Runs page), not in the navigation. */
   innerPages: PageLink[];
   scopes: string[];
+  /** The operations of the console's routes the member's role admits: a page offers only those. */
+  operations: string[];
   csrfToken: string;
 }
 
