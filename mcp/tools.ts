@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { createDataEndpointBody } from '../schemas/data-endpoints';
-import { createPipelineBody, listPipelinesQuery, saveDraftBody, schedulePlanProperties } from '../schemas/pipelines';
+import { createPipelineBody, listPipelinesQuery, saveDraftBody, schedulePlanProperties, scheduleStateProperties } from '../schemas/pipelines';
 import { createDataEndpointOperation } from '../services/endpoints/operations';
 import { isKeyless, Operation } from '../services/operations/operation';
 import {
@@ -18,6 +18,7 @@ import {
   deletePipelineScheduleOperation,
   getProjectRunOperation,
   listPipelineSchedulesOperation,
+  updatePipelineScheduleOperation,
 } from '../services/pipelines/run-operations';
 import { getApiLimitsOperation } from '../services/tenancy/api-limit-operations';
 import type { Reply, RequestInput } from '../services/operations/operation';
@@ -190,6 +191,14 @@ export const tools: ToolSpec[] = [
     description: 'The pipeline’s schedules.',
     arguments: object({ pipelineId: uuid }, ['pipelineId']),
     annotations: READ_ONLY,
+  },
+  {
+    name: 'pipeline_schedule_update',
+    operation: updatePipelineScheduleOperation,
+    description: 'Pause (paused: true) or resume (paused: false) a schedule of the pipeline. A paused schedule launches nothing.',
+    arguments: object({ pipelineId: uuid, scheduleId: uuid, ...scheduleStateProperties }, ['pipelineId', 'scheduleId', 'paused']),
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+    idempotencyKey: 'optional',
   },
   {
     name: 'pipeline_schedule_delete',

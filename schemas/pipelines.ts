@@ -82,6 +82,13 @@ export const schedulePlanProperties = {
 
 export const schedulePlanBody: JsonSchema = { type: 'object', additionalProperties: false, properties: schedulePlanProperties };
 
+/** Pausing or resuming a schedule (updatePipelineSchedule). */
+export const scheduleStateProperties = {
+  paused: { type: 'boolean', description: 'true pauses the schedule (it launches nothing), false resumes it.' },
+} satisfies Record<string, JsonSchema>;
+
+export const scheduleStateBody: JsonSchema = { type: 'object', additionalProperties: false, required: ['paused'], properties: scheduleStateProperties };
+
 export const updatePipelineBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,

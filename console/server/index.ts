@@ -28,8 +28,8 @@ import {
   savePipelineDraftOperation,
   validatePipelineDraftOperation,
 } from '../../services/pipelines/operations';
-import { cancelRunOperation, createPipelineScheduleOperation, deletePipelineScheduleOperation, getRunOperation, launchRunOperation, listPipelineSchedulesOperation, listRunsOperation } from '../../services/pipelines/run-operations';
-import { schedulePlanBody } from '../../schemas/pipelines';
+import { cancelRunOperation, createPipelineScheduleOperation, deletePipelineScheduleOperation, getRunOperation, launchRunOperation, listPipelineSchedulesOperation, listRunsOperation, updatePipelineScheduleOperation } from '../../services/pipelines/run-operations';
+import { schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
 import { approveSourceWriteOperation, getDataEndpointSnapshotOperation, listSourceWritesOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { idParams } from '../../schemas/common';
@@ -91,6 +91,7 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   // Schedules have no public route (SPEC 4.3): the operations the MCP pipeline_schedule_* tools run, with their arguments.
   { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: listPipelineSchedulesOperation, params: idParams('project_id', 'pipeline_id') },
   { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: createPipelineScheduleOperation, params: idParams('project_id', 'pipeline_id'), body: schedulePlanBody },
+  { method: 'patch', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: updatePipelineScheduleOperation, params: idParams('project_id', 'pipeline_id', 'schedule_id'), body: scheduleStateBody },
   { method: 'delete', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: deletePipelineScheduleOperation, params: idParams('project_id', 'pipeline_id', 'schedule_id') },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },

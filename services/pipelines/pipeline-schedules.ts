@@ -93,9 +93,10 @@ export async function listPipelineSchedules(ctx: OperationContext, pipelineId: s
   return (await PipelineSchedule.query(db).where({ pipelineId: pipeline.id }).orderBy('createdAt')).map(presentSchedule);
 }
 
-async function requireSchedule(db: Executor, project: Project, pipelineId: string, scheduleId: string): Promise<PipelineSchedule> {
+async function requireSchedule(db: Executor, project: Project, pipelineId: string, scheduleId: string, forUpdate = false): Promise<PipelineSchedule> {
   const pipeline = await requirePipeline(db, project, pipelineId);
-  const schedule = await PipelineSchedule.query(db).findOne({ id: scheduleId, pipelineId: pipeline.id });
+  const query = PipelineSchedule.query(db).findOne({ id: scheduleId, pipelineId: pipeline.id });
+  const schedule = await (forUpdate ? query.forUpdate() : query);
   if (!schedule) throw new NotFoundError('pipeline_schedule', 'No schedule with this id on this pipeline.');
   return schedule;
 }
@@ -106,6 +107,19 @@ export async function deletePipelineSchedule(ctx: OperationContext, pipelineId: 
   const schedule = await requireSchedule(db, project, pipelineId, scheduleId);
   await temporal.schedule.getHandle(schedule.temporalScheduleId).delete();
   await schedule.$query(db).delete();
+}
+
+/**
+ * Pauses or resumes a schedule: its Temporal Schedule launches nothing while paused. The row (its
+ * spec's paused, locked) changes in the operation's transaction, which a refused Temporal call undoes.
+ */
+export async function setPipelineSchedulePaused(ctx: OperationContext, pipelineId: string, scheduleId: string, paused: boolean) {
+  const { db, deps: { temporal }, project } = ctx;
+  const schedule = await requireSchedule(db, project, pipelineId, scheduleId, true);
+  const updated = await schedule.$query(db).patchAndFetch({ spec: { ...schedule.spec, paused } });
+  const handle = temporal.schedule.getHandle(schedule.temporalScheduleId);
+  await (paused ? handle.pause('Paused in Weft') : handle.unpause('Resumed in Weft'));
+  return presentSchedule(updated);
 }
 
 /** Starts a scheduled launch now, outside the schedule's times (operators and tests). */

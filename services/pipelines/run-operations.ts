@@ -1,6 +1,6 @@
 import type { OperationContext } from '../operations/context';
 import { cancelRun } from './runs';
-import { createPipelineSchedule, deletePipelineSchedule, listPipelineSchedules, ScheduleSpecInput } from './pipeline-schedules';
+import { createPipelineSchedule, deletePipelineSchedule, listPipelineSchedules, ScheduleSpecInput, setPipelineSchedulePaused } from './pipeline-schedules';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { RunStatus } from '../../db/models';
 import type { PageRequest } from '../shared/pagination';
@@ -138,6 +138,17 @@ export const listPipelineSchedulesOperation = defineOperation({
   },
 });
 
+export const updatePipelineScheduleOperation = defineOperation({
+  name: 'updatePipelineSchedule',
+  summary: 'Pause or resume a schedule of the pipeline: paused, it launches nothing.',
+  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
+  effect: 'write',
+  idempotent: true,
+  async run(ctx: OperationContext, { pipelineId, scheduleId, paused }: OneSchedule & { paused: boolean }) {
+    return { schedule: await setPipelineSchedulePaused(ctx, pipelineId, scheduleId, paused) };
+  },
+});
+
 export const deletePipelineScheduleOperation = defineOperation({
   name: 'deletePipelineSchedule',
   summary: 'Delete a schedule of the pipeline. Runs it launched stay.',
@@ -150,4 +161,4 @@ export const deletePipelineScheduleOperation = defineOperation({
   },
 });
 
-export const toolOnlyRunOperations = [cancelRunOperation, createPipelineScheduleOperation, listPipelineSchedulesOperation, deletePipelineScheduleOperation];
+export const toolOnlyRunOperations = [cancelRunOperation, createPipelineScheduleOperation, listPipelineSchedulesOperation, updatePipelineScheduleOperation, deletePipelineScheduleOperation];

@@ -33,7 +33,7 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     await p.getByRole('heading', { name, level: 1 }).waitFor();
   }
 
-  it('draws the graph with its settings, edits the draft to the problems of its node, fixes, commits, activates and launches it, and creates and deletes a schedule', async () => {
+  it('draws the graph with its settings, edits the draft to the problems of its node, fixes, commits, activates and launches it, and creates, pauses, resumes and deletes a schedule', async () => {
     const { t } = fixture;
     const pipeline = await eventsPipeline(`drawn-${Date.now().toString(36)}`);
     const admin = await invite(t.ws.workspaceId, 'admin');
@@ -107,9 +107,18 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     const schedules = p.getByRole('table', { name: 'Schedules' });
     const row = schedules.getByRole('row').filter({ hasText: 'every 3600 s' });
     await row.waitFor();
-    assert.match(await row.innerText(), /created paused\s+its member/);
+    assert.match(await row.innerText(), /paused\s+its member/);
     const [schedule] = await PipelineSchedule.query(env().db).where({ pipelineId: pipeline.id });
     assert.deepEqual([schedule.spec, schedule.actorKind, schedule.createdByMemberId, schedule.createdByApiKeyId], [{ intervalSeconds: 3600, paused: true }, 'member', admin.memberId, null]);
+    const temporalSchedule = env().temporal.schedule.getHandle(schedule.temporalScheduleId);
+    assert.equal((await temporalSchedule.describe()).state.paused, true);
+    // Resumed and paused again: the Temporal Schedule's state follows.
+    await row.getByRole('button', { name: 'Resume' }).click();
+    await row.getByRole('cell', { name: 'active', exact: true }).waitFor();
+    assert.equal((await temporalSchedule.describe()).state.paused, false);
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await row.getByRole('cell', { name: 'paused', exact: true }).waitFor();
+    assert.equal((await temporalSchedule.describe()).state.paused, true);
     await row.getByRole('button', { name: 'Delete' }).click();
     await row.getByRole('button', { name: 'Delete schedule' }).click();
     await p.getByText('No schedules.').waitFor();
@@ -137,7 +146,7 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     await p.getByRole('status', { name: 'Draft validity' }).filter({ hasText: 'The draft is valid.' }).waitFor();
     assert.equal(await p.getByLabel('Draft document').getAttribute('readonly'), '', 'the draft is shown, not editable');
     for (const name of ['Save draft', 'Commit draft', 'Activate', 'Create branch']) assert.equal(await p.getByRole('button', { name, exact: true }).count(), 0, name);
-    for (const name of ['Launch', 'Create schedule', 'Show']) assert.ok(await p.getByRole('button', { name, exact: true }).count() > 0, name);
+    for (const name of ['Launch', 'Create schedule', 'Show', 'Validate']) assert.ok(await p.getByRole('button', { name, exact: true }).count() > 0, name);
 
     // The same refusal as a key with the same scopes gets over HTTP.
     const member = await signedIn(t.ws.workspaceId, 'member');
@@ -167,6 +176,11 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     assert.ok(launch, 'a run is recorded');
     const run = await PipelineRun.query(env().db).findById(launch.runId);
     assert.deepEqual([run!.trigger, run!.status, run!.actorKind, run!.actorMemberId, run!.apiKeyId], ['schedule', 'queued', 'member', member.person.memberId, null]);
+    const resumed = await member.client.request('PATCH', `/console/api${base}/schedules/${created.body.schedule.id}`, { paused: false });
+    assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+    assert.equal(resumed.body.schedule.spec.paused, false);
+    const wrongBody = await member.client.request('PATCH', `/console/api${base}/schedules/${created.body.schedule.id}`, { paused: 'yes' });
+    assert.equal(wrongBody.status, 422, JSON.stringify(wrongBody.body));
     const deleted = await member.client.request('DELETE', `/console/api${base}/schedules/${created.body.schedule.id}`);
     assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
   });

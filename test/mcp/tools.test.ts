@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
@@ -158,7 +159,7 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     assert.equal(elsewhere.structuredContent!.status, 404, 'a run of another project is not found');
   });
 
-  it('pipeline_schedule_* create a Temporal Schedule whose runs show trigger schedule, list it, and delete it only with confirm', async () => {
+  it('pipeline_schedule_* create a Temporal Schedule whose runs show trigger schedule, list it, pause and resume it, and delete it only with confirm', async () => {
     const source = await eventsSource(t, fixture.api);
     const destination = await tableDestination(t, `mcp_sched_${Date.now()}`, ['id']);
     const pipeline = await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }));
@@ -184,6 +185,16 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     const run = await pollRun(runs[0].id, ended);
     assert.equal(run.trigger, 'schedule');
     assert.equal(run.status, 'succeeded', JSON.stringify(run.error));
+
+    // Paused, it launches nothing until resumed; the list shows its state.
+    const paused = (await call(bound, 'pipeline_schedule_update', { pipelineId: pipeline.id, scheduleId: schedule.id, paused: true })).structuredContent!.schedule;
+    assert.equal(paused.spec.paused, true);
+    assert.equal((await handle.describe()).state.paused, true);
+    assert.equal((await call(bound, 'pipeline_schedule_list', { pipelineId: pipeline.id })).structuredContent!.schedules[0].spec.paused, true);
+    await call(bound, 'pipeline_schedule_update', { pipelineId: pipeline.id, scheduleId: schedule.id, paused: false });
+    assert.equal((await handle.describe()).state.paused, false);
+    const missing = await bound.callTool({ name: 'pipeline_schedule_update', arguments: { pipelineId: pipeline.id, scheduleId: randomUUID(), paused: true } });
+    assert.equal((missing.structuredContent as { code?: string }).code, 'not_found');
 
     const idempotencyKey = newIdempotencyKey();
     await assert.rejects(bound.callTool({ name: 'pipeline_schedule_delete', arguments: { pipelineId: pipeline.id, scheduleId: schedule.id, idempotencyKey } }), /confirm/);

@@ -13,9 +13,10 @@ import { useAnswer } from './useAnswer';
 // settings of the node selected; its versions, the active one marked, and activating another
 // (activatePipelineVersion); its branches (createPipelineBranch); your draft as a JSON editor
 // (getPipelineDraft, savePipelineDraft, validatePipelineDraft) with the problems validation or a
-// commit (commitPipelineVersion) reports, by node; launching (launchRun); and its schedules (the
-// operations of the MCP pipeline_schedule_* tools). Each control is offered only when the
-// member's role admits its operation (the session's operations); the server decides regardless.
+// commit (commitPipelineVersion) reports, by node; launching (launchRun); and its schedules, made,
+// paused, resumed and deleted (the operations of the MCP pipeline_schedule_* tools). Each control
+// is offered only when the member's role admits its operation (the session's operations); the
+// server decides regardless.
 
 interface VersionSummary { id: string; number: number; branchName: string; commitMessage: string | null; createdAt: string }
 interface Version extends VersionSummary { document: GraphDocument }
@@ -235,6 +236,10 @@ function Schedules({ base, session }: { base: string; session: Session }) {
     });
   }
 
+  const setPaused = (scheduleId: string, paused: boolean) => act(async () => {
+    await call('PATCH', `${base}/schedules/${encodeURIComponent(scheduleId)}`, { paused });
+  });
+
   const remove = (scheduleId: string) => act(async () => {
     await call('DELETE', `${base}/schedules/${encodeURIComponent(scheduleId)}`);
     setDeleting(undefined);
@@ -251,10 +256,11 @@ function Schedules({ base, session }: { base: string; session: Session }) {
             {list.map((schedule) => (
               <tr key={schedule.id} data-schedule={schedule.id}>
                 <td>{schedule.spec.cron !== undefined ? `cron ${schedule.spec.cron} (UTC)` : `every ${schedule.spec.intervalSeconds} s`}</td>
-                <td>{schedule.spec.paused ? 'created paused' : 'active'}</td>
+                <td>{schedule.spec.paused ? 'paused' : 'active'}</td>
                 <td>{schedule.actor.kind === 'member' ? 'its member' : 'its key'}</td>
                 <td>{when(schedule.createdAt)}</td>
-                <td>
+                <td className="row">
+                  {may('updatePipelineSchedule') && <button type="button" disabled={busy} onClick={() => void setPaused(schedule.id, !schedule.spec.paused)}>{schedule.spec.paused ? 'Resume' : 'Pause'}</button>}
                   {may('deletePipelineSchedule') && (deleting === schedule.id ? (
                     <span role="group" aria-label="Confirm deletion" className="row">
                       <span>Delete this schedule? Runs it launched stay.</span>
