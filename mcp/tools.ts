@@ -81,7 +81,6 @@ const idempotencyKey: JsonSchema = {
 const confirm: JsonSchema = { type: 'boolean', const: true, description: 'Must be true: the deletion is permanent.' };
 const projectId: JsonSchema = { ...uuid, description: 'The project (on a workspace connection; a project-bound connection takes it from the connection).' };
 
-
 const sourceCreateArguments: JsonSchema = withoutRequired({
   ...createDataEndpointBody,
   properties: {

@@ -10,7 +10,7 @@ export class PipelineSchedule extends BaseModel {
   spec!: Record<string, unknown>;
   temporalScheduleId!: string;
   createdByMemberId!: string;
-  /** The key whose launches these are; null for schedules made before keys were recorded. */
+  /** The key whose launches these are; null for a member's (actorKind member) and for schedules made before keys were recorded. */
   createdByApiKeyId!: string | null;
   /** 'key': launches act as createdByApiKeyId; 'member': made in the console, launches act as createdByMemberId. */
   actorKind!: 'key' | 'member';
