@@ -72,10 +72,16 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     const saved = await PipelineDraft.query(env().db).findById([pipeline.id, admin.memberId]);
     assert.deepEqual((saved!.document as { nodes: Array<Record<string, unknown>> }).nodes[2].key, []);
 
-    // Committing it is refused with the same problem, by node; nothing is committed.
+    // Committing it with the select node emptied too is refused with both problems, each under its node; nothing is committed.
+    const worse = structuredClone(broken);
+    (worse.nodes[1] as Record<string, unknown>).fields = [];
+    await editor.fill(JSON.stringify(worse, null, 2));
     await p.getByLabel('Commit message').fill('no key');
     await p.getByRole('button', { name: 'Commit draft' }).click();
     await p.getByRole('alert').filter({ hasText: '(validation_failed)' }).waitFor();
+    await problems.getByLabel('Problems of t1').waitFor();
+    assert.match(await problems.getByLabel('Problems of t1').innerText(), /\/nodes\/1\/fields: must NOT have fewer than 1 items/);
+    assert.match(await problems.getByLabel('Problems of t2').innerText(), /\/nodes\/2\/key: must NOT have fewer than 1 items/);
     assert.equal((await t.client.get(`/api/v1/projects/${t.projectId}/pipelines/${pipeline.id}/versions`)).body.versions.length, 1);
 
     // Fixed (dedupe by id and status), saved valid, committed as v2, activated.

@@ -1,4 +1,4 @@
-import { FormEvent, useEffect, useMemo, useState } from 'react';
+import { FormEvent, useCallback, useEffect, useMemo, useState } from 'react';
 import { call, explain, fieldProblems, Session } from './api';
 import { FailureAlert } from './FailureAlert';
 import { Pager, type Pagination } from './Pager';
@@ -37,6 +37,38 @@ interface Schedule { id: string; spec: { intervalSeconds?: number; cron?: string
 
 const VERSIONS_PER_PAGE = 20;
 const when = (value: string) => new Date(value).toLocaleString();
+
+/** A section's changes: one at a time (busy), and the last one's refusal, shown until the next. */
+function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [failure, setFailure] = useState<unknown>(undefined);
+  const run = useCallback(async (work: () => Promise<void>, refused?: (failure: unknown) => void) => {
+    setBusy(true);
+    setFailure(undefined);
+    try {
+      await work();
+    } catch (error) {
+      refused?.(error);
+      setFailure(error);
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, failure, run };
+}
+
+/**
+ * The problems a commit's refusal names, located as validation's are: paths within the document,
+ * each under /nodes/{i} with that node's id (the body's schema check names none).
+ */
+function locatedProblems(failure: unknown, sent: unknown): PipelineProblem[] {
+  const nodes = (sent as { nodes?: Array<{ id?: unknown }> } | undefined)?.nodes;
+  return (fieldProblems(failure) as PipelineProblem[]).filter((p) => p.path?.startsWith('/document')).map((problem) => {
+    const path = problem.path!.replace(/^\/document/, '');
+    const id = nodes?.[Number(/^\/nodes\/(\d+)/.exec(path)?.[1] ?? NaN)]?.id;
+    return { ...problem, path, ...(problem.nodeId === undefined && typeof id === 'string' ? { nodeId: id } : {}) };
+  });
+}
 
 /** The node's settings as a list: every field but its id and type, values as JSON unless text. */
 function NodeSettings({ node, problems }: { node: GraphNode | undefined; problems?: PipelineProblem[] }) {
@@ -95,9 +127,8 @@ function DraftEditor({ base, session, branches, onCommitted }: { base: string; s
   const [text, setText] = useState<string | undefined>(undefined);
   const [problems, setProblems] = useState<PipelineProblem[] | undefined>(undefined);
   const [selected, setSelected] = useState<string | undefined>(undefined);
-  const [failure, setFailure] = useState<unknown>(undefined);
   const [note, setNote] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, failure, run } = useAction();
 
   useEffect(() => {
     if (draft.answer && text === undefined) setText(JSON.stringify(draft.answer.draft.document, null, 2));
@@ -109,49 +140,39 @@ function DraftEditor({ base, session, branches, onCommitted }: { base: string; s
     try {
       return JSON.parse(text ?? '');
     } catch (error) {
-      setFailure(undefined);
       setNote(`The draft is not JSON: ${(error as Error).message}`);
       return undefined;
     }
   }
 
-  async function act(work: () => Promise<void>) {
-    setBusy(true);
-    setFailure(undefined);
+  const act = (work: () => Promise<void>, refused?: (failure: unknown) => void) => {
     setNote('');
-    try {
-      await work();
-    } catch (error) {
-      // A commit's refusal names each problem with its node, as validation does.
-      const named = fieldProblems(error) as PipelineProblem[];
-      if (named.some((p) => p.nodeId)) setProblems(named.map((p) => ({ ...p, path: p.path?.replace(/^\/document/, '') })));
-      setFailure(error);
-    } finally {
-      setBusy(false);
-    }
-  }
+    return run(work, refused);
+  };
 
   const validate = async () => {
     const result = await call<{ valid: boolean; problems: PipelineProblem[] }>('POST', `${base}/draft/validate`);
     setProblems(result.problems);
   };
 
-  const save = () => act(async () => {
+  const save = () => {
     const sent = documentToSend();
-    if (sent === undefined) return;
-    await call('PUT', `${base}/draft`, { document: sent });
-    setNote('Draft saved.');
-    draft.reload();
-    if (may('validatePipelineDraft')) await validate();
-  });
+    if (sent === undefined) return undefined;
+    return act(async () => {
+      await call('PUT', `${base}/draft`, { document: sent });
+      setNote('Draft saved.');
+      draft.reload();
+      if (may('validatePipelineDraft')) await validate();
+    });
+  };
 
   const commit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
     const message = String(form.get('commitMessage') ?? '').trim();
+    const sent = documentToSend();
+    if (sent === undefined) return undefined;
     return act(async () => {
-      const sent = documentToSend();
-      if (sent === undefined) return;
       // What is committed is the draft as saved: the editor's document is saved first.
       await call('PUT', `${base}/draft`, { document: sent });
       draft.reload();
@@ -159,6 +180,10 @@ function DraftEditor({ base, session, branches, onCommitted }: { base: string; s
       setProblems([]);
       setNote(`Committed v${version.number} on ${version.branchName}.`);
       onCommitted();
+    }, (refusal) => {
+      // A document with problems is refused with each of them: shown by node, as validation's.
+      const located = locatedProblems(refusal, sent);
+      if (located.length) setProblems(located);
     });
   };
 
@@ -205,22 +230,12 @@ function DraftEditor({ base, session, branches, onCommitted }: { base: string; s
 function Schedules({ base, session }: { base: string; session: Session }) {
   const may = (operation: string) => session.operations.includes(operation);
   const schedules = useAnswer<{ schedules: Schedule[] }>(`${base}/schedules`);
-  const [failure, setFailure] = useState<unknown>(undefined);
   const [deleting, setDeleting] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-
-  async function act(work: () => Promise<void>) {
-    setBusy(true);
-    setFailure(undefined);
-    try {
-      await work();
-      schedules.reload();
-    } catch (error) {
-      setFailure(error);
-    } finally {
-      setBusy(false);
-    }
-  }
+  const { busy, failure, run } = useAction();
+  const act = (work: () => Promise<void>) => run(async () => {
+    await work();
+    schedules.reload();
+  });
 
   function create(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
@@ -295,11 +310,11 @@ export function PipelinePage({ pipelineId, session }: { pipelineId: string; sess
   const loaded = useAnswer<{ pipeline: Pipeline; branches: Branch[] }>(base || undefined);
   const [offset, setOffset] = useState(0);
   const versions = useAnswer<{ versions: Version[]; pagination: Pagination }>(base ? `${base}/versions?limit=${VERSIONS_PER_PAGE}&offset=${offset}` : undefined);
-  const [shownVersionId, setShownVersionId] = useState<string | undefined>(undefined);
+  // The version drawn: one picked with Show, else the active one.
+  const [shownVersion, setShownVersion] = useState<Version | undefined>(undefined);
   const [selected, setSelected] = useState<string | undefined>(undefined);
-  const [failure, setFailure] = useState<unknown>(undefined);
   const [notice, setNotice] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { busy, failure, run } = useAction();
 
   const back = <a href="/console/pipelines" onClick={(e) => follow(e, '/console/pipelines')}>All pipelines</a>;
   if (!projectId) return <section>{back}<h1>Pipeline</h1><p role="alert" className="error">Open a pipeline from the Pipelines page: its address names its project.</p></section>;
@@ -308,23 +323,13 @@ export function PipelinePage({ pipelineId, session }: { pipelineId: string; sess
   }
   const { pipeline, branches } = loaded.answer;
   const versionList = versions.answer?.versions ?? [];
-  const shown = versionList.find((v) => v.id === (shownVersionId ?? pipeline.activeVersionId));
-  const shownDocument = shown?.document ?? (shownVersionId ? undefined : pipeline.document ?? undefined);
-  const shownNumber = shown?.number ?? pipeline.activeVersion?.number;
+  const shownDocument = shownVersion?.document ?? pipeline.document ?? undefined;
+  const shownNumber = shownVersion?.number ?? pipeline.activeVersion?.number;
   const numberOf = (versionId: string) => versionList.find((v) => v.id === versionId)?.number;
-
-  async function act(work: () => Promise<void>) {
-    setBusy(true);
-    setFailure(undefined);
+  const act = (work: () => Promise<void>) => {
     setNotice('');
-    try {
-      await work();
-    } catch (error) {
-      setFailure(error);
-    } finally {
-      setBusy(false);
-    }
-  }
+    return run(work);
+  };
 
   const activate = (version: Version) => act(async () => {
     await call('POST', `${base}/versions/${encodeURIComponent(version.id)}/activate`);
@@ -389,7 +394,7 @@ export function PipelinePage({ pipelineId, session }: { pipelineId: string; sess
                       <td>{when(version.createdAt)}</td>
                       <td>{active ? 'active' : ''}</td>
                       <td className="row">
-                        <button type="button" aria-pressed={shown?.id === version.id} onClick={() => { setShownVersionId(version.id); setSelected(undefined); }}>Show</button>
+                        <button type="button" aria-pressed={shownVersion?.id === version.id} onClick={() => { setShownVersion(version); setSelected(undefined); }}>Show</button>
                         {may('activatePipelineVersion') && !active && <button type="button" disabled={busy} onClick={() => void activate(version)}>Activate</button>}
                       </td>
                     </tr>
