@@ -27,6 +27,7 @@ import { sha256Hex } from '../core/secrets';
 import { DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, WINDOW_SECONDS } from '../services/tenancy/api-limits';
 import { capabilityContext, requireDataEndpoint } from '../services/endpoints/data-endpoints';
 import { managedTableCapability } from '../plugins/managed-table';
+import { workerDependencies } from '../services/operations/context';
 
 const flags = benchFlags('npm run bench -- api', {
   seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' },
@@ -132,7 +133,7 @@ async function main(): Promise<void> {
     if (created.status !== 201) throw new Error(`endpoint: ${JSON.stringify(created.body)}`);
     const endpointId = created.body.dataEndpoint.id as string;
     const { installation } = await requireDataEndpoint(weft.db, tenant.workspaceId, endpointId);
-    await managedTableCapability.writeRecords!(capabilityContext(weft.db, installation, weft.encryptionKey), { table: 'bench_orders', primaryKey: ['id'] }, {
+    await managedTableCapability.writeRecords!(capabilityContext(weft.db, installation, workerDependencies(weft)), { table: 'bench_orders', primaryKey: ['id'] }, {
       operation: 'append',
       rows: Array.from({ length: 100 }, (_, i) => ({ id: i + 1, customer: `customer-${i % 17}`, amount: (i * 7.31).toFixed(2), status: i % 3 ? 'open' : 'closed', note: 'x'.repeat(40) })),
       provenance: { kind: 'write', id: randomUUID() },

@@ -392,7 +392,7 @@ export async function load(weft: BenchWeft, scale: RecordScale, batch: number): 
   const baseIri = (await expectStatus<{ ontology: { baseIri: string } }>('ontology', call(weft, tenant.key, 'GET', base), 200)).ontology.baseIri;
 
   const installation = (await PluginInstallation.query(weft.db).findById(tenant.managedInstallationId))!;
-  const ctx = capabilityContext(weft.db, installation, weft.encryptionKey);
+  const ctx = capabilityContext(weft.db, installation, workerDependencies(weft));
   const endpoints = new Map<string, string>();
   for (const [name, spec] of Object.entries(MAPPINGS)) {
     const endpoint = await expectStatus<{ dataEndpoint: { id: string } }>(

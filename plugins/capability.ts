@@ -204,6 +204,8 @@ export interface CapabilityContext {
   installation: InstallationContext;
   /** Weft's own PostgreSQL (knex); used by managed_table. */
   db: import('knex').Knex;
+  /** What managed_table keeps between calls: the runtime's (ServiceDependencies.managedTables), never a module's. */
+  managedTables: import('./managed-table/memory').ManagedTableMemory;
   /**
    * Aborted when the caller gives up (a pipeline run canceled): a capability passes it to its
    * remote requests, so one in flight stops at once, and rejects with `signal.reason`.

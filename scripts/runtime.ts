@@ -8,6 +8,7 @@ import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { SparqlMemory } from '../services/ontology/sparql-memory';
+import { ManagedTableMemory } from '../plugins/managed-table/memory';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
@@ -83,6 +84,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     clock: options.clock ?? systemClock,
     keyUsage,
     sparqlMemory: new SparqlMemory(),
+    managedTables: new ManagedTableMemory(),
   });
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();

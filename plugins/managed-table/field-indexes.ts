@@ -1,14 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
-import type pg from 'pg';
 import { logger } from '../../core/logger';
 import { quoteIdentifier } from '../sql/builder';
-import { qualified } from './storage';
+import { ConnectionLender, qualified } from './storage';
 
 // GIN indexes on the fields SPARQL reads bound tables by (services/ontology/sparql-reach-reads.ts
 // finds records by `(data -> field) @> ANY (...)`, a scalar or an array element): subject and
 // link template fields. Built in the background with CREATE INDEX CONCURRENTLY, so writers are
-// never blocked, the first time a process reads a table by a field; a build that fails (a lock
+// never blocked, the first time a runtime reads a table by a field; a build that fails (a lock
 // it could not take in time, the table dropped) leaves an invalid index that the next try drops.
 
 /** Index name of a field: a digest, since field names may be long or hold any character. */
@@ -22,23 +21,17 @@ function literal(text: string): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
-interface ConnectionLender {
-  acquireConnection(): Promise<pg.ClientBase>;
-  releaseConnection(connection: pg.ClientBase): Promise<unknown>;
-}
-
+/** The field indexes a runtime has built or is building (one per runtime: ManagedTableMemory). */
 export class FieldIndexes {
   private readonly ensured = new Set<string>();
   private readonly building = new Set<Promise<void>>();
 
-  constructor(private readonly db: Knex) {}
-
-  /** Starts building the indexes `fields` lack on the table; returns at once. */
-  ensure(schema: string, table: string, fields: string[]): void {
+  /** Starts building the indexes `fields` lack on the table, on `db` (the runtime's pool); returns at once. */
+  ensure(db: Knex, schema: string, table: string, fields: string[]): void {
     const wanted = fields.filter((field) => !this.ensured.has(`${schema}.${table}\u0000${field}`));
     if (!wanted.length) return;
     for (const field of wanted) this.ensured.add(`${schema}.${table}\u0000${field}`);
-    const build = this.build(schema, table, wanted).catch((error: unknown) => {
+    const build = this.build(db, schema, table, wanted).catch((error: unknown) => {
       // Tried again by the next process, or by this one after a restart.
       for (const field of wanted) this.ensured.delete(`${schema}.${table}\u0000${field}`);
       logger.debug({ err: error, table }, 'field index not built');
@@ -47,8 +40,8 @@ export class FieldIndexes {
     void build.finally(() => this.building.delete(build));
   }
 
-  private async build(schema: string, table: string, fields: string[]): Promise<void> {
-    const { rows } = await this.db.raw<{ rows: Array<{ name: string; valid: boolean }> }>(
+  private async build(db: Knex, schema: string, table: string, fields: string[]): Promise<void> {
+    const { rows } = await db.raw<{ rows: Array<{ name: string; valid: boolean }> }>(
       `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = ? AND c.relname = ANY (?::text[])`,
       [schema, fields.map((field) => fieldIndexName(table, field))],
@@ -58,7 +51,7 @@ export class FieldIndexes {
     if (!missing.length) return;
     // One connection of the pool, outside any transaction (CONCURRENTLY needs that), that gives up
     // on a lock it cannot take within 5 s rather than queue other sessions behind it.
-    const client = this.db.client as unknown as ConnectionLender;
+    const client = db.client as unknown as ConnectionLender;
     const connection = await client.acquireConnection();
     try {
       await connection.query(`SET lock_timeout = '5s'`);
@@ -79,12 +72,4 @@ export class FieldIndexes {
   async settle(): Promise<void> {
     await Promise.allSettled([...this.building]);
   }
-}
-
-/** The field indexes of one database pool: each runtime's pool has its own. */
-const byPool = new WeakMap<Knex, FieldIndexes>();
-export function fieldIndexesOf(db: Knex): FieldIndexes {
-  let indexes = byPool.get(db);
-  if (!indexes) byPool.set(db, (indexes = new FieldIndexes(db)));
-  return indexes;
 }

@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type pg from 'pg';
 import { ConflictError, InputError } from '../../core/errors';
+import type { SnapshotInfo } from '../capability';
 import { quoteIdentifier, SqlParams, toKnexBindings } from '../sql/builder';
 
 /**
@@ -25,6 +27,10 @@ export interface SnapshotRow {
   committed: Date;
 }
 
+export function toSnapshotInfo(row: SnapshotRow): SnapshotInfo {
+  return { id: row.id, version: String(row.version), committedAt: row.committed.toISOString() };
+}
+
 export function workspaceSchema(workspaceId: string): string {
   const hex = workspaceId.replace(/-/g, '').toLowerCase();
   if (!/^[0-9a-f]{32}$/.test(hex)) throw new InputError('invalid_workspace', 'The installation has no valid workspace id.');
@@ -43,34 +49,67 @@ export function qualified(schema: string, table: string): string {
  * keeps its plan. Bounded, because a name stays prepared on every pooled connection that ran it,
  * about 130 KiB of the backend's memory each (a read with a filter and an order, measured with
  * pg_backend_memory_contexts), and texts name a workspace's table, so they multiply with tables and
- * read shapes: the first 50 texts a process runs are named (at most ~6.5 MB per connection), later
- * ones are planned per call as before.
+ * read shapes: the first 50 texts a runtime runs are named (at most ~6.5 MB per connection), later
+ * ones are planned per call as before. One per runtime (ManagedTableMemory).
  */
-const statementNames = new Map<string, string>();
-const MAX_NAMED_STATEMENTS = 50;
+export class PreparedStatements {
+  private readonly names = new Map<string, string>();
+  /** Kept per SQL text for the named ones: the same read's text is renumbered once. */
+  private readonly numbered = new Map<string, NumberedStatement>();
 
-function statementName(text: string): string | undefined {
-  let name = statementNames.get(text);
-  if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) statementNames.set(text, (name = `weft_managed_read_${statementNames.size + 1}`));
-  return name;
+  /**
+   * A digest of the text rather than a count: runtimes that share a pool (a test's dependencies
+   * beside the worker's) name texts each on their own, and a name must mean one text on every connection.
+   */
+  nameOf(text: string): string | undefined {
+    let name = this.names.get(text);
+    if (name === undefined && this.names.size < MAX_NAMED_STATEMENTS) this.names.set(text, (name = `weft_managed_read_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`));
+    return name;
+  }
+
+  /**
+   * A statement's text with its `$n` placeholders numbered by first use, its name, and which of the
+   * caller's values it binds, in order (only the values the text uses: PostgreSQL refuses a parameter
+   * it cannot type).
+   */
+  numberedStatement(sql: string): NumberedStatement {
+    const kept = this.numbered.get(sql);
+    if (kept) return kept;
+    const uses: number[] = [];
+    const numbers = new Map<string, number>();
+    const text = sql.replace(/\$(\d+)/g, (_, index: string) => {
+      let number = numbers.get(index);
+      if (number === undefined) {
+        uses.push(Number(index) - 1);
+        numbers.set(index, (number = uses.length));
+      }
+      return `$${number}`;
+    });
+    const numbered = { text, name: this.nameOf(text), uses };
+    if (numbered.name !== undefined && this.numbered.size < MAX_NAMED_STATEMENTS * 4) this.numbered.set(sql, numbered);
+    return numbered;
+  }
 }
+
+const MAX_NAMED_STATEMENTS = 50;
 
 /**
  * Runs `$n`-parameterized SQL through knex. Aliases are single lower-case words, so the camelCase response mapper leaves them alone.
- * `prepared`: as a named statement (statementName), for statements every request runs.
+ * `prepared`: as a named statement (PreparedStatements, the runtime's), for statements every request runs.
  */
-export async function run<T = Record<string, unknown>>(db: Knex, sql: string, params = new SqlParams(), options: { prepared?: boolean } = {}): Promise<{ rows: T[]; rowCount: number }> {
-  if (options.prepared && !db.isTransaction && db.listenerCount('query') === 0) return runOnConnection<T>(db, sql, params);
+export async function run<T = Record<string, unknown>>(db: Knex, sql: string, params = new SqlParams(), options: { prepared?: PreparedStatements } = {}): Promise<{ rows: T[]; rowCount: number }> {
+  const { prepared } = options;
+  if (prepared && !db.isTransaction && db.listenerCount('query') === 0) return runOnConnection<T>(prepared, db, sql, params);
   const { sql: text, bindings } = toKnexBindings(sql, params.values);
   const raw = db.raw(text, bindings as Knex.RawBinding[]);
-  const name = options.prepared ? statementName(text) : undefined;
+  const name = prepared?.nameOf(text);
   // knex hands a raw statement's options to node-postgres with its text and values.
   const result = await (name ? raw.options({ name }) : raw);
   return { rows: result.rows as T[], rowCount: (result.rowCount as number | null) ?? 0 };
 }
 
 /** knex's client, as far as lending out its pooled node-postgres connections. */
-interface ConnectionLender {
+export interface ConnectionLender {
   acquireConnection(): Promise<pg.ClientBase>;
   releaseConnection(connection: pg.ClientBase): Promise<unknown>;
 }
@@ -81,8 +120,8 @@ interface ConnectionLender {
  * CPU for the statement). Only where nothing watches knex's statements (tracing listens to its
  * `query` events) and outside transactions.
  */
-async function runOnConnection<T>(db: Knex, sql: string, params: SqlParams): Promise<{ rows: T[]; rowCount: number }> {
-  const { text, name, uses } = numberedStatement(sql);
+async function runOnConnection<T>(prepared: PreparedStatements, db: Knex, sql: string, params: SqlParams): Promise<{ rows: T[]; rowCount: number }> {
+  const { text, name, uses } = prepared.numberedStatement(sql);
   const values = uses.map((index) => params.values[index]);
   const lender = db.client as unknown as ConnectionLender;
   const connection = await lender.acquireConnection();
@@ -94,35 +133,11 @@ async function runOnConnection<T>(db: Knex, sql: string, params: SqlParams): Pro
   }
 }
 
-/**
- * A statement's text with its `$n` placeholders numbered by first use, its name, and which of the
- * caller's values it binds, in order (only the values the text uses: PostgreSQL refuses a parameter
- * it cannot type). Kept per SQL text for the named ones: the same read's text is renumbered once.
- */
+/** A statement as runOnConnection runs it (PreparedStatements.numberedStatement). */
 interface NumberedStatement {
   text: string;
   name: string | undefined;
   uses: number[];
-}
-
-const numberedStatements = new Map<string, NumberedStatement>();
-
-function numberedStatement(sql: string): NumberedStatement {
-  const kept = numberedStatements.get(sql);
-  if (kept) return kept;
-  const uses: number[] = [];
-  const numbers = new Map<string, number>();
-  const text = sql.replace(/\$(\d+)/g, (_, index: string) => {
-    let number = numbers.get(index);
-    if (number === undefined) {
-      uses.push(Number(index) - 1);
-      numbers.set(index, (number = uses.length));
-    }
-    return `$${number}`;
-  });
-  const numbered = { text, name: statementName(text), uses };
-  if (numbered.name !== undefined && numberedStatements.size < MAX_NAMED_STATEMENTS * 4) numberedStatements.set(sql, numbered);
-  return numbered;
 }
 
 export async function tableExists(db: Knex, schema: string, table: string): Promise<boolean> {
@@ -134,26 +149,24 @@ export async function tableExists(db: Knex, schema: string, table: string): Prom
 type CatalogState = 'missing' | 'outdated' | 'current';
 
 /**
- * Workspace schemas whose catalog this process has seen committed and current. Catalogs only move
+ * Workspace schemas whose catalog this runtime has seen committed and current. Catalogs only move
  * forward (created, then brought up to date), so once seen they are not checked again: steady-state
- * reads and writes skip catalogState. Only committed states are remembered (see rememberCurrent), so
- * a rolled-back creation or upgrade is never taken for a current catalog.
+ * reads and writes skip catalogState. Only committed states are remembered (see remember), so a
+ * rolled-back creation or upgrade is never taken for a current catalog. One per runtime
+ * (ManagedTableMemory): a test that rewinds a catalog to an older layout builds another.
  */
-const currentCatalogs = new Set<string>();
+export class CurrentCatalogs {
+  private readonly schemas = new Set<string>();
 
-/** Marks a catalog current once `db` has committed it: never for a caller's open transaction, which may still roll back. */
-function rememberCurrent(db: Knex, schema: string): void {
-  if (!db.isTransaction) currentCatalogs.add(schema);
-}
+  /** Has this runtime seen the workspace's catalog current (so statements may use it without a check)? */
+  has(schema: string): boolean {
+    return this.schemas.has(schema);
+  }
 
-/** Test hook: forget which catalogs were seen current (a test that rewinds a catalog to an older layout). */
-export function forgetCurrentCatalogs(): void {
-  currentCatalogs.clear();
-}
-
-/** Has this process seen the workspace's catalog current (so statements may use it without a check)? */
-export function isCatalogCurrent(schema: string): boolean {
-  return currentCatalogs.has(schema);
+  /** Marks a catalog current once `db` has committed it: never for a caller's open transaction, which may still roll back. */
+  remember(db: Knex, schema: string): void {
+    if (!db.isTransaction) this.schemas.add(schema);
+  }
 }
 
 /** Whether the workspace catalog exists, and whether its `_tables` already has the `fields` registry (added after the first layout). */
@@ -173,10 +186,10 @@ async function catalogState(db: Knex, schema: string): Promise<CatalogState> {
  * Creates the workspace schema and its catalog on first use, and brings an older catalog up to
  * date (the `fields` registry, filled from every record version already stored). Concurrent first
  * writes serialize on an advisory lock, because CREATE ... IF NOT EXISTS races otherwise. Nothing to
- * do, without a query, for a catalog this process has already seen current (currentCatalogs).
+ * do, without a query, for a catalog this runtime has already seen current (CurrentCatalogs).
  */
-async function ensureWorkspaceSchema(trx: Knex.Transaction, schema: string): Promise<void> {
-  if (currentCatalogs.has(schema) || (await catalogState(trx, schema)) === 'current') return;
+async function ensureWorkspaceSchema(catalogs: CurrentCatalogs, trx: Knex.Transaction, schema: string): Promise<void> {
+  if (catalogs.has(schema) || (await catalogState(trx, schema)) === 'current') return;
   const params = new SqlParams();
   await run(trx, `SELECT pg_advisory_xact_lock(hashtext('weft.managed_table'), hashtext(${params.add(schema)}))`, params);
   const state = await catalogState(trx, schema);
@@ -228,14 +241,14 @@ export interface FieldRegistry {
 /**
  * The field registry of a table: every field name ever written to it (in rows or update sets,
  * whether or not a current record still has it) and its primary key, or undefined when the table
- * has never been written. Brings an older catalog up to date first (checked once per process).
+ * has never been written. Brings an older catalog up to date first (checked once per runtime).
  */
-export async function fieldRegistry(db: Knex, schema: string, table: string): Promise<FieldRegistry | undefined> {
-  if (!currentCatalogs.has(schema)) {
+export async function fieldRegistry(catalogs: CurrentCatalogs, db: Knex, schema: string, table: string): Promise<FieldRegistry | undefined> {
+  if (!catalogs.has(schema)) {
     const state = await catalogState(db, schema);
     if (state === 'missing') return undefined;
-    if (state === 'outdated') await db.transaction((trx) => ensureWorkspaceSchema(trx, schema));
-    rememberCurrent(db, schema);
+    if (state === 'outdated') await db.transaction((trx) => ensureWorkspaceSchema(catalogs, trx, schema));
+    catalogs.remember(db, schema);
   }
   const params = new SqlParams();
   const { rows } = await run<{ fields: string[]; key: string[] | null }>(
@@ -264,8 +277,8 @@ export async function registerFields(trx: Knex.Transaction, schema: string, tabl
  * Registers the table on first write (creating its storage) and locks its `_tables` row for the
  * rest of the transaction, so concurrent writers of one table take versions one after another.
  */
-async function lockTableForWrite(trx: Knex.Transaction, schema: string, table: string, primaryKey: string[] | null): Promise<TableState> {
-  await ensureWorkspaceSchema(trx, schema);
+async function lockTableForWrite(catalogs: CurrentCatalogs, trx: Knex.Transaction, schema: string, table: string, primaryKey: string[] | null): Promise<TableState> {
+  await ensureWorkspaceSchema(catalogs, trx, schema);
   const s = quoteIdentifier(schema);
   const register = new SqlParams();
   const created = await run(trx, `INSERT INTO ${s}._tables (table_name, primary_key) VALUES (${register.add(table)}, ${register.add(JSON.stringify(primaryKey))}::jsonb) ON CONFLICT DO NOTHING RETURNING table_name AS name`, register);
@@ -300,10 +313,10 @@ async function lockTableForWrite(trx: Knex.Transaction, schema: string, table: s
  * Runs `work` in a transaction (a savepoint when `db` is already one, so the caller's rollback
  * discards the write) holding the table's write lock from lockTableForWrite.
  */
-export async function inTableWrite<T>(db: Knex, schema: string, table: string, primaryKey: string[] | null, work: (trx: Knex.Transaction, state: TableState) => Promise<T>): Promise<T> {
-  const result = await db.transaction(async (trx) => work(trx, await lockTableForWrite(trx, schema, table, primaryKey)));
+export async function inTableWrite<T>(catalogs: CurrentCatalogs, db: Knex, schema: string, table: string, primaryKey: string[] | null, work: (trx: Knex.Transaction, state: TableState) => Promise<T>): Promise<T> {
+  const result = await db.transaction(async (trx) => work(trx, await lockTableForWrite(catalogs, trx, schema, table, primaryKey)));
   // Committed (unless db is a caller's transaction): the catalog the write found or brought up to date stays.
-  rememberCurrent(db, schema);
+  catalogs.remember(db, schema);
   return result;
 }
 
@@ -315,11 +328,11 @@ export async function latestSnapshot(db: Knex, schema: string, table: string): P
  * The latest snapshot of each of `tables` in one statement (SPARQL datasets check every bound
  * table on every query); a table never written is absent from the map.
  */
-export async function latestSnapshots(db: Knex, schema: string, tables: string[]): Promise<Map<string, SnapshotRow>> {
-  if (!currentCatalogs.has(schema)) {
+export async function latestSnapshots(catalogs: CurrentCatalogs, db: Knex, schema: string, tables: string[]): Promise<Map<string, SnapshotRow>> {
+  if (!catalogs.has(schema)) {
     const state = await catalogState(db, schema);
     if (state === 'missing') return new Map();
-    if (state === 'current') rememberCurrent(db, schema);
+    if (state === 'current') catalogs.remember(db, schema);
   }
   const params = new SqlParams();
   const s = quoteIdentifier(schema);

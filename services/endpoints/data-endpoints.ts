@@ -11,7 +11,7 @@ import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchem
 import { findCapability } from '../../plugins';
 import { openInstallation } from './plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 
 export interface DataEndpointInput {
   name: string;
@@ -227,15 +227,18 @@ export async function deleteDataEndpoint(ctx: OperationContext, endpointId: stri
   await endpoint.$query(db).delete();
 }
 
-export function capabilityContext(db: Executor, installation: PluginInstallation, encryptionKey: Buffer): CapabilityContext {
-  return { installation: openInstallation(installation, encryptionKey), db: db as CapabilityContext['db'] };
+/** What a capability's context takes from the runtime's dependencies: the key that opens an installation's credentials, and managed_table's memory. */
+export type CapabilityDependencies = Pick<ServiceDependencies, 'encryptionKey' | 'managedTables'>;
+
+export function capabilityContext(db: Executor, installation: PluginInstallation, deps: CapabilityDependencies): CapabilityContext {
+  return { installation: openInstallation(installation, deps.encryptionKey), db: db as CapabilityContext['db'], managedTables: deps.managedTables };
 }
 
 export async function checkDataEndpoint(ctx: OperationContext, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
-  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { db, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
-  const result = await runtime.checkConnection(capabilityContext(db, installation, encryptionKey), endpoint.target);
+  const result = await runtime.checkConnection(capabilityContext(db, installation, ctx.deps), endpoint.target);
   return { ...result, checkedAt: new Date().toISOString() };
 }
 
@@ -248,11 +251,11 @@ export async function validateDataEndpoint(ctx: OperationContext, endpointId: st
 }
 
 export async function discoverEndpointSchema(ctx: OperationContext, endpointId: string): Promise<DiscoveredSchema> {
-  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { db, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);
-  const discovered = await runtime.discoverSchema(capabilityContext(db, installation, encryptionKey), endpoint.target);
+  const discovered = await runtime.discoverSchema(capabilityContext(db, installation, ctx.deps), endpoint.target);
   // A key the endpoint declares wins over what the store reports.
   return { fields: discovered.fields, primaryKey: endpoint.schemaHints?.primaryKey ?? discovered.primaryKey };
 }

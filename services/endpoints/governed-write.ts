@@ -91,7 +91,7 @@ export async function prepareWrite(ctx: OperationContext, endpointId: string, re
 
 /** Writes through the capability: inside `ctx.db`'s transaction for stores in Weft's database (as a savepoint), remotely for others. */
 export function writeThrough(ctx: OperationContext, prepared: Pick<PreparedWrite, 'endpoint' | 'installation' | 'runtime'>, request: WriteRequest): Promise<WriteResult> {
-  return prepared.runtime.writeRecords!(capabilityContext(ctx.db, prepared.installation, ctx.deps.encryptionKey), prepared.endpoint.target, request);
+  return prepared.runtime.writeRecords!(capabilityContext(ctx.db, prepared.installation, ctx.deps), prepared.endpoint.target, request);
 }
 
 /** An applied action is metered in its own transaction, keyed by the action: once, however often it is retried. */

@@ -146,7 +146,7 @@ async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: 
     query.after = cursor.after;
   }
 
-  const capability = capabilityContext(db, installation, encryptionKey);
+  const capability = capabilityContext(db, installation, ctx.deps);
   // Stores with a field catalog refuse unknown fields themselves; for the rest the endpoint's
   // declared columns are the contract.
   const used = fieldsUsed(query);

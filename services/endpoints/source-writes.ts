@@ -175,8 +175,8 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
 
 /** The snapshot a writer names as expectedSourceSnapshot. */
 export async function currentSourceSnapshot(ctx: OperationContext, endpointId: string): Promise<SnapshotInfo> {
-  const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
+  const { db, principal: { workspaceId } } = ctx;
   const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
-  return runtime.currentSnapshot!(capabilityContext(db, installation, encryptionKey), endpoint.target);
+  return runtime.currentSnapshot!(capabilityContext(db, installation, ctx.deps), endpoint.target);
 }

@@ -5,7 +5,7 @@ import { BindingMapping, DataEndpoint, OntologyPackage, PackageTerms, Project, R
 import { findCapability } from '../../plugins';
 import { bindingFields, templateFields } from '../../ontology/term-records';
 import { hasScope, Principal } from '../tenancy/access';
-import { capabilityContext, type EndpointReferenceFinder } from '../endpoints/data-endpoints';
+import { capabilityContext, type CapabilityDependencies, type EndpointReferenceFinder } from '../endpoints/data-endpoints';
 import { endpointsReadableThroughBindings, endpointsSharingData, guardEndpointData } from '../endpoints/data-guard';
 import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
@@ -71,11 +71,11 @@ export function mappingProblems(terms: PackageTerms, termId: string, mapping: Bi
 }
 
 /** The endpoint's field names: its declared columns, or what the capability discovers. */
-async function endpointFields(db: Executor, encryptionKey: Buffer, endpoint: DataEndpoint): Promise<string[] | { error: string }> {
+async function endpointFields(db: Executor, deps: CapabilityDependencies, endpoint: DataEndpoint): Promise<string[] | { error: string }> {
   if (endpoint.schemaHints?.columns?.length) return endpoint.schemaHints.columns.map((c) => c.name);
   const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
   try {
-    const discovered = await runtime.discoverSchema(capabilityContext(db, endpoint.installation!, encryptionKey), endpoint.target);
+    const discovered = await runtime.discoverSchema(capabilityContext(db, endpoint.installation!, deps), endpoint.target);
     return discovered.fields.map((f) => f.name);
   } catch (error) {
     return { error: (error as Error).message };
@@ -83,7 +83,7 @@ async function endpointFields(db: Executor, encryptionKey: Buffer, endpoint: Dat
 }
 
 /** Every problem of a binding at once: package, term, endpoint and role, mapping, fields. */
-async function bindingProblems(db: Executor, encryptionKey: Buffer, project: Project, input: BindingInput): Promise<{ problems: FieldProblem[]; pkg?: OntologyPackage }> {
+async function bindingProblems(db: Executor, deps: CapabilityDependencies, project: Project, input: BindingInput): Promise<{ problems: FieldProblem[]; pkg?: OntologyPackage }> {
   const problems: FieldProblem[] = [];
   let pkg: OntologyPackage | undefined;
   try {
@@ -101,7 +101,7 @@ async function bindingProblems(db: Executor, encryptionKey: Buffer, project: Pro
   } else if (!findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion).definition.supports.recordsRead) {
     problems.push({ path: '/dataEndpointId', message: `${endpoint.installation!.capability} endpoints cannot be read` });
   } else {
-    const fields = await endpointFields(db, encryptionKey, endpoint);
+    const fields = await endpointFields(db, deps, endpoint);
     if (!Array.isArray(fields)) {
       problems.push({ path: '/dataEndpointId', message: `its fields could not be discovered to check the mapping (${fields.error}); declare schemaHints.columns on the endpoint` });
     } else {
@@ -126,8 +126,8 @@ async function statusFor(db: Executor, project: Project, input: Pick<BindingInpu
   return mappingProblems(active.terms, input.termId, input.mapping).length ? 'incompatible' : 'active';
 }
 
-async function validated(db: Executor, encryptionKey: Buffer, project: Project, input: BindingInput) {
-  const { problems } = await bindingProblems(db, encryptionKey, project, input);
+async function validated(db: Executor, deps: CapabilityDependencies, project: Project, input: BindingInput) {
+  const { problems } = await bindingProblems(db, deps, project, input);
   if (problems.length) {
     throw new InputError('binding_invalid', `The read binding is invalid: ${problems.slice(0, 3).map((p) => `${p.path} ${p.message}`).join('; ')}${problems.length > 3 ? '; …' : ''}`, problems);
   }
@@ -153,9 +153,9 @@ async function guardBinding(ctx: OperationContext, dataEndpointId: string): Prom
 }
 
 export async function createBinding(ctx: OperationContext, input: BindingInput): Promise<BindingView> {
-  const { db, deps: { encryptionKey }, principal, project } = ctx;
+  const { db, deps, principal, project } = ctx;
   await guardBinding(ctx, input.dataEndpointId);
-  const fields = await validated(db, encryptionKey, project, input);
+  const fields = await validated(db, deps, project, input);
   const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
   return presentOne(db, binding);
 }
@@ -174,11 +174,11 @@ export async function requireBinding(db: Executor, project: Project, bindingId: 
  * as well as the endpoint it binds next.
  */
 export async function replaceBinding(ctx: OperationContext, bindingId: string, input: BindingInput): Promise<BindingView> {
-  const { db, deps: { encryptionKey }, project } = ctx;
+  const { db, deps, project } = ctx;
   const binding = await requireBinding(db, project, bindingId, true);
   await guardBinding(ctx, binding.dataEndpointId);
   if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(ctx, input.dataEndpointId);
-  const fields = await validated(db, encryptionKey, project, input);
+  const fields = await validated(db, deps, project, input);
   return presentOne(db, await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
 

@@ -9,12 +9,11 @@ import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
 import { announcesSnapshots, onSnapshotCommitted, snapshotScope } from '../../plugins/snapshot-notices';
 import type { KeptGraph, PackageFacts, SparqlMemory } from './sparql-memory';
 import { mapRecord, templateFields } from '../../ontology/term-records';
-import { fieldIndexesOf } from '../../plugins/managed-table/field-indexes';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { encodedBytes, GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
-import { capabilityContext } from '../endpoints/data-endpoints';
+import { capabilityContext, type CapabilityDependencies } from '../endpoints/data-endpoints';
 import { readableThroughBindings } from '../endpoints/data-guard';
 import { checkingGrants } from '../operations/current-operation';
 import type { Principal } from '../tenancy/access';
@@ -168,9 +167,9 @@ async function packageGraph(memory: SparqlMemory, db: Executor, pkg: PackageHead
 }
 
 /** Maps a binding's records at `snapshotId` (or as they are now) into a graph, within the bound. */
-async function buildBindingGraph(db: Executor, encryptionKey: Buffer, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number): Promise<GraphHandle> {
+async function buildBindingGraph(db: Executor, deps: CapabilityDependencies, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number): Promise<GraphHandle> {
   const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
-  const ctx = capabilityContext(db, endpoint.installation!, encryptionKey);
+  const ctx = capabilityContext(db, endpoint.installation!, deps);
   const select = bindingFields(binding.mapping);
   const encoder = new GraphEncoder();
   let after: unknown;
@@ -272,14 +271,14 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
 }
 
 /** Each group's current snapshots (one call per installation), kept per group when its capability announces them. */
-async function snapshotsOf(db: Executor, encryptionKey: Buffer, groups: SnapshotGroup[]): Promise<Map<SnapshotGroup, SnapshotInfo[]>> {
+async function snapshotsOf(db: Executor, deps: CapabilityDependencies, groups: SnapshotGroup[]): Promise<Map<SnapshotGroup, SnapshotInfo[]>> {
   const found = new Map<SnapshotGroup, SnapshotInfo[]>();
   await Promise.all(groups.map(async (group) => {
     const { installation } = group;
     const runtime = findCapability(installation.capability, installation.capabilityVersion);
     // The installation is opened (its credentials decrypted) only when the snapshots are read, not per warm query.
     const read = async () => {
-      const ctx = capabilityContext(db, installation, encryptionKey);
+      const ctx = capabilityContext(db, installation, deps);
       return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, group.targets) : Promise.all(group.targets.map((target) => runtime.currentSnapshot!(ctx, target)));
     };
     // Snapshots a capability announces are kept until the next announcement (a commit's NOTIFY):
@@ -328,18 +327,18 @@ function snapshotVersionOf(names: BindingNames, snapshot: SnapshotInfo): string 
 const unpinnedFresh = (entry: KeptGraph) => Date.now() - entry.builtAt < sparqlSettings().unpinnedTtlSeconds * 1000;
 
 /** The graph of one binding at its endpoint's current data. */
-async function bindingGraph(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
+async function bindingGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
   const { binding, endpoint, names } = source;
   const slot = names.slot;
   if (snapshot) {
     // An endpoint never written has no snapshot to pin (and no records).
     const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
     const version = snapshotVersionOf(names, snapshot);
-    return (await keptOrBuilt(memory, slot, version, () => true, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, pinned, budget))).handle;
+    return (await keptOrBuilt(memory, slot, version, () => true, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, pinned, budget))).handle;
   }
   const kept = memory.graphs.get(slot);
   const version = kept && unpinnedFresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
-  return (await keptOrBuilt(memory, slot, version, unpinnedFresh, () => buildBindingGraph(db, encryptionKey, pkg, binding, endpoint, version, undefined, budget))).handle;
+  return (await keptOrBuilt(memory, slot, version, unpinnedFresh, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, undefined, budget))).handle;
 }
 
 /**
@@ -480,7 +479,8 @@ export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalo
 /** queryDataset after keptDataset found something to read or build. */
 /** `timeoutMs`: the time limit of the table reads (the query's, WEFT_SPARQL_TIMEOUT_MS unless its caller has another). */
 export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
-  const { db, deps: { encryptionKey, sparqlMemory }, principal } = ctx;
+  const { db, deps, principal } = ctx;
+  const { sparqlMemory } = deps;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, !db.isTransaction);
@@ -489,7 +489,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   const handles = [packageHandle];
   const dataVersions = [packageHandle.version];
   let triples = packageHandle.graph.tripleCount;
-  const snapshots = plan.groups.length ? await snapshotsOf(db, encryptionKey, plan.groups) : undefined;
+  const snapshots = plan.groups.length ? await snapshotsOf(db, deps, plan.groups) : undefined;
   const reach = queryReach(plan, text);
   const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
@@ -501,19 +501,19 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
       tables.push({ source, snapshot, dataVersion });
       continue;
     }
-    const handle = await bindingGraph(sparqlMemory, db, encryptionKey, pkg, source, snapshot, bound - triples);
+    const handle = await bindingGraph(sparqlMemory, db, deps, pkg, source, snapshot, bound - triples);
     handles.push(handle);
     dataVersions.push(handle.version);
     triples += handle.graph.tripleCount;
     if (triples > bound) throw tooLarge(triples, false);
   }
-  const tableHandles = tables.length ? await reachedGraphs(sparqlMemory, db, encryptionKey, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
+  const tableHandles = tables.length ? await reachedGraphs(sparqlMemory, db, deps, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
   handles.push(...tableHandles);
   return datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
 /** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
+async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
   const { graphs, tableCounts: counts } = memory;
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
@@ -533,7 +533,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, encryptionKey: 
     const declaredKey = (tables[at].source.endpoint.target as { primaryKey?: unknown }).primaryKey;
     const byRowKey = Array.isArray(declaredKey) && declaredKey.length === 1 ? declaredKey[0] : undefined;
     const keyFields = [...templateFields(table.mapping.subjectTemplate), ...Object.values(table.mapping.links ?? {}).flatMap((link) => [link.field, ...templateFields(link.targetTemplate)])];
-    if (table.version !== undefined && !db.isTransaction) fieldIndexesOf(db as Db).ensure(workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
+    if (table.version !== undefined && !db.isTransaction) deps.managedTables.fieldIndexes.ensure(db as Db, workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
   }
   const settings = sparqlSettings();
   const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
@@ -542,7 +542,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, encryptionKey: 
   const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
-    if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, encryptionKey, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
+    if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, deps, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
     else handles.push(readGraph(at, source));
   }
   return handles;
@@ -566,13 +566,13 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, encryptionKey: 
  * bound it is refused as query_too_broad from PostgreSQL's count of its triples, before a record
  * is read, and at once for later queries at the same snapshot (the count is kept).
  */
-async function wholeTableGraph(memory: SparqlMemory, db: Executor, encryptionKey: Buffer, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
+async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
   const bound = limits.maxTriples;
   const kept = memory.graphs.get(source.names.slot);
   if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
   let handle: GraphHandle;
   try {
-    handle = await bindingGraph(memory, db, encryptionKey, pkg, source, snapshot, bound);
+    handle = await bindingGraph(memory, db, deps, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
     if (table.version !== undefined) {
@@ -604,7 +604,7 @@ async function countedWithin(db: Executor, table: ReachTable & { version: string
  * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
  */
 export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin, timeoutMs?: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
-  const { db, deps: { encryptionKey }, principal } = ctx;
+  const { db, deps, principal } = ctx;
   const settings = sparqlSettings();
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
   const pkg = packageOf(catalog);
@@ -633,7 +633,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const inSql = sqlQueryOf(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
   if (!inSql) return undefined;
   if (settings.sqlMinRecords > 0 && (await estimatedRecords(db, inSql.stars.map((star) => tables[star.source]))) < settings.sqlMinRecords) return undefined;
-  const snapshots = await snapshotsOf(db, encryptionKey, plan.groups);
+  const snapshots = await snapshotsOf(db, deps, plan.groups);
   const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
   if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;

@@ -5,6 +5,7 @@ import type { Project } from '../../db/models';
 import type { Principal } from '../tenancy/access';
 import type { KeyUsageRecorder } from '../tenancy/key-usage';
 import { SparqlMemory } from '../ontology/sparql-memory';
+import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 
 /** What the service layer reaches, built once per process (API, worker, admin CLI). */
 export interface ServiceDependencies {
@@ -17,6 +18,8 @@ export interface ServiceDependencies {
   keyUsage?: KeyUsageRecorder;
   /** The graphs, counts and versions SPARQL queries keep between them (services/ontology/sparql-memory.ts). */
   sparqlMemory: SparqlMemory;
+  /** What managed tables keep between calls: targets checked, tables and catalogs seen, statements named (plugins/managed-table/memory.ts). */
+  managedTables: ManagedTableMemory;
 }
 
 /**
@@ -32,7 +35,7 @@ const noTemporal = new Proxy({}, {
 
 /** The worker's dependencies: the database, the encryption key and the clock; Temporal only through workflows (see noTemporal). */
 export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory() };
+  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory() };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

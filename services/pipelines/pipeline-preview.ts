@@ -29,7 +29,7 @@ interface NodePreview {
  * written anywhere.
  */
 export async function previewPipeline(ctx: OperationContext, pipelineId: string, input: { versionId?: string; sampleSize?: number }) {
-  const { db, deps: { encryptionKey }, principal, project } = ctx;
+  const { db, principal, project } = ctx;
   const pipeline = await requirePipeline(db, project, pipelineId);
   let document: PipelineDocument;
   if (input.versionId) {
@@ -67,7 +67,7 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
     try {
       const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, source.endpointId);
       const runtime = findCapability(installation.capability, installation.capabilityVersion);
-      const page = await runtime.readRecords(capabilityContext(db, installation, encryptionKey), endpoint.target, { where: [], orderBy: [], limit: sampleSize });
+      const page = await runtime.readRecords(capabilityContext(db, installation, ctx.deps), endpoint.target, { where: [], orderBy: [], limit: sampleSize });
       recordsRead += page.records.length;
       keep(source.id, page.records);
       if (page.continuation) preview.warnings.push(`A sample: the first ${page.records.length} records of the source.`);

@@ -109,7 +109,7 @@ async function loadRun(db: Executor, runId: string): Promise<RunContext> {
 async function openEndpoint(deps: ServiceDependencies, db: Executor, workspaceId: string, nodeId: string, endpointId: string) {
   try {
     const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
-    return { endpoint, runtime: findCapability(installation.capability, installation.capabilityVersion), ctx: capabilityContext(db, installation, deps.encryptionKey) };
+    return { endpoint, runtime: findCapability(installation.capability, installation.capabilityVersion), ctx: capabilityContext(db, installation, deps) };
   } catch (error) {
     if (error instanceof DomainError && error.kind === 'not_found') throw new InputError('endpoint_missing', `Node "${nodeId}" names endpoint ${endpointId}, which no longer exists.`, [], { nodeId });
     throw error;

@@ -57,7 +57,7 @@ describe('The console Overview in headless Chromium', function () {
     const table = await managedTable(t);
     const endpoint = (await t.writer.get(`/api/v1/data-endpoints/${table}`)).body.dataEndpoint;
     const installation = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, installation, env().encryptionKey), endpoint.target, { operation: 'append', rows: [{ id: 1 }, { id: 2 }], provenance: { kind: 'write', id: randomUUID() } });
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, installation, env().dependencies()), endpoint.target, { operation: 'append', rows: [{ id: 1 }, { id: 2 }], provenance: { kind: 'write', id: randomUUID() } });
     const snapshot = await currentSnapshot(t.writer, table);
     const p = browsing.page;
     await acceptAndSignInPage(p, await invite(t.ws.workspaceId, 'member'));

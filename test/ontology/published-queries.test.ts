@@ -229,7 +229,7 @@ describe('Published queries: contracts, releases, execution and jobs', function 
       const write = async (request: Record<string, unknown>) => {
         const endpoint = (await t.client.get(`/api/v1/data-endpoints/${customers}`)).body.dataEndpoint;
         const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-        await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { ...request, provenance: { kind: 'write', id: randomUUID() } } as never);
+        await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), endpoint.target, { ...request, provenance: { kind: 'write', id: randomUUID() } } as never);
       };
       await write({ operation: 'append', rows: [{ id: 4, full_name: 'Dee', years: 50 }] });
       try {

@@ -26,7 +26,7 @@ describe('The SPARQL dataset kept between queries', function () {
 
   const write = async (rows: Array<Record<string, unknown>>, operation: 'append' | 'upsert' = 'append') => {
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), { table, primaryKey: ['id'] }, { operation, rows, provenance: { kind: 'write', id: randomUUID() } });
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), { table, primaryKey: ['id'] }, { operation, rows, provenance: { kind: 'write', id: randomUUID() } });
   };
   const names = async (key: string) => {
     const query = `PREFIX : <${baseIri}> SELECT ?name WHERE { ?c a :Customer ; :name ?name } ORDER BY ?name`;
@@ -108,7 +108,7 @@ describe('The SPARQL dataset kept between queries', function () {
     // A write inside a caller's transaction: the kept snapshot stays until that transaction commits.
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
     await env().db.transaction(async (trx) => {
-      await findCapability('managed_table').writeRecords!(capabilityContext(trx, model, env().encryptionKey), { table, primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 5, full_name: 'Eve', years: 29 }], provenance: { kind: 'write', id: randomUUID() } });
+      await findCapability('managed_table').writeRecords!(capabilityContext(trx, model, env().dependencies()), { table, primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 5, full_name: 'Eve', years: 29 }], provenance: { kind: 'write', id: randomUUID() } });
       assert.deepEqual(await names(t.key), ['Ada L.', 'Bob', 'Cy', 'Dee'], 'uncommitted data is not read');
     });
     assert.deepEqual(await names(t.key), ['Ada L.', 'Bob', 'Cy', 'Dee', 'Eve'], 'the committed snapshot is read');
@@ -143,7 +143,7 @@ describe('The SPARQL dataset at the scale of its data', function () {
   async function appendRows(rows: Array<Record<string, unknown>>): Promise<void> {
     const endpoint = (await t.client.get(`/api/v1/data-endpoints/${ordersTable}`)).body.dataEndpoint;
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), endpoint.target, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
   }
 
   /** `variant` makes another text of the same query: a text already answered over the same data reads nothing again. */

@@ -81,7 +81,7 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
   const appendOffer = async (row: Record<string, unknown>) => {
     const { target } = (await t.client.get(`/api/v1/data-endpoints/${offersTable}`)).body.dataEndpoint;
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), target, { operation: 'append', rows: [row], provenance: { kind: 'write', id: randomUUID() } } as never);
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), target, { operation: 'append', rows: [row], provenance: { kind: 'write', id: randomUUID() } } as never);
   };
   let packageTriples: number;
 

@@ -480,7 +480,7 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
   it('does not trust a count over a number PostgreSQL writes otherwise than JavaScript (exponent notation), and evaluates it instead', async () => {
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
     const endpoint = (await t.client.get(`/api/v1/data-endpoints/${orders}`)).body.dataEndpoint;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation: 'append', rows: [{ id: 1e21, amount: 1e-7 }], provenance: { kind: 'write', id: randomUUID() } });
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), endpoint.target, { operation: 'append', rows: [{ id: 1e21, amount: 1e-7 }], provenance: { kind: 'write', id: randomUUID() } });
     const { counted, whole } = await both('SELECT ?t (COUNT(*) AS ?n) WHERE { ?o :total ?t } GROUP BY ?t');
     assert.deepEqual(counted.rows, whole.rows);
     assert.ok(counted.rows.some((row) => row.includes('1e-7')), 'the value as the mapping writes it');

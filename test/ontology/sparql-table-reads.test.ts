@@ -392,7 +392,7 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
   const write = async (endpointId: string, rows: Array<Record<string, unknown>>, operation: 'append' | 'upsert' | 'delete' = 'append', where?: unknown) => {
     const endpoint = (await t.client.get(`/api/v1/data-endpoints/${endpointId}`)).body.dataEndpoint;
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), endpoint.target, { operation, rows, ...(where ? { where } : {}), provenance: { kind: 'write', id: randomUUID() } } as never);
+    await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), endpoint.target, { operation, rows, ...(where ? { where } : {}), provenance: { kind: 'write', id: randomUUID() } } as never);
   };
 
   /** Both answers of `text` for `key`; `whole` first or second as asked (the caches differ). */

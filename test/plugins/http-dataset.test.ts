@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { DomainError, InputError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../plugins/capability';
+import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { findCapability } from '../../plugins';
 import { computeWindow, connectionFor, isUnderBase, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../plugins/http-dataset';
 import { env } from '../support/environment';
@@ -186,6 +187,7 @@ describe('http_dataset capability', () => {
         credentials: { headers: { Authorization: SECRET }, ...credentials },
       },
       db: env().db,
+      managedTables: new ManagedTableMemory(),
     };
   }
 

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import pg from 'pg';
 import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, rowsPerInsert, settingsOf, vetAddress } from '../../plugins/postgres-table';
 import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, StagedRows, WriteRequest } from '../../plugins/capability';
+import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { env } from '../support/environment';
 import { externalDatabase } from '../support/external-postgres';
 
@@ -45,6 +46,7 @@ describe('postgres_table capability', () => {
         credentials: url.password ? { password: decodeURIComponent(url.password) } : {},
       },
       db: env().db,
+      managedTables: new ManagedTableMemory(),
     };
   });
 

@@ -10,6 +10,7 @@ import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
 import type { ServiceDependencies } from '../../services/operations/context';
 import { SparqlMemory } from '../../services/ontology/sparql-memory';
+import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 
 /**
  * One API server, one worker and one pool for the whole run, against the real PostgreSQL and
@@ -32,7 +33,7 @@ export interface TestEnvironment {
   clock: SettableClock;
   /**
    * Dependencies for a test that calls the service layer directly: the run's pool, Temporal client,
-   * key and clock, with SPARQL memory of their own (nothing kept from the API's queries); `overrides` replace parts.
+   * key and clock, with SPARQL and managed-table memory of their own (nothing kept from the API's queries); `overrides` replace parts.
    */
   dependencies(overrides?: Partial<ServiceDependencies>): ServiceDependencies;
   stopApi(): Promise<void>;
@@ -71,7 +72,7 @@ export async function startEnvironment(): Promise<void> {
     encryptionKey,
     clock,
     dependencies(overrides = {}) {
-      return { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), ...overrides };
+      return { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...overrides };
     },
     stopApi: () => api.stop(),
     async stopWorker() {

@@ -72,7 +72,7 @@ export async function tableEndpoint(client: ReturnType<typeof as>, installationI
 /** Writes rows into a workspace's managed table through the capability, as a pipeline commit would. */
 export async function seedTable(installationId: string, table: string, rows: Array<Record<string, unknown>>, primaryKey = ['id']): Promise<void> {
   const model = (await PluginInstallation.query(env().db).findById(installationId))!;
-  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), { table, primaryKey }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), { table, primaryKey }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
 }
 
 /** The number of data endpoints of the workspace (a refused creation must leave it unchanged). */

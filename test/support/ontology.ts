@@ -39,7 +39,7 @@ export async function seededTable(t: OntologyTenant, rows: Array<Record<string, 
   });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
-  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().encryptionKey), primaryKey ? { table, primaryKey } : { table }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
+  await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), primaryKey ? { table, primaryKey } : { table }, { operation: 'append', rows, provenance: { kind: 'write', id: randomUUID() } });
   return res.body.dataEndpoint.id;
 }
 
