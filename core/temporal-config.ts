@@ -10,6 +10,8 @@ export interface TemporalSettings {
   taskQueues: { main: string };
   searchAttributes: Record<string, 'Keyword' | 'Text' | 'Int' | 'Double' | 'Bool' | 'Datetime' | 'KeywordList'>;
   devServer: { cliVersion: string; ip: string; port: number; uiPort: number; dbFile: string };
+  /** The Java test server's Maven version (scripts/infra/temporal-test-server.ts). */
+  testServer: { version: string };
 }
 
 let cached: TemporalSettings | undefined;

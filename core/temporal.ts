@@ -51,6 +51,11 @@ const indexedValueTypes = {
   KeywordList: IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 } as const;
 
+/** Search attributes (temporal.yaml's, by default) as operatorService.addSearchAttributes takes them. */
+export function searchAttributeRegistrations(entries = Object.entries(temporalSettings().searchAttributes)): Record<string, temporal.api.enums.v1.IndexedValueType> {
+  return Object.fromEntries(entries.map(([name, type]) => [name, indexedValueTypes[type]]));
+}
+
 /**
  * Registers the namespace and Weft's search attributes on a cluster that lacks them (an external
  * TEMPORAL_ADDRESS, or a dev server started by someone else). A managed cluster that forbids this
@@ -75,7 +80,7 @@ export async function ensureNamespaceAndSearchAttributes(connection: Connection)
     if (missing.length === 0) return;
     await connection.operatorService.addSearchAttributes({
       namespace,
-      searchAttributes: Object.fromEntries(missing.map(([name, type]) => [name, indexedValueTypes[type]])),
+      searchAttributes: searchAttributeRegistrations(missing),
     });
     logger.info({ namespace, added: missing.map(([name]) => name) }, 'registered Temporal search attributes');
   } catch (error) {

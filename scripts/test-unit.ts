@@ -10,9 +10,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { say } from './infra/process';
+import { ensureTemporalTestServer } from './infra/temporal-test-server';
 
 const testRoot = path.join(projectRoot, 'test');
 const servicesReached = new Set(['environment.ts', 'external-postgres.ts'].map((file) => path.join(testRoot, 'support', file)));
+const workflowUnitTests = path.join(testRoot, 'unit', 'workflows') + path.sep;
 const IMPORT = /(?:from|import|require\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 function testFiles(folder: string): string[] {
@@ -54,6 +56,8 @@ if (named.length && needing.length) {
   process.exit(2);
 }
 say(`unit tier: ${unit.length} test files without PostgreSQL or Temporal (${candidates.length - unit.length} more run in npm test)`);
+// The workflow unit tests run Temporal's time-skipping test server: fetched once per machine, before mocha, so a Maven failure is not a test failure.
+if (unit.some((file) => file.startsWith(workflowUnitTests))) ensureTemporalTestServer();
 const mochaArgs = [
   path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'),
   // Not .mocharc: its root hooks start PostgreSQL and Temporal.

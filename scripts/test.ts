@@ -9,6 +9,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
+import { ensureTemporalTestServer } from './infra/temporal-test-server';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
@@ -38,6 +39,8 @@ async function main(): Promise<number> {
   if (!staticChecks()) return 1;
   // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
   ensureStripeMock();
+  // The time-skipping server of the workflow unit tests (test/unit/workflows), fetched with Maven once per machine.
+  ensureTemporalTestServer();
   // The console tests drive the bundle the API serves.
   ensureConsoleBuilt();
   const localPostgres = !process.env.DATABASE_URL;
