@@ -1,5 +1,6 @@
 /**
- * `npm run test:unit`: the tests that need no PostgreSQL and no Temporal, in seconds, with no set-up.
+ * `npm run test:unit`: the tests that need no PostgreSQL and no Temporal dev server, in seconds. Its
+ * one set-up is Temporal's time-skipping test server for test/unit/workflows, fetched once per machine.
  * A test file belongs to this tier when nothing it imports from test/ (followed through every
  * relative import) reaches test/support/environment.ts, which connects to both, or
  * test/support/external-postgres.ts, which creates databases on the test run's cluster. Extra arguments
