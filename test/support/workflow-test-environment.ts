@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import type { createActivities } from '../../activities';
 import { searchAttributeRegistrations } from '../../core/temporal';
+import { portIsOpen } from '../../scripts/infra/process';
 import { ensureTemporalTestServer } from '../../scripts/infra/temporal-test-server';
 import { workflowBundlePath } from '../../worker/workflow-bundle';
+import { freePort } from './processes';
 
 // Workflow unit tests: the worker's workflow bundle run by Temporal's time-skipping test server
 // (scripts/infra/temporal-test-server.ts) against mocked activities. Awaiting a workflow's result
@@ -41,6 +44,50 @@ export interface Clocked<T> {
   realMs: number;
 }
 
+/**
+ * Temporal's test server on a port of its own, once it accepts connections. The SDK can start it
+ * too (createTimeSkipping with an 'existing-path' executable) but gives it 5 s, which the JVM
+ * overruns on a busy machine of two cores.
+ */
+async function startTestServer(timeoutMs = 60_000): Promise<{ address: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(ensureTemporalTestServer(), [String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => void (output = (output + chunk.toString()).slice(-4_000));
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  let exited = false;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => {
+    exited = true;
+    resolve();
+  }));
+  const stop = async () => {
+    if (!exited) child.kill('SIGTERM');
+    await gone;
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (!(await portIsOpen('127.0.0.1', port))) {
+    if (exited || Date.now() > deadline) {
+      await stop();
+      throw new Error(`Temporal's test server on port ${port} ${exited ? 'exited' : `did not open its port in ${timeoutMs / 1000} s`}:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { address: `127.0.0.1:${port}`, stop };
+}
+
+/**
+ * The environment createTimeSkipping builds, on a server already running: the SDK offers this only
+ * without time skipping (createFromExistingServer), so its own factory is called as that one calls
+ * it, with the test service on.
+ */
+function timeSkippingEnvironmentOn(address: string): Promise<TestWorkflowEnvironment> {
+  const factory = TestWorkflowEnvironment as unknown as {
+    create(options: { server: { type: 'existing' }; supportsTimeSkipping: true; namespace: string; address: string }): Promise<TestWorkflowEnvironment>;
+  };
+  return factory.create({ server: { type: 'existing' }, supportsTimeSkipping: true, namespace: 'default', address });
+}
+
 export interface WorkflowTestEnvironment {
   env: TestWorkflowEnvironment;
   /** The task queue the environment's worker polls. */
@@ -53,7 +100,7 @@ export interface WorkflowTestEnvironment {
 }
 
 /**
- * Starts a test server of its own (about a second) and one worker on it, which registers the
+ * Starts a test server of its own (a second or two) and one worker on it, which registers the
  * activities named and hands each call to the running test's mock: one per test file, whose tests
  * run one at a time, as time skipping is the server's.
  */
@@ -62,10 +109,15 @@ export async function startWorkflowTestEnvironment(activityNames: readonly (keyo
   // server's capabilities. A process installs its runtime once: in `npm test` the environment's
   // worker has installed it already.
   if (!Runtime._instance) Runtime.install({ logger: new DefaultLogger('ERROR'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' }, forward: {} } } });
-  const [{ codePath }, env] = await Promise.all([
-    workflowBundlePath(),
-    TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: ensureTemporalTestServer() } } }),
-  ]);
+  const [{ codePath }, server] = await Promise.all([workflowBundlePath(), startTestServer()]);
+  const env = await timeSkippingEnvironmentOn(server.address).catch(async (error: unknown) => {
+    await server.stop();
+    throw error;
+  });
+  const teardownEnvironment = async () => {
+    await env.teardown();
+    await server.stop();
+  };
   let mocks: Partial<Activities> = {};
   const taskQueue = `workflow-test-${randomUUID()}`;
   let worker: Worker;
@@ -85,7 +137,7 @@ export async function startWorkflowTestEnvironment(activityNames: readonly (keyo
       shutdownGraceTime: '1 second',
     });
   } catch (error) {
-    await env.teardown();
+    await teardownEnvironment();
     throw error;
   }
   const running = worker.run();
@@ -111,7 +163,7 @@ export async function startWorkflowTestEnvironment(activityNames: readonly (keyo
     async teardown() {
       worker.shutdown();
       await running;
-      await env.teardown();
+      await teardownEnvironment();
     },
   };
 }
