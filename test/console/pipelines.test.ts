@@ -5,7 +5,7 @@ import { Pipeline, PipelineDraft, PipelineRun, PipelineSchedule } from '../../db
 import { workerDependencies } from '../../services/operations/context';
 import { env } from '../support/environment';
 import { newKey, newWorkspace, request } from '../support/fixtures';
-import { acceptAndSignInPage, browserPages, invite, signedIn } from '../support/console';
+import { acceptAndSignInPage, browserPages, guideScreenshot, invite, signedIn } from '../support/console';
 import { createPipeline, EventsApi, eventsSource, getRun, linearDocument, tableDestination, useEventsApi } from '../support/pipelines';
 
 // A pipeline's page in the console: its graph drawn with each node's settings, its versions and
@@ -49,6 +49,7 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     await graph.getByRole('button', { name: 't1 (select)' }).click();
     const settings = p.getByRole('region', { name: 'Node settings', exact: true });
     await settings.getByLabel('Settings of t1').waitFor();
+    await guideScreenshot(p, 'pipeline');
     assert.match(await settings.getByLabel('Settings of t1').innerText(), /fields\s+\["id","amount","status"\]/);
     await graph.getByRole('button', { name: 'src (source)' }).click();
     assert.match(await settings.getByLabel('Settings of src').innerText(), /mode\s+full/);
@@ -68,6 +69,7 @@ describe('The pipeline pages of the console, in headless Chromium', function () 
     assert.equal(await problems.getByRole('list').count(), 1, 'only the dedupe node has a problem');
     await p.getByRole('group', { name: 'Graph of your draft' }).getByRole('button', { name: 't2 (dedupe), has problems' }).click();
     await p.getByRole('region', { name: 'Draft node settings' }).getByLabel('Problems of t2').waitFor();
+    await guideScreenshot(p, 'pipeline-draft');
     // The admin's own draft (one per member), saved as typed.
     const saved = await PipelineDraft.query(env().db).findById([pipeline.id, admin.memberId]);
     assert.deepEqual((saved!.document as { nodes: Array<Record<string, unknown>> }).nodes[2].key, []);
