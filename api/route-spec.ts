@@ -69,9 +69,15 @@ export interface RouteSpec<I = any, O = any> {
   headers?: readonly HeaderSpec[];
   /** The success status (200 unless given). */
   status?: number;
-  /** The operation's input from the request; by default the path parameters in camelCase, the query and the body's fields. */
+  /**
+   * The operation's input from the request. By default the validated parts (requestInput) for an
+   * operation that takes them; for a `flat` one, the path parameters in camelCase, the query and the body's fields.
+   */
   input?(request: HttpRequest): I;
-  /** The answer from the operation's output; by default `status` with the output as the JSON body. */
+  /**
+   * The answer from the operation's output. By default the operation's Reply (asReply) for an
+   * operation that takes the request's parts; for a `flat` one, `status` with the output as the JSON body.
+   */
   respond?(output: O, request: HttpRequest): HandlerResult;
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */

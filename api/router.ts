@@ -9,7 +9,7 @@ import type { Caller, ServiceDependencies } from '../services/operations/context
 import { checkIdempotencyKey } from '../services/operations/idempotency';
 import { admit, execute } from '../services/operations/invoke';
 import { isKeyless } from '../services/operations/operation';
-import { inputOf, type HandlerResult, type HttpRequest, type RouteSpec } from './route-spec';
+import { asReply, inputOf, requestInput, type HandlerResult, type HttpRequest, type RouteSpec } from './route-spec';
 
 function readBody(ctx: Koa.Context): unknown {
   const raw = (ctx.request as unknown as { body?: unknown }).body;
@@ -83,6 +83,11 @@ export function defaultInput(request: HttpRequest): Record<string, unknown> {
 function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): void {
   const operation = route.operation;
   const schemas = inputOf(route);
+  // An operation that takes the request's parts (not `flat`) reads them as they are and owns its
+  // status: requestInput and asReply, unless the route maps them itself.
+  const takesParts = !operation.input?.flat;
+  const toInput = route.input ?? (takesParts ? requestInput : defaultInput);
+  const toResult = route.respond ?? (takesParts ? asReply : (output: unknown): HandlerResult => ({ status: route.status, body: output }));
   router[route.method](route.path, async (ctx) => {
     // A kept key with budget in its lease is answered without a promise: awaited only when one comes back.
     const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
@@ -99,10 +104,10 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     if (idempotencyHeader) caller.idempotencyKey = checkIdempotencyKey(idempotencyHeader);
 
     const request: HttpRequest = { params, query, body, bodyType: raw?.type, requestId: caller.requestId, koa: ctx };
-    const input = route.input ? route.input(request) : defaultInput(request);
+    const input = toInput(request);
     // The parts were validated above, before the input mapping: invoke() need not check them again.
     const { output, replayed } = await execute(caller, operation, input, { admitted, validated: true });
-    const result: HandlerResult = route.respond ? route.respond(output, request) : { status: route.status, body: output };
+    const result: HandlerResult = toResult(output, request);
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
     if (result.headers) for (const name in result.headers) ctx.set(name, result.headers[name]);
     ctx.status = result.status ?? route.status ?? 200;

@@ -1,5 +1,4 @@
 import { createApiKeyOperation, listApiKeysOperation, updateApiKeyOperation, revokeApiKeyOperation } from '../../services/tenancy/api-key-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { listResponse } from '../../schemas/common';
 import { apiKeySchema } from '../../schemas/workspace';
@@ -13,8 +12,6 @@ export const apiKeyRoutes = [
     operation: createApiKeyOperation,
     description: 'No idempotency contract: a retry creates another key. Needs an unrestricted key with org:manage.',
     tag: 'API keys',
-    input: requestInput,
-    respond: asReply,
     responses: {
       201: {
         description: 'The new key; key.secret is shown once and cannot be recovered.',
@@ -27,8 +24,6 @@ export const apiKeyRoutes = [
     path: '/api/v1/api-keys',
     operation: listApiKeysOperation,
     tag: 'API keys',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of keys', schema: listResponse('keys', apiKeySchema) } },
   }),
   defineRoute({
@@ -36,8 +31,6 @@ export const apiKeyRoutes = [
     path: '/api/v1/api-keys/:key_id',
     operation: updateApiKeyOperation,
     tag: 'API keys',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The updated key', schema: keyResponse } },
   }),
   defineRoute({
@@ -45,8 +38,6 @@ export const apiKeyRoutes = [
     path: '/api/v1/api-keys/:key_id',
     operation: revokeApiKeyOperation,
     tag: 'API keys',
-    input: requestInput,
-    respond: asReply,
     responses: { 204: { description: 'Revoked' } },
   }),
 ];

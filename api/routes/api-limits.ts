@@ -1,5 +1,4 @@
 import { getApiLimitsOperation, putApiLimitsOperation } from '../../services/tenancy/api-limit-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { apiLimitsSchema } from '../../schemas/workspace';
 
@@ -9,8 +8,6 @@ export const apiLimitRoutes = [
     path: '/api/v1/api-limits',
     operation: getApiLimitsOperation,
     tag: 'Request limits',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The limits', schema: apiLimitsSchema } },
   }),
   defineRoute({
@@ -18,8 +15,6 @@ export const apiLimitRoutes = [
     path: '/api/v1/api-limits',
     operation: putApiLimitsOperation,
     tag: 'Request limits',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The saved limits', schema: apiLimitsSchema } },
   }),
 ];

@@ -1,5 +1,4 @@
 import { listInvoicesOperation, downgradePlanOperation, stripeWebhookOperation } from '../../services/usage/billing-operations';
-import { asReply, requestInput } from '../route-spec';
 import type { Operation } from '../../services/operations/operation';
 import { openBillingPortalOperation, startBillingCheckoutOperation } from '../../services/usage/billing-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
@@ -17,8 +16,6 @@ function sessionRoute(path: string, operation: Operation): RouteSpec {
     path,
     operation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
     responses: { 200: urlResponse },
   }) as RouteSpec;
@@ -32,8 +29,6 @@ export const billingRoutes: RouteSpec[] = [
     path: '/api/v1/billing/invoices',
     operation: listInvoicesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
     responses: { 200: { description: 'Invoices', schema: { type: 'object', required: ['invoices'], properties: { invoices: { type: 'array', items: { type: 'object' } } } } } },
   }) as RouteSpec,
@@ -42,8 +37,6 @@ export const billingRoutes: RouteSpec[] = [
     path: '/api/v1/billing/downgrade',
     operation: downgradePlanOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }, { status: 503, description: 'billing_unavailable: Stripe is not configured.' }],
     responses: { 200: { description: 'The new plan', schema: { type: 'object', properties: { plan: { type: 'string' } } } } },
   }) as RouteSpec,
@@ -53,8 +46,6 @@ export const billingRoutes: RouteSpec[] = [
     operation: stripeWebhookOperation,
     description: 'A bad or missing signature, or one older than 300 seconds, is a 400 invalid_signature and changes nothing. A replayed event id is a no-op. Subscription events set the workspace plan; invoice events update its invoices, in event order per subscription and invoice: an event older than the one last applied is stale and changes nothing, a canceled subscription never comes back, and the plan follows the newest paying subscription. A signed event without a created time is a 422. Do not call it to change a subscription.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     rawBody: { mediaTypes: ['application/json'], maxBytes: 1024 * 1024, description: 'The event exactly as Stripe sent it.' },
     headers: [{ name: 'Stripe-Signature', required: true, description: 'Stripe’s signature of the raw body (t=…,v1=…); a missing, bad or older than 300 seconds one is a 400 invalid_signature.', schema: { type: 'string', minLength: 1 } }],
     // A signed event whose invoice values the database refuses (a date or amount out of range) is a 422 from the error middleware.

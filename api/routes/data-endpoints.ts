@@ -1,5 +1,4 @@
 import { listDataEndpointsOperation, getDataEndpointOperation, createDataEndpointOperation, updateDataEndpointOperation, deleteDataEndpointOperation, checkDataEndpointOperation, validateDataEndpointOperation, discoverDataEndpointSchemaOperation, readDataEndpointRecordsOperation } from '../../services/endpoints/operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { MAX_RECORDS_LIMIT, DEFAULT_RECORDS_LIMIT } from '../../services/endpoints/records-read';
 import { listResponse } from '../../schemas/common';
@@ -14,8 +13,6 @@ export const dataEndpointRoutes = [
     path: BASE,
     operation: listDataEndpointsOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of endpoints', schema: listResponse('dataEndpoints', dataEndpointSchema) } },
   }),
   defineRoute({
@@ -23,8 +20,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id`,
     operation: getDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -32,8 +27,6 @@ export const dataEndpointRoutes = [
     path: BASE,
     operation: createDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 201: { description: 'The new endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -41,8 +34,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id`,
     operation: updateDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The updated endpoint', schema: endpointResponse } },
   }),
   defineRoute({
@@ -50,8 +41,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id`,
     operation: deleteDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 204: { description: 'Deleted' } },
   }),
   defineRoute({
@@ -59,8 +48,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id/check`,
     operation: checkDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Check result (ok false when the remote side failed)', schema: checkResultSchema } },
   }),
   defineRoute({
@@ -68,8 +55,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id/validate`,
     operation: validateDataEndpointOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Validation result', schema: validationResultSchema } },
   }),
   defineRoute({
@@ -77,8 +62,6 @@ export const dataEndpointRoutes = [
     path: `${BASE}/:endpoint_id/schema`,
     operation: discoverDataEndpointSchemaOperation,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -93,8 +76,6 @@ export const dataEndpointRoutes = [
     operation: readDataEndpointRecordsOperation,
     description: `limit defaults to ${DEFAULT_RECORDS_LIMIT} and is capped at ${MAX_RECORDS_LIMIT}. Follow nextCursor with the same key and the same parameters.`,
     tag: 'Data endpoints',
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }],
     responses: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
   }),

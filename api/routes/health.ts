@@ -1,5 +1,4 @@
 import { livenessOperation, readinessOperation } from '../../services/shared/health-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 
 export const healthRoutes = [
@@ -8,8 +7,6 @@ export const healthRoutes = [
     path: '/healthz',
     operation: livenessOperation,
     tag: 'Health',
-    input: requestInput,
-    respond: asReply,
     internal: true,
     responses: { 200: { description: 'alive' } },
   }),
@@ -18,8 +15,6 @@ export const healthRoutes = [
     path: '/readyz',
     operation: readinessOperation,
     tag: 'Health',
-    input: requestInput,
-    respond: asReply,
     internal: true,
     responses: { 200: { description: 'ready' }, 503: { description: 'a dependency is unreachable' } },
   }),

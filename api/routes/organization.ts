@@ -1,5 +1,4 @@
 import { getOrganizationOperation, getWorkspaceSettingsOperation, updateWorkspaceSettingsOperation } from '../../services/tenancy/organization-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { organizationSchema, workspaceSettingsSchema } from '../../schemas/workspace';
 
@@ -9,8 +8,6 @@ export const organizationRoutes = [
     path: '/api/v1/organization',
     operation: getOrganizationOperation,
     tag: 'Workspace',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The workspace', schema: { type: 'object', required: ['organization'], properties: { organization: organizationSchema } } } },
   }),
   defineRoute({
@@ -18,8 +15,6 @@ export const organizationRoutes = [
     path: '/api/v1/organization/settings',
     operation: getWorkspaceSettingsOperation,
     tag: 'Workspace',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The settings', schema: { type: 'object', required: ['settings'], properties: { settings: workspaceSettingsSchema } } } },
   }),
   defineRoute({
@@ -27,8 +22,6 @@ export const organizationRoutes = [
     path: '/api/v1/organization/settings',
     operation: updateWorkspaceSettingsOperation,
     tag: 'Workspace',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The settings', schema: { type: 'object', required: ['settings'], properties: { settings: workspaceSettingsSchema } } } },
   }),
 ];

@@ -1,5 +1,4 @@
 import { listPluginsOperation } from '../../services/endpoints/plugin-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { listResponse } from '../../schemas/common';
 import { pluginSchema } from '../../schemas/data-endpoints';
@@ -11,8 +10,6 @@ export const pluginRoutes = [
     operation: listPluginsOperation,
     description: 'Plugins are installed by an operator; the public API installs none.',
     tag: 'Plugins',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of installed capabilities', schema: listResponse('plugins', pluginSchema) } },
   }),
 ];

@@ -1,5 +1,4 @@
 import { listProjectsOperation, getProjectOperation, createProjectOperation, updateProjectOperation } from '../../services/tenancy/project-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { listResponse } from '../../schemas/common';
 import { projectSchema } from '../../schemas/workspace';
@@ -12,8 +11,6 @@ export const projectRoutes = [
     path: '/api/v1/projects',
     operation: listProjectsOperation,
     tag: 'Projects',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of projects', schema: listResponse('projects', projectSchema) } },
   }),
   defineRoute({
@@ -21,8 +18,6 @@ export const projectRoutes = [
     path: '/api/v1/projects/:project_id',
     operation: getProjectOperation,
     tag: 'Projects',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The project', schema: projectResponse } },
   }),
   defineRoute({
@@ -30,8 +25,6 @@ export const projectRoutes = [
     path: '/api/v1/projects',
     operation: createProjectOperation,
     tag: 'Projects',
-    input: requestInput,
-    respond: asReply,
     responses: { 201: { description: 'The new project', schema: projectResponse } },
   }),
   defineRoute({
@@ -39,8 +32,6 @@ export const projectRoutes = [
     path: '/api/v1/projects/:project_id',
     operation: updateProjectOperation,
     tag: 'Projects',
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The updated project', schema: projectResponse } },
   }),
 ];

@@ -1,5 +1,4 @@
 import { listQueriesOperation, createQueryOperation, getQueryOperation, replaceQueryOperation, deleteQueryOperation, listQueryReleasesOperation, diffQueryReleaseOperation, publishQueryReleaseOperation, retireQueryReleaseOperation, cancelQueryJobOperation, listQueryExecutionsOperation } from '../../services/ontology/query-operations';
-import { asReply, requestInput } from '../route-spec';
 import type { Operation } from '../../services/operations/operation';
 import { executeOntologyQueryOperation, executeQueryOperation } from '../../services/ontology/query-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
@@ -63,8 +62,6 @@ const executeRoute = (path: string, operation: Operation, alias: boolean) =>
       `Continuation flow: POST execute again with ?cursor=<metadata.continuation> (same key): 202 while the job runs, then 200 pages of rows, each with the next continuation (null at the end). Job results expire ${EXECUTION_DEFAULTS.resultsTtlMs / 60000} minutes after the job ends; then 410. A job can be canceled with DELETE …/jobs/{job_id}; there is no GET on jobs.`,
     ].join(' '),
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Succeeded', schema: executionResponse }, 202: { description: 'Pending: follow metadata.continuation', schema: executionResponse } },
   }) as RouteSpec;
@@ -75,8 +72,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: BASE,
     operation: listQueriesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of queries', schema: listResponse('queries', querySchema) } },
   }) as RouteSpec,
   defineRoute({
@@ -84,8 +79,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: BASE,
     operation: createQueryOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 201: { description: 'The query and its first version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -93,8 +86,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id`,
     operation: getQueryOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The query', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -102,8 +93,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id`,
     operation: replaceQueryOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The query and its new version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   }) as RouteSpec,
   defineRoute({
@@ -111,8 +100,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id`,
     operation: deleteQueryOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 204: { description: 'Deleted' } },
   }) as RouteSpec,
   defineRoute({
@@ -120,8 +107,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id/releases`,
     operation: listQueryReleasesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: releaseSchema } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -129,8 +114,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id/releases/diff`,
     operation: diffQueryReleaseOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The diff', schema: { type: 'object', properties: { previous: { type: ['integer', 'null'] }, breakingChanges: releaseSchema.properties && (releaseSchema.properties as Record<string, JsonSchema>).breakingChanges } } } },
   }) as RouteSpec,
   defineRoute({
@@ -139,8 +122,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     operation: publishQueryReleaseOperation,
     description: 'expectedQueryVersionId must be the query’s current version (else 409 query_version_stale). Breaking changes against the previous release (a removed output field, a changed output type, a new required input, a narrowed input type) need acknowledgeBreakingChanges: true, else 409 breaking_changes listing them.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 503 }],
     responses: { 201: { description: 'The release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   }) as RouteSpec,
@@ -149,8 +130,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: `${BASE}/:query_id/releases/:version`,
     operation: retireQueryReleaseOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The retired release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   }) as RouteSpec,
   executeRoute('/api/v1/projects/:project_id/queries/:query_id/execute', executeQueryOperation, false),
@@ -160,8 +139,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: '/api/v1/projects/:project_id/queries/:query_id/jobs/:job_id',
     operation: cancelQueryJobOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 410 }],
     responses: { 200: { description: 'Canceled', schema: { type: 'object', properties: { job: { type: 'object', properties: { id: uuid, status: { const: 'canceled' } } } } } } },
   }) as RouteSpec,
@@ -170,8 +147,6 @@ export const publishedQueryRoutes: RouteSpec[] = [
     path: '/api/v1/query-executions',
     operation: listQueryExecutionsOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
   }) as RouteSpec,
 ];

@@ -1,5 +1,4 @@
 import { listReadBindingsOperation, createReadBindingOperation, getReadBindingOperation, replaceReadBindingOperation, deleteReadBindingOperation, readTermRecordsOperation, checkTermShapesOperation } from '../../services/ontology/binding-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
 import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/endpoints/records-read';
@@ -42,8 +41,6 @@ export const readBindingRoutes: RouteSpec[] = [
     path: `${BASE}/read-bindings`,
     operation: listReadBindingsOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of bindings', schema: listResponse('bindings', bindingSchema) } },
   }) as RouteSpec,
   defineRoute({
@@ -52,8 +49,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: createReadBindingOperation,
     description: 'Validation lists every problem: a package of another ontology, a term the package lacks, an endpoint that is not a readable source, properties the term lacks, and fields the endpoint schema lacks.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 201: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -61,8 +56,6 @@ export const readBindingRoutes: RouteSpec[] = [
     path: `${BASE}/read-bindings/:binding_id`,
     operation: getReadBindingOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -71,8 +64,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: replaceReadBindingOperation,
     description: `${UNBINDING} Replacing one needs the named read grants of the endpoint it covered, as it is now, and of the endpoint it covers next (403 read_grant_required), with workspaceResources for project-restricted keys. Validated as on creation.`,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
@@ -81,8 +72,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: deleteReadBindingOperation,
     description: `${UNBINDING} Deleting one needs the endpoint’s named read grants (403 read_grant_required), with workspaceResources for project-restricted keys.`,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 204: { description: 'Deleted' } },
   }) as RouteSpec,
   defineRoute({
@@ -91,8 +80,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: readTermRecordsOperation,
     description: `Needs data:read and, per binding, the named read grants it requires (no scope stands in for them): bindings the key may not read contribute nothing and are counted in metadata.withheldBindings; if none is readable the answer is 403 read_grant_required. limit defaults to ${DEFAULT_RECORDS_LIMIT} (cap ${MAX_RECORDS_LIMIT}); follow metadata.nextCursor with the same key.`,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -107,8 +94,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: checkTermShapesOperation,
     description: `Reads at most ${SHAPE_CHECK_MAX_RECORDS} records through the readable bindings and validates them with rdf-validate-shacl; truncated says when there were more.`,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }],
     responses: {
       200: {

@@ -1,5 +1,4 @@
 import { launchProjectRunOperation, listProjectRunsOperation, getProjectRunOperation, launchRunOperation, listRunsOperation, getRunOperation } from '../../services/pipelines/run-operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute } from '../route-spec';
 import { listResponse } from '../../schemas/common';
 import { runSchema, runSummarySchema } from '../../schemas/pipelines';
@@ -15,8 +14,6 @@ export const runRoutes = [
     path: PROJECT_RUNS,
     operation: launchProjectRunOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     responses: { 202: { description: 'The run, queued', schema: runResponse } },
   }),
   defineRoute({
@@ -24,8 +21,6 @@ export const runRoutes = [
     path: PROJECT_RUNS,
     operation: listProjectRunsOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
   }),
   defineRoute({
@@ -33,8 +28,6 @@ export const runRoutes = [
     path: `${PROJECT_RUNS}/:run_id`,
     operation: getProjectRunOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The run', schema: runResponse } },
   }),
   defineRoute({
@@ -42,8 +35,6 @@ export const runRoutes = [
     path: WORKSPACE_RUNS,
     operation: launchRunOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     responses: { 202: { description: 'The run, queued', schema: runResponse } },
   }),
   defineRoute({
@@ -51,8 +42,6 @@ export const runRoutes = [
     path: WORKSPACE_RUNS,
     operation: listRunsOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     // The projectId filter must name a project of the workspace (requireProject below).
     errors: [{ status: 404, description: 'projectId names no project of this workspace.' }],
     responses: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
@@ -62,8 +51,6 @@ export const runRoutes = [
     path: `${WORKSPACE_RUNS}/:run_id`,
     operation: getRunOperation,
     tag,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The run', schema: runResponse } },
   }),
 ];

@@ -1,5 +1,4 @@
 import { getWritePolicyOperation, putWritePolicyOperation, deleteWritePolicyOperation, getDataEndpointSnapshotOperation, submitSourceWriteOperation, listSourceWritesOperation, getSourceWriteOperation, listWriteLogOperation } from '../../services/endpoints/write-operations';
-import { asReply, requestInput } from '../route-spec';
 import { approveSourceWriteOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { defineRoute } from '../route-spec';
 import { listResponse, nullableTimestamp } from '../../schemas/common';
@@ -23,8 +22,6 @@ function decisionRoute(decision: 'approve' | 'reject') {
         ? 'Needs policy:approve and a member other than the proposer; each member approves once. An approval counts while its key is active (not revoked, not expired) and holds policy:approve and its member is in the workspace, counted again when the write applies. The approval that completes the count applies the write, and the answer shows the outcome (applied, or failed with its error); short of the count the action stays pending_approval and approval.notCounted says which approvals lapsed and why.'
         : 'Needs policy:approve and a member other than the proposer. One rejection ends the action; nothing is written.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 409, description: 'The action no longer waits for decisions, or this member already decided.' }, { status: 503 }],
     responses: { 200: { description: 'The action after the decision', schema: actionResponse } },
   });
@@ -36,8 +33,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/write-policy`,
     operation: getWritePolicyOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The policy', schema: policyResponse } },
   }),
   defineRoute({
@@ -47,8 +42,6 @@ export const sourceWriteRoutes = [
     description:
       'Which operations are allowed, which projects may write (empty: all), whether approval is needed and by how many members, the time limit for approvals, and the named read and write grants a writer’s key must hold. Only endpoints whose capability has transactional writes take a policy. Actions already waiting keep the terms they were proposed under.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The replaced policy', schema: policyResponse }, 201: { description: 'The new policy', schema: policyResponse } },
   }),
   defineRoute({
@@ -56,8 +49,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/write-policy`,
     operation: deleteWritePolicyOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 204: { description: 'Removed' } },
   }),
   defineRoute({
@@ -67,8 +58,6 @@ export const sourceWriteRoutes = [
     description:
       'managed_table: the latest committed snapshot ({id: "empty", version: "0"} before the first write). postgres_table: a digest of the table’s contents (id "md5:…", version the row count), so any change by anyone moves it; computing it scans the table.',
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 502 }],
     responses: {
       200: {
@@ -92,8 +81,6 @@ export const sourceWriteRoutes = [
       'With ?dryRun=true nothing is written and no action is recorded: the answer is the change set the action would make against the expected snapshot.',
     ].join(' '),
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [{ status: 409, description: 'snapshot_conflict, idempotency_key_reused, action_id_taken or duplicate_key.' }, { status: 502 }, { status: 503 }],
     responses: {
       200: { description: 'The applied action, or a dry run’s change set', schema: { anyOf: [actionResponse, dryRunResultSchema] } },
@@ -105,8 +92,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/writes`,
     operation: listSourceWritesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of actions', schema: listResponse('writeActions', writeActionSchema) } },
   }),
   defineRoute({
@@ -114,8 +99,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/writes/:action_id`,
     operation: getSourceWriteOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The action', schema: actionResponse } },
   }),
   decisionRoute('approve'),
@@ -125,8 +108,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/write-log`,
     operation: listWriteLogOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of log entries', schema: listResponse('entries', writeLogEntrySchema) } },
   }),
 ];

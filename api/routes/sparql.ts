@@ -1,5 +1,4 @@
 import { sparqlQueryGetOperation, sparqlQueryPostOperation } from '../../services/ontology/sparql-operations';
-import { asReply, requestInput } from '../route-spec';
 import { staticContentOperation } from '../../services/shared/health-operations';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { MAX_SPARQL_BYTES } from '../../services/ontology/sparql';
@@ -50,7 +49,6 @@ function asset(path: string, contentType: string, text: () => string): RouteSpec
     internal: true,
     responses: { 200: { description: 'The asset', contentType } },
     input: () => ({ render: () => ({ body: text(), contentType, headers: { 'Cache-Control': 'public, max-age=3600' } }) }),
-    respond: asReply,
   }) as RouteSpec;
 }
 
@@ -64,7 +62,6 @@ export const sparqlRoutes: RouteSpec[] = [
     internal: true,
     responses: { 200: { description: 'The HTML page', contentType: 'text/html' } },
     input: () => ({ render: () => ({ body: renderSparqlPage(), contentType: 'text/html; charset=utf-8', headers: PAGE_HEADERS }) }),
-    respond: asReply,
   }) as RouteSpec,
   asset('/sparql/yasgui.min.js', 'text/javascript; charset=utf-8', () => yasguiAsset('yasgui.min.js')),
   asset('/sparql/yasgui.min.css', 'text/css; charset=utf-8', () => yasguiAsset('yasgui.min.css')),
@@ -76,8 +73,6 @@ export const sparqlRoutes: RouteSpec[] = [
     stopsWhenClientGoes: true,
     description: DESCRIPTION,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     errors: [BAD_REQUEST, REFUSED, { status: 406 }, { status: 413 }, { status: 429 }],
     responses: results,
   }) as RouteSpec,
@@ -88,8 +83,6 @@ export const sparqlRoutes: RouteSpec[] = [
     stopsWhenClientGoes: true,
     description: `${DESCRIPTION} Updates need sparql:update and semanticConsumerMode write, and go through governed writes: INSERT DATA and DELETE DATA on records of bound terms become one governed write action on the bound endpoint (upsert, clearing values, or deleting records) under its write policy, grants and approvals, against its current snapshot; the answer is {pending, writeActions} (202 when approval is needed). Other update forms and changes to the compiled ontology are refused. An Idempotency-Key header makes a retry return the first outcome. The published-query JSON body is refused (415).`,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     rawBody: {
       mediaTypes: ['application/sparql-query', 'application/sparql-update', 'application/x-www-form-urlencoded'],
       maxBytes: MAX_SPARQL_BYTES,

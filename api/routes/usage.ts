@@ -1,6 +1,5 @@
 import { getUsageRatesOperation, getPricingOperation } from '../../services/usage/operations';
 import { getUsageOperation, getBillingMonthOperation, listMeteredOperationsOperation, getOperationChargesOperation, getUsageAlertsOperation, putUsageAlertsOperation } from '../../services/usage/operations';
-import { asReply, requestInput } from '../route-spec';
 import { defineRoute, RouteSpec } from '../route-spec';
 import { listResponse } from '../../schemas/common';
 import { isoDate, money } from '../../schemas/usage';
@@ -15,8 +14,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage',
     operation: getUsageOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Usage by kind, with exact decimal totals, and by day (every UTC day of the range, with the kinds used that day)', schema: { type: 'object', required: ['usage'], properties: { usage: { type: 'object', properties: { from: isoDate, to: isoDate, currency: { type: 'string' }, total: money, totalExact: money, byKind: { type: 'array', items: { type: 'object' } }, daily: { type: 'array', items: { type: 'object', properties: { date: isoDate, byKind: { type: 'array', items: { type: 'object' } } } } } } } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -24,8 +21,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/billing',
     operation: getBillingMonthOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The billing month', schema: { type: 'object', required: ['billing'], properties: { billing: { type: 'object' } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -33,8 +28,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/rates',
     operation: getUsageRatesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Rates', schema: { type: 'object' } } },
   }) as RouteSpec,
   defineRoute({
@@ -42,8 +35,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/operations',
     operation: listMeteredOperationsOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'A page of operations', schema: listResponse('operations', { type: 'object' }) } },
   }) as RouteSpec,
   defineRoute({
@@ -51,8 +42,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/operations/:operation_id/charges',
     operation: getOperationChargesOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The operation and its charges', schema: { type: 'object', properties: { operation: { type: 'object' }, charges: { type: 'array', items: { type: 'object' } } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -60,8 +49,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/alerts',
     operation: getUsageAlertsOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Alert settings', schema: { type: 'object', required: ['alerts'], properties: { alerts: { type: 'object' } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -69,8 +56,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/usage/alerts',
     operation: putUsageAlertsOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'The saved settings', schema: { type: 'object', required: ['alerts'], properties: { alerts: { type: 'object' } } } } },
   }) as RouteSpec,
   defineRoute({
@@ -78,8 +63,6 @@ export const usageRoutes: RouteSpec[] = [
     path: '/api/v1/pricing',
     operation: getPricingOperation,
     tag: TAG,
-    input: requestInput,
-    respond: asReply,
     responses: { 200: { description: 'Pricing', schema: { type: 'object' } } },
   }) as RouteSpec,
 ];
