@@ -4,8 +4,8 @@ import { asActivity } from './as-activity';
 
 export function createBillingActivities(deps: ServiceDependencies) {
   return {
-    reportUsage: () => asActivity(() => reportUsage(deps.db)),
-    reconcileInvoices: () => asActivity(() => reconcileInvoices(deps.db)),
+    reportUsage: () => asActivity(() => reportUsage(deps)),
+    reconcileInvoices: () => asActivity(() => reconcileInvoices(deps)),
   };
 }
 

@@ -1,5 +1,4 @@
-import type { Db } from '../db/connection';
-import { workerDependencies } from '../services/operations/context';
+import type { ServiceDependencies } from '../services/operations/context';
 import { createPipelineRunActivities } from './pipeline-runs';
 import { createBillingActivities } from './billing';
 import { createPublishedQueryActivities } from './published-queries';
@@ -7,11 +6,10 @@ import { createSourceWriteActivities } from './source-writes';
 import { createSystemActivities } from './system-check';
 
 /**
- * Every activity the worker registers, built from the worker's database and encryption key: their
- * service dependencies reach Temporal only through the workflow (workerDependencies).
+ * Every activity the worker registers, built on the worker's dependencies (workerDependencies,
+ * which reach Temporal only through the workflow).
  */
-export function createActivities({ db, encryptionKey }: { db: Db; encryptionKey: Buffer }) {
-  const deps = workerDependencies({ db, encryptionKey });
+export function createActivities(deps: ServiceDependencies) {
   return {
     ...createSystemActivities(deps),
     ...createPipelineRunActivities(deps),

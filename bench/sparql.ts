@@ -45,7 +45,7 @@ import { requestText, TextResponse } from './support/http-client';
 import { COUNTRY_CODES, LINKS, MAPPINGS, MIX, MixQuery, recordBatches, recordParams, recordScale, RecordScale, Row, TERMS, TRIPLES_PER_RECORD } from './support/sparql-bsbm';
 import { handWrittenSql, linkIndexes, SqlQuery } from './support/sparql-sql';
 import { OntologyPackage, PluginInstallation, Project, ReadBinding } from '../db/models';
-import { assertCredit, charge } from '../services/usage/usage';
+import { assertCredit } from '../services/usage/credit';
 import { findCapability } from '../plugins';
 import { CapabilityContext } from '../plugins/capability';
 import { workspaceSchema } from '../plugins/managed-table/storage';
@@ -696,10 +696,12 @@ async function breakdown(weft: BenchWeft, loaded: Loaded, queries: MixQuery[], t
     ['API key check and count (authenticateRequest)', await piece(() => authenticateRequest(workerDependencies(weft), weft.tenant.key))],
     ['catalog, snapshots and graphs, all kept (sparqlDataset)', warm.median],
     ['evaluateQuery ASK {}', await piece(() => evaluateQuery(store, 'ASK {}', { timeoutMs: 10_000, maxResults: 10_000 }))],
-    ['credit check (assertCredit)', await piece(() => assertCredit(weft.db, principal.workspaceId, 'sparql_query'))],
-    ['metering (charge)', await piece(() => charge(weft.db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } }))],
+    ['credit check (assertCredit)', await piece(() => assertCredit(ctx.deps, weft.db, principal.workspaceId, 'sparql_query'))],
+    ['metering (charge)', await piece(() => ctx.deps.metering.charge(weft.db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref: randomUUID(), actor: principal, quantities: { query: 1 } }))],
   ];
   const beside = ['evaluateQuery ASK {}', 'credit check (assertCredit)', 'metering (charge)'];
+  // The charges the pieces above made through its own metering are written, its leases returned.
+  await ctx.deps.metering.close();
   return { ...httpCost, fixed, beside, readMs: read.ms, mapMs: mapped.ms, storeMs: stored.ms, coldDatasetMs: cold.ms, warmDatasetMs: warm.median, evaluate, serialize };
 }
 

@@ -48,7 +48,7 @@ export function loadEncryptionKey(): Buffer {
  * plan is a checkout away), `none` does not (usage is still metered and shown, nothing pauses).
  * WEFT_CREDIT_LIMIT sets it for the installation; without it, an installation with Stripe
  * (STRIPE_SECRET_KEY) limits and one without does not, since it offers no way to pay. Read on
- * every check (a workspace may set its own: services/usage/usage.ts); config() refuses a bad value
+ * every check (a workspace may set its own: services/usage/plans.ts); config() refuses a bad value
  * at start.
  */
 export const CREDIT_LIMITS = ['plan', 'none'] as const;

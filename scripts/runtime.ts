@@ -14,8 +14,9 @@ import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '.
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { closeRequestBudgets } from '../services/tenancy/request-budgets';
-import { billExpiredChargeLeases, closeMetering } from '../services/usage/usage';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
+import type { Metering } from '../services/usage/metering';
+import { type ServiceDependencies, usageDependencies } from '../services/operations/context';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
 import { loopbackMetricsAddress, temporalCoreMetrics } from '../observability/temporal-metrics';
@@ -37,8 +38,8 @@ export interface RunningService {
 }
 
 /** Every API and worker process bills the charge leases of processes that stopped without returning them. */
-function sweepChargeLeases(db: Db) {
-  return sweepEvery(CHARGE_LEASE_TTL_MS / 2, () => billExpiredChargeLeases(db).catch((error) => logger.warn({ err: error }, 'the sweep of expired charge leases failed')));
+function sweepChargeLeases(metering: Metering) {
+  return sweepEvery(CHARGE_LEASE_TTL_MS / 2, () => metering.billExpiredChargeLeases().catch((error) => logger.warn({ err: error }, 'the sweep of expired charge leases failed')));
 }
 
 export async function migrate(db: Db): Promise<void> {
@@ -68,7 +69,7 @@ async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
  * The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT
  * (metricsPort: 0 picks a free one). `clock`: systemClock unless a test brings its own.
  */
-export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection }> {
+export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection; deps: ServiceDependencies }> {
   const settings = config();
   await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
@@ -77,20 +78,23 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const { createApp, answerClientError } = apiModules();
   const keyUsage = new KeyUsageRecorder(db);
   const temporal = createTemporalClient(connection, settings.temporalNamespace);
-  const app = createApp({
+  const clock = options.clock ?? systemClock;
+  const deps: ServiceDependencies = {
     db,
     temporal,
     encryptionKey: settings.encryptionKey,
-    clock: options.clock ?? systemClock,
+    clock,
     keyUsage,
     sparqlMemory: new SparqlMemory(),
     managedTables: new ManagedTableMemory(),
-  });
+    ...usageDependencies(db, clock),
+  };
+  const app = createApp(deps);
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();
   // Queued runs whose launch died between its commit and its workflow start get their workflow.
   const strandedRuns = sweepEvery(60_000, () => startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')));
-  const expiredChargeLeases = sweepChargeLeases(db);
+  const expiredChargeLeases = sweepChargeLeases(deps.metering);
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
   // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.
   server.on('clientError', answerClientError);
@@ -108,6 +112,8 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     server,
     // The API's own Temporal connection (tests close it to see /readyz report Temporal down).
     temporalConnection: connection,
+    // The API's dependencies (tests reach its metering: what its requests charged).
+    deps,
     async stop() {
       clearInterval(housekeeping);
       await strandedRuns.stop();
@@ -119,7 +125,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       await keyUsage.close();
       await closeRequestBudgets(db);
       await expiredChargeLeases.stop();
-      await closeMetering(db);
+      await deps.metering.close();
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
@@ -145,12 +151,12 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
   // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
   const connection = await connectTemporal(settings.temporalAddress);
   await ensureBillingSchedule(createTemporalClient(connection, settings.temporalNamespace), settings.taskQueue).finally(() => connection.close());
-  const expiredChargeLeases = sweepChargeLeases(db);
+  const expiredChargeLeases = sweepChargeLeases(worker.deps.metering);
   return {
     async stop() {
-      await worker.shutdown();
       await expiredChargeLeases.stop();
-      await closeMetering(db);
+      // Closes the worker's metering too (its leased charges written, its leases returned).
+      await worker.shutdown();
       await closePostgresTablePools();
       await closeDefinitionCache();
       await db.destroy();

@@ -1,6 +1,7 @@
 import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
+import { type ServiceDependencies, workerDependencies } from '../services/operations/context';
 import { logger } from '../core/logger';
 import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
 import { workflowBundlePath } from './workflow-bundle';
@@ -47,7 +48,9 @@ export interface WeftWorkerOptions {
 }
 
 export interface RunningWorker {
-  /** Stops polling, lets in-flight tasks finish, then closes the connection. */
+  /** The activities' dependencies (their metering among them). */
+  deps: ServiceDependencies;
+  /** Stops polling, lets in-flight tasks finish, closes the connection, then the activities' metering. */
   shutdown(): Promise<void>;
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
@@ -56,22 +59,25 @@ export interface RunningWorker {
 export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
   installRuntime(options.temporalMetricsAddress);
   const connection = await NativeConnection.connect(options.temporalConnection ?? temporalConnectionOptions(options.temporalAddress));
+  const deps = workerDependencies({ db: options.db, encryptionKey: options.encryptionKey });
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     workflowBundle: await workflowBundle(activeTracer() !== undefined),
-    activities: createActivities({ db: options.db, encryptionKey: options.encryptionKey }),
+    activities: createActivities(deps),
     shutdownGraceTime: '30s',
     ...workerTracingOptions(),
   });
   const done = worker.run().finally(() => connection.close());
   logger.info({ taskQueue: options.taskQueue, namespace: options.namespace }, 'worker polling');
   return {
+    deps,
     done,
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
+      await deps.metering.close();
     },
   };
 }

@@ -5,7 +5,7 @@ export class Workspace extends BaseModel {
   id!: string;
   name!: string;
   plan!: string;
-  /** Whether the plan's credit pauses paid work here: 'plan', 'none', or null for the installation's default (services/usage/usage.ts). */
+  /** Whether the plan's credit pauses paid work here: 'plan', 'none', or null for the installation's default (services/usage/plans.ts). */
   creditLimit!: 'plan' | 'none' | null;
   semanticConsumerMode!: 'off' | 'read' | 'write';
   stripeCustomerId!: string | null;

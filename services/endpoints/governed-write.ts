@@ -4,10 +4,9 @@ import { DataEndpoint, PluginInstallation, Project, WriteAction, WritePolicy } f
 import type { CapabilityRuntime, WriteRequest, WriteResult } from '../../plugins/capability';
 import type { WriteActionRequest } from '../../schemas/source-writes';
 import { authorizeProject, hasScope, Principal } from '../tenancy/access';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { dataWritePolicy, guardEndpointData, ReadScope, requirePolicyGrants } from './data-guard';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
-import { meter } from '../usage/usage';
 import { governedWriteRuntime } from './write-policies';
 
 // What every governed write goes through, at the dry run, at proposal and again at apply: the
@@ -95,6 +94,6 @@ export function writeThrough(ctx: OperationContext, prepared: Pick<PreparedWrite
 }
 
 /** An applied action is metered in its own transaction, keyed by the action: once, however often it is retried. */
-export function meterWrite(db: Executor, action: WriteAction, actor: { memberId: string | null; apiKeyId: string | null }) {
-  return meter(db, { workspaceId: action.workspaceId, projectId: action.projectId, kind: 'governed_write', ref: action.id, actor, quantities: { action: 1, row: action.affected ?? 0 } });
+export function meterWrite(deps: Pick<ServiceDependencies, 'metering'>, db: Executor, action: WriteAction, actor: { memberId: string | null; apiKeyId: string | null }) {
+  return deps.metering.meter(db, { workspaceId: action.workspaceId, projectId: action.projectId, kind: 'governed_write', ref: action.id, actor, quantities: { action: 1, row: action.affected ?? 0 } });
 }

@@ -1,5 +1,4 @@
 import { createHash, createHmac } from 'node:crypto';
-import { chargeRecordsRead } from '../usage/usage';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { InputError, UpstreamError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
@@ -219,6 +218,6 @@ export async function readRecordsMetered(ctx: OperationContext, endpointId: stri
   // The direct read of GET …/records: reads through bindings (term reads, SPARQL) ask the guard for the binding's data instead.
   await guardEndpointData(db, principal, found.endpoint, { channel: 'records', mode: 'read' });
   const result = await readRecordsOf(ctx, found, params);
-  await chargeRecordsRead(db, { workspaceId: principal.workspaceId, actor: principal, records: result.metadata.rowCount });
+  await ctx.deps.metering.chargeRecordsRead(db, { workspaceId: principal.workspaceId, actor: principal, records: result.metadata.rowCount });
   return result;
 }

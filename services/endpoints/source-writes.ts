@@ -11,7 +11,7 @@ import type { WriteActionRequest } from '../../schemas/source-writes';
 import { writeActionSearchAttributes, writeApprovalWorkflowId } from '../../workflows/names';
 import { inTransaction, OperationContext } from '../operations/context';
 import { capabilityContext, requireDataEndpoint } from './data-endpoints';
-import { assertCredit } from '../usage/usage';
+import { assertCredit } from '../usage/credit';
 import { governedWriteRuntime } from './write-policies';
 import { meterWrite, prepareWrite, writeRequestOf, writeThrough } from './governed-write';
 import { viewOf, WriteActionView } from './write-actions';
@@ -65,7 +65,7 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
   const proposedBy = options.proposedBy ?? 'submitSourceWrite';
   const readScope: ReadScope = proposedBy === 'sparqlUpdate' ? 'sparql:query' : 'data:read';
   const prepared = await prepareWrite(ctx, endpointId, request, { readScope });
-  await assertCredit(deps.db, principal.workspaceId, 'governed_write');
+  await assertCredit(deps, deps.db, principal.workspaceId, 'governed_write');
   // What a retry with the same idempotencyKey must repeat to get the first outcome: the body, or
   // for an action derived from another request (a SPARQL update) that request, since each attempt
   // derives a new actionId and, once the first applied, a new expected snapshot.
@@ -158,7 +158,7 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
       if (failure) await logEvent(trx, action, 'failed', actor, { snapshotBefore, detail: storedError(failure) as unknown as Record<string, unknown> });
       else {
         await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
-        await meterWrite(trx, action, actor);
+        await meterWrite(deps, trx, action, actor);
       }
       return { pending: false, replayed: false, writeAction: await viewOf(inTrx, action, readScope) };
     });

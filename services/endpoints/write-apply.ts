@@ -100,7 +100,7 @@ export async function applyApprovedWrite(deps: ServiceDependencies, writeActionI
     }
     await action.$query(trx).patch({ status: 'applied', snapshotAfter: result!.snapshot ?? null, affected: result!.affected, endedAt: new Date(), updatedAt: raw('now()') as unknown as Date });
     await logEvent(trx, action, 'applied', actor, { snapshotBefore, snapshotAfter: result!.snapshot ?? null, detail: { affected: result!.affected } });
-    await meterWrite(trx, { ...action, affected: result!.affected } as WriteAction, actor);
+    await meterWrite(deps, trx, { ...action, affected: result!.affected } as WriteAction, actor);
     return { status: 'applied' };
   });
 }

@@ -10,7 +10,7 @@ import { analyzeTemplate, bindTemplate, jsonValue } from '../../ontology/query-t
 import { queryJobWorkflowId } from '../../workflows/names';
 import { missingReadPermissions } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
-import { assertCredit, meter } from '../usage/usage';
+import { assertCredit } from '../usage/credit';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { queryTermBindings, requireQuery, selectedRelease } from './published-queries';
 import { activePackage } from './ontology';
@@ -92,10 +92,10 @@ export async function runQuery(ctx: OperationContext, version: QueryVersion, inp
 }
 
 async function recordExecution(ctx: OperationContext, resolved: Resolved, fields: Partial<QueryExecution>) {
-  const { db, principal, project } = ctx;
+  const { db, deps, principal, project } = ctx;
   const execution = await QueryExecution.query(db).insert({ workspaceId: project.workspaceId, projectId: project.id, queryId: resolved.query.id, releaseVersion: resolved.release.version, ...actorOf(principal), mode: 'sync', status: 'succeeded', ...fields, inputHash: fields.inputHash! });
   if (execution.status === 'succeeded') {
-    await meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
+    await deps.metering.meter(db, { workspaceId: project.workspaceId, projectId: project.id, kind: 'query_execution', ref: execution.id, actor: principal, quantities: { execution: 1, row: execution.rowCount ?? 0 } });
   }
 }
 
@@ -121,7 +121,7 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
   if (params.cursor) return continueJob(ctx, queryId, params.cursor, body.options?.limit);
   const resolved = await resolveRelease(deps.db, project, queryId, params.version);
   await checkGrants(ctx, resolved.version);
-  await assertCredit(deps.db, project.workspaceId, 'query_execution');
+  await assertCredit(deps, deps.db, project.workspaceId, 'query_execution');
   const input = body.input ?? {};
   const problems = schemaProblems(resolved.version.definition.inputSchema, input, { prefix: '/input' });
   if (problems.length) throw new InputError('input_invalid', `The input does not fit release ${resolved.release.version}'s input contract: ${summarizeProblems(problems)}`, problems);

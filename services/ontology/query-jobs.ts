@@ -2,7 +2,6 @@ import { DomainError, UnavailableError } from '../../core/errors';
 import type { Db } from '../../db/connection';
 import { QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
 import type { Requirement } from '../tenancy/access';
-import { meter } from '../usage/usage';
 import { actAs, isRefusal } from '../operations/act-as';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
@@ -76,7 +75,7 @@ export async function runQueryJob(ctx: OperationContext, jobId: string): Promise
   }).where({ id: jobId, status: 'active' });
   await QueryExecution.query(deps.db).patch({ status: failure ? 'failed' : 'succeeded', durationMs: Date.now() - started, rowCount: rows?.length ?? null }).where({ jobId });
   // Keyed by the job: a retried activity meters it once.
-  if (updated && !failure) await meter(deps.db, { workspaceId: job.workspaceId, projectId: job.projectId, kind: 'query_execution', ref: job.id, actor: { memberId: job.memberId, apiKeyId: job.apiKeyId }, quantities: { execution: 1, row: rows!.length } });
+  if (updated && !failure) await deps.metering.meter(deps.db, { workspaceId: job.workspaceId, projectId: job.projectId, kind: 'query_execution', ref: job.id, actor: { memberId: job.memberId, apiKeyId: job.apiKeyId }, quantities: { execution: 1, row: rows!.length } });
   return { status: updated ? (failure ? 'failed' : 'completed') : 'canceled' };
 }
 

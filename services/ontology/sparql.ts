@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { assertCredit, charge, withdrawCharge } from '../usage/usage';
+import { assertCredit } from '../usage/credit';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { keptParse, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
@@ -147,9 +147,9 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
         })
       : evaluateOverGraphs();
   const ref = randomUUID();
-  const charged = charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
-  const withdraw = () => charged.then(() => withdrawCharge(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
-  const paid = Promise.all([assertCredit(db, principal.workspaceId, 'sparql_query', ref), charged]).catch((error: unknown) => {
+  const charged = ctx.deps.metering.charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
+  const withdraw = () => charged.then(() => ctx.deps.metering.withdraw(db, principal.workspaceId, 'sparql_query', ref), () => undefined);
+  const paid = Promise.all([assertCredit(ctx.deps, db, principal.workspaceId, 'sparql_query', ref), charged]).catch((error: unknown) => {
     refused = true;
     throw error;
   });

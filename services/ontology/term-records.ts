@@ -1,5 +1,4 @@
 import { Parser, Store } from 'n3';
-import { chargeRecordsRead } from '../usage/usage';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { OntologyPackage, ReadBinding } from '../../db/models';
 import { mapRecord } from '../../ontology/term-records';
@@ -82,7 +81,7 @@ export async function readTermRecords(ctx: OperationContext, termId: string, par
     }
   }
   const nextCursor = next ? encodeCursor(next) : null;
-  await chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: data.length });
+  await ctx.deps.metering.chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: data.length });
   return {
     data,
     metadata: {
@@ -129,7 +128,7 @@ export async function checkTermShapes(ctx: OperationContext, termId: string, max
     if (truncated) break;
   }
   // The records were read as a term read reads them, and are metered as one (SPEC 2.7).
-  await chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: checked });
+  await ctx.deps.metering.chargeRecordsRead(db, { workspaceId: project.workspaceId, projectId: project.id, actor: principal, records: checked });
   const shapes = new Store(new Parser({ format: 'application/n-quads' }).parse(pkg.nquads));
   const { default: SHACLValidator } = await import('rdf-validate-shacl');
   // Imports are already in the package; nothing is fetched.

@@ -6,6 +6,8 @@ import type { Principal } from '../tenancy/access';
 import type { KeyUsageRecorder } from '../tenancy/key-usage';
 import { SparqlMemory } from '../ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
+import { Metering } from '../usage/metering';
+import { StripeClients } from '../usage/billing';
 
 /** What the service layer reaches, built once per process (API, worker, admin CLI). */
 export interface ServiceDependencies {
@@ -20,6 +22,15 @@ export interface ServiceDependencies {
   sparqlMemory: SparqlMemory;
   /** What managed tables keep between calls: targets checked, tables and catalogs seen, statements named (plugins/managed-table/memory.ts). */
   managedTables: ManagedTableMemory;
+  /** The charges this runtime batches and leases, and the alert checks they start (services/usage/metering.ts); closed by the runtime. */
+  metering: Metering;
+  /** The Stripe clients this runtime keeps (services/usage/billing.ts). */
+  stripe: StripeClients;
+}
+
+/** The usage parts of a runtime's dependencies, built on its pool and clock. */
+export function usageDependencies(db: Db, clock: Clock): Pick<ServiceDependencies, 'metering' | 'stripe'> {
+  return { metering: new Metering(db, clock), stripe: new StripeClients() };
 }
 
 /**
@@ -33,9 +44,13 @@ const noTemporal = new Proxy({}, {
   },
 }) as Client;
 
-/** The worker's dependencies: the database, the encryption key and the clock; Temporal only through workflows (see noTemporal). */
+/**
+ * The worker's dependencies: the database, the encryption key and the clock; Temporal only through
+ * workflows (see noTemporal). Whoever builds them closes their metering (deps.metering.close())
+ * before destroying the pool.
+ */
 export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory() };
+  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...usageDependencies(db, clock) };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */
@@ -65,8 +80,10 @@ export interface Caller {
  * filter): `getDraft(ctx, pipelineId)`. It reads the principal, the project, the dependencies,
  * the request id and the idempotency key from it; a transaction of its own reaches the functions it
  * calls as inTransaction(ctx, trx). What differs, and why:
- * - lookups and records by id that need no key (requirePipeline(db, project, id), meter(db, …),
+ * - lookups and records by id that need no key (requirePipeline(db, project, id),
  *   getApiLimits(db, workspaceId)) take the executor they run on first, often a caller's transaction;
+ *   a runtime's own state is reached through its dependencies first (deps.metering.meter(db, …),
+ *   assertCredit(deps, db, …));
  * - what runs before a context exists takes what it has: requireProject(db, principal, id) (invoke
  *   builds the context's project with it), authentication (deps), activities (deps, ids) until
  *   actAs invokes their operation, and the admin CLI's functions (db, workspaceId, …);

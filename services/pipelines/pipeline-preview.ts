@@ -7,7 +7,6 @@ import { FlowCounts, flowPage, FlowSink, planFlow } from '../../pipelines/flow';
 import type { Row } from '../../pipelines/transforms';
 import type { OperationContext } from '../operations/context';
 import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoints';
-import { chargeRecordsRead } from '../usage/usage';
 import { assertRunnableDocument, getDraft, guardPipelineData, requirePipeline } from './pipelines';
 
 export const DEFAULT_SAMPLE_SIZE = 20;
@@ -82,6 +81,6 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
     }
   }
   // The sources' records were read as a records read reads them, and are metered as one (SPEC 2.7).
-  await chargeRecordsRead(db, { workspaceId: principal.workspaceId, projectId: project.id, actor: principal, records: recordsRead });
+  await ctx.deps.metering.chargeRecordsRead(db, { workspaceId: principal.workspaceId, projectId: project.id, actor: principal, records: recordsRead });
   return { versionId: input.versionId ?? null, draft: !input.versionId, sampleSize, nodes: [...previews.values()] };
 }

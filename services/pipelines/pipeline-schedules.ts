@@ -1,4 +1,4 @@
-import { assertCredit } from '../usage/usage';
+import { assertCredit } from '../usage/credit';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { DomainError, InputError, NotFoundError, PermissionError } from '../../core/errors';
 import { logger } from '../../core/logger';
@@ -144,7 +144,7 @@ export const launchScheduledRunOperation = defineOperation({
     const schedule = await PipelineSchedule.query(db).findOne({ id: scheduleId, projectId: project.id });
     const pipeline = schedule && (await Pipeline.query(db).findOne({ id: schedule.pipelineId, projectId: project.id }));
     if (!schedule || !pipeline) return null;
-    await assertCredit(db, project.workspaceId, 'pipeline_run');
+    await assertCredit(ctx.deps, db, project.workspaceId, 'pipeline_run');
     return recordRun(ctx, pipeline, { trigger: 'schedule', actorMemberId: schedule.createdByMemberId, scheduleId: schedule.id });
   },
 });

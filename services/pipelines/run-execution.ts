@@ -12,7 +12,6 @@ import { capabilityContext, requireDataEndpoint } from '../endpoints/data-endpoi
 import { afterCommit } from '../../db/after-commit';
 import { errorCode, pagesFetched, recordRunEnd, recordsRead, recordsWritten as recordsWrittenTotal, remoteErrors, runsStarted } from '../../observability/metrics';
 import { inSpan } from '../../observability/tracing';
-import { meter } from '../usage/usage';
 import { discardStaging, passDedupe, stagedRows, StagedRecord, stageRecords, unstageFrom } from './run-staging';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { guardPipelineData } from './pipelines';
@@ -389,7 +388,7 @@ export async function commitRun(ctx: OperationContext, runId: string): Promise<R
     afterCommit(trx, () => recordRunEnd(run, 'succeeded'));
     await discardStaging(trx, runId);
     // Metered with the commit, keyed by the run: a retried commit meters nothing again.
-    await meter(trx, { workspaceId: run.workspaceId, projectId: run.projectId, kind: 'pipeline_run', ref: runId, actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId }, quantities: { run: 1, record: recordsWritten } });
+    await deps.metering.meter(trx, { workspaceId: run.workspaceId, projectId: run.projectId, kind: 'pipeline_run', ref: runId, actor: { memberId: run.actorMemberId, apiKeyId: run.apiKeyId }, quantities: { run: 1, record: recordsWritten } });
     return { status: 'succeeded', nextWorkflowId: await nextQueuedWorkflow(trx, run.pipelineId) };
   });
 }

@@ -5,7 +5,7 @@ import { logger } from '../../core/logger';
 import { afterCommit } from '../../db/after-commit';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
-import { assertCredit } from '../usage/usage';
+import { assertCredit } from '../usage/credit';
 import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../../db/models';
 import type { PipelineDocument } from '../../pipelines/document';
@@ -163,7 +163,7 @@ export function runOfVersion(pipeline: Pipeline, version: PipelineVersion): Part
  */
 export async function launchRun(ctx: OperationContext, pipelineId: string, project: Project = ctx.project): Promise<RunView> {
   const { db, deps: { temporal }, principal } = ctx;
-  await assertCredit(db, principal.workspaceId, 'pipeline_run');
+  await assertCredit(ctx.deps, db, principal.workspaceId, 'pipeline_run');
   const pipeline = await requirePipeline(db, project, pipelineId);
   const run = await recordRun(ctx, pipeline, { trigger: 'api', actorMemberId: principal.memberId });
   afterCommit(db, async () => {

@@ -7,7 +7,7 @@ import { createApiKey } from './api-keys';
 import { NotFoundError } from '../../core/errors';
 import { addMember, bootstrapWorkspace, removeMember } from './workspaces';
 import { inviteMember } from './members';
-import { CREDIT_LIMITS, CreditLimit, PLANS, setWorkspacePlan } from '../usage/usage';
+import { CREDIT_LIMITS, CreditLimit, PLANS, setWorkspacePlan } from '../usage/plans';
 
 // What the public API deliberately does not do, for the operator of a Weft installation (the admin
 // CLI, scripts/admin.ts): no API key asks, so these declare operator access, which invoke() admits

@@ -49,7 +49,7 @@ export const stripeWebhookOperation = defineOperation({
   access: { public: 'Stripe authenticates by signature, not by key (SPEC 6).' },
   effect: 'external',
   async run({ deps }: OperationContext, { body, headers }: RequestInput<Record<string, string>, Record<string, never>, string>): Promise<Reply> {
-    return { body: await receiveWebhook(deps.db, body, headers?.['stripe-signature'] || undefined) };
+    return { body: await receiveWebhook(deps, body, headers?.['stripe-signature'] || undefined) };
   },
 });
 

@@ -4,9 +4,9 @@ import Stripe from 'stripe';
 import { BadRequestError, InputError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { scrubSecrets } from '../../core/secrets';
-import type { Db, Executor } from '../../db/connection';
+import type { Executor } from '../../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../../db/models';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { definitionCache } from '../shared/definition-cache';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
@@ -38,21 +38,27 @@ export function billingConfig(): BillingConfig | undefined {
   };
 }
 
-const clients = new Map<string, Stripe>();
+/**
+ * One runtime's Stripe clients, one per key and API address (ServiceDependencies.stripe, built by
+ * the runtime): a client keeps its connections between calls.
+ */
+export class StripeClients {
+  private readonly clients = new Map<string, Stripe>();
 
-function stripeFor(config: BillingConfig): Stripe {
-  const key = `${config.secretKey}@${config.apiUrl ?? ''}`;
-  let client = clients.get(key);
-  if (!client) {
-    const url = config.apiUrl ? new URL(config.apiUrl) : undefined;
-    client = new Stripe(config.secretKey, {
-      ...(url ? { host: url.hostname, port: Number(url.port), protocol: url.protocol === 'http:' ? 'http' : 'https' } : {}),
-      maxNetworkRetries: 2,
-      telemetry: false,
-    });
-    clients.set(key, client);
+  for(config: BillingConfig): Stripe {
+    const key = `${config.secretKey}@${config.apiUrl ?? ''}`;
+    let client = this.clients.get(key);
+    if (!client) {
+      const url = config.apiUrl ? new URL(config.apiUrl) : undefined;
+      client = new Stripe(config.secretKey, {
+        ...(url ? { host: url.hostname, port: Number(url.port), protocol: url.protocol === 'http:' ? 'http' : 'https' } : {}),
+        maxNetworkRetries: 2,
+        telemetry: false,
+      });
+      this.clients.set(key, client);
+    }
+    return client;
   }
-  return client;
 }
 
 /**
@@ -74,10 +80,10 @@ interface Billing {
   stripe: Stripe;
 }
 
-function requireBilling(): Billing {
+function requireBilling(clients: StripeClients): Billing {
   const config = billingConfig();
   if (!config) throw new UnavailableError('billing_unavailable', 'Billing is not configured on this Weft (no STRIPE_SECRET_KEY).');
-  return { config, stripe: stripeFor(config) };
+  return { config, stripe: clients.for(config) };
 }
 
 /** A returnPath must be a path on Weft's own origin: /settings/billing, never //evil.com or https://… */
@@ -112,7 +118,7 @@ async function customerOf(db: Executor, config: BillingConfig, stripe: Stripe, w
 
 export async function startCheckout(ctx: OperationContext, returnPath?: string) {
   const { db, principal } = ctx;
-  const { config, stripe } = requireBilling();
+  const { config, stripe } = requireBilling(ctx.deps.stripe);
   const back = returnUrl(config, returnPath);
   const customer = await customerOf(db, config, stripe, principal.workspaceId);
   const session = await stripeCall(config, () => stripe.checkout.sessions.create({
@@ -128,7 +134,7 @@ export async function startCheckout(ctx: OperationContext, returnPath?: string) 
 
 export async function openPortal(ctx: OperationContext, returnPath?: string) {
   const { db, principal } = ctx;
-  const { config, stripe } = requireBilling();
+  const { config, stripe } = requireBilling(ctx.deps.stripe);
   const back = returnUrl(config, returnPath);
   const customer = await customerOf(db, config, stripe, principal.workspaceId);
   const session = await stripeCall(config, () => stripe.billingPortal.sessions.create({ customer, return_url: back }));
@@ -137,7 +143,7 @@ export async function openPortal(ctx: OperationContext, returnPath?: string) {
 
 export async function listInvoices(ctx: OperationContext) {
   const { db, principal } = ctx;
-  requireBilling();
+  requireBilling(ctx.deps.stripe);
   const rows = await Invoice.query(db).where({ workspaceId: principal.workspaceId }).orderBy('periodStart', 'desc');
   return {
     invoices: rows.map((i) => ({ id: i.id, status: i.status, amountDue: new Decimal(i.amountDue).toFixed(2), amountPaid: new Decimal(i.amountPaid).toFixed(2), currency: i.currency, hostedInvoiceUrl: i.hostedInvoiceUrl, periodStart: i.periodStart?.toISOString() ?? null, periodEnd: i.periodEnd?.toISOString() ?? null })),
@@ -175,7 +181,7 @@ async function canceledAtStripe({ config, stripe }: Billing, subscriptionId: str
  */
 export async function downgrade(ctx: OperationContext) {
   const { db, principal } = ctx;
-  const { config, stripe } = requireBilling();
+  const { config, stripe } = requireBilling(ctx.deps.stripe);
   const canceled = new Set<string>();
   for (let settled = false; !settled; ) {
     for (const subscriptionId of payingSubscriptions(await Workspace.query(db).findById(principal.workspaceId), await payingRows(db, principal.workspaceId))) {
@@ -326,8 +332,8 @@ type WebhookReceipt = { received: true; duplicate: boolean; outcome: EventOutcom
  * open: an event that needs Stripe's current state of its object rolls back, fetches it, and is
  * applied again from the start, so what the first attempt read under the lock is read again.
  */
-export async function receiveWebhook(db: Db, rawBody: string, signature: string | undefined): Promise<WebhookReceipt> {
-  const billing = requireBilling();
+export async function receiveWebhook({ db, stripe: clients }: Pick<ServiceDependencies, 'db' | 'stripe'>, rawBody: string, signature: string | undefined): Promise<WebhookReceipt> {
+  const billing = requireBilling(clients);
   const { config, stripe } = billing;
   if (!config.webhookSecret) throw new UnavailableError('billing_unavailable', 'No STRIPE_WEBHOOK_SECRET is configured, so webhooks cannot be verified.');
   let event: Stripe.Event;
@@ -410,10 +416,10 @@ async function saveInvoice(db: Executor, workspaceId: string, object: Record<str
 }
 
 /** Reconciles invoices with Stripe for every billed workspace, in case a webhook was missed. */
-export async function reconcileInvoices(db: Db): Promise<{ invoices: number }> {
+export async function reconcileInvoices({ db, stripe: clients }: Pick<ServiceDependencies, 'db' | 'stripe'>): Promise<{ invoices: number }> {
   const config = billingConfig();
   if (!config) return { invoices: 0 };
-  const stripe = stripeFor(config);
+  const stripe = clients.for(config);
   let count = 0;
   for (const workspace of await Workspace.query(db).whereNotNull('stripeCustomerId')) {
     const page = await stripeCall(config, () => stripe.invoices.list({ customer: workspace.stripeCustomerId!, limit: 100 }));
@@ -431,10 +437,10 @@ export async function reconcileInvoices(db: Db): Promise<{ invoices: number }> {
  * Reports metered operations not yet reported, as Billing Meter events whose identifier is the
  * operation id (Stripe drops a repeated identifier), then marks them reported. Safe to repeat.
  */
-export async function reportUsage(db: Db, batch = 500): Promise<{ reported: number }> {
+export async function reportUsage({ db, stripe: clients }: Pick<ServiceDependencies, 'db' | 'stripe'>, batch = 500): Promise<{ reported: number }> {
   const config = billingConfig();
   if (!config) return { reported: 0 };
-  const stripe = stripeFor(config);
+  const stripe = clients.for(config);
   const pending = await MeteredOperation.query(db)
     .join('workspaces', 'workspaces.id', 'metered_operations.workspace_id')
     .whereNull('metered_operations.reported_at')

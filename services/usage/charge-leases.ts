@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import Decimal from 'decimal.js';
 import { chargeLeaseMax, leaseIdleMs } from '../../core/config';
+import type { Clock } from '../../core/clock';
 import { logger } from '../../core/logger';
 import type { Db, Executor } from '../../db/connection';
 import type { MeteredKind } from '../../db/models';
 import { definitionCache } from '../shared/definition-cache';
 import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows';
+import { monthStart } from './plans';
 
 // Charges answered without a round trip. A charge made outside a caller's transaction (a SPARQL
 // query, a records read) is otherwise committed before its request answers. Once a workspace makes
@@ -27,8 +29,11 @@ import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows
 // A failing flush is tried again with backoff while the process runs, and meanwhile no lease is
 // taken or topped up; a lease no flush went through for in its time to live answers no more (the
 // sweep may have billed it, and then charges queued under it are not written: its remainder paid
-// for them). A pool destroyed without closeChargeLeases ends the trying: the leases' remainders
+// for them). A pool destroyed without closing the leases ends the trying: the leases' remainders
 // pay for what was queued.
+// A runtime holds one ChargeLeases (Metering.leases, metering.ts). Lease ages are read from the
+// runtime's clock, and its database time (Clock.databaseTime) is what the statements renew and
+// expire leases by, so a test's clock holds both still; timers stay real.
 
 const LEASE_AFTER = 4;
 const RATE_WINDOW_MS = 1000;
@@ -63,8 +68,6 @@ export interface ChargeLeaseHooks {
 }
 
 export interface ChargeLeaseOptions {
-  /** The clock lease ages are read from (tests drive time with it); timers stay real. */
-  now?: () => number;
   /** How long after the first queued charge a flush starts (tests hold charges queued with a long one). */
   flushAfterMs?: number;
 }
@@ -126,9 +129,8 @@ function trimRecent(stream: Stream, now: number): void {
   if (old) stream.recent.splice(0, old);
 }
 
-const monthStart = (date: Date) => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1));
-
-class ChargeLeases {
+/** The charge leases one runtime holds through its pool (module comment above). */
+export class ChargeLeases {
   private readonly holder = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly streams = new Map<string, Stream>();
   /** Answered charges not yet sent, and those in the statement in flight, by chargeKey. */
@@ -151,11 +153,9 @@ class ChargeLeases {
   private failureLoggedAt = 0;
   private readonly idleSweep: NodeJS.Timeout;
   private readonly stopListening: () => void;
-  private readonly now: () => number;
   private readonly flushAfterMs: number;
 
-  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, options: ChargeLeaseOptions = {}) {
-    this.now = options.now ?? Date.now;
+  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, private readonly clock: Clock, options: ChargeLeaseOptions = {}) {
     this.flushAfterMs = options.flushAfterMs ?? FLUSH_AFTER_MS;
     this.idleSweep = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.idleSweep.unref();
@@ -164,6 +164,10 @@ class ChargeLeases {
     this.stopListening = definitionCache().onChange((workspaceId) => {
       for (const stream of this.streams.values()) if (workspaceId === undefined || stream.workspaceId === workspaceId) this.giveBack(stream);
     });
+  }
+
+  private now(): number {
+    return this.clock.now();
   }
 
   /**
@@ -305,8 +309,8 @@ class ChargeLeases {
       if (bound !== null && stream.writing > 0) return;
       const asked = this.now();
       const { rows } = await this.db.raw<{ rows: Array<{ outcome: 'granted' | 'no_credit' | 'gone'; lease_id: string | null; granted: string }> }>(
-        'SELECT * FROM weft_take_charge_lease(?, ?, ?, ?, ?, ?, ?, ?)',
-        [lease?.id ?? null, stream.workspaceId, stream.kind, this.holder, want.toFixed(10), bound, monthStart(new Date()), CHARGE_LEASE_TTL_MS],
+        'SELECT * FROM weft_take_charge_lease(?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        [lease?.id ?? null, stream.workspaceId, stream.kind, this.holder, want.toFixed(10), bound, monthStart(new Date(asked)), CHARGE_LEASE_TTL_MS, this.clock.databaseTime()],
       );
       const [{ outcome, lease_id: leaseId, granted }] = rows;
       if (outcome === 'gone' && stream.lease === lease) stream.lease = undefined;
@@ -447,7 +451,7 @@ class ChargeLeases {
   }
 
   /**
-   * The pool was destroyed without closeChargeLeases: nothing here can be written any more, so
+   * The pool was destroyed before close(): nothing here can be written any more, so
    * this process stops trying (no timer keeps it alive). Its leases stay in the table and the
    * crash sweep bills their remainders, which pay for the charges still queued: none goes unbilled.
    */
@@ -457,7 +461,7 @@ class ChargeLeases {
     for (const id of this.returning.keys()) leases.add(id);
     logger.error(
       { ...(error === undefined ? {} : { err: error }), charges: this.queue.size, leases: [...leases] },
-      'the database pool was destroyed before closeChargeLeases: leased charges not written are billed with their leases’ remainders by the crash sweep',
+      'the database pool was destroyed before its charge leases were closed: leased charges not written are billed with their leases’ remainders by the crash sweep',
     );
     this.closing = true;
     clearInterval(this.idleSweep);
@@ -467,7 +471,6 @@ class ChargeLeases {
     this.queue.clear();
     this.returning.clear();
     for (const stream of this.streams.values()) stream.lease = undefined;
-    if (kept.get(this.db) === this) kept.delete(this.db);
   }
 
   /**
@@ -507,7 +510,7 @@ class ChargeLeases {
     for (const stream of this.streams.values()) if (stream.lease && (workspaceId === undefined || stream.workspaceId === workspaceId)) held.add(stream.lease.id);
     for (const queued of batch) if (!returned.includes(queued.row.lease_id)) held.add(queued.row.lease_id);
     const sentAt = this.now();
-    const written = await writeLeasedCharges(this.db, this.holder, { held: [...held], returned, rows: batch.map((queued) => queued.row) });
+    const written = await writeLeasedCharges(this.db, this.holder, this.clock.databaseTime(), { held: [...held], returned, rows: batch.map((queued) => queued.row) });
     const still = new Set(written.leases);
     for (const stream of this.streams.values()) {
       if (!stream.lease || !held.has(stream.lease.id)) continue;
@@ -551,11 +554,13 @@ function poolDestroyed(db: Db): boolean {
  * of the `held` leases still in the table (a charge of a lease the sweep billed is not inserted:
  * its remainder paid for it), and lowers each held lease by what the statement inserted of it, so
  * a batch sent again after a lost reply (inserting nothing the second time) does not lower it
- * twice, and renews it. Answers the leases still held or returned, and the operations inserted.
+ * twice, and renews it from `now` (a test clock's database time; null: the database's own).
+ * Answers the leases still held or returned, and the operations inserted.
  */
 export async function writeLeasedCharges(
   db: Executor,
   holder: string,
+  now: Date | null,
   batch: { held: string[]; returned: string[]; rows: Array<ChargeRow & { lease_id: string }> },
 ): Promise<{ leases: string[]; operations: InsertedOperation[] }> {
   const { rows } = await db.raw<{ rows: Array<{ leases: string[]; operations: InsertedOperation[] }> }>(
@@ -569,48 +574,15 @@ export async function writeLeasedCharges(
      held AS (
        UPDATE charge_leases l
           SET remaining = l.remaining - coalesce((SELECT sum(o.amount) FROM operations o WHERE o.id IN (SELECT i.id FROM input i WHERE i.lease_id = l.id)), 0),
-              expires_at = clock_timestamp() + ? * interval '1 millisecond'
+              expires_at = coalesce(?::timestamptz, clock_timestamp()) + ? * interval '1 millisecond'
         WHERE l.id IN (SELECT id FROM locked)
        RETURNING l.id
      )
      SELECT (SELECT coalesce(json_agg(id), '[]') FROM (SELECT id FROM held UNION ALL SELECT id FROM returned) still) AS leases,
             (SELECT coalesce(json_agg(json_build_object('workspace_id', workspace_id, 'kind', kind, 'amount', amount)), '[]') FROM operations) AS operations`,
-    [JSON.stringify(batch.held), holder, JSON.stringify(batch.returned), holder, JSON.stringify(batch.rows), CHARGE_LEASE_TTL_MS],
+    [JSON.stringify(batch.held), holder, JSON.stringify(batch.returned), holder, JSON.stringify(batch.rows), now, CHARGE_LEASE_TTL_MS],
   );
   return rows[0];
-}
-
-const kept = new Map<Db, ChargeLeases>();
-
-/** The charge leases this process holds through `db` (`options` apply when this call creates them). */
-export function chargeLeases(db: Db, hooks: ChargeLeaseHooks, options?: ChargeLeaseOptions): ChargeLeases {
-  let leases = kept.get(db);
-  if (!leases) kept.set(db, (leases = new ChargeLeases(db, hooks, options)));
-  return leases;
-}
-
-/** Writes the queued charges and returns the leases taken through `db`; call before destroying its pool. */
-export async function closeChargeLeases(db: Db): Promise<void> {
-  const leases = kept.get(db);
-  kept.delete(db);
-  await leases?.close();
-}
-
-/** Writes this process's queued charges of the workspace, through every pool. */
-export async function settleLeasedCharges(workspaceId: string): Promise<void> {
-  await Promise.all([...kept.values()].map((leases) => leases.settle(workspaceId)));
-}
-
-/** Whether this process answered the charge from a lease and has not yet finished writing it. */
-export async function leaseCovers(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
-  for (const leases of kept.values()) if (await leases.covers(workspaceId, kind, ref)) return true;
-  return false;
-}
-
-/** Takes back a charge answered from a lease and not yet written; false when there is none. */
-export async function withdrawLeasedCharge(workspaceId: string, kind: MeteredKind, ref: string): Promise<boolean> {
-  for (const leases of kept.values()) if (await leases.withdraw(workspaceId, kind, ref)) return true;
-  return false;
 }
 
 /**
@@ -618,12 +590,12 @@ export async function withdrawLeasedCharge(workspaceId: string, kind: MeteredKin
  * for its remainder, ref `lease:<id>`: the remainder paid for answered charges whose rows were
  * lost (usage summaries and metrics count it in amounts, not as an operation). Deleting the lease
  * and inserting its operation is one statement, so of two sweeps one bills it; a holder's flush
- * that renewed it first keeps it.
+ * that renewed it first keeps it. Expiry is read at the clock's database time (null: the database's own).
  */
-export async function expireChargeLeases(db: Executor): Promise<InsertedOperation[]> {
+export async function expireChargeLeases(db: Executor, clock: Clock): Promise<InsertedOperation[]> {
   const { rows } = await db.raw<{ rows: InsertedOperation[] }>(
     `WITH stale AS (
-       DELETE FROM charge_leases WHERE expires_at < clock_timestamp() RETURNING *
+       DELETE FROM charge_leases WHERE expires_at < coalesce(?::timestamptz, clock_timestamp()) RETURNING *
      ), operations AS (
        INSERT INTO metered_operations (workspace_id, kind, operation_ref, quantities, amount)
        SELECT workspace_id, kind, 'lease:' || id, jsonb_build_object('unaccountedRemainder', 1), remaining FROM stale WHERE remaining > 0
@@ -634,6 +606,7 @@ export async function expireChargeLeases(db: Executor): Promise<InsertedOperatio
        SELECT id, 'unaccounted_remainder', 1, amount, amount FROM operations
      )
      SELECT workspace_id, kind, amount FROM operations`,
+    [clock.databaseTime()],
   );
   return rows;
 }

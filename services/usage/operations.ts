@@ -1,7 +1,9 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
-import { billingMonth, getAlerts, listOperations, MAX_USAGE_DAYS, operationCharges, pricing, putAlerts, usageSummary, workspaceRates } from './usage';
+import { getAlerts, putAlerts } from './alerts';
+import { pricing, workspaceRates } from './plans';
+import { billingMonth, listOperations, MAX_USAGE_DAYS, operationCharges, usageSummary } from './usage-report';
 import { idParams, listQuery, uuid } from '../../schemas/common';
 import { usageAlertsBody, usageQuery } from '../../schemas/usage';
 

@@ -231,7 +231,7 @@ describe('Access gaps found by the audit, closed', function () {
         taskQueue,
         workflowBundle: { codePath: (await workflowBundlePath()).codePath },
         activities: {
-          ...createActivities({ db: env().db, encryptionKey: env().encryptionKey }),
+          ...createActivities(env().dependencies()),
           runQueryJob: async () => {
             attempts += 1;
             throw ApplicationFailure.retryable('terminating connection due to administrator command', 'database_unavailable');

@@ -4,7 +4,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
 import { billingScheduleId, ensureBillingSchedule, reportUsage } from '../../services/usage/billing';
-import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, newWorkspace, raiseRequestLimits, request } from '../support/fixtures';
 import { useStripeMock } from '../support/stripe-mock';
@@ -290,11 +289,11 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
 
   it('reports unreported usage to Stripe as meter events, once per operation', async () => {
     configure();
-    const operation = await meter(env().db, { workspaceId, kind: 'sparql_query', ref: randomUUID(), quantities: { query: 3 } });
-    const first = await reportUsage(env().db, 10_000);
+    const operation = await env().apiDependencies.metering.meter(env().db, { workspaceId, kind: 'sparql_query', ref: randomUUID(), quantities: { query: 3 } });
+    const first = await reportUsage(env().dependencies(), 10_000);
     assert.ok(first.reported >= 1);
     assert.ok((await env().db('metered_operations').where({ id: operation!.id }).first()).reportedAt);
-    const again = await reportUsage(env().db, 10_000);
+    const again = await reportUsage(env().dependencies(), 10_000);
     assert.equal(again.reported, 0);
   });
 
@@ -321,7 +320,7 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
 
   it('runs the billing sync as a Temporal workflow from its schedule', async () => {
     configure();
-    await meter(env().db, { workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1 } });
+    await env().apiDependencies.metering.meter(env().db, { workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1 } });
     assert.equal(await ensureBillingSchedule(env().temporal, env().taskQueue), true);
     assert.equal(await ensureBillingSchedule(env().temporal, env().taskQueue), true, 'creating it again is harmless');
     const schedule = env().temporal.schedule.getHandle(billingScheduleId(env().taskQueue));

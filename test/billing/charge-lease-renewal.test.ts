@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { leaseCovers } from '../../services/usage/charge-leases';
-import { billExpiredChargeLeases, meter, settledCharges, withdrawCharge } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
 
@@ -12,27 +10,28 @@ describe('A charge lease in use with nothing to write', function () {
 
   it('is renewed by its holder and never billed as a crashed holder’s remainder', async () => {
     const workspaceId = (await newWorkspace()).workspaceId;
+    const { metering } = env().dependencies();
     let leased = false;
     for (let i = 0; i < 5000 && !leased; i++) {
       const ref = randomUUID();
-      await meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
-      leased = await leaseCovers(workspaceId, 'sparql_query', ref);
+      await metering.meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
+      leased = await metering.leaseCovers(workspaceId, 'sparql_query', ref);
     }
     assert.ok(leased, 'a lease was taken');
-    await settledCharges(workspaceId);
+    await metering.settled(workspaceId);
     const written = await env().db('metered_operations').where({ workspaceId }).count<{ count: string }[]>('* as count');
     // Past the lease's time to live (10 s), every charge answered from the lease and withdrawn.
     const until = Date.now() + 13_000;
     let answered = 0;
     while (Date.now() < until) {
       const ref = randomUUID();
-      await meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
-      if (await leaseCovers(workspaceId, 'sparql_query', ref)) answered += 1;
-      await withdrawCharge(env().db, workspaceId, 'sparql_query', ref);
+      await metering.meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
+      if (await metering.leaseCovers(workspaceId, 'sparql_query', ref)) answered += 1;
+      await metering.withdraw(env().db, workspaceId, 'sparql_query', ref);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     assert.ok(answered > 10, `charges were answered from the lease (${answered})`);
-    await billExpiredChargeLeases(env().db);
+    await metering.billExpiredChargeLeases();
     const remainders = await env().db('metered_operations').where({ workspaceId }).where('operationRef', 'like', 'lease:%');
     assert.deepEqual(remainders, [], 'a lease in use is not billed as a remainder');
     const after = await env().db('metered_operations').where({ workspaceId }).count<{ count: string }[]>('* as count');

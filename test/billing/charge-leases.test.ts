@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createDb } from '../../db/connection';
-import { leaseCovers } from '../../services/usage/charge-leases';
 import { meteredAmount, meteredOperations } from '../../observability/metrics';
-import { assertCredit, billExpiredChargeLeases, meter, settledCharges, withdrawCharge } from '../../services/usage/usage';
+import { systemClock } from '../../core/clock';
+import { assertCredit } from '../../services/usage/credit';
+import { Metering } from '../../services/usage/metering';
 import { env } from '../support/environment';
 import { as, newWorkspace, request } from '../support/fixtures';
 import { customerOntology, ontologyTenant, OntologyTenant } from '../support/ontology';
@@ -27,15 +28,18 @@ async function eventually(check: () => Promise<boolean>, what: string, limitMs =
   }
 }
 
+/** The metering a test charges through directly: the in-process API's, whose usage reads settle it. */
+const metering = () => env().apiDependencies.metering;
+
 /** Charges of one kind, one after another, until one is answered from a lease (at most `limit`); returns its ref and every ref charged. */
 async function chargeUntilLeased(workspaceId: string, limit = 5000): Promise<{ leasedRef: string; leasedId: string; refs: string[] }> {
   const refs: string[] = [];
   for (let i = 0; i < limit; i += 1) {
     const ref = randomUUID();
     refs.push(ref);
-    const operation = await meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
+    const operation = await metering().meter(env().db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
     // Still queued here (its write waits for the flush): answered from the lease.
-    if (await leaseCovers(workspaceId, 'sparql_query', ref)) return { leasedRef: ref, leasedId: operation!.id, refs };
+    if (await metering().leaseCovers(workspaceId, 'sparql_query', ref)) return { leasedRef: ref, leasedId: operation!.id, refs };
   }
   return assert.fail(`no charge of ${limit} was answered from a lease`);
 }
@@ -107,9 +111,9 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     const ws = (await newWorkspace()).workspaceId;
     const first = await chargeUntilLeased(ws);
     const second = await chargeUntilLeased(ws);
-    await withdrawCharge(env().db, ws, 'sparql_query', first.leasedRef);
-    assert.equal(await leaseCovers(ws, 'sparql_query', first.leasedRef), false);
-    await settledCharges(ws);
+    await metering().withdraw(env().db, ws, 'sparql_query', first.leasedRef);
+    assert.equal(await metering().leaseCovers(ws, 'sparql_query', first.leasedRef), false);
+    await metering().settled(ws);
     const stored = await operationsOf(ws, 'sparql_query');
     const refs = [...first.refs, ...second.refs];
     assert.equal(stored.length, refs.length - 1, 'every charge but the withdrawn one');
@@ -117,8 +121,8 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     assert.equal(stored.find((row: { operationRef: string }) => row.operationRef === second.leasedRef)?.id, second.leasedId, 'written with the id meter() answered');
     // A charge metered again while its first is queued is metered once.
     const again = await chargeUntilLeased(ws);
-    assert.equal(await meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: again.leasedRef, quantities: { query: 1 } }), undefined);
-    await settledCharges(ws);
+    assert.equal(await metering().meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: again.leasedRef, quantities: { query: 1 } }), undefined);
+    await metering().settled(ws);
     assert.equal((await operationsOf(ws, 'sparql_query').where({ operationRef: again.leasedRef })).length, 1);
   });
 
@@ -126,14 +130,14 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     settings.set({ WEFT_CREDIT_LIMIT: 'plan' });
     const ws = (await newWorkspace()).workspaceId;
     // 4.99 of the free plan's 5.00 spent.
-    await meter(env().db, { workspaceId: ws, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 49_900 } });
-    const take = async () => (await env().db.raw('SELECT * FROM weft_take_charge_lease(NULL, ?, ?, ?, ?, ?, ?, ?)', [ws, 'sparql_query', 'test', '0.10', '5.00', monthStart(), 60_000])).rows[0];
+    await metering().meter(env().db, { workspaceId: ws, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 49_900 } });
+    const take = async () => (await env().db.raw('SELECT * FROM weft_take_charge_lease(NULL, ?, ?, ?, ?, ?, ?, ?, NULL)', [ws, 'sparql_query', 'test', '0.10', '5.00', monthStart(), 60_000])).rows[0];
     const granted = await take();
     assert.equal(granted.outcome, 'granted');
     assert.equal(new Decimal(granted.granted).toFixed(), '0.01', 'only what the credit leaves');
     assert.equal((await take()).outcome, 'no_credit', 'a second lease finds no credit left');
     // Leased counts as spent: new paid work is refused, and billing says it is paused.
-    await assert.rejects(assertCredit(env().db, ws, 'sparql_query', randomUUID()), (error: { code?: string }) => error.code === 'usage_limit_reached');
+    await assert.rejects(assertCredit(env().apiDependencies, env().db, ws, 'sparql_query', randomUUID()), (error: { code?: string }) => error.code === 'usage_limit_reached');
     await env().db('charge_leases').where({ id: granted.lease_id }).delete();
 
     // Through meter() and the credit check as the SPARQL endpoint runs them, one after another:
@@ -141,19 +145,19 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     let charged = 0;
     for (let i = 0; i < 20; i += 1) {
       const ref = randomUUID();
-      const metered = meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } });
+      const metered = metering().meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref, quantities: { query: 1 } });
       try {
-        await Promise.all([assertCredit(env().db, ws, 'sparql_query', ref), metered]);
+        await Promise.all([assertCredit(env().apiDependencies, env().db, ws, 'sparql_query', ref), metered]);
         charged += 1;
       } catch (error) {
         assert.equal((error as { code?: string }).code, 'usage_limit_reached');
-        await metered.then(() => withdrawCharge(env().db, ws, 'sparql_query', ref));
+        await metered.then(() => metering().withdraw(env().db, ws, 'sparql_query', ref));
       }
       // One statement: a flush moves an amount from the lease to the charges between two.
       const [{ held, used }] = (await env().db.raw('SELECT (SELECT coalesce(sum(remaining), 0) FROM charge_leases WHERE workspace_id = ?) AS held, (SELECT sum(amount) FROM metered_operations WHERE workspace_id = ?) AS used', [ws, ws])).rows;
       assert.ok(new Decimal(used).plus(held).lte('5.00'), `charged and leased stay within the credit: ${used} + ${held}`);
     }
-    await settledCharges(ws);
+    await metering().settled(ws);
     assert.equal(charged, 5);
     const [{ used }] = (await env().db.raw('SELECT sum(amount) AS used FROM metered_operations WHERE workspace_id = ?', [ws])).rows;
     assert.equal(new Decimal(used).toFixed(), '5');
@@ -162,11 +166,11 @@ describe('Charge leases: charges answered without waiting for their commit, exac
   it('counts a billed remainder in the amount, not as an operation of its kind (usage summary and metrics)', async () => {
     const workspace = await newWorkspace();
     const ws = workspace.workspaceId;
-    for (let i = 0; i < 3; i += 1) await meter(env().db, { workspaceId: ws, kind: 'records_read', ref: randomUUID(), quantities: { request: 1, record: 100 } });
+    for (let i = 0; i < 3; i += 1) await metering().meter(env().db, { workspaceId: ws, kind: 'records_read', ref: randomUUID(), quantities: { request: 1, record: 100 } });
     await env().db('charge_leases').insert({ workspaceId: ws, kind: 'records_read', holder: 'gone:3:z', remaining: '0.0250000000', expiresAt: new Date(Date.now() - 1000) });
     const counterOf = async (counter: typeof meteredOperations) => (await counter.get()).values.find((value) => value.labels.kind === 'records_read')?.value ?? 0;
     const [operationsBefore, amountBefore] = [await counterOf(meteredOperations), await counterOf(meteredAmount)];
-    await billExpiredChargeLeases(env().db);
+    await metering().billExpiredChargeLeases();
     // Billed by this sweep or the API's own (both in this process): either counts the same.
     assert.equal((await operationsOf(ws, 'records_read').where('operationRef', 'like', 'lease:%')).length, 1);
     assert.equal(await counterOf(meteredOperations), operationsBefore, 'weft_metered_operations_total counts no operation for it');
@@ -182,7 +186,7 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     const [live] = await env().db('charge_leases').insert({ workspaceId: ws, kind: 'records_read', holder: 'alive:2:y', remaining: '0.05', expiresAt: new Date(Date.now() + 3_600_000) }).returning('*');
     const other = createDb(process.env.DATABASE_URL!, { max: 2 });
     try {
-      const billed = await Promise.all([billExpiredChargeLeases(env().db), billExpiredChargeLeases(other)]);
+      const billed = await Promise.all([metering().billExpiredChargeLeases(), new Metering(other, systemClock).billExpiredChargeLeases()]);
       assert.ok(billed[0] + billed[1] <= 1, 'one of the sweeps billed it (or the API process’s own sweep did)');
     } finally {
       await other.destroy();
@@ -195,7 +199,7 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     const charges = await env().db('operation_charges').where({ operationId: remainders[0].id });
     assert.deepEqual(charges.map((c: { item: string; amount: string }) => [c.item, new Decimal(c.amount).toFixed()]), [['unaccounted_remainder', '0.037']]);
     assert.deepEqual((await leasesOf(ws)).map((row: { id: string }) => row.id), [live.id]);
-    await billExpiredChargeLeases(env().db);
+    await metering().billExpiredChargeLeases();
     assert.equal((await operationsOf(ws, 'sparql_query')).length, 1, 'a later sweep bills nothing again');
     assert.equal((await operationsOf(ws, 'records_read')).length, 0);
   });

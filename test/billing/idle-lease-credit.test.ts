@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createDb } from '../../db/connection';
-import { chargeLeases, closeChargeLeases, leaseCovers } from '../../services/usage/charge-leases';
-import { assertCredit, LEASE_HOOKS, meter } from '../../services/usage/usage';
+import { assertCredit } from '../../services/usage/credit';
+import { Metering } from '../../services/usage/metering';
 import { env } from '../support/environment';
 import { newWorkspace } from '../support/fixtures';
 
@@ -20,13 +20,14 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
     await env().db('metered_operations').insert({ workspace_id: ws, kind: 'sparql_query', operation_ref: randomUUID(), quantities: { query: 1 }, amount: '4.97' });
     const clock = { now: Date.now() };
     const db = createDb(process.env.DATABASE_URL!, { max: 4 });
-    chargeLeases(db, LEASE_HOOKS, { now: () => clock.now });
+    const holderClock = { now: () => clock.now, databaseTime: () => null };
+    const metering = new Metering(db, holderClock);
     try {
       let leased = false;
       for (let i = 0; i < 200 && !leased; i += 1) {
         const ref = randomUUID();
-        await meter(db, { workspaceId: ws, kind: 'records_read', ref, quantities: { request: 1, record: 500 } });
-        leased = await leaseCovers(ws, 'records_read', ref);
+        await metering.meter(db, { workspaceId: ws, kind: 'records_read', ref, quantities: { request: 1, record: 500 } });
+        leased = await metering.leaseCovers(ws, 'records_read', ref);
       }
       assert.ok(leased, 'reads were answered from a lease');
       await new Promise((resolve) => setTimeout(resolve, 600)); // the queued reads are flushed (200 ms)
@@ -43,7 +44,7 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
       for (const until = Date.now() + 15_000; Date.now() < until; ) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         held = await env().db('charge_leases').where({ workspace_id: ws });
-        paused = await assertCredit(db, ws, 'sparql_query').then(() => false, (error: { code?: string }) => error.code === 'usage_limit_reached');
+        paused = await assertCredit({ metering, clock: holderClock }, db, ws, 'sparql_query').then(() => false, (error: { code?: string }) => error.code === 'usage_limit_reached');
         if (held.length === 0 || !paused) break;
       }
       assert.ok(
@@ -51,7 +52,7 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
         `an idle read lease (${held.map((l) => `${l.kind} ${l.remaining}`).join(', ')}) is still held after 2 s and pauses paid work (402) although written spend is ${direct.toFixed(4)} of 5.00`,
       );
     } finally {
-      await closeChargeLeases(db);
+      await metering.close();
       await db.destroy();
     }
   });

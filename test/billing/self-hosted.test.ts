@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { definitionCache } from '../../services/shared/definition-cache';
-import { meter } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as } from '../support/fixtures';
 import { runScript } from '../support/processes';
@@ -27,7 +26,7 @@ describe('Self-hosted credit: WEFT_CREDIT_LIMIT and admin plan set', function ()
     const t = await pipelineTenant(api.baseUrl);
     const destination = await tableDestination(t, `t_${randomUUID().slice(0, 8)}`, ['id']);
     const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, api), destination, { writeMode: 'upsert' }));
-    await meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 60_000 } });
+    await env().apiDependencies.metering.meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 60_000 } });
     return { t, pipelineId: pipeline.id, execute: () => t.client.post(`/api/v1/projects/${t.projectId}/pipelines/${pipeline.id}/execute`) };
   }
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { meter, settledCharges } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, getRun, launch, linearDocument, PipelineTenant, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
@@ -21,7 +20,7 @@ describe('Usage metering, credit and the usage routes', function () {
     const ws = t.ws.workspaceId;
     const refs = Array.from({ length: 300 }, (_, i) => `burst-${i}`);
     // All at once: they share statements (at most 256 each); a ref sent twice in the burst is metered once.
-    const results = await Promise.all([...refs, 'burst-5', 'burst-299'].map((ref, i) => meter(env().db, { workspaceId: ws, kind: 'governed_write', ref, quantities: { action: 1, row: i % 7 } })));
+    const results = await Promise.all([...refs, 'burst-5', 'burst-299'].map((ref, i) => env().apiDependencies.metering.meter(env().db, { workspaceId: ws, kind: 'governed_write', ref, quantities: { action: 1, row: i % 7 } })));
     assert.equal(results.filter(Boolean).length, 300, 'one operation per ref, whichever call carried it');
     const stored = await env().db('metered_operations').where({ workspaceId: ws, kind: 'governed_write' }).whereIn('operationRef', refs);
     assert.equal(stored.length, 300);
@@ -39,8 +38,8 @@ describe('Usage metering, credit and the usage routes', function () {
     const base = before.byKind.find((k: { kind: string }) => k.kind === 'sparql_query')?.amount ?? '0';
     assert.equal(base, '0');
     // 0.002 a thousand times is 2 exactly; in binary floating point it would drift.
-    for (let i = 0; i < 1000; i += 1) await meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: `q-${i}`, quantities: { query: 1 } });
-    await meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: 'q-7', quantities: { query: 1 } });
+    for (let i = 0; i < 1000; i += 1) await env().apiDependencies.metering.meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: `q-${i}`, quantities: { query: 1 } });
+    await env().apiDependencies.metering.meter(env().db, { workspaceId: ws, kind: 'sparql_query', ref: 'q-7', quantities: { query: 1 } });
     const usage = (await admin.get('/api/v1/usage')).body.usage;
     const sparql = usage.byKind.find((k: { kind: string }) => k.kind === 'sparql_query');
     assert.equal(sparql.operations, 1000, 'q-7 was metered once');
@@ -56,9 +55,9 @@ describe('Usage metering, credit and the usage routes', function () {
     assert.equal((await env().db('operation_charges').where({ operationId: repeated[0].id })).length, 1);
 
     // Several items: one charge each, and the operation's amount is their exact sum.
-    const write = await meter(env().db, { workspaceId: ws, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 3 } });
+    const write = await env().apiDependencies.metering.meter(env().db, { workspaceId: ws, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 3 } });
     // A charge answered from a charge lease is written by the next flush (usage reads wait for it; this direct read asks).
-    await settledCharges(ws);
+    await env().apiDependencies.metering.settled(ws);
     const items = await env().db('operation_charges').where({ operationId: write!.id }).orderBy('item');
     assert.deepEqual(items.map((c: { item: string }) => c.item), ['action', 'row']);
     const sum = items.reduce((total: number, c: { amount: string }) => total + Number(c.amount), 0);
@@ -82,7 +81,7 @@ describe('Usage metering, credit and the usage routes', function () {
     const saved = await admin.put('/api/v1/usage/alerts', { monthlyBudget: '10', thresholds: [100, 20] });
     assert.equal(saved.status, 200, JSON.stringify(saved.body));
     assert.deepEqual(saved.body.alerts.thresholds, [20, 100]);
-    await meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 1000 } });
+    await env().apiDependencies.metering.meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'governed_write', ref: randomUUID(), quantities: { action: 1, row: 1000 } });
     const alerts = (await admin.get('/api/v1/usage/alerts')).body.alerts;
     assert.deepEqual(alerts.events.map((e: { threshold: number }) => e.threshold), [20]);
   });
@@ -101,7 +100,7 @@ describe('Usage metering, credit and the usage routes', function () {
     const pipeline = await createPipeline(t, linearDocument(await eventsSource(t, fixture.api), destination, { writeMode: 'upsert' }));
     const running = await launch(t, pipeline.id);
     // Spend the free plan's credit while the run reads its pages.
-    await meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 60_000 } });
+    await env().apiDependencies.metering.meter(env().db, { workspaceId: t.ws.workspaceId, kind: 'pipeline_run', ref: randomUUID(), quantities: { record: 60_000 } });
     const refused = await t.client.post(`/api/v1/projects/${t.projectId}/pipelines/${pipeline.id}/execute`);
     assert.equal(refused.status, 402, JSON.stringify(refused.body));
     assert.equal(refused.body.code, 'usage_limit_reached');

@@ -3,7 +3,6 @@ import type * as RDF from '@rdfjs/types';
 import { Parser } from 'n3';
 import { isomorphic } from 'rdf-isomorphic';
 import { RdfXmlParser } from 'rdfxml-streaming-parser';
-import { settledCharges } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, keyIdOf, newKey, request } from '../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
@@ -236,7 +235,7 @@ describe('The SPARQL 1.1 Protocol endpoint, queried by a real SPARQL client', fu
     const apiKeyId = await keyIdOf(key);
     // A charge answered from a charge lease is written by the next flush: this direct read waits for it, as the usage routes do.
     const charges = async () => {
-      await settledCharges(t.ws.workspaceId);
+      await env().settledCharges(t.ws.workspaceId);
       return env().db('metered_operations').where({ workspaceId: t.ws.workspaceId, kind: 'sparql_query', apiKeyId });
     };
     const answered = await request('POST', `${t.base}/sparql`, { key, rawBody: 'ASK { ?s ?p ?o }', headers: { 'Content-Type': 'application/sparql-query' } });

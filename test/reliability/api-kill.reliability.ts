@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
 import { chargeLeaseMax } from '../../core/config';
-import { billExpiredChargeLeases } from '../../services/usage/usage';
 import { env } from '../support/environment';
 import { as, requestAt } from '../support/fixtures';
 import { customerOntology, ontologyTenant } from '../support/ontology';
@@ -110,7 +109,7 @@ describe('API process killed during open work', function () {
 
     // No process renews the lease now: past its expiry a sweep (this one, or another process's) bills it.
     for (let i = 0; i < 200 && (await leases()).length > 0; i += 1) {
-      await billExpiredChargeLeases(env().db);
+      await env().apiDependencies.metering.billExpiredChargeLeases();
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     assert.equal((await leases()).length, 0, 'the lease was billed');

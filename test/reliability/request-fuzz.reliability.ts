@@ -12,7 +12,6 @@ import { problemFormatViolations, rawRequest, RawResponse } from './support/raw-
 import { deeplyNested, invalidArbitrary, SchemaContext, validArbitrary } from './support/schema-arbitrary';
 import { changedTables, Digester, tenantDigester } from './support/tenant-digest';
 import { fuzzTenant, FuzzTenant } from './support/fuzz-tenant';
-import { settledCharges } from '../../services/usage/usage';
 
 /**
  * Property-based fuzzing of every operation in the OpenAPI document (GET /api/v1/openapi.json):
@@ -545,7 +544,7 @@ async function send(c: FuzzCase): Promise<{ res: RawResponse; changed: string[] 
   let t = Date.now();
   // Charges earlier requests were answered from a charge lease are written in the background: now,
   // before the digest, so none lands between this request's two digests.
-  await settledCharges(tenant.ws.workspaceId);
+  await env().settledCharges(tenant.ws.workspaceId);
   const before = await digester.take();
   timing.digestMs += Date.now() - t;
   t = Date.now();

@@ -3,12 +3,12 @@ import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalSettings } from '../../core/temporal-config';
 import { migrate, startApi } from '../../scripts/runtime';
 import { closeDefinitionCache } from '../../services/shared/definition-cache';
-import { closeMetering } from '../../services/usage/usage';
 import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
-import type { ServiceDependencies } from '../../services/operations/context';
+import { type ServiceDependencies, usageDependencies } from '../../services/operations/context';
+import type { Metering } from '../../services/usage/metering';
 import { SparqlMemory } from '../../services/ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 
@@ -33,9 +33,17 @@ export interface TestEnvironment {
   clock: SettableClock;
   /**
    * Dependencies for a test that calls the service layer directly: the run's pool, Temporal client,
-   * key and clock, with SPARQL and managed-table memory of their own (nothing kept from the API's queries); `overrides` replace parts.
+   * key and clock, with SPARQL and managed-table memory and metering of their own (nothing kept
+   * from the API's queries or charges; their metering is closed with the environment); `overrides` replace parts.
    */
   dependencies(overrides?: Partial<ServiceDependencies>): ServiceDependencies;
+  /** The in-process API's own dependencies: a test that charges as its requests do uses its metering, which its usage reads settle. */
+  apiDependencies: ServiceDependencies;
+  /**
+   * Writes the charges of the workspace that every runtime of this environment queued (the API's,
+   * the worker's and those dependencies() built), and waits for their alert checks.
+   */
+  settledCharges(workspaceId: string): Promise<void>;
   stopApi(): Promise<void>;
   /** Stops the in-process worker (a test that runs its own worker process), and starts it again. */
   stopWorker(): Promise<void>;
@@ -63,6 +71,8 @@ export async function startEnvironment(): Promise<void> {
   let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
   const clock = new SettableClock();
   const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock });
+  /** The metering of every dependencies() built: settled by settledCharges, closed with the environment. */
+  const built: Metering[] = [];
   environment = {
     db,
     baseUrl: api.url,
@@ -72,7 +82,13 @@ export async function startEnvironment(): Promise<void> {
     encryptionKey,
     clock,
     dependencies(overrides = {}) {
-      return { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...overrides };
+      const deps = { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...usageDependencies(db, clock), ...overrides };
+      built.push(deps.metering);
+      return deps;
+    },
+    apiDependencies: api.deps,
+    async settledCharges(workspaceId) {
+      for (const metering of [api.deps.metering, ...(worker ? [worker.deps.metering] : []), ...built]) await metering.settled(workspaceId);
     },
     stopApi: () => api.stop(),
     async stopWorker() {
@@ -83,7 +99,7 @@ export async function startEnvironment(): Promise<void> {
       worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => closeMetering(db), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map((metering) => metering.close())).then(() => undefined), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
 }
 
 /** After each test: the clock it may have set goes back to the system's. */

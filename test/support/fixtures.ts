@@ -4,7 +4,6 @@ import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys
 import { WINDOW_SECONDS } from '../../services/tenancy/api-limits';
 import { env } from './environment';
 import { definitionCache } from '../../services/shared/definition-cache';
-import { settledCharges } from '../../services/usage/usage';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -138,7 +137,7 @@ export async function workspaceRows(workspaceIds: string[]): Promise<Record<stri
   const db = env().db;
   // Charges this process answered from a charge lease are written first; the leases themselves are
   // bookkeeping (taken and returned in the background, like request counters) and left out.
-  for (const workspaceId of workspaceIds) await settledCharges(workspaceId);
+  for (const workspaceId of workspaceIds) await env().settledCharges(workspaceId);
   const tables = await db.raw(
     `SELECT table_name AS name FROM information_schema.columns
       WHERE table_schema = current_schema() AND column_name = 'workspace_id' AND table_name <> 'charge_leases' ORDER BY table_name`,
