@@ -18,7 +18,6 @@ import { admit, execute } from '../services/operations/invoke';
 import type { Principal } from '../services/tenancy/access';
 import type { ApiLimits, LimitHeaders } from '../services/tenancy/api-limits';
 import { authenticateBearer } from '../services/tenancy/bearer';
-import { requestBudgets } from '../services/tenancy/request-budgets';
 import { openProjectConnectionOperation } from '../services/tenancy/connections';
 import { toolInputSchema, toolTakesProject, tools, ToolSpec } from './tools';
 
@@ -155,7 +154,7 @@ function setLimitHeaders(ctx: Koa.Context, limit: Pick<LimitHeaders, 'limit' | '
  */
 async function chargeBatch(deps: ServiceDependencies, ctx: Koa.Context, principal: Principal, limits: ApiLimits, messages: number, carriedSince: number): Promise<void> {
   try {
-    setLimitHeaders(ctx, await requestBudgets(deps).admitBatch(principal, limits, messages, carriedSince));
+    setLimitHeaders(ctx, await deps.requests.budgets.admitBatch(principal, limits, messages, carriedSince));
   } catch (error) {
     if (error instanceof RateLimitError) setLimitHeaders(ctx, error.limit);
     throw error;

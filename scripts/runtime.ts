@@ -13,10 +13,9 @@ import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
-import { closeRequestBudgets } from '../services/tenancy/request-budgets';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import type { Metering } from '../services/usage/metering';
-import { type ServiceDependencies, usageDependencies } from '../services/operations/context';
+import { closeRuntimeState, runtimeState, type ServiceDependencies } from '../services/operations/context';
 import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
 import { loopbackMetricsAddress, temporalCoreMetrics } from '../observability/temporal-metrics';
@@ -87,7 +86,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     keyUsage,
     sparqlMemory: new SparqlMemory(),
     managedTables: new ManagedTableMemory(),
-    ...usageDependencies(db, clock),
+    ...runtimeState(db, clock),
   };
   const app = createApp(deps);
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
@@ -123,9 +122,8 @@ export async function startApi(options: { port?: number; host?: string; metricsP
         server.closeIdleConnections();
       });
       await keyUsage.close();
-      await closeRequestBudgets(db);
       await expiredChargeLeases.stop();
-      await deps.metering.close();
+      await closeRuntimeState(deps);
       await closeSparqlQueryPool();
       await closePostgresTablePools();
       await connection.close();
@@ -155,7 +153,7 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
   return {
     async stop() {
       await expiredChargeLeases.stop();
-      // Closes the worker's metering too (its leased charges written, its leases returned).
+      // Closes the worker's runtime state too (its leased charges written, its leases returned).
       await worker.shutdown();
       await closePostgresTablePools();
       await closeDefinitionCache();

@@ -1,7 +1,7 @@
 import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
-import { type ServiceDependencies, workerDependencies } from '../services/operations/context';
+import { closeRuntimeState, type ServiceDependencies, workerDependencies } from '../services/operations/context';
 import { logger } from '../core/logger';
 import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
 import { workflowBundlePath } from './workflow-bundle';
@@ -50,7 +50,7 @@ export interface WeftWorkerOptions {
 export interface RunningWorker {
   /** The activities' dependencies (their metering among them). */
   deps: ServiceDependencies;
-  /** Stops polling, lets in-flight tasks finish, closes the connection, then the activities' metering. */
+  /** Stops polling, lets in-flight tasks finish, closes the connection, then the activities' runtime state (closeRuntimeState). */
   shutdown(): Promise<void>;
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
@@ -77,7 +77,7 @@ export async function startWorker(options: WeftWorkerOptions): Promise<RunningWo
     async shutdown() {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
-      await deps.metering.close();
+      await closeRuntimeState(deps);
     },
   };
 }

@@ -8,6 +8,7 @@ import { SparqlMemory } from '../ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { Metering } from '../usage/metering';
 import { StripeClients } from '../usage/billing';
+import { RequestAdmission } from '../tenancy/request-authentication';
 
 /** What the service layer reaches, built once per process (API, worker, admin CLI). */
 export interface ServiceDependencies {
@@ -26,11 +27,24 @@ export interface ServiceDependencies {
   metering: Metering;
   /** The Stripe clients this runtime keeps (services/usage/billing.ts). */
   stripe: StripeClients;
+  /** Its request budgets, key-check batches and kept keys (services/tenancy/request-authentication.ts); closed by the runtime. */
+  requests: RequestAdmission;
 }
 
-/** The usage parts of a runtime's dependencies, built on its pool and clock. */
-export function usageDependencies(db: Db, clock: Clock): Pick<ServiceDependencies, 'metering' | 'stripe'> {
-  return { metering: new Metering(db, clock), stripe: new StripeClients() };
+/** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
+export type RuntimeState = Pick<ServiceDependencies, 'metering' | 'stripe' | 'requests'>;
+
+export function runtimeState(db: Db, clock: Clock): RuntimeState {
+  return { metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+}
+
+/**
+ * Returns the runtime's request leases, writes its leased charges and returns their leases, and
+ * waits for the alert checks they started: call before destroying its pool.
+ */
+export async function closeRuntimeState(state: RuntimeState): Promise<void> {
+  await state.requests.close();
+  await state.metering.close();
 }
 
 /**
@@ -46,11 +60,11 @@ const noTemporal = new Proxy({}, {
 
 /**
  * The worker's dependencies: the database, the encryption key and the clock; Temporal only through
- * workflows (see noTemporal). Whoever builds them closes their metering (deps.metering.close())
- * before destroying the pool.
+ * workflows (see noTemporal). Whoever builds them closes them (closeRuntimeState) before destroying
+ * the pool.
  */
 export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...usageDependencies(db, clock) };
+  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...runtimeState(db, clock) };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

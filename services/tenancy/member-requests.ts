@@ -3,7 +3,7 @@ import type { Db } from '../../db/connection';
 import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
 import { admitRequest, ApiLimits, getApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
-import { requestBudgets, type RequestCounting } from './request-budgets';
+import type { RequestCounting } from './request-budgets';
 
 // A signed-in member's console requests count as a caller's (SPEC 8: "each API key or signed-in
 // user"): against the workspace's bucket, shared with its keys, and a bucket of the member's own
@@ -22,7 +22,7 @@ export async function admitMemberRequest(counting: RequestCounting, principal: P
   const { db, clock } = counting;
   const limits = await definitionCache().get(db as Db, principal.workspaceId, 'limits', () => getApiLimits(db, principal.workspaceId));
   const caller = { ...principal, apiKeyId: principal.memberId };
-  const budgets = requestBudgets(counting);
+  const { budgets } = counting.requests;
   const leased = await budgets.admit(caller, limits);
   if (leased) return leased;
   await budgets.settled();

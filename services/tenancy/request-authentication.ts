@@ -4,7 +4,7 @@ import type { Clock } from '../../core/clock';
 import type { Db, Executor } from '../../db/connection';
 import { principalFrom, type Principal } from './access';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
-import { requestBudgets, type RequestCounting } from './request-budgets';
+import { RequestBudgets, type RequestCounting } from './request-budgets';
 import { definitionCache } from '../shared/definition-cache';
 
 // The request path: a key this process knows is taken from memory and counted against a leased
@@ -94,7 +94,32 @@ class RequestAuthenticator {
   }
 }
 
-const authenticators = new WeakMap<Executor, RequestAuthenticator>();
+/**
+ * What one runtime keeps on the request path: its request budgets (request-budgets.ts), its
+ * batcher of key checks, and which keys it keeps. The runtime builds it (ServiceDependencies.requests)
+ * and returns its leases on shutdown (close()), so two runtimes in one process share no lease, no
+ * batch and no kept key.
+ */
+export class RequestAdmission {
+  readonly authenticator: RequestAuthenticator;
+  /** Secret digest → workspace of the keys kept in the definition cache (the cache is per workspace). */
+  readonly keptKeyWorkspaces = new Map<string, string>();
+  /** Built on first use: a runtime that serves no request (the worker) holds no sweep timer. */
+  private heldBudgets?: RequestBudgets;
+
+  constructor(private readonly db: Executor, private readonly clock: Clock) {
+    this.authenticator = new RequestAuthenticator(db, clock);
+  }
+
+  get budgets(): RequestBudgets {
+    return (this.heldBudgets ??= new RequestBudgets(this.db, this.clock));
+  }
+
+  /** Returns every unspent lease; call before destroying the pool. */
+  async close(): Promise<void> {
+    await this.heldBudgets?.close();
+  }
+}
 
 export interface AuthenticatedRequest extends Authentication {
   /** The tighter of the key's and the workspace's buckets after counting this request. */
@@ -108,10 +133,7 @@ interface KeptKey {
   expiresAtMs: number | null;
 }
 
-/** Secret digest → workspace of the keys kept in the definition cache (the cache is per workspace). */
-const keptKeyWorkspaces = new Map<string, string>();
-
-function keptKey(secretHash: string): KeptKey | undefined {
+function keptKey({ keptKeyWorkspaces }: RequestAdmission, secretHash: string): KeptKey | undefined {
   const workspaceId = keptKeyWorkspaces.get(secretHash);
   if (!workspaceId) return undefined;
   const kept = definitionCache().peek<KeptKey>(workspaceId, `key:${secretHash}`);
@@ -120,7 +142,7 @@ function keptKey(secretHash: string): KeptKey | undefined {
 }
 
 /** Keeps an authenticated key, with its expiry, for the next requests of this process. */
-function keepKey(secretHash: string, key: KeptKey, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): void {
+function keepKey({ keptKeyWorkspaces }: RequestAdmission, secretHash: string, key: KeptKey, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): void {
   definitionCache().keep(key.principal.workspaceId, `key:${secretHash}`, key, ticket);
   keptKeyWorkspaces.set(secretHash, key.principal.workspaceId);
 }
@@ -135,9 +157,9 @@ const expired = () => new AuthenticationError('credential_expired', 'The API key
  */
 export function admitKeptRequest(counting: RequestCounting, rawKey: string): AuthenticatedRequest | undefined {
   if (!KEY_PATTERN.test(rawKey)) return undefined;
-  const kept = keptKey(sha256Hex(rawKey));
+  const kept = keptKey(counting.requests, sha256Hex(rawKey));
   if (!kept || (kept.expiresAtMs !== null && kept.expiresAtMs <= counting.clock.now())) return undefined;
-  const leased = requestBudgets(counting).spendNow(kept.principal, kept.limits);
+  const leased = counting.requests.budgets.spendNow(kept.principal, kept.limits);
   return leased && { principal: kept.principal, limits: kept.limits, limit: leased };
 }
 
@@ -152,12 +174,12 @@ export function admitKeptRequest(counting: RequestCounting, rawKey: string): Aut
  * function.
  */
 export async function authenticateRequest(counting: RequestCounting, rawKey: string): Promise<AuthenticatedRequest> {
-  const { db, clock } = counting;
+  const { db, clock, requests } = counting;
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
   const secretHash = sha256Hex(rawKey);
-  const kept = keptKey(secretHash);
-  const budgets = requestBudgets(counting);
+  const kept = keptKey(requests, secretHash);
+  const { budgets } = requests;
   if (kept) {
     if (kept.expiresAtMs !== null && kept.expiresAtMs <= clock.now()) throw expired();
     const leased = await budgets.admit(kept.principal, kept.limits);
@@ -169,9 +191,7 @@ export async function authenticateRequest(counting: RequestCounting, rawKey: str
   const ticket = definitionCache().ticket();
   // Leases a change ended are still being returned: counting now would count them too.
   await budgets.settled();
-  let authenticator = authenticators.get(db);
-  if (!authenticator) authenticators.set(db, (authenticator = new RequestAuthenticator(db, clock)));
-  const row = await authenticator.authenticate(match[1], secretHash);
+  const row = await requests.authenticator.authenticate(match[1], secretHash);
   if (!row || row.outcome === 'invalid') throw invalidCredential();
   if (row.outcome === 'expired') throw expired();
   const principal = principalFrom({
@@ -199,6 +219,6 @@ export async function authenticateRequest(counting: RequestCounting, rawKey: str
     return { principal, limits, limit: admitted() };
   } finally {
     // Kept for the next requests (a refused one included: the key itself is good).
-    if (!kept) keepKey(secretHash, { principal, limits, expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : null }, ticket);
+    if (!kept) keepKey(requests, secretHash, { principal, limits, expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : null }, ticket);
   }
 }

@@ -5,6 +5,7 @@ import { RateLimitError } from '../../core/errors';
 import { logger } from '../../core/logger';
 import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
+import type { RequestAdmission } from './request-authentication';
 import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
 
 // Request limits without a round trip per request. A process leases a share of what remains of a
@@ -21,10 +22,11 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // from the process's clock: the database's decides the window (clock.databaseTime(), null in
 // production), this process's when its leases end and idle.
 
-/** What counts a process's requests: its pool and its clock (both from its dependencies). */
+/** What counts a runtime's requests: its pool, its clock and what it keeps of keys and leases (all from its dependencies). */
 export interface RequestCounting {
   db: Executor;
   clock: Clock;
+  requests: RequestAdmission;
 }
 
 const SHARE = 16;
@@ -64,7 +66,8 @@ interface LeaseRow {
 
 const sameLimits = (a: ApiLimits, b: ApiLimits) => a.workspaceRequests === b.workspaceRequests && a.apiKeyRequests === b.apiKeyRequests;
 
-class RequestBudgets {
+/** The request budgets one runtime leases through its pool, timed by its clock (RequestAdmission.budgets). */
+export class RequestBudgets {
   private readonly leases = new Map<string, Lease>();
   /** The lease statement in flight per key: requests that find no lease wait for it. */
   private readonly leasing = new Map<string, Promise<void>>();
@@ -248,19 +251,3 @@ class RequestBudgets {
   }
 }
 
-const budgets = new WeakMap<Executor, RequestBudgets>();
-
-/** The request budgets this process leases through `db`, timed by `clock` (one pool, one clock). */
-export function requestBudgets({ db, clock }: RequestCounting): RequestBudgets {
-  let kept = budgets.get(db);
-  if (!kept) budgets.set(db, (kept = new RequestBudgets(db, clock)));
-  else if (kept.clock !== clock) throw new Error('The request budgets of a pool are timed by one clock: pass the one its dependencies hold.');
-  return kept;
-}
-
-/** Returns the unspent leases taken through `db`; call before destroying its pool. */
-export async function closeRequestBudgets(db: Executor): Promise<void> {
-  const kept = budgets.get(db);
-  budgets.delete(db);
-  await kept?.close();
-}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createDb } from '../../db/connection';
-import { authenticateRequest } from '../../services/tenancy/request-authentication';
+import { authenticateRequest, RequestAdmission } from '../../services/tenancy/request-authentication';
 import { getApiLimits, putApiLimits, WINDOW_SECONDS } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
 import { as, awayFromSharedWindowTurn, holdRequestWindow, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../support/fixtures';
@@ -307,6 +307,8 @@ describe('Request authentication in batches', () => {
     const { clock } = env();
     let batchStatements = 0;
     second.on('query', (query: { sql: string }) => void (query.sql.includes('weft_authenticate_requests') && batchStatements++));
+    // Each pool counts as a runtime of its own: its own request budgets, batches and kept keys.
+    const countings = new Map([env().db, second].map((db) => [db, { db, clock, requests: new RequestAdmission(db, clock) }]));
     try {
       // Inside one 60-second window: both pools count by the test clock, held still.
       holdRequestWindow();
@@ -316,7 +318,7 @@ describe('Request authentication in batches', () => {
         if (round % 3 === 0) calls.push({ db: second, key: wrongSecret(keys[round % keys.length]), real: false });
       }
       const outcomes = await Promise.all(
-        calls.map(({ db, key }) => authenticateRequest({ db, clock }, key).then(
+        calls.map(({ db, key }) => authenticateRequest(countings.get(db)!, key).then(
           (authenticated) => ({ key, workspaceId: authenticated.principal.workspaceId, code: 'ok' }),
           (error: { code?: string; details?: { dimension?: string } }) => ({ key, workspaceId: undefined, code: `${error.code}${error.details?.dimension ? `:${error.details.dimension}` : ''}` }),
         )),
@@ -340,6 +342,7 @@ describe('Request authentication in batches', () => {
       assert.equal(used[`w:${roomy.workspaceId}`], 14);
       for (const [i, key] of keys.entries()) assert.equal(used[`k:${await keyIdOf(key)}`], i < 3 ? inTight[i] : 7, `key ${i}`);
     } finally {
+      for (const { requests } of countings.values()) await requests.close();
       await second.destroy();
     }
   });
@@ -353,7 +356,7 @@ describe('Request counters across a window turn', () => {
     // As if a request that read the clock later had already moved the key's bucket to the next window.
     const next = Math.floor(Date.now() / 60_000) + 1;
     await env().db('request_counters').insert({ bucket, windowStart: next, used: 5 });
-    await authenticateRequest(env(), key);
+    await authenticateRequest(env().dependencies(), key);
     const row = await env().db('request_counters').where({ bucket }).first();
     assert.deepEqual({ windowStart: Number(row.windowStart), used: row.used }, { windowStart: next, used: 6 });
   });

@@ -7,8 +7,7 @@ import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
-import { type ServiceDependencies, usageDependencies } from '../../services/operations/context';
-import type { Metering } from '../../services/usage/metering';
+import { closeRuntimeState, runtimeState, type RuntimeState, type ServiceDependencies } from '../../services/operations/context';
 import { SparqlMemory } from '../../services/ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 
@@ -33,8 +32,8 @@ export interface TestEnvironment {
   clock: SettableClock;
   /**
    * Dependencies for a test that calls the service layer directly: the run's pool, Temporal client,
-   * key and clock, with SPARQL and managed-table memory and metering of their own (nothing kept
-   * from the API's queries or charges; their metering is closed with the environment); `overrides` replace parts.
+   * key and clock, with SPARQL and managed-table memory, metering and request budgets of their own
+   * (nothing kept from the API's queries, charges or leases; closed with the environment); `overrides` replace parts.
    */
   dependencies(overrides?: Partial<ServiceDependencies>): ServiceDependencies;
   /** The in-process API's own dependencies: a test that charges as its requests do uses its metering, which its usage reads settle. */
@@ -71,8 +70,8 @@ export async function startEnvironment(): Promise<void> {
   let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
   const clock = new SettableClock();
   const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock });
-  /** The metering of every dependencies() built: settled by settledCharges, closed with the environment. */
-  const built: Metering[] = [];
+  /** The runtime state of every dependencies() built: its charges settled by settledCharges, closed with the environment. */
+  const built: RuntimeState[] = [];
   environment = {
     db,
     baseUrl: api.url,
@@ -82,13 +81,13 @@ export async function startEnvironment(): Promise<void> {
     encryptionKey,
     clock,
     dependencies(overrides = {}) {
-      const deps = { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...usageDependencies(db, clock), ...overrides };
-      built.push(deps.metering);
+      const deps = { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...runtimeState(db, clock), ...overrides };
+      built.push(deps);
       return deps;
     },
     apiDependencies: api.deps,
     async settledCharges(workspaceId) {
-      for (const metering of [api.deps.metering, ...(worker ? [worker.deps.metering] : []), ...built]) await metering.settled(workspaceId);
+      for (const { metering } of [api.deps, ...(worker ? [worker.deps] : []), ...built]) await metering.settled(workspaceId);
     },
     stopApi: () => api.stop(),
     async stopWorker() {
@@ -99,7 +98,7 @@ export async function startEnvironment(): Promise<void> {
       worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map((metering) => metering.close())).then(() => undefined), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
 }
 
 /** After each test: the clock it may have set goes back to the system's. */

@@ -1,12 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ServiceDependencies } from '../../services/operations/context';
+import { putApiLimits } from '../../services/tenancy/api-limits';
+import { admitKeptRequest, authenticateRequest } from '../../services/tenancy/request-authentication';
 import { Metering } from '../../services/usage/metering';
 import { env } from '../support/environment';
-import { newWorkspace } from '../support/fixtures';
+import { newKey, newWorkspace } from '../support/fixtures';
 
-// Metering is a runtime's dependency (services/usage/metering.ts), not module state: two sets of
-// dependencies built in one process share no queued charge, no charge lease and no flush. Each set
+// Metering and request admission are a runtime's dependencies (services/usage/metering.ts,
+// services/tenancy/request-authentication.ts), not module state: two sets of dependencies built in
+// one process share no queued charge, no charge lease, no flush, no kept key and no request lease. Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -72,5 +75,22 @@ describe('Two runtimes in one process', function () {
     assert.deepEqual(await leasesOf(ws), [], 'both leases returned');
     const refs = (await operationsOf(ws)).map((row: { operationRef: string }) => row.operationRef);
     assert.equal(new Set(refs).size, refs.length, 'every charge written once');
+  });
+
+  it('keep no key and no request lease of the other: a key the first admits from memory, the second checks in the database', async () => {
+    const workspace = await newWorkspace();
+    const key = await newKey(workspace, { scopes: ['org:read'] });
+    // Buckets large enough to lease from (a default key's 120 are counted one by one).
+    await putApiLimits(env().db, workspace.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    // Counted one by one until the first keeps the key and holds a lease of its buckets.
+    let fromMemory = false;
+    for (let i = 0; i < 50 && !fromMemory; i += 1) {
+      await authenticateRequest(one, key);
+      fromMemory = admitKeptRequest(one, key) !== undefined;
+    }
+    assert.ok(fromMemory, 'the first admits the key from memory');
+    assert.equal(admitKeptRequest(two, key), undefined, 'the second keeps neither the key nor a lease');
+    assert.equal(two.requests.keptKeyWorkspaces.size, 0);
   });
 });
