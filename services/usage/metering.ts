@@ -141,7 +141,8 @@ export class Metering {
    * Returns the operation, or undefined when it was metered before. Outside a transaction, a
    * charge its workspace's charge lease covers resolves at once, before its row is written: its
    * operation is the one the next flush writes (unless that finds the reference metered before);
-   * reads of usage wait for that flush (settled()).
+   * reads of usage wait for that flush (settled()). Outside a transaction the charge goes through
+   * this runtime's pool, whatever executor is passed.
    */
   async meter(db: Executor, input: MeterInput): Promise<MeteredOperation | undefined> {
     return (await this.record(db, input, true)) as MeteredOperation | undefined;
