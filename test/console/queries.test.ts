@@ -75,7 +75,9 @@ describe('The console Queries page in headless Chromium', function () {
   /** What the page shows a refusal as: the problem's message and code, as over HTTP. */
   async function assertRefusal(p: Page, label: string, refusal: { status: number; body: { code: string; message: string } }, code: string): Promise<void> {
     assert.equal(refusal.body.code, code, JSON.stringify(refusal.body));
-    const alert = p.getByRole('alert', { name: label }).filter({ hasText: `(${code})` });
+    // Waits for this refusal's own message: an alert of the same code from the action before may
+    // still be shown until the page has the new answer.
+    const alert = p.getByRole('alert', { name: label }).filter({ hasText: `${refusal.body.message} (${code})` });
     await alert.waitFor();
     assert.equal(await alert.textContent(), `${refusal.body.message} (${refusal.body.code})`);
   }
