@@ -13,13 +13,20 @@ export interface KeysetColumn {
   direction: 'asc' | 'desc';
   /** Cast applied to the bound cursor value, e.g. '::jsonb'; values travel as text so no precision is lost. */
   cast?: string;
+  /** False only for an expression that is never NULL: keysetAfter and orderByClause rely on it. */
   nullable: boolean;
 }
 
 const invalidCursor = (why: string) => new InputError('invalid_continuation', `The continuation does not belong to this read: ${why}. Start again without it.`);
 
+/**
+ * A column that is never NULL is ordered without a NULLS clause: the same order, and the one a plain
+ * btree index gives (ASC NULLS LAST, DESC NULLS FIRST backwards), so the first page of a large table
+ * reads its first rows off the index rather than sorting the whole table (the managed row_key).
+ */
 export function orderByClause(columns: KeysetColumn[]): string {
-  return columns.map((c) => `${c.sql} ${c.direction === 'asc' ? 'ASC NULLS FIRST' : 'DESC NULLS LAST'}`).join(', ');
+  const nulls = (c: KeysetColumn) => (!c.nullable ? '' : c.direction === 'asc' ? ' NULLS FIRST' : ' NULLS LAST');
+  return columns.map((c) => `${c.sql} ${c.direction === 'asc' ? 'ASC' : 'DESC'}${nulls(c)}`).join(', ');
 }
 
 /** The text form of each keyset column, selected with the rows so the last one becomes the cursor. */

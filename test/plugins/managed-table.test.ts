@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { managedTableCapability as capability } from '../../plugins/managed-table';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
+import type { ConnectionLender } from '../../plugins/managed-table/storage';
 import { compactPostgresJson, postgresJsonBytes } from '../../core/json-text';
 import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
@@ -185,6 +186,54 @@ describe('managed_table capability', () => {
 
     const first = await capability.readRecords(ctx, target, query({ limit: 4 }));
     await assert.rejects(capability.readRecords(ctx, target, query({ orderBy: [{ field: 'score', direction: 'asc' }], limit: 4, after: first.continuation })), withCode('invalid_continuation'));
+  });
+
+  it('reads the first page of a large table off its row_key index, not by sorting the table', async () => {
+    const target = { table: 'large', primaryKey: ['id'] };
+    const size = 50_000;
+    await capability.commitStagedWrite!(ctx, target, {
+      mode: 'append',
+      rows: {
+        relation: () => `SELECT jsonb_build_array(i)::text AS row_key, jsonb_build_object('id', i, 'note', 'record ' || i) AS data FROM generate_series(1, ${size}) i`,
+        batches: () => { throw new Error('a managed table commits from the relation'); },
+      },
+      provenance: run(),
+    });
+    const plain = { where: [], orderBy: [], limit: 100 };
+    // The first read takes the long way and remembers the table as stored; the second is the one
+    // statement a console preview runs, kept in plainReads.
+    await capability.readRecords(ctx, target, plain);
+    const page = await capability.readRecords(ctx, target, plain);
+    const expected = await env().db.raw(`SELECT (data->'id')::int AS id FROM "${schema}".large WHERE valid_to IS NULL ORDER BY row_key ASC NULLS FIRST LIMIT 100`);
+    assert.deepEqual(page.records.map((r) => r.id), expected.rows.map((r: { id: number }) => r.id));
+
+    const read = ctx.managedTables.plainReads.get(`${schema}.large:100:`);
+    assert.ok(read, 'the plain read is built once and kept');
+    const { text, uses } = ctx.managedTables.statements.numberedStatement(read.sql);
+    const values = uses.map((index) => read.params.values[index]);
+    const lender = env().db.client as unknown as ConnectionLender;
+    const connection = await lender.acquireConnection();
+    type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: PlanNode[] };
+    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const explained = async (sql: string, params: unknown[] = []) => nodes(((await connection.query({ text: `EXPLAIN (FORMAT JSON) ${sql}`, values: params })).rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+    try {
+      const { rows } = await connection.query(`SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'large' AND indexdef LIKE '%(row_key) WHERE (valid_to IS NULL)'`, [schema]);
+      const rowKeyIndex = rows[0].indexname as string;
+      // As planned for these values, and as the named statement's generic plan (the runtime prepares it once per connection).
+      const custom = await explained(text, values);
+      await connection.query(`PREPARE large_first_page AS ${text}`);
+      await connection.query('SET plan_cache_mode = force_generic_plan');
+      const generic = await explained(`EXECUTE large_first_page(${values.map((value) => connection.escapeLiteral(String(value))).join(', ')})`);
+      for (const plan of [custom, generic]) {
+        const scans = plan.filter((node) => node['Relation Name'] === 'large');
+        assert.deepEqual(scans.map((node) => [node['Node Type'], node['Index Name']]), [['Index Scan', rowKeyIndex]], JSON.stringify(plan));
+        assert.deepEqual(plan.filter((node) => node['Node Type'].includes('Sort')), [], 'nothing sorts the table for its first page');
+      }
+    } finally {
+      // Only this test's statement: the runtime's named ones stay prepared on the pooled connection.
+      await connection.query('DEALLOCATE large_first_page; RESET plan_cache_mode').catch(() => undefined);
+      await lender.releaseConnection(connection);
+    }
   });
 
   it('filters with all eight operators, orders and selects fields', async () => {
