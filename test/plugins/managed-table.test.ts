@@ -226,7 +226,7 @@ describe('managed_table capability', () => {
       const generic = await explained(`EXECUTE large_first_page(${values.map((value) => connection.escapeLiteral(String(value))).join(', ')})`);
       for (const plan of [custom, generic]) {
         const scans = plan.filter((node) => node['Relation Name'] === 'large');
-        assert.deepEqual(scans.map((node) => [node['Node Type'], node['Index Name']]), [['Index Scan', rowKeyIndex]], JSON.stringify(plan));
+        assert.deepEqual(scans.map((node) => [node['Node Type'], node['Index Name']]), [['Index Scan', rowKeyIndex]], plan.map((node) => node['Node Type']).join(' > '));
         assert.deepEqual(plan.filter((node) => node['Node Type'].includes('Sort')), [], 'nothing sorts the table for its first page');
       }
     } finally {
