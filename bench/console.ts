@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { chromium, type Page } from 'playwright-core';
 import { ensureChromium } from '../scripts/infra/chromium';
+import { ensureConsoleBuilt } from '../scripts/console-build';
 import { projectRoot } from '../core/paths';
 import { call, startBenchWeft, BenchWeft } from './support/weft';
 import { BenchRow, emit, figure, percentile, row } from './support/report';
@@ -114,6 +115,8 @@ async function timedRequest(weft: BenchWeft, key: string, pathname: string): Pro
 
 async function main(): Promise<void> {
   console.log(`console: ${PIPELINES} pipelines, ${RUNS.toLocaleString('en-US')} runs, ${RECORDS.toLocaleString('en-US')} records, ${LOADS} timed loads per page`);
+  // The API serves the console's bundle; a clean clone has none until it is built.
+  ensureConsoleBuilt();
   const weft = await startBenchWeft({ name: BENCH, temporal: true });
   const browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
   try {
