@@ -110,7 +110,26 @@ type Condition =
   | { kind: 'compare'; variable: string; op: '<' | '<=' | '>' | '>=' | '=' | '!='; on: 'number' | 'text'; value: string }
   /** `?iri = <c>` for an IRI no value of the variable can be: false where bound (true, negated), an error where not. */
   | { kind: 'never'; variable: string; negated: boolean }
-  | { kind: 'string'; test: 'contains' | 'strstarts' | 'strends'; variable: string; value: string };
+  | { kind: 'string'; test: 'contains' | 'strstarts' | 'strends'; variable: string; value: string }
+  /**
+   * FILTER (NOT) EXISTS: a correlated subquery of the group's solutions joined on the variables it
+   * shares with the enclosing group (the evaluator substitutes them; equal where the inner binds
+   * each in every solution and its FILTERs see only its own). Never an error.
+   */
+  | { kind: 'exists'; negated: boolean; branch: Branch; shared: Array<{ name: string; outerNullable: boolean }> };
+
+/**
+ * A BIND's expression as SQL computes it with SPARQL's result (lexical form and datatype): a
+ * variable, a string or numeric constant, STR, UCASE and LCASE (ASCII: other text is flagged),
+ * STRLEN, CONCAT of strings, and +, - and * of integers and decimals (exact in both).
+ */
+type Expression =
+  | { op: 'variable'; name: string }
+  | { op: 'constant'; value: string; numeric: boolean }
+  | { op: 'str'; arg: Expression; iri?: { before: string; after: string } }
+  | { op: 'ucase' | 'lcase' | 'strlen'; arg: Expression }
+  | { op: 'concat'; args: Expression[] }
+  | { op: '+' | '-' | '*'; args: [Expression, Expression]; integer: boolean };
 
 /** A group: the stars of its triples, its FILTERs, the conditions of its OPTIONALs' left joins and its VALUES. */
 interface Branch {
@@ -121,6 +140,12 @@ interface Branch {
   optionals: Condition[][];
   /** Each a table of texts (keys of IRIs, lexical forms of literals), joined to the variables' values. */
   values: Array<{ variables: string[]; rows: string[][] }>;
+  /** BINDs in the group's order, each over variables bound before it. */
+  binds: Array<{ variable: string; expression: Expression }>;
+  /** Subqueries joined on the variables they share with the group (bound in every solution of both). */
+  subqueries: SqlQuery[];
+  /** MINUS: solutions compatible with one of the group's, sharing a bound variable with it, remove it. */
+  minus: Array<{ branch: Branch; shared: Array<{ name: string; outerNullable: boolean; innerNullable: boolean }> }>;
 }
 
 export interface SqlQuery {
@@ -214,23 +239,30 @@ function junction(kind: 'and' | 'or', parts: Condition[]): Condition {
 function constantsIn(condition: Condition): number {
   if (condition.kind === 'and' || condition.kind === 'or') return condition.args.reduce((sum, arg) => sum + constantsIn(arg), 0);
   if (condition.kind === 'not') return constantsIn(condition.arg);
+  if (condition.kind === 'exists') return branchConstants(condition.branch);
   return condition.kind === 'compare' || condition.kind === 'string' ? 1 : 0;
 }
 
+/** The constants a branch's conditions compare with, its MINUS groups' included. */
+function branchConstants(branch: Branch): number {
+  return [...branch.filters, ...branch.optionals.flat()].reduce((sum, condition) => sum + constantsIn(condition), 0) + branch.minus.reduce((sum, { branch: inner }) => sum + branchConstants(inner), 0);
+}
+
 /** A FILTER's expression as a Condition over variables of these kinds, or undefined when SQL would not give SPARQL's answer. */
-function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
+function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undefined, existsOf?: (pattern: Pattern, negated: boolean) => Condition | undefined): Condition | undefined {
   const e = expression as { type?: string; operator?: string; args?: unknown[] };
   if (e?.type !== 'operation' || !Array.isArray(e.args)) return undefined;
   const args = e.args;
   const operator = String(e.operator);
   if (operator === '&&' || operator === '||') {
-    const parts = args.map((arg) => conditionOf(arg, kindOf));
+    const parts = args.map((arg) => conditionOf(arg, kindOf, existsOf));
     return parts.length === 2 && parts.every(Boolean) ? junction(operator === '&&' ? 'and' : 'or', parts as Condition[]) : undefined;
   }
   if (operator === '!') {
-    const arg = args.length === 1 ? conditionOf(args[0], kindOf) : undefined;
+    const arg = args.length === 1 ? conditionOf(args[0], kindOf, existsOf) : undefined;
     return arg && { kind: 'not', arg };
   }
+  if (operator === 'exists' || operator === 'notexists') return existsOf && args.length === 1 ? existsOf(args[0] as Pattern, operator === 'notexists') : undefined;
   if (operator === 'bound') return args.length === 1 && isVariable(args[0]) && kindOf(args[0].value) ? { kind: 'bound', variable: args[0].value } : undefined;
   if (operator === 'in' || operator === 'notin') {
     // IN is = against each member, true if one is, else an error if one is, else false (§17.4.1.9).
@@ -262,6 +294,58 @@ interface Pattern {
   expression?: unknown;
   patterns?: Pattern[];
   values?: Array<Record<string, Term | undefined>>;
+  /** A BIND's variable. */
+  variable?: Term;
+}
+
+/** What the translation of a query and its groups shares: the sources, and every group's stars (SqlQuery.stars of the outermost query). */
+interface Scope {
+  sources: ReachTable[];
+  othersOf: (source: number) => OtherGraphs;
+  terms: PackageTerms;
+  baseIri: string;
+  stars: Star[];
+}
+
+/** Characters encodeURIComponent leaves as they are: a key of only these is its IRI's text. */
+const UNRESERVED_KEY = "^[A-Za-z0-9_.!~*'()-]*$";
+
+/** A BIND's expression over variables of these kinds, with the kind of its value; undefined where SQL would not give SPARQL's. */
+function expressionOf(expression: unknown, variableOf: (name: string) => { kind: Kind; nullable: boolean } | undefined): { expression: Expression; kind: Kind; nullable: boolean } | undefined {
+  const STRING: Kind = { of: 'literal', datatype: 'xsd:string' };
+  if (isVariable(expression)) {
+    const variable = variableOf(expression.value);
+    return variable && { expression: { op: 'variable', name: expression.value }, ...variable };
+  }
+  if (isConstant(expression)) {
+    if (isStringConstant(expression)) return { expression: { op: 'constant', value: expression.value, numeric: false }, kind: STRING, nullable: false };
+    if (isNumberConstant(expression)) return { expression: { op: 'constant', value: expression.value, numeric: true }, kind: { of: 'literal', datatype: expression.datatype!.value === XSD_INTEGER ? 'xsd:integer' : 'xsd:decimal' }, nullable: false };
+    return undefined;
+  }
+  const e = expression as { type?: string; operator?: string; args?: unknown[] };
+  if (e?.type !== 'operation' || !Array.isArray(e.args)) return undefined;
+  const args = e.args.map((arg) => expressionOf(arg, variableOf));
+  if (!args.every(Boolean)) return undefined;
+  const parts = args as Array<NonNullable<(typeof args)[number]>>;
+  const nullable = parts.some((part) => part.nullable);
+  const isString = (kind: Kind) => kind.of === 'literal' && kind.datatype === 'xsd:string';
+  const operator = String(e.operator).toLowerCase();
+  if (operator === 'str' && parts.length === 1) {
+    const [arg] = parts;
+    // An IRI's text: its template around the key, exact where the key needs no percent-encoding (others are flagged) and nothing follows it.
+    if (arg.kind.of === 'iri') return { expression: { op: 'str', arg: arg.expression, iri: { before: arg.kind.before, after: arg.kind.after } }, kind: STRING, nullable };
+    return { expression: { op: 'str', arg: arg.expression }, kind: STRING, nullable };
+  }
+  if ((operator === 'ucase' || operator === 'lcase' || operator === 'strlen') && parts.length === 1 && isString(parts[0].kind)) {
+    return { expression: { op: operator, arg: parts[0].expression }, kind: operator === 'strlen' ? { of: 'literal', datatype: 'xsd:integer' } : STRING, nullable };
+  }
+  if (operator === 'concat' && parts.every((part) => isString(part.kind))) return { expression: { op: 'concat', args: parts.map((part) => part.expression) }, kind: STRING, nullable };
+  if ((operator === '+' || operator === '-' || operator === '*') && parts.length === 2 && parts.every((part) => isNumeric(part.kind))) {
+    const integer = parts.every((part) => (part.kind as { datatype: string }).datatype === 'xsd:integer');
+    // A value that is no number of its datatype makes an error: unbound.
+    return { expression: { op: operator, args: [parts[0].expression, parts[1].expression], integer }, kind: { of: 'literal', datatype: integer ? 'xsd:integer' : 'xsd:decimal' }, nullable: true };
+  }
+  return undefined;
 }
 
 /**
@@ -272,6 +356,28 @@ interface Pattern {
  * hold; a star's predicates must be yielded by its source alone.
  */
 export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
+  const scope: Scope = { sources, othersOf, terms, baseIri, stars: [] };
+  const found = queryOf(query, scope, false);
+  if (!found) return undefined;
+  if (valuesIn(found) > MAX_VALUES || queryConstants(found) > MAX_FILTER_CONSTANTS) return undefined;
+  return found;
+}
+
+/** The VALUES cells of a query's branches and subqueries together. */
+function valuesIn(query: SqlQuery): number {
+  return query.branches.reduce((sum, branch) => sum + branch.values.reduce((cells, table) => cells + table.rows.length * table.variables.length, 0) + branch.subqueries.reduce((inner, subquery) => inner + valuesIn(subquery), 0), 0);
+}
+
+/** The constants a query's FILTERs compare with, its subqueries' included. */
+function queryConstants(query: SqlQuery): number {
+  return query.filters.reduce((sum, condition) => sum + constantsIn(condition), 0) + query.branches.reduce((sum, branch) => sum + branchConstants(branch) + branch.subqueries.reduce((inner, subquery) => inner + queryConstants(subquery), 0), 0);
+}
+
+/**
+ * A SELECT, the query or one of its subqueries (`subquery`: its ORDER BY, OFFSET and LIMIT are
+ * then PostgreSQL's, and it has no SUM or AVG, whose forms are made in this process).
+ */
+function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery | undefined {
   if (query.type !== 'query' || query.queryType !== 'SELECT') return undefined;
   const q = query as SparqlQuery & Record<string, unknown>;
   if (q.having || q.reduced || (q as { from?: unknown }).from) return undefined;
@@ -293,12 +399,11 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
     if (aggregated || unions.length) return undefined;
     groups = [[...where, { type: 'values', values: q.values as Pattern['values'] }]];
   }
-  const stars: Star[] = [];
   const branches: Branch[] = [];
   const merged = new Map<string, Variable>();
   const inBranches = new Map<string, number>();
   for (const group of groups) {
-    const found = groupOf(group, stars, sources, othersOf, terms, baseIri);
+    const found = groupOf(group, scope, false);
     if (!found) return undefined;
     branches.push(found.branch);
     for (const [name, variable] of found.variables) {
@@ -327,6 +432,8 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
   for (const item of selected) {
     if (isVariable(item)) {
       if (aggregated ? !groupBy.includes(item.value) : !known(item.value)) return undefined;
+      // A subquery's variable is one column of its answer.
+      if (subquery && projections.some((projection) => projection.name === item.value)) return undefined;
       projections.push(aggregated ? { name: item.value, group: item.value } : { name: item.value, plain: item.value });
       continue;
     }
@@ -334,7 +441,7 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
     if (expression?.type !== 'aggregate') return undefined;
     const of = expression.expression;
     const aggregation = expression.aggregation?.toLowerCase();
-    if (aggregation === 'sum' || aggregation === 'avg') {
+    if ((aggregation === 'sum' || aggregation === 'avg') && !subquery) {
       // Over every solution's number: an unbound one would be an error of SPARQL's own.
       const summed = isVariable(of) && !expression.distinct ? merged.get(of.value) : undefined;
       if (!summed || summed.nullable || !isNumeric(summed.kind)) return undefined;
@@ -351,32 +458,65 @@ export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: 
   for (const condition of (q.order ?? []) as Array<{ expression: Term; descending?: boolean }>) {
     const at = isVariable(condition.expression) ? projections.findIndex((projection) => projection.name === condition.expression.value) : -1;
     if (at < 0) return undefined;
+    // A subquery is ordered by PostgreSQL, in the evaluator's order for the kinds it writes as SPARQL orders them.
+    if (subquery && !sqlOrdered(projectionKind(projections[at], (name) => merged.get(name)!.kind))) return undefined;
     order.push({ at, descending: Boolean(condition.descending) });
   }
   // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
-  if (!aggregated && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
-  if (branches.reduce((sum, branch) => sum + branch.values.reduce((cells, table) => cells + table.rows.length * table.variables.length, 0), 0) > MAX_VALUES) return undefined;
-  const conditions = [...filters, ...branches.flatMap((branch) => [...branch.filters, ...branch.optionals.flat()])];
-  if (conditions.reduce((sum, condition) => sum + constantsIn(condition), 0) > MAX_FILTER_CONSTANTS) return undefined;
-  return { stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+  if ((subquery || !aggregated) && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
+  return { stars: scope.stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+}
+
+/** The kind of a projection's values: its variable's, or an integer for a count. */
+function projectionKind(projection: Projection, kindOf: (name: string) => Kind): Kind {
+  const shown = projection.group ?? projection.plain;
+  return shown !== undefined ? kindOf(shown) : { of: 'literal', datatype: 'xsd:integer' };
 }
 
 /**
- * A group of triples, FILTERs, VALUES and OPTIONALs of a star's own properties as a branch, its
- * stars added to `stars`; undefined when it is not one. Every variable is bound in one place: a
- * star's subject, or one value triple (a link's object may be another star's subject: the join).
+ * Whether SQL orders this kind's values as the evaluator does: numbers (valid ones by value, then
+ * the others by their text), strings in code point order, IRIs of a template that ends with the key
+ * (by the key's text: exact where no key needs percent-encoding, which is checked).
  */
-function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): { branch: Branch; variables: Map<string, { kind: Kind; nullable: boolean }> } | undefined {
+const sqlOrdered = (kind: Kind): boolean => (kind.of === 'iri' ? kind.after === '' : isNumeric(kind) || kind.datatype === 'xsd:string');
+
+/**
+ * A group of triples, FILTERs, VALUES, OPTIONALs of a star's own properties, BINDs, MINUS and
+ * subqueries as a branch, its stars added to the scope's; undefined when it is not one. Every
+ * variable is bound in one place: a star's subject, one value triple (a link's object may be
+ * another star's subject: the join), a BIND, or a subquery (joined to the group's other places of
+ * the variable where both bind it in every solution). `nested`: the group of a MINUS or an EXISTS,
+ * of triples, OPTIONALs and FILTERs only (the evaluator's EXISTS takes no BIND, VALUES, MINUS or subquery).
+ */
+function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: Branch; variables: Map<string, { kind: Kind; nullable: boolean }> } | undefined {
+  const { stars } = scope;
   const triples: Array<{ subject: Term; predicate: Term; object: Term; optional?: number }> = [];
   const filterExpressions: unknown[] = [];
   /** Each OPTIONAL's FILTERs, and the variables the group's triples bind before it. */
   const optionalFilters: Array<{ expressions: unknown[]; before: Set<string> }> = [];
   const valuesBlocks: Array<Array<Record<string, Term | undefined>>> = [];
+  /** The variables the patterns so far bind (where a BIND or MINUS sees them). */
+  const bound = new Set<string>();
+  const binding = (subject: Term, object: Term) => [subject, object].filter(isVariable).forEach((term) => bound.add(term.value));
+  const bindPatterns: Array<{ variable: string; expression: unknown; before: Set<string> }> = [];
+  const minusPatterns: Array<{ patterns: Pattern[]; before: Set<string> }> = [];
+  const subqueries: SqlQuery[] = [];
   for (const pattern of patterns) {
-    if (pattern.type === 'bgp') triples.push(...(pattern.triples ?? []));
-    else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
-    else if (pattern.type === 'values') valuesBlocks.push(pattern.values ?? []);
-    else if (pattern.type === 'optional') {
+    if (pattern.type === 'bgp') {
+      triples.push(...(pattern.triples ?? []));
+      for (const triple of pattern.triples ?? []) binding(triple.subject, triple.object);
+    } else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
+    else if (pattern.type === 'values' && !nested) valuesBlocks.push(pattern.values ?? []);
+    else if (pattern.type === 'bind' && !nested && isVariable(pattern.variable)) {
+      bindPatterns.push({ variable: pattern.variable.value, expression: pattern.expression, before: new Set(bound) });
+      bound.add(pattern.variable.value);
+    } else if (pattern.type === 'minus' && !nested) minusPatterns.push({ patterns: pattern.patterns ?? [], before: new Set(bound) });
+    else if (pattern.type === 'group' && !nested && pattern.patterns?.length === 1 && pattern.patterns[0].type === 'query') {
+      const inner = queryOf(pattern.patterns[0] as unknown as SparqlQuery, scope, true);
+      if (!inner) return undefined;
+      subqueries.push(inner);
+      for (const projection of inner.projections) bound.add(projection.name);
+    } else if (pattern.type === 'optional') {
       const inner = pattern.patterns ?? [];
       const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : []));
       if (!own.length || inner.some((each) => each.type !== 'bgp' && each.type !== 'filter')) return undefined;
@@ -390,9 +530,10 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
         before: new Set(triples.filter((triple) => triple.optional === undefined).flatMap((triple) => [triple.subject, triple.object].filter(isVariable).map((term) => term.value))),
       });
       triples.push(...own.map((triple) => ({ ...triple, optional: optionalFilters.length - 1 })));
+      for (const triple of own) binding(triple.subject, triple.object);
     } else return undefined;
   }
-  if (!triples.some((triple) => triple.optional === undefined)) return undefined;
+  if (!triples.some((triple) => triple.optional === undefined) && !subqueries.length) return undefined;
   const bySubject = new Map<string, Array<{ predicate: Term; object: Term; optional?: number }>>();
   for (const { subject, predicate, object, optional } of triples) {
     if (!isVariable(subject) || predicate.termType !== 'NamedNode') return undefined;
@@ -400,7 +541,7 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
   }
   const first = stars.length;
   for (const [variable, starTriples] of bySubject) {
-    const star = starOver(variable, starTriples, sources, othersOf, terms, baseIri);
+    const star = starOver(variable, starTriples, scope);
     if (!star) return undefined;
     stars.push(star);
   }
@@ -421,24 +562,57 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
       variables.set(triple.variable, { kind: triple.kind === 'link' ? { of: 'iri', before: triple.before, after: triple.after } : { of: 'literal', datatype: triple.datatype }, nullable: triple.optional !== undefined });
     }
   }
-  // Stars must be joined into one.
-  const linked = new Set<number>([first]);
+  // A subquery's variables join the group's where it has them too (the same kind, bound in every solution of both).
+  for (const inner of subqueries) {
+    for (const projection of inner.projections) {
+      const innerVariable = projection.group ?? projection.plain;
+      const kind = projectionKind(projection, (name) => inner.variables.find((variable) => variable.name === name)!.kind);
+      const nullable = innerVariable !== undefined && inner.variables.find((variable) => variable.name === innerVariable)!.nullable;
+      const known = variables.get(projection.name);
+      if (known && (known.nullable || nullable || kindKey(known.kind) !== kindKey(kind))) return undefined;
+      if (!known) variables.set(projection.name, { kind, nullable });
+    }
+  }
+  // Stars and subqueries must be joined into one: each shares a variable with another.
+  const places: Array<Set<string>> = [
+    ...own.map((star) => new Set([star.variable, ...star.triples.flatMap((triple) => (triple.kind === 'type' ? [] : [triple.variable]))])),
+    ...subqueries.map((inner) => new Set(inner.projections.map((projection) => projection.name))),
+  ];
+  const linked = new Set<number>([0]);
   for (let grew = true; grew; ) {
     grew = false;
-    own.forEach((star, at) => {
-      for (const triple of star.triples) {
-        if (triple.kind !== 'link' || triple.joins === undefined) continue;
-        if (linked.has(first + at) !== linked.has(triple.joins)) {
-          linked.add(first + at);
-          linked.add(triple.joins);
-          grew = true;
-        }
-      }
+    places.forEach((names, at) => {
+      if (linked.has(at) || ![...linked].some((other) => [...places[other]].some((name) => names.has(name)))) return;
+      linked.add(at);
+      grew = true;
     });
   }
-  if (linked.size !== own.length) return undefined;
+  if (linked.size !== places.length) return undefined;
+  // BINDs in order, each over the variables bound before it (later ones are unbound there: the evaluator's to answer).
+  const binds: Branch['binds'] = [];
+  for (const { variable, expression, before } of bindPatterns) {
+    if (variables.has(variable)) return undefined;
+    const found = expressionOf(expression, (name) => (before.has(name) ? variables.get(name) : undefined));
+    if (!found) return undefined;
+    binds.push({ variable, expression: found.expression });
+    variables.set(variable, { kind: found.kind, nullable: found.nullable });
+  }
   const kindOf = (name: string) => variables.get(name)?.kind;
-  const filters = filterExpressions.map((expression) => conditionOf(expression, kindOf));
+  // FILTER (NOT) EXISTS: the inner group's solutions that agree with the group's on the variables they share.
+  const existsOf = nested ? undefined : (pattern: Pattern, negated: boolean): Condition | undefined => {
+    const inner = groupOf(pattern.type === 'group' ? pattern.patterns ?? [] : [pattern], scope, true);
+    if (!inner) return undefined;
+    const shared: Array<{ name: string; outerNullable: boolean }> = [];
+    for (const [name, variable] of inner.variables) {
+      const outer = variables.get(name);
+      if (!outer) continue;
+      // Substituted where bound: equal to the inner's where it binds the variable in every solution, of the same kind.
+      if (variable.nullable || kindKey(variable.kind) !== kindKey(outer.kind)) return undefined;
+      shared.push({ name, outerNullable: outer.nullable });
+    }
+    return { kind: 'exists', negated, branch: inner.branch, shared };
+  };
+  const filters = filterExpressions.map((expression) => conditionOf(expression, kindOf, existsOf));
   // An OPTIONAL's FILTER sees the variables the group's triples bound before it and its own; one bound
   // later in the group, or by another OPTIONAL, is unbound there (the evaluator's to answer).
   const optionals = optionalFilters.map(({ expressions, before }, at) => expressions.map((expression) => conditionOf(expression, (name) => {
@@ -447,6 +621,21 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
     return variable && (before.has(name) || ownTriple) ? variable.kind : undefined;
   })));
   if (!filters.every(Boolean) || !optionals.every((conditions) => conditions.every(Boolean))) return undefined;
+  // MINUS removes a solution compatible with one of its group's that shares a variable with it: one
+  // sharing none removes nothing (§18.5). Its variables bound only after it would be unbound there: the evaluator's.
+  const minus: Branch['minus'] = [];
+  for (const { patterns: inner, before } of minusPatterns) {
+    const found = groupOf(inner, scope, true);
+    if (!found) return undefined;
+    const shared: Branch['minus'][number]['shared'] = [];
+    for (const [name, variable] of found.variables) {
+      const outer = variables.get(name);
+      if (!outer) continue;
+      if (!before.has(name) || kindKey(variable.kind) !== kindKey(outer.kind)) return undefined;
+      shared.push({ name, outerNullable: outer.nullable, innerNullable: variable.nullable });
+    }
+    if (shared.length) minus.push({ branch: found.branch, shared });
+  }
   const values: Branch['values'] = [];
   for (const rows of valuesBlocks) {
     const names = [...new Set(rows.flatMap((row) => Object.keys(row)))].map((key) => key.replace(/^[?$]/, ''));
@@ -464,11 +653,11 @@ function groupOf(patterns: Pattern[], stars: Star[], sources: ReachTable[], othe
     }
     values.push({ variables: names, rows: table });
   }
-  return { branch: { stars: own.map((_, at) => first + at), filters: filters as Condition[], optionals: optionals as Condition[][], values }, variables };
+  return { branch: { stars: own.map((_, at) => first + at), filters: filters as Condition[], optionals: optionals as Condition[][], values, binds, subqueries, minus }, variables };
 }
 
 /** A subject variable's triples as a star over the one source that alone yields all of them. */
-function starOver(variable: string, triples: Array<{ predicate: Term; object: Term; optional?: number }>, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): Star | undefined {
+function starOver(variable: string, triples: Array<{ predicate: Term; object: Term; optional?: number }>, { sources, othersOf, terms, baseIri }: Scope): Star | undefined {
   for (const [at, source] of sources.entries()) {
     const subject = oneFieldTemplate(source.mapping.subjectTemplate);
     const others = othersOf(at);
@@ -549,38 +738,24 @@ interface Statement {
   oddChecks: string[];
   /** A string compared in code point order: the database's text must then be UTF-8, whose byte order that is. */
   ordersText: boolean;
+  /** Every group's stars (SqlQuery.stars), the sources they read, and which are read in one scan. */
+  stars: Star[];
+  sources: Array<ReachTable & { version: string }>;
+  fusable: boolean[];
+  /** Names given so far to the statement's relations (VALUES tables, subqueries), to number the next. */
+  named: number;
 }
 
 async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
-  const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], ordersText: false };
-  // The branches' solutions as one relation: x<k> the text of variable k (NULL where unbound), n<k> its number.
-  const branches = query.branches.map((branch, b) => branchSql(statement, query, branch, b, sources, fusable));
-  const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
-  const solution = (name: string): Column => ({ text: `x${at.get(name)}`, num: isNumeric(query.variables[at.get(name)!].kind) ? `n${at.get(name)}` : undefined });
-  const selects = query.projections.map((projection, p) => {
-    if (projection.group) return `${solution(projection.group).text} AS p${p}`;
-    if (projection.plain) return `${solution(projection.plain).text} AS p${p}`;
-    if (projection.total) {
-      const column = solution(projection.total.of).num!;
-      // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
-      return `sum(${column}) AS p${p}, count(${column}) AS n${p}, count(*) AS a${p}`;
-    }
-    const { of, distinct } = projection.count!;
-    if (of) return `count(${distinct ? 'DISTINCT ' : ''}${solution(of).text}) AS p${p}`;
-    if (distinct) return `count(DISTINCT ROW(${query.variables.map((_, k) => `x${k}`).join(', ')})) AS p${p}`;
-    return `count(*) AS p${p}`;
-  });
-  const filters = query.filters.map((condition) => conditionSql(condition, solution, statement));
-  const groupColumns = query.groupBy.map((name) => solution(name).text);
+  const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], ordersText: false, stars: query.stars, sources, fusable, named: 0 };
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
   const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
+  answerCtes(statement, query, 'answer', cap);
+  const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
   const { params, ctes, oddChecks, unfusedChecks } = statement;
   if (statement.ordersText) oddChecks.push(`current_setting('server_encoding') <> 'UTF8'`);
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
-    solutions AS (${branches.join('\n    UNION ALL\n    ')}),
-    answer AS (SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}, true AS present
-      FROM solutions${filters.length ? ` WHERE ${filters.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}),
     oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd, (${unfusedChecks.length ? unfusedChecks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false'}) AS unfused)
     SELECT answer.*, oddity.odd, oddity.unfused FROM oddity LEFT JOIN answer ON true`;
   // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
@@ -623,12 +798,79 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
 }
 
 /**
+ * A query's answer as CTEs: `<name>_solutions`, its branches' solutions as one relation (x<k> the
+ * text of variable k, NULL where unbound, n<k> its number, bodd a value a BIND cannot compute
+ * exactly), and `<name>`, a row per solution or group (p<p> each projection's text). The
+ * outermost query's (`cap`: at most that many rows and one more) is finished in this process
+ * (SUM and AVG, ORDER BY, OFFSET, LIMIT); a subquery's is PostgreSQL's (q<p> the numbers of its
+ * numeric projections), ordered in the evaluator's order and sliced there.
+ */
+function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: number): void {
+  const subquery = name !== 'answer';
+  const branches = query.branches.map((branch) => branchSql(statement, query, branch));
+  const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
+  const solution = (variable: string): Column => ({ text: `x${at.get(variable)}`, num: isNumeric(query.variables[at.get(variable)!].kind) ? `n${at.get(variable)}` : undefined });
+  const selects = query.projections.map((projection, p) => {
+    const shown = projection.group ?? projection.plain;
+    if (shown !== undefined) {
+      const column = solution(shown);
+      const number = subquery && column.num ? `, ${projection.group ? `min(${column.num})` : column.num} AS q${p}` : '';
+      return `${column.text} AS p${p}${number}`;
+    }
+    if (projection.total) {
+      const column = solution(projection.total.of).num!;
+      // count(num) < count(*): a value that is not a number of its datatype, which fails the total.
+      return `sum(${column}) AS p${p}, count(${column}) AS n${p}, count(*) AS a${p}`;
+    }
+    const { of, distinct } = projection.count!;
+    const count = of ? `count(${distinct ? 'DISTINCT ' : ''}${solution(of).text})` : distinct ? `count(DISTINCT ROW(${query.variables.map((_, k) => `x${k}`).join(', ')}))` : 'count(*)';
+    return subquery ? `${count}::text AS p${p}, ${count} AS q${p}` : `${count} AS p${p}`;
+  });
+  const filters = query.filters.map((condition) => conditionSql(condition, solution, statement));
+  const groupColumns = query.groupBy.map((variable) => solution(variable).text);
+  const { ctes, oddChecks, params } = statement;
+  ctes.push(`${name}_solutions AS (${branches.join('\n    UNION ALL\n    ')})`);
+  oddChecks.push(`(SELECT bool_or(bodd) FROM ${name}_solutions)`);
+  const rows = `SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}${subquery ? '' : ', true AS present'}
+      FROM ${name}_solutions${filters.length ? ` WHERE ${filters.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}`;
+  if (!subquery || (!query.order.length && !query.offset && query.limit === undefined)) return void ctes.push(`${name} AS (${rows})`);
+  // ORDER BY as orderTerms sorts one kind's values: unbound first; numbers by value, then the
+  // values that are none by their text; strings and keys in code point order.
+  const keys = query.order.flatMap(({ at: p, descending }) => {
+    const kind = projectionKind(query.projections[p], (variable) => query.variables[at.get(variable)!].kind);
+    const direction = descending ? ' DESC' : '';
+    if (kind.of === 'iri') oddChecks.push(`(SELECT bool_or(p${p} !~ ${params.add(UNRESERVED_KEY)}::text) FROM ${name}_rows)`);
+    else statement.ordersText ||= !isNumeric(kind);
+    const text = `p${p} COLLATE "C"${direction}`;
+    return [`(p${p} IS NOT NULL)${direction}`, ...(isNumeric(kind) ? [`(q${p} IS NULL)${direction}`, `q${p}${direction}`] : []), text];
+  });
+  ctes.push(`${name}_rows AS (${rows})`);
+  ctes.push(`${name} AS (SELECT * FROM ${name}_rows ORDER BY ${keys.join(', ')}${query.limit !== undefined ? ` LIMIT ${params.add(query.limit)}::bigint` : ''}${query.offset ? ` OFFSET ${params.add(query.offset)}::bigint` : ''})`);
+}
+
+/**
  * One branch's solutions as a SELECT of every variable's columns (NULL where the branch leaves it
  * unbound): its stars' relations joined (a row a solution: each star's subject with one of each of
  * its distinct values), its OPTIONALs left joined, its VALUES joined, its FILTERs applied.
  */
-function branchSql(statement: Statement, query: SqlQuery, branch: Branch, b: number, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): string {
-  const { params, ctes, unfusedChecks, oddChecks } = statement;
+function branchSql(statement: Statement, query: SqlQuery, branch: Branch): string {
+  const { columns, from, where, odd } = branchParts(statement, branch);
+  const selected = query.variables.map((variable, k) => {
+    const column = columns.get(variable.name);
+    return `${column ? column.text : 'NULL::text'} AS x${k}${isNumeric(variable.kind) ? `, ${column?.num ?? 'NULL::numeric'} AS n${k}` : ''}`;
+  });
+  return `SELECT ${selected.join(', ')}, ${odd.length ? odd.join(' OR ') : 'false'} AS bodd FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
+}
+
+/**
+ * A branch's relations and conditions (its solutions are the rows of `FROM from WHERE where`), the
+ * columns of its variables, and what flags a row whose BINDs SQL does not compute as SPARQL does.
+ * Its stars' relations, its subqueries' answers and the groups of its EXISTS and MINUS are added
+ * to the statement's CTEs.
+ */
+function branchParts(statement: Statement, branch: Branch): { columns: Map<string, Column>; from: string; where: string[]; odd: string[] } {
+  const { params, ctes, unfusedChecks, oddChecks, sources, fusable } = statement;
+  const query = { stars: statement.stars };
   const from: string[] = [];
   const on: string[] = [];
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
@@ -762,19 +1004,88 @@ function branchSql(statement: Statement, query: SqlQuery, branch: Branch, b: num
   for (const { variables, when } of scanned) {
     for (const { name, column } of variables) columns.set(name, { text: `CASE WHEN ${when} THEN ${column.text} END`, num: column.num && `CASE WHEN ${when} THEN ${column.num} END` });
   }
+  // Subqueries: their answers, joined to the group's other places of their variables.
+  for (const subquery of branch.subqueries) {
+    const name = `subquery${statement.named++}`;
+    answerCtes(statement, subquery, name);
+    from.push(name);
+    subquery.projections.forEach((projection, p) => {
+      const kind = projectionKind(projection, (variable) => subquery.variables.find((each) => each.name === variable)!.kind);
+      const column = { text: `${name}.p${p}`, num: isNumeric(kind) ? `${name}.q${p}` : undefined };
+      const known = columns.get(projection.name);
+      if (known) on.push(`${column.text} = ${known.text}`);
+      else columns.set(projection.name, column);
+    });
+  }
+  // BINDs, over the columns of the variables before them.
+  const odd: string[] = [];
+  for (const { variable, expression } of branch.binds) {
+    const computed = expressionSql(expression, (name) => columns.get(name)!, statement);
+    odd.push(...computed.odd);
+    columns.set(variable, computed);
+  }
   // VALUES: each row joins the solutions whose values are its terms, once for each time it is there.
-  branch.values.forEach((table, j) => {
+  branch.values.forEach((table) => {
     if (!table.rows.length) return void on.push('false');
-    const alias = `values${b}_${j}`;
+    const alias = `values${statement.named++}`;
     from.push(`(VALUES ${table.rows.map((row) => `(${row.map((text) => `${params.add(text)}::text`).join(', ')})`).join(', ')}) AS ${alias}(${table.variables.map((_, c) => `c${c}`).join(', ')})`);
     table.variables.forEach((name, c) => on.push(`${alias}.c${c} = ${columnOf(name).text}`));
   });
   for (const condition of branch.filters) on.push(conditionSql(condition, columnOf, statement));
-  const selected = query.variables.map((variable, k) => {
-    const column = columns.get(variable.name);
-    return `${column ? column.text : 'NULL::text'} AS x${k}${isNumeric(variable.kind) ? `, ${column?.num ?? 'NULL::numeric'} AS n${k}` : ''}`;
-  });
-  return `SELECT ${selected.join(', ')} FROM ${from.join(' CROSS JOIN ')}${leftJoins.map((join) => ` ${join}`).join('')}${on.length ? ` WHERE ${on.join(' AND ')}` : ''}`;
+  // MINUS: no solution of its group is compatible with this one and shares a bound variable with it.
+  for (const { branch: inner, shared } of branch.minus) {
+    const parts = branchParts(statement, inner);
+    const compatible = shared.map(({ name, outerNullable, innerNullable }) => {
+      const [outer, other] = [columnOf(name).text, parts.columns.get(name)!.text];
+      return outerNullable || innerNullable ? `(${outer} IS NULL OR ${other} IS NULL OR ${other} = ${outer})` : `${other} = ${outer}`;
+    });
+    const overlap = shared.some(({ outerNullable, innerNullable }) => !outerNullable && !innerNullable)
+      ? []
+      : [`(${shared.map(({ name }) => `(${columnOf(name).text} IS NOT NULL AND ${parts.columns.get(name)!.text} IS NOT NULL)`).join(' OR ')})`];
+    on.push(`NOT EXISTS (SELECT 1 FROM ${parts.from} WHERE ${[...parts.where, ...compatible, ...overlap].join(' AND ') || 'true'})`);
+  }
+  return { columns, from: `${from.join(' CROSS JOIN ')}${leftJoins.map((join) => ` ${join}`).join('')}`, where: on, odd };
+}
+
+/** A BIND's value: its text (NULL for an error) and, when numeric, its number; `odd`: where SQL's text would not be SPARQL's. */
+function expressionSql(expression: Expression, columnOf: (name: string) => Column, statement: Statement): Column & { odd: string[] } {
+  const { params } = statement;
+  switch (expression.op) {
+    case 'variable':
+      return { ...columnOf(expression.name), odd: [] };
+    case 'constant': {
+      const value = params.add(expression.value);
+      return { text: `${value}::text`, num: expression.numeric ? `${value}::numeric` : undefined, odd: [] };
+    }
+    case 'str': {
+      const arg = expressionSql(expression.arg, columnOf, statement);
+      if (!expression.iri) return { text: arg.text, odd: arg.odd };
+      // encodeURIComponent leaves a key of unreserved characters as it is; others are flagged.
+      return { text: `(${params.add(expression.iri.before)}::text || ${arg.text} || ${params.add(expression.iri.after)}::text)`, odd: [...arg.odd, `(${arg.text} !~ ${params.add(UNRESERVED_KEY)}::text)`] };
+    }
+    case 'ucase':
+    case 'lcase': {
+      // PostgreSQL's C collation cases ASCII only, as JavaScript does there: other text is flagged (one byte a character).
+      const arg = expressionSql(expression.arg, columnOf, statement);
+      return { text: `${expression.op === 'ucase' ? 'upper' : 'lower'}(${arg.text} COLLATE "C")`, odd: [...arg.odd, `(octet_length(${arg.text}) <> length(${arg.text}))`] };
+    }
+    case 'strlen': {
+      // Characters (UTF-8's code points), as the evaluator counts them.
+      const arg = expressionSql(expression.arg, columnOf, statement);
+      return { text: `length(${arg.text})::text`, num: `length(${arg.text})::numeric`, odd: arg.odd };
+    }
+    case 'concat': {
+      const args = expression.args.map((arg) => expressionSql(arg, columnOf, statement));
+      return { text: args.length ? `(${args.map((arg) => arg.text).join(' || ')})` : `''::text`, odd: args.flatMap((arg) => arg.odd) };
+    }
+    default: {
+      const [a, b] = expression.args.map((arg) => expressionSql(arg, columnOf, statement));
+      const num = `(${a.num!} ${expression.op} ${b.num!})`;
+      // The canonical form the evaluator writes: no trailing zeros, and a decimal's point (lexicalForm in numeric.ts).
+      const digits = `trim_scale(${num})::text`;
+      return { text: expression.integer ? digits : `(CASE WHEN strpos(${digits}, '.') > 0 THEN ${digits} ELSE ${digits} || '.0' END)`, num, odd: [...a.odd, ...b.odd] };
+    }
+  }
 }
 
 const SQL_OPERATORS: Record<Extract<Condition, { kind: 'compare' }>['op'], string> = { '<': '<', '<=': '<=', '>': '>', '>=': '>=', '=': '=', '!=': '<>' };
@@ -798,6 +1109,16 @@ function conditionSql(condition: Condition, columnOf: (name: string) => Column, 
       if (condition.op !== '=' && condition.op !== '!=') statement.ordersText = true;
       // COLLATE "C": bytes, which in UTF-8 is code point order, SPARQL's (the database's own collation need not be).
       return `((${column.text}) COLLATE "C" ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::text)`;
+    }
+    case 'exists': {
+      // Correlated: PostgreSQL runs it as a (anti) semi-join on the shared variables.
+      const parts = branchParts(statement, condition.branch);
+      const correlated = condition.shared.map(({ name, outerNullable }) => {
+        const [outer, inner] = [columnOf(name).text, parts.columns.get(name)!.text];
+        return outerNullable ? `(${outer} IS NULL OR ${inner} = ${outer})` : `${inner} = ${outer}`;
+      });
+      const where = [...parts.where, ...correlated];
+      return `(${condition.negated ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${parts.from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}))`;
     }
     case 'string': {
       const text = columnOf(condition.variable).text;
