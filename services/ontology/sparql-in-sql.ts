@@ -808,6 +808,8 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
 function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: number): void {
   const subquery = name !== 'answer';
   const branches = query.branches.map((branch) => branchSql(statement, query, branch));
+  // Only where a BIND may be flagged: a second reference makes PostgreSQL materialize the solutions.
+  const flagged = query.branches.some((branch) => branch.binds.some(({ expression }) => mayBeFlagged(expression)));
   const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
   const solution = (variable: string): Column => ({ text: `x${at.get(variable)}`, num: isNumeric(query.variables[at.get(variable)!].kind) ? `n${at.get(variable)}` : undefined });
   const selects = query.projections.map((projection, p) => {
@@ -830,7 +832,7 @@ function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: n
   const groupColumns = query.groupBy.map((variable) => solution(variable).text);
   const { ctes, oddChecks, params } = statement;
   ctes.push(`${name}_solutions AS (${branches.join('\n    UNION ALL\n    ')})`);
-  oddChecks.push(`(SELECT bool_or(bodd) FROM ${name}_solutions)`);
+  if (flagged) oddChecks.push(`(SELECT bool_or(bodd) FROM ${name}_solutions)`);
   const rows = `SELECT ${query.distinct ? 'DISTINCT ' : ''}${selects.join(', ')}${subquery ? '' : ', true AS present'}
       FROM ${name}_solutions${filters.length ? ` WHERE ${filters.join(' AND ')}` : ''}${groupColumns.length ? ` GROUP BY ${groupColumns.join(', ')}` : ''}${cap ? ` LIMIT ${cap + 1}` : ''}`;
   if (!subquery || (!query.order.length && !query.offset && query.limit === undefined)) return void ctes.push(`${name} AS (${rows})`);
@@ -1045,6 +1047,13 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     on.push(`NOT EXISTS (SELECT 1 FROM ${parts.from} WHERE ${[...parts.where, ...compatible, ...overlap].join(' AND ') || 'true'})`);
   }
   return { columns, from: `${from.join(' CROSS JOIN ')}${leftJoins.map((join) => ` ${join}`).join('')}`, where: on, odd };
+}
+
+/** Whether expressionSql may flag a value of this expression (cased text, an IRI's text). */
+function mayBeFlagged(expression: Expression): boolean {
+  if (expression.op === 'ucase' || expression.op === 'lcase' || (expression.op === 'str' && expression.iri)) return true;
+  if ('arg' in expression) return mayBeFlagged(expression.arg);
+  return 'args' in expression && expression.args.some(mayBeFlagged);
 }
 
 /** A BIND's value: its text (NULL for an error) and, when numeric, its number; `odd`: where SQL's text would not be SPARQL's. */
