@@ -93,8 +93,10 @@ const isNumeric = (kind: Kind | undefined): boolean => kind?.of === 'literal' &&
 interface Variable {
   name: string;
   kind: Kind;
-  /** Unbound in some solutions: bound in an OPTIONAL, or not in every UNION branch. */
+  /** Unbound in some solutions: bound in an OPTIONAL, or not in every UNION branch, or by a BIND's error. */
   nullable: boolean;
+  /** Unbound only where a BIND's expression is an error (a value no number): a total over it fails as over such a value (checked). */
+  erring?: boolean;
 }
 
 /**
@@ -311,7 +313,9 @@ interface Scope {
 const UNRESERVED_KEY = "^[A-Za-z0-9_.!~*'()-]*$";
 
 /** A BIND's expression over variables of these kinds, with the kind of its value; undefined where SQL would not give SPARQL's. */
-function expressionOf(expression: unknown, variableOf: (name: string) => { kind: Kind; nullable: boolean } | undefined): { expression: Expression; kind: Kind; nullable: boolean } | undefined {
+type Bound = { kind: Kind; nullable: boolean; erring?: boolean };
+
+function expressionOf(expression: unknown, variableOf: (name: string) => Bound | undefined): ({ expression: Expression } & Bound) | undefined {
   const STRING: Kind = { of: 'literal', datatype: 'xsd:string' };
   if (isVariable(expression)) {
     const variable = variableOf(expression.value);
@@ -328,22 +332,25 @@ function expressionOf(expression: unknown, variableOf: (name: string) => { kind:
   if (!args.every(Boolean)) return undefined;
   const parts = args as Array<NonNullable<(typeof args)[number]>>;
   const nullable = parts.some((part) => part.nullable);
+  // Unbound where a variable is, or only where an expression errs.
+  const absent = parts.some((part) => part.nullable && !part.erring);
+  const erring = nullable && !absent;
   const isString = (kind: Kind) => kind.of === 'literal' && kind.datatype === 'xsd:string';
   const operator = String(e.operator).toLowerCase();
   if (operator === 'str' && parts.length === 1) {
     const [arg] = parts;
     // An IRI's text: its template around the key, exact where the key needs no percent-encoding (others are flagged) and nothing follows it.
-    if (arg.kind.of === 'iri') return { expression: { op: 'str', arg: arg.expression, iri: { before: arg.kind.before, after: arg.kind.after } }, kind: STRING, nullable };
-    return { expression: { op: 'str', arg: arg.expression }, kind: STRING, nullable };
+    if (arg.kind.of === 'iri') return { expression: { op: 'str', arg: arg.expression, iri: { before: arg.kind.before, after: arg.kind.after } }, kind: STRING, nullable, erring };
+    return { expression: { op: 'str', arg: arg.expression }, kind: STRING, nullable, erring };
   }
   if ((operator === 'ucase' || operator === 'lcase' || operator === 'strlen') && parts.length === 1 && isString(parts[0].kind)) {
-    return { expression: { op: operator, arg: parts[0].expression }, kind: operator === 'strlen' ? { of: 'literal', datatype: 'xsd:integer' } : STRING, nullable };
+    return { expression: { op: operator, arg: parts[0].expression }, kind: operator === 'strlen' ? { of: 'literal', datatype: 'xsd:integer' } : STRING, nullable, erring };
   }
-  if (operator === 'concat' && parts.every((part) => isString(part.kind))) return { expression: { op: 'concat', args: parts.map((part) => part.expression) }, kind: STRING, nullable };
+  if (operator === 'concat' && parts.every((part) => isString(part.kind))) return { expression: { op: 'concat', args: parts.map((part) => part.expression) }, kind: STRING, nullable, erring };
   if ((operator === '+' || operator === '-' || operator === '*') && parts.length === 2 && parts.every((part) => isNumeric(part.kind))) {
     const integer = parts.every((part) => (part.kind as { datatype: string }).datatype === 'xsd:integer');
     // A value that is no number of its datatype makes an error: unbound.
-    return { expression: { op: operator, args: [parts[0].expression, parts[1].expression], integer }, kind: { of: 'literal', datatype: integer ? 'xsd:integer' : 'xsd:decimal' }, nullable: true };
+    return { expression: { op: operator, args: [parts[0].expression, parts[1].expression], integer }, kind: { of: 'literal', datatype: integer ? 'xsd:integer' : 'xsd:decimal' }, nullable: true, erring: !absent };
   }
   return undefined;
 }
@@ -410,11 +417,12 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
       const known = merged.get(name);
       // A variable bound to IRIs in one branch and literals in another (or to two datatypes) would be told apart by neither GROUP BY nor DISTINCT in SQL.
       if (known && kindKey(known.kind) !== kindKey(variable.kind)) return undefined;
-      merged.set(name, { name, kind: variable.kind, nullable: variable.nullable || Boolean(known?.nullable) });
+      const erring = (!variable.nullable || Boolean(variable.erring)) && (!known || !known.nullable || Boolean(known.erring));
+      merged.set(name, { name, kind: variable.kind, nullable: variable.nullable || Boolean(known?.nullable), erring: erring && (variable.nullable || Boolean(known?.nullable)) });
       inBranches.set(name, (inBranches.get(name) ?? 0) + 1);
     }
   }
-  for (const [name, count] of inBranches) if (count < branches.length) merged.get(name)!.nullable = true;
+  for (const [name, count] of inBranches) if (count < branches.length) Object.assign(merged.get(name)!, { nullable: true, erring: false });
   const kindOf = (name: string) => merged.get(name)?.kind;
   const filters: Condition[] = [];
   for (const expression of outerFilters) {
@@ -444,7 +452,7 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
     if ((aggregation === 'sum' || aggregation === 'avg') && !subquery) {
       // Over every solution's number: an unbound one would be an error of SPARQL's own.
       const summed = isVariable(of) && !expression.distinct ? merged.get(of.value) : undefined;
-      if (!summed || summed.nullable || !isNumeric(summed.kind)) return undefined;
+      if (!summed || (summed.nullable && !summed.erring) || !isNumeric(summed.kind)) return undefined;
       projections.push({ name: variable.value, total: { of: summed.name, average: aggregation === 'avg' } });
       continue;
     }
@@ -488,7 +496,7 @@ const sqlOrdered = (kind: Kind): boolean => (kind.of === 'iri' ? kind.after === 
  * the variable where both bind it in every solution). `nested`: the group of a MINUS or an EXISTS,
  * of triples, OPTIONALs and FILTERs only (the evaluator's EXISTS takes no BIND, VALUES, MINUS or subquery).
  */
-function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: Branch; variables: Map<string, { kind: Kind; nullable: boolean }> } | undefined {
+function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: Branch; variables: Map<string, Bound> } | undefined {
   const { stars } = scope;
   const triples: Array<{ subject: Term; predicate: Term; object: Term; optional?: number }> = [];
   const filterExpressions: unknown[] = [];
@@ -547,7 +555,7 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
   }
   const own = stars.slice(first);
   const subjects = new Map(own.map((star, at) => [star.variable, first + at]));
-  const variables = new Map<string, { kind: Kind; nullable: boolean }>(own.map((star) => [star.variable, { kind: { of: 'iri', before: star.subject.before, after: star.subject.after }, nullable: false }]));
+  const variables = new Map<string, Bound>(own.map((star) => [star.variable, { kind: { of: 'iri', before: star.subject.before, after: star.subject.after }, nullable: false }]));
   for (const star of own) {
     for (const triple of star.triples) {
       if (triple.kind === 'type') continue;
@@ -595,7 +603,7 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
     const found = expressionOf(expression, (name) => (before.has(name) ? variables.get(name) : undefined));
     if (!found) return undefined;
     binds.push({ variable, expression: found.expression });
-    variables.set(variable, { kind: found.kind, nullable: found.nullable });
+    variables.set(variable, { kind: found.kind, nullable: found.nullable, erring: found.erring });
   }
   const kindOf = (name: string) => variables.get(name)?.kind;
   // FILTER (NOT) EXISTS: the inner group's solutions that agree with the group's on the variables they share.

@@ -439,6 +439,9 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT ?u (COUNT(*) AS ?n) WHERE { ?c :name ?name FILTER (?name < "C") BIND (UCASE(?name) AS ?u) } GROUP BY ?u',
       'SELECT ?x (COUNT(*) AS ?n) WHERE { ?o :total ?t BIND (?t * 2 AS ?x) } GROUP BY ?x',
       'SELECT ?c ?l WHERE { ?c :name ?name BIND (?name AS ?m) BIND (STRLEN(?m) AS ?l) FILTER (?l >= 3 || ?m = "Di") }',
+      // Totals over arithmetic: unbound only where a value is no number, which the total checks as over the values.
+      'SELECT (SUM(?x) AS ?s) (AVG(?x) AS ?a) (COUNT(*) AS ?n) WHERE { ?c :age ?age BIND (?age * 2 - 1 AS ?x) }',
+      'SELECT ?name (SUM(?x) AS ?s) WHERE { ?c :name ?name ; :age ?age BIND (?age + 0.5 AS ?x) } GROUP BY ?name',
     ],
     'MINUS and FILTER (NOT) EXISTS over groups of the tables (disjoint MINUS removes nothing)': [
       'SELECT ?c WHERE { ?c a :Customer FILTER NOT EXISTS { ?o :placedBy ?c } }',
@@ -526,6 +529,8 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT ?c ?x WHERE { ?c :name ?n BIND (SUBSTR(?n, 1, 2) AS ?x) }',
       'SELECT ?o ?x WHERE { ?o :total ?t BIND (UCASE(?t) AS ?x) }',
       'SELECT ?o ?x WHERE { ?o a :Order BIND (?t + 1 AS ?x) ?o :total ?t }',
+      // A total over a BIND that errs where a total is no number ("abc", true): the evaluator's error.
+      'SELECT (SUM(?x) AS ?s) WHERE { ?o :total ?t BIND (?t + 1 AS ?x) }',
       // An EXISTS whose FILTER reads the enclosing group's variable, with VALUES inside, a MINUS sharing a variable bound after it.
       'SELECT ?c ?name WHERE { ?c :name ?name FILTER NOT EXISTS { ?c2 :name ?name2 FILTER (?name2 < ?name) } }',
       'SELECT ?o WHERE { ?o a :Order FILTER NOT EXISTS { ?o :total ?t VALUES ?t { 5 } } }',
