@@ -24,7 +24,10 @@ import { OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
 // package, not another binding), joined where a link's object is another star's subject; distinct
 // object variables; COUNT, SUM and AVG (numeric properties) with GROUP BY on star variables, or
 // plain projections (DISTINCT or not); FILTERs of numeric bounds; ORDER BY projected variables
-// (sorted here in the evaluator's order) with OFFSET and LIMIT. The SQL gives the solutions the
+// (sorted here in the evaluator's order) with OFFSET and LIMIT; BINDs of expressions SQL computes
+// with SPARQL's lexical forms (expressionOf); FILTER (NOT) EXISTS and MINUS over such groups, as
+// correlated (NOT) EXISTS subqueries; and subqueries of such queries, joined on their variables,
+// whose ORDER BY, OFFSET and LIMIT PostgreSQL applies in the evaluator's order. The SQL gives the solutions the
 // mapping's triples give: records grouped by the text their subject IRI is made of (records with
 // one IRI merge their triples), each field's values (or array elements) as the distinct lexical
 // forms the mapping writes, and a subject's solutions as the product of its distinct values. Where
