@@ -522,8 +522,9 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
       bindPatterns.push({ variable: pattern.variable.value, expression: pattern.expression, before: new Set(bound) });
       bound.add(pattern.variable.value);
     } else if (pattern.type === 'minus' && !nested) minusPatterns.push({ patterns: pattern.patterns ?? [], before: new Set(bound) });
-    else if (pattern.type === 'group' && !nested && pattern.patterns?.length === 1 && pattern.patterns[0].type === 'query') {
-      const inner = queryOf(pattern.patterns[0] as unknown as SparqlQuery, scope, true);
+    else if (!nested && (pattern.type === 'query' || (pattern.type === 'group' && pattern.patterns?.length === 1 && pattern.patterns[0].type === 'query'))) {
+      // A subquery is a group's one pattern, or (a UNION branch of it alone) the branch itself.
+      const inner = queryOf((pattern.type === 'query' ? pattern : pattern.patterns![0]) as unknown as SparqlQuery, scope, true);
       if (!inner) return undefined;
       subqueries.push(inner);
       for (const projection of inner.projections) bound.add(projection.name);

@@ -471,6 +471,9 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT (SUM(?n) AS ?total) (COUNT(*) AS ?groups) WHERE { { SELECT ?c (COUNT(*) AS ?n) WHERE { ?o :placedBy ?c } GROUP BY ?c } }',
       'SELECT ?c ?u WHERE { { SELECT ?c ?name WHERE { ?c :name ?name } ORDER BY ?name LIMIT 3 } BIND (STRLEN(?name) AS ?u) }',
       'SELECT ?o ?c ?n WHERE { ?o :placedBy ?c { SELECT ?c (COUNT(DISTINCT ?name) AS ?n) WHERE { ?c :name ?name } GROUP BY ?c } }',
+      'SELECT ?c ?n WHERE { { ?c :name ?name FILTER (?name < "C") } UNION { { SELECT ?c (COUNT(*) AS ?n) WHERE { ?o :placedBy ?c FILTER NOT EXISTS { ?o :total ?t } } GROUP BY ?c } } }',
+      'SELECT ?c ?m WHERE { { SELECT ?c (COUNT(*) AS ?m) WHERE { ?c :name ?name { SELECT DISTINCT ?c WHERE { ?o :placedBy ?c } } } GROUP BY ?c } }',
+      'SELECT ?name ?l WHERE { { SELECT ?name ?l WHERE { ?c :name ?name BIND (STRLEN(?name) AS ?l) MINUS { ?c :age ?a FILTER (?a > 36) } } ORDER BY DESC(?l) ?name LIMIT 3 } }',
     ],
   };
   for (const [construct, queries] of Object.entries(CONSTRUCTS)) {
@@ -544,13 +547,17 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     }
   });
 
-  it('evaluates a BIND over values SQL would not write as SPARQL does (cased non-ASCII text, an IRI whose key is percent-encoded), with the same answers', async () => {
+  it('evaluates a BIND over values SQL would not write as SPARQL does (cased non-ASCII text, an IRI whose key is percent-encoded) and a subquery ordered by such IRIs, with the same answers', async () => {
     const nonAscii = dataset.customers.some((customer) => [customer.full_name].flat().some((name) => typeof name === 'string' && Buffer.byteLength(name) !== name.length));
     const encodedKey = dataset.orders.some((order) => [order.customer].flat().some((key) => typeof key === 'string' && encodeURIComponent(key) !== key));
+    const encodedOrder = dataset.orders.some(({ id }) => typeof id === 'string' && id !== '' && encodeURIComponent(id) !== id);
     for (const [query, flagged] of [
       ['SELECT ?c ?u WHERE { ?c :name ?name BIND (UCASE(?name) AS ?u) }', nonAscii],
       ['SELECT ?c ?l WHERE { ?c :name ?name BIND (LCASE(?name) AS ?l) }', nonAscii],
       ['SELECT ?o ?s WHERE { ?o :placedBy ?c BIND (STR(?c) AS ?s) }', encodedKey],
+      ['SELECT ?c ?u WHERE { { SELECT ?c ?u WHERE { ?c :name ?name BIND (UCASE(?name) AS ?u) } } }', nonAscii],
+      // Ordered by IRIs: by their keys where no key is percent-encoded ("a b" is).
+      ['SELECT ?o WHERE { { SELECT ?o WHERE { ?o a :Order } ORDER BY DESC(?o) LIMIT 3 } }', encodedOrder],
     ] as const) {
       const { counted, whole } = await both(query);
       assert.deepEqual(counted.rows, whole.rows, query);
