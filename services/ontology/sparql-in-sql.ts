@@ -865,7 +865,8 @@ function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: n
 /**
  * One branch's solutions as a SELECT of every variable's columns (NULL where the branch leaves it
  * unbound): its stars' relations joined (a row a solution: each star's subject with one of each of
- * its distinct values), its OPTIONALs left joined, its VALUES joined, its FILTERs applied.
+ * its distinct values), its OPTIONALs left joined, its subqueries and VALUES joined, its BINDs
+ * computed, its FILTERs and MINUS applied; and bodd, whether a BIND's value here is flagged.
  */
 function branchSql(statement: Statement, query: SqlQuery, branch: Branch): string {
   const { columns, from, where, odd } = branchParts(statement, branch);
@@ -884,7 +885,6 @@ function branchSql(statement: Statement, query: SqlQuery, branch: Branch): strin
  */
 function branchParts(statement: Statement, branch: Branch): { columns: Map<string, Column>; from: string; where: string[]; odd: string[] } {
   const { params, ctes, unfusedChecks, oddChecks, sources, fusable } = statement;
-  const query = { stars: statement.stars };
   const from: string[] = [];
   const on: string[] = [];
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
@@ -897,7 +897,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
   /** Another star's OPTIONALs: a relation of their triples left joined on the subject (and the OPTIONAL's FILTER). */
   const joinedOptionals: Array<{ group: number; relation: string; alias: string; anchor: string }> = [];
   for (const x of branch.stars) {
-    const star = query.stars[x];
+    const star = statement.stars[x];
     const source = sources[star.source];
     const version = params.add(source.version);
     const table = qualified(workspaceSchema(source.workspaceId), source.table);
