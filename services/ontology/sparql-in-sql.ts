@@ -394,14 +394,20 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
   const where = (q.where ?? []) as Pattern[];
   const selected = q.variables as unknown[];
   if (!Array.isArray(selected) || selected.some((item) => (item as Term).termType === 'Wildcard')) return undefined;
-  const aggregated = ((q.group as unknown[] | undefined)?.length ?? 0) > 0 || selected.some((item) => !isVariable(item));
+  const isAggregate = (item: unknown) => (item as { expression?: { type?: string } }).expression?.type === 'aggregate';
+  const aggregated = ((q.group as unknown[] | undefined)?.length ?? 0) > 0 || selected.some(isAggregate);
+  // Select expressions of a query without aggregates: BINDs after each branch's patterns (an Extend of its
+  // solutions), where the WHERE clause never names their variable (a FILTER there sees it unbound).
+  const computed = selected.filter((item) => !isVariable(item) && !isAggregate(item)) as Array<{ expression: unknown; variable: Term }>;
+  if (computed.length && (aggregated || q.values || computed.some(({ variable }) => mentions(where, variable.value)))) return undefined;
+  const extend = (patterns: Pattern[]): Pattern[] => [...patterns, ...computed.map(({ expression, variable }) => ({ type: 'bind', expression, variable }))];
   // A UNION as the group's one pattern besides FILTERs: its branches' solutions, then the FILTERs.
   const unions = where.filter((pattern) => pattern.type === 'union');
-  let groups: Pattern[][] = [where];
+  let groups: Pattern[][] = [extend(where)];
   let outerFilters: unknown[] = [];
   if (unions.length) {
     if (unions.length > 1 || where.some((pattern) => pattern.type !== 'union' && pattern.type !== 'filter')) return undefined;
-    groups = (unions[0].patterns ?? []).map((branch) => (branch.type === 'group' ? branch.patterns ?? [] : [branch]));
+    groups = (unions[0].patterns ?? []).map((branch) => extend(branch.type === 'group' ? branch.patterns ?? [] : [branch]));
     outerFilters = where.filter((pattern) => pattern.type === 'filter').map((pattern) => pattern.expression);
   }
   // A trailing VALUES joins the group's solutions before any aggregate (§18.2.4.3 is after them: left to the evaluator).
@@ -441,6 +447,12 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
   }
   const projections: Projection[] = [];
   for (const item of selected) {
+    if (!isVariable(item) && !isAggregate(item)) {
+      // A select expression: its BIND's variable (unbound in every branch: the evaluator's).
+      if (!known((item as { variable: Term }).variable.value)) return undefined;
+      projections.push({ name: (item as { variable: Term }).variable.value, plain: (item as { variable: Term }).variable.value });
+      continue;
+    }
     if (isVariable(item)) {
       if (aggregated ? !groupBy.includes(item.value) : !known(item.value)) return undefined;
       // A subquery's variable is one column of its answer.
@@ -476,6 +488,25 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
   // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
   if ((subquery || !aggregated) && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
   return { stars: scope.stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+}
+
+/** Whether this expression is of expressionOf's functions, each an error over an unbound argument, and names a variable `absent` says is. */
+function unboundOver(expression: unknown, absent: (name: string) => boolean): boolean {
+  const strict = (e: unknown): boolean => {
+    if (isVariable(e) || isConstant(e)) return true;
+    const op = e as { type?: string; operator?: string; args?: unknown[] };
+    return op?.type === 'operation' && ['str', 'ucase', 'lcase', 'strlen', 'concat', '+', '-', '*'].includes(String(op.operator).toLowerCase()) && Array.isArray(op.args) && op.args.every(strict);
+  };
+  const names = (e: unknown): string[] => (isVariable(e) ? [e.value] : Array.isArray((e as { args?: unknown[] })?.args) ? (e as { args: unknown[] }).args.flatMap(names) : []);
+  return strict(expression) && names(expression).some(absent);
+}
+
+/** Whether a parsed pattern (or expression) names this variable anywhere. */
+function mentions(node: unknown, name: string): boolean {
+  if (Array.isArray(node)) return node.some((each) => mentions(each, name));
+  if (!node || typeof node !== 'object') return false;
+  if (isVariable(node)) return node.value === name;
+  return Object.values(node).some((each) => mentions(each, name));
 }
 
 /** The kind of a projection's values: its variable's, or an integer for a count. */
@@ -605,6 +636,9 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
   for (const { variable, expression, before } of bindPatterns) {
     if (variables.has(variable)) return undefined;
     const found = expressionOf(expression, (name) => (before.has(name) ? variables.get(name) : undefined));
+    // Over a variable the group never binds (a select expression over another UNION branch's), each of
+    // these functions errs: the variable stays unbound here.
+    if (!found && unboundOver(expression, (name) => !variables.has(name) && !bound.has(name))) continue;
     if (!found) return undefined;
     binds.push({ variable, expression: found.expression });
     variables.set(variable, { kind: found.kind, nullable: found.nullable, erring: found.erring });

@@ -186,7 +186,7 @@ function generatedGroup(picks: Picks): { text: string; variables: Variable[] } {
  * A BIND over one of the group's variables, after its triples: a copy, STRLEN, CONCAT or STR of
  * text, arithmetic on numbers. Named by its form and variable, so two UNION branches bind a name to one kind.
  */
-function generatedBind(picks: Picks, variables: Variable[]): { text: string; variable: Variable } {
+function generatedBind(picks: Picks, variables: Variable[]): { text: string; expression: string; variable: Variable } {
   const { name, kind } = picks.pick(variables);
   const forms: Array<{ form: string; expression: string; kind: ValueKind }> =
     kind === 'number'
@@ -196,7 +196,7 @@ function generatedBind(picks: Picks, variables: Variable[]): { text: string; var
         : [];
   const { form, expression, kind: bound } = picks.pick([{ form: 'copy', expression: `?${name}`, kind }, ...forms]);
   const variable = { name: `${form}_${name}`, kind: bound };
-  return { text: ` BIND (${expression} AS ?${variable.name})`, variable };
+  return { text: ` BIND (${expression} AS ?${variable.name})`, expression, variable };
 }
 
 /** A FILTER (NOT) EXISTS or MINUS over a group sharing one of the group's variables with it (their own variables named apart). */
@@ -252,8 +252,14 @@ function generatedQuery(picks: Picks): { text: string; ordered: boolean } {
     return { text: `SELECT ?${group} (COUNT(*) AS ?n) ${where} GROUP BY ?${group}`, ordered: false };
   }
   const projected = variables.filter((_, at) => at === 0 || picks.chance(70)).map(({ name }) => `?${name}`);
+  // A select expression, named apart from the WHERE clause's variables (as a BIND after it).
+  if (picks.chance(25)) {
+    const computed = generatedBind(picks, variables);
+    projected.push(`(${computed.expression} AS ?selected_${computed.variable.name})`);
+  }
+  const ordered = projected.map((item) => item.replace(/^\(.* AS (\?\w+)\)$/, '$1'));
   // Ordered by every projected variable, so the order (and a LIMIT's rows) is the data's alone.
-  if (form === 2) return { text: `SELECT ${projected.join(' ')} ${where} ORDER BY ${[...projected].reverse().map((name) => (picks.chance(30) ? `DESC(${name})` : name)).join(' ')} LIMIT ${1 + picks.next(6)}`, ordered: true };
+  if (form === 2) return { text: `SELECT ${projected.join(' ')} ${where} ORDER BY ${[...ordered].reverse().map((name) => (picks.chance(30) ? `DESC(${name})` : name)).join(' ')} LIMIT ${1 + picks.next(6)}`, ordered: true };
   return { text: `SELECT ${picks.chance(40) ? 'DISTINCT ' : ''}${projected.join(' ')} ${where}`, ordered: false };
 }
 
@@ -442,6 +448,14 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       // Totals over arithmetic: unbound only where a value is no number, which the total checks as over the values.
       'SELECT (SUM(?x) AS ?s) (AVG(?x) AS ?a) (COUNT(*) AS ?n) WHERE { ?c :age ?age BIND (?age * 2 - 1 AS ?x) }',
       'SELECT ?name (SUM(?x) AS ?s) WHERE { ?c :name ?name ; :age ?age BIND (?age + 0.5 AS ?x) } GROUP BY ?name',
+      // Select expressions of a query without aggregates: BINDs after the WHERE clause's patterns.
+      'SELECT ?o (?t + 1 AS ?x) (STR(?t) AS ?s) WHERE { ?o :total ?t }',
+      'SELECT ?c (CONCAT(?name, "!") AS ?shout) (STRLEN(?name) AS ?l) WHERE { ?c :name ?name }',
+      'SELECT DISTINCT (?age * 2 AS ?d) WHERE { ?c :age ?age }',
+      'SELECT ?o (?t * 2 AS ?a) (?a - ?t AS ?b) WHERE { { ?o :total ?t } UNION { ?o a :Order OPTIONAL { ?o :total ?t } } }',
+      'SELECT ?c ?n WHERE { ?c :name ?name { SELECT ?c (STRLEN(?name2) + 1 AS ?n) WHERE { ?c :name ?name2 } } }',
+      // Over a variable another UNION branch binds: an error, unbound, in this one.
+      'SELECT ?o ?c (STR(?t) AS ?s) (?t * 2 AS ?d) WHERE { { ?o :total ?t } UNION { ?o :placedBy ?c } }',
     ],
     'MINUS and FILTER (NOT) EXISTS over groups of the tables (disjoint MINUS removes nothing)': [
       'SELECT ?c WHERE { ?c a :Customer FILTER NOT EXISTS { ?o :placedBy ?c } }',
@@ -534,6 +548,9 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT ?o ?x WHERE { ?o a :Order BIND (?t + 1 AS ?x) ?o :total ?t }',
       // A total over a BIND that errs where a total is no number ("abc", true): the evaluator's error.
       'SELECT (SUM(?x) AS ?s) WHERE { ?o :total ?t BIND (?t + 1 AS ?x) }',
+      // A select expression whose variable a FILTER names (unbound there), or over an aggregate.
+      'SELECT ?o (?t + 1 AS ?x) WHERE { ?o :total ?t FILTER (!bound(?x)) }',
+      'SELECT (COUNT(*) + 1 AS ?n) WHERE { ?o :total ?t }',
       // An EXISTS whose FILTER reads the enclosing group's variable, with VALUES inside, a MINUS sharing a variable bound after it.
       'SELECT ?c ?name WHERE { ?c :name ?name FILTER NOT EXISTS { ?c2 :name ?name2 FILTER (?name2 < ?name) } }',
       'SELECT ?o WHERE { ?o a :Order FILTER NOT EXISTS { ?o :total ?t VALUES ?t { 5 } } }',
