@@ -172,13 +172,16 @@ describe('Operation declarations', () => {
 
   it('an operation that takes the request parts is reached by routes that hand them over as they are, and only then', () => {
     // invoke() validates the parts of an operation that is not flat for every door but HTTP: it
-    // must be the shape the operation takes, so a route's own mapping needs a flat operation.
+    // must be the shape the operation takes, so a route's own mapping needs a flat operation. A
+    // route without a mapping gets the one its operation's declaration implies (api/router.ts):
+    // the parts as they are (requestInput) unless the operation is flat.
     const problems: string[] = [];
     for (const route of allRoutes()) {
       const input = route.operation.input;
       if (!input || !(input.params || input.query || input.body)) continue;
-      if (route.input === requestInput && input.flat) problems.push(`${label(route)}: hands over the request parts, but ${route.operation.name} is declared flat`);
-      if (route.input !== requestInput && !input.flat) problems.push(`${label(route)}: maps the request onto fields, so ${route.operation.name} must be declared flat`);
+      const handsOverParts = route.input === undefined ? !input.flat : route.input === requestInput;
+      if (handsOverParts && input.flat) problems.push(`${label(route)}: hands over the request parts, but ${route.operation.name} is declared flat`);
+      if (!handsOverParts && !input.flat) problems.push(`${label(route)}: maps the request onto fields, so ${route.operation.name} must be declared flat`);
     }
     assert.deepEqual(problems, []);
   });
