@@ -12,16 +12,14 @@
  *
  * playwright-core drives Debian's chromium (scripts/infra/chromium.ts), as the browser tests do.
  */
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { chromium, type Page } from 'playwright-core';
 import { ensureChromium } from '../scripts/infra/chromium';
-import { ensureConsoleBuilt } from '../scripts/console-build';
-import { projectRoot } from '../core/paths';
 import { call, startBenchWeft, BenchWeft } from './support/weft';
 import { BenchRow, emit, figure, percentile, row } from './support/report';
 import { benchFlags, count } from './support/options';
 import { fillManagedTable } from './support/managed-fill';
+import { runScript } from '../test/support/processes';
 
 const BENCH = 'console';
 
@@ -39,19 +37,10 @@ const TARGET_MS = 1000;
 const PASSWORD = 'a bench password, long enough';
 
 /** The operator CLI, as a user runs it, against the bench's database; its JSON output. */
-function admin(weft: BenchWeft, args: string[]): Promise<any> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/admin.ts', ...args, '--json'], {
-      cwd: projectRoot,
-      env: { ...process.env, DATABASE_URL: weft.databaseUrl, WEFT_PUBLIC_URL: weft.baseUrl, WEFT_LOG_TO_STDERR: '1', LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(stdout)) : reject(new Error(`admin ${args.join(' ')}: exit ${code}: ${stderr}`))));
-  });
+async function admin(weft: BenchWeft, args: string[]): Promise<any> {
+  const result = await runScript('scripts/admin.ts', [...args, '--json'], { DATABASE_URL: weft.databaseUrl, WEFT_PUBLIC_URL: weft.baseUrl, WEFT_LOG_TO_STDERR: '1', LOG_LEVEL: 'warn' });
+  if (result.code !== 0) throw new Error(`admin ${args.join(' ')}: exit ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout);
 }
 
 async function ok<T = any>(answer: Promise<{ status: number; body: T }>, what: string): Promise<T> {
@@ -115,8 +104,6 @@ async function timedRequest(weft: BenchWeft, key: string, pathname: string): Pro
 
 async function main(): Promise<void> {
   console.log(`console: ${PIPELINES} pipelines, ${RUNS.toLocaleString('en-US')} runs, ${RECORDS.toLocaleString('en-US')} records, ${LOADS} timed loads per page`);
-  // The API serves the console's bundle; a clean clone has none until it is built.
-  ensureConsoleBuilt();
   const weft = await startBenchWeft({ name: BENCH, temporal: true });
   const browser = await chromium.launch({ executablePath: ensureChromium(), args: ['--no-sandbox'] });
   try {

@@ -7,8 +7,6 @@ import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
-import { SparqlMemory } from '../services/ontology/sparql-memory';
-import { ManagedTableMemory } from '../plugins/managed-table/memory';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
 import { closePostgresTablePools } from '../plugins/postgres-table';
@@ -84,8 +82,6 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     encryptionKey: settings.encryptionKey,
     clock,
     keyUsage,
-    sparqlMemory: new SparqlMemory(),
-    managedTables: new ManagedTableMemory(),
     ...runtimeState(db, clock),
   };
   const app = createApp(deps);

@@ -20,6 +20,7 @@ import { SCOPES } from '../../core/scopes';
 import { dataDir, projectRoot } from '../../core/paths';
 import { SERVICE_NODE_ARGS, WORKER_NODE_ARGS } from '../../worker/node-args';
 import { buildDir, ensureServiceBuilt } from '../../scripts/build';
+import { ensureConsoleBuilt } from '../../scripts/console-build';
 
 export interface BenchTenant {
   workspaceId: string;
@@ -82,6 +83,8 @@ export function startRole(role: 'api' | 'worker', env: NodeJS.ProcessEnv, nodeAr
   const logFile = path.join(dataDir(), 'bench', `${role}-${process.pid}.log`);
   mkdirSync(path.dirname(logFile), { recursive: true });
   if (!fromSources) ensureServiceBuilt();
+  // The API serves the console's bundle (a clean clone has none until it is built).
+  if (role === 'api') ensureConsoleBuilt();
   // tsx enables source maps as --enable-source-maps does: the sources run with the same flags.
   const script = fromSources ? ['--require', 'tsx/cjs', path.join(projectRoot, 'scripts/start.ts')] : [path.join(buildDir(), 'scripts/start.js')];
   const child = spawn(process.execPath, [...nodeArgs, ...(role === 'worker' ? WORKER_NODE_ARGS : SERVICE_NODE_ARGS), ...script, role], {

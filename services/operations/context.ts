@@ -32,10 +32,10 @@ export interface ServiceDependencies {
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'metering' | 'stripe' | 'requests'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'metering' | 'stripe' | 'requests'>;
 
 export function runtimeState(db: Db, clock: Clock): RuntimeState {
-  return { metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
 }
 
 /**
@@ -64,7 +64,7 @@ const noTemporal = new Proxy({}, {
  * the pool.
  */
 export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...runtimeState(db, clock) };
+  return { db, temporal: noTemporal, encryptionKey, clock, ...runtimeState(db, clock) };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

@@ -115,12 +115,15 @@ export const cancelRunOperation = defineOperation({
   },
 });
 
+/** Making, pausing and deleting a pipeline's schedules: who may launch it, as the member or key accountable for its launches. */
+const scheduleChanges = { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' } as const;
+
 type OneSchedule = { projectId: string; pipelineId: string; scheduleId: string };
 
 export const createPipelineScheduleOperation = defineOperation({
   name: 'createPipelineSchedule',
   summary: 'Launch the pipeline on a Temporal Schedule (every intervalSeconds, or on a cron in UTC).',
-  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
+  access: scheduleChanges,
   effect: 'write',
   idempotent: true,
   async run(ctx: OperationContext, { projectId: _projectId, pipelineId, ...plan }: { projectId: string; pipelineId: string } & ScheduleSpecInput) {
@@ -141,7 +144,7 @@ export const listPipelineSchedulesOperation = defineOperation({
 export const updatePipelineScheduleOperation = defineOperation({
   name: 'updatePipelineSchedule',
   summary: 'Pause or resume a schedule of the pipeline: paused, it launches nothing.',
-  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
+  access: scheduleChanges,
   effect: 'write',
   idempotent: true,
   async run(ctx: OperationContext, { pipelineId, scheduleId, paused }: OneSchedule & { paused: boolean }) {
@@ -152,7 +155,7 @@ export const updatePipelineScheduleOperation = defineOperation({
 export const deletePipelineScheduleOperation = defineOperation({
   name: 'deletePipelineSchedule',
   summary: 'Delete a schedule of the pipeline. Runs it launched stay.',
-  access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' },
+  access: scheduleChanges,
   effect: 'write',
   idempotent: true,
   async run(ctx: OperationContext, { pipelineId, scheduleId }: OneSchedule) {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../../core/paths';
@@ -81,7 +81,8 @@ async function runBlocks(blocks: ShellBlock[], addresses: { api: string; demoApi
     `curl() { command curl -w '\\n%{stderr}::curl:: %{http_code} %{url_effective}\\n' "$@"; }`,
     ...blocks.map((block, index) => `printf '\\n${MARK}%d\\n' ${index}\n${block.text.replaceAll(README_API, addresses.api).replaceAll(README_DEMO_API, addresses.demoApi)}`),
   ].join('\n');
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'weft-docs-')), 'walk-throughs.sh');
+  const folder = mkdtempSync(path.join(tmpdir(), 'weft-docs-'));
+  const file = path.join(folder, 'walk-throughs.sh');
   writeFileSync(file, script);
   const child = spawn('bash', ['--noprofile', '--norc', '-euo', 'pipefail', file], { cwd: projectRoot, env: { ...process.env, WEFT_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -89,6 +90,7 @@ async function runBlocks(blocks: ShellBlock[], addresses: { api: string; demoApi
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  rmSync(folder, { recursive: true, force: true });
   const parts = stdout.split(new RegExp(`\\n${MARK}(\\d+)\\n`));
   const runs: BlockRun[] = [];
   for (let i = 1; i < parts.length; i += 2) runs.push({ block: blocks[Number(parts[i])], output: parts[i + 1] });

@@ -8,8 +8,6 @@ import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
 import { closeRuntimeState, runtimeState, type RuntimeState, type ServiceDependencies } from '../../services/operations/context';
-import { SparqlMemory } from '../../services/ontology/sparql-memory';
-import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 
 /**
  * One API server, one worker and one pool for the whole run, against the real PostgreSQL and
@@ -81,7 +79,7 @@ export async function startEnvironment(): Promise<void> {
     encryptionKey,
     clock,
     dependencies(overrides = {}) {
-      const deps = { db, temporal: this.temporal, encryptionKey, clock, sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), ...runtimeState(db, clock), ...overrides };
+      const deps = { db, temporal: this.temporal, encryptionKey, clock, ...runtimeState(db, clock), ...overrides };
       built.push(deps);
       return deps;
     },
