@@ -174,7 +174,7 @@ async function main(): Promise<void> {
       },
     };
     // Diagnostic: Weft's managed_table read (the SQL it generates, and its snapshot and field lookups) called in this process, without the API around it.
-    const capabilityCtx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory() };
+    const capabilityCtx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory(weft.db) };
     const inProcess: Side = {
       name: 'managed_table read in process',
       start: async (chain) => ({ order: [['amount', 'desc']], key: [JSON.stringify(starts[chain].amount), JSON.stringify([starts[chain].id])], version: '1' }),

@@ -1,12 +1,14 @@
+import type { Knex } from 'knex';
 import { FieldIndexes } from './field-indexes';
 import type { OneStatementRead } from './reads';
+import { TableStatistics } from './statistics';
 import { CurrentCatalogs, PreparedStatements } from './storage';
 import type { ManagedTarget } from './targets';
 
 /**
  * What one runtime's managed tables keep between calls. The runtime builds it (scripts/runtime.ts,
  * workerDependencies) and the capability reaches it through its context (ctx.managedTables, from
- * ServiceDependencies.managedTables), so two runtimes in one process share nothing, and a test that
+ * ServiceDependencies.managedTables), on the runtime's pool, so two runtimes in one process share nothing, and a test that
  * changes storage behind Weft's back (drops a table, rewinds a catalog) builds its own rather than
  * clearing a module's.
  */
@@ -31,4 +33,15 @@ export class ManagedTableMemory {
   readonly statements = new PreparedStatements();
   /** The GIN indexes built (or being built) on the fields SPARQL reads bound tables by. */
   readonly fieldIndexes = new FieldIndexes();
+  /** The planner statistics refreshed after large commits, on `pool` (the runtime's). */
+  readonly statistics: TableStatistics;
+
+  constructor(pool: Knex) {
+    this.statistics = new TableStatistics(pool);
+  }
+
+  /** Waits for the statistics refreshes under way (the runtime's close, before its pool is destroyed). */
+  async settle(): Promise<void> {
+    await this.statistics.settle();
+  }
 }

@@ -97,7 +97,10 @@ export async function writeRecords(ctx: CapabilityContext, rawTarget: Record<str
       if (request.dryRun) throw new DryRunRollback({ affected: result.affected, snapshot: current, changes: await changesAt(trx, t, latest ? latest.version + 1 : 1, primaryKey !== null) });
       return result;
     }));
-    if (!request.dryRun) announceCommitted(ctx.db, ctx.installation.workspaceId);
+    if (!request.dryRun) {
+      announceCommitted(ctx.db, ctx.installation.workspaceId);
+      ctx.managedTables.statistics.afterCommit(ctx.db, schema, table, written.affected);
+    }
     return written;
   } catch (error) {
     if (request.operation === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);
@@ -136,6 +139,7 @@ export async function commitStagedWrite(ctx: CapabilityContext, rawTarget: Recor
       });
     });
     announceCommitted(ctx.db, ctx.installation.workspaceId);
+    ctx.managedTables.statistics.afterCommit(ctx.db, schema, table, written.affected);
     return written;
   } catch (error) {
     if (request.mode === 'append' && (error as { code?: string }).code === '23505') throw duplicateKey(table);

@@ -35,16 +35,17 @@ export interface ServiceDependencies {
 export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'metering' | 'stripe' | 'requests'>;
 
 export function runtimeState(db: Db, clock: Clock): RuntimeState {
-  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
 }
 
 /**
  * Returns the runtime's request leases, writes its leased charges and returns their leases, and
- * waits for the alert checks they started: call before destroying its pool.
+ * waits for the alert checks they started and the managed tables' statistics refreshes: call before destroying its pool.
  */
 export async function closeRuntimeState(state: RuntimeState): Promise<void> {
   await state.requests.close();
   await state.metering.close();
+  await state.managedTables.settle();
 }
 
 /**

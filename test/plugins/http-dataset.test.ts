@@ -187,7 +187,7 @@ describe('http_dataset capability', () => {
         credentials: { headers: { Authorization: SECRET }, ...credentials },
       },
       db: env().db,
-      managedTables: new ManagedTableMemory(),
+      managedTables: new ManagedTableMemory(env().db),
     };
   }
 

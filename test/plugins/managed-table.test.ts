@@ -21,7 +21,7 @@ describe('managed_table capability', () => {
 
   before(async () => {
     const workspace = await newWorkspace();
-    ctx = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory() };
+    ctx = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db) };
     schema = `weft_ws_${workspace.workspaceId.replace(/-/g, '')}`;
   });
 
@@ -98,7 +98,7 @@ describe('managed_table capability', () => {
     ];
     for (const read of reads) {
       // A runtime of its own has seen no table stored: its first read takes the long way, the next one statement.
-      const reader = { ...ctx, managedTables: new ManagedTableMemory() };
+      const reader = { ...ctx, managedTables: new ManagedTableMemory(env().db) };
       const longWay = await outcome(read, reader);
       const oneStatement = await outcome(read, reader);
       assert.deepEqual(oneStatement, longWay, JSON.stringify(read));
@@ -405,12 +405,12 @@ describe('managed_table capability', () => {
     const names = async (table: string) => (await capability.discoverSchema(old, { table })).fields.map((f) => f.name);
     // The catalog as it was before the registry: no fields column. This runtime saw it current, so the test goes on with one that has not.
     await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
-    old = { ...old, managedTables: new ManagedTableMemory() };
+    old = { ...old, managedTables: new ManagedTableMemory(env().db) };
     assert.deepEqual(await names('legacy'), ['a', 'b']);
     assert.deepEqual(await names('other'), ['c']);
 
     await env().db.raw(`ALTER TABLE "${oldSchema}"._tables DROP COLUMN fields`);
-    old = { ...old, managedTables: new ManagedTableMemory() };
+    old = { ...old, managedTables: new ManagedTableMemory(env().db) };
     await capability.writeRecords!(old, { table: 'other' }, { operation: 'append', rows: [{ d: 4 }], provenance: run() });
     assert.deepEqual(await names('other'), ['c', 'd']);
     assert.deepEqual(await names('legacy'), ['a', 'b']);

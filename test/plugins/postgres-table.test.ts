@@ -46,7 +46,7 @@ describe('postgres_table capability', () => {
         credentials: url.password ? { password: decodeURIComponent(url.password) } : {},
       },
       db: env().db,
-      managedTables: new ManagedTableMemory(),
+      managedTables: new ManagedTableMemory(env().db),
     };
   });
 
