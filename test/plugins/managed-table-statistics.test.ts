@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { managedTableCapability as capability } from '../../plugins/managed-table';
-import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import type { CapabilityContext } from '../../plugins/capability';
 import { env } from '../support/environment';
-import { newWorkspace } from '../support/fixtures';
+import { newManagedTableContext } from '../support/fixtures';
 import { until } from '../support/polling';
 import { createPipeline, eventsSource, launch, linearDocument, tableDestination, useEventsApi, waitForRun } from '../support/pipelines';
 
@@ -38,9 +37,7 @@ describe('managed table statistics after commits', () => {
   let schema: string;
 
   before(async () => {
-    const workspace = await newWorkspace();
-    ctx = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db) };
-    schema = workspaceSchema(workspace.workspaceId);
+    ({ ctx, schema } = await newManagedTableContext());
   });
 
   after(() => ctx.managedTables.settle());

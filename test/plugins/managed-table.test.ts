@@ -6,7 +6,7 @@ import type { ConnectionLender } from '../../plugins/managed-table/storage';
 import { compactPostgresJson, postgresJsonBytes } from '../../core/json-text';
 import type { CapabilityContext, Condition, RecordsQuery, WriteRequest } from '../../plugins/capability';
 import { env } from '../support/environment';
-import { newWorkspace } from '../support/fixtures';
+import { newManagedTableContext, newWorkspace } from '../support/fixtures';
 
 const run = (id = 'run-1'): WriteRequest['provenance'] => ({ kind: 'run', id });
 const query = (overrides: Partial<RecordsQuery> = {}): RecordsQuery => ({ where: [], orderBy: [{ field: 'id', direction: 'asc' }], limit: 100, ...overrides });
@@ -20,9 +20,7 @@ describe('managed_table capability', () => {
   let schema: string;
 
   before(async () => {
-    const workspace = await newWorkspace();
-    ctx = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db) };
-    schema = `weft_ws_${workspace.workspaceId.replace(/-/g, '')}`;
+    ({ ctx, schema } = await newManagedTableContext());
   });
 
   it('keeps every write as a snapshot readable by id and by asOf, with provenance', async () => {

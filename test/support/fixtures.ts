@@ -3,6 +3,9 @@ import { bootstrapWorkspace, BootstrapResult } from '../../services/tenancy/work
 import { createApiKey, CreateApiKeyInput } from '../../services/tenancy/api-keys';
 import { WINDOW_SECONDS } from '../../services/tenancy/api-limits';
 import { env } from './environment';
+import type { CapabilityContext } from '../../plugins/capability';
+import { ManagedTableMemory } from '../../plugins/managed-table/memory';
+import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { definitionCache } from '../../services/shared/definition-cache';
 
 export interface HttpResponse<T = any> {
@@ -39,6 +42,16 @@ export function as(key: string | null, baseUrl?: string) {
 /** A fresh workspace (owner, default project, unrestricted org:manage key): each test's own tenant. */
 export async function newWorkspace(name = `test-${randomUUID().slice(0, 8)}`): Promise<BootstrapResult> {
   return env().db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: name }));
+}
+
+/**
+ * A managed_table capability context of a fresh workspace, as a test calls the capability directly:
+ * its own ManagedTableMemory (on the test database), and the workspace's storage schema.
+ */
+export async function newManagedTableContext(): Promise<{ ctx: CapabilityContext; schema: string }> {
+  const workspace = await newWorkspace();
+  const ctx: CapabilityContext = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db) };
+  return { ctx, schema: workspaceSchema(workspace.workspaceId) };
 }
 
 /** A key made directly through the service (tests of other routes need keys with given layers). */
