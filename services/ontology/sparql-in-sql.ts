@@ -755,18 +755,58 @@ function shownText(type: string, raw: string, shown: 'key' | 'string' | 'typed')
 }
 
 /**
- * Runs the query over the sources at their snapshots; undefined when a value's form makes the SQL's
- * answer unreliable. A star over a table keyed by its subject field is read in one scan, a record a
- * row (Ontop's self-join elimination): exact while the table holds no arrays in the star's fields
+ * A bound source as the statement reads it: a relation of its records, a row each, and each field
+ * of a record as the JSON value the in-memory mapping reads (mapRecord over the record as
+ * JavaScript holds it). A managed table's rows at a snapshot hold the records' JSON; an external
+ * table's are its rows, each column's value made the JSON of the driver's (postgres-table/record-json.ts).
+ */
+export interface SqlSource {
+  /** `FROM <records>`: the relation and the WHERE condition of the rows read (more follow with AND). */
+  records(params: SqlParams): string;
+  /** A field's JSON (jsonb, NULL where the record has none) and its text as `->>` gives it. */
+  field(name: string, params: SqlParams): { json: string; text: string };
+  /** The fields no two records share a value of: a star subject of this one field is read in one scan. */
+  primaryKey?: string[];
+}
+
+/** Runs the statement text with its parameters; the rows of its answer. */
+export type SqlRunner = (sql: string, params: SqlParams) => Promise<Array<Record<string, unknown>>>;
+
+/** A managed table's records at the snapshot `version`, read from their `data`. */
+export function snapshotSource(table: ReachTable & { version: string }, primaryKey?: string[]): SqlSource {
+  return {
+    records: (params) => {
+      const version = params.add(table.version);
+      return `${qualified(workspaceSchema(table.workspaceId), table.table)} WHERE valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)`;
+    },
+    field: (name, params) => {
+      const field = params.add(name);
+      return { json: `data -> ${field}::text`, text: `data ->> ${field}::text` };
+    },
+    primaryKey,
+  };
+}
+
+/** The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver). */
+export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
+  const primaryKeys = await primaryKeysOf(trx, sources);
+  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
+  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
+  return runSqlOver(async (sql, params) => (await run<Record<string, unknown>>(trx, sql, params)).rows, query, sources.map((source) => snapshotSource(source, primaryKeys.get(source.table))));
+}
+
+/**
+ * Runs the query over the sources; undefined when a value's form makes the SQL's answer
+ * unreliable. A star over a source keyed by its subject field is read in one scan, a record a
+ * row (Ontop's self-join elimination): exact while the source holds no arrays in the star's fields
  * and one JSON type of key (5 and "5" would be one subject); otherwise the star is read per
  * triple, its values merged per subject text.
  */
-export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
-  const primaryKeys = await primaryKeysOf(trx, sources);
-  const fusable = query.stars.map((star) => primaryKeys.get(sources[star.source].table)?.join('\n') === star.subject.field);
-  const fused = await runSqlQueryAs(trx, query, sources, fusable);
+export async function runSqlOver(run: SqlRunner, query: SqlQuery, sources: SqlSource[]): Promise<SparqlResult | undefined> {
+  const fusable = query.stars.map((star) => sources[star.source].primaryKey?.join('\n') === star.subject.field);
+  const fused = await runSqlQueryAs(run, query, sources, fusable);
   if (fused !== 'unfused') return fused;
-  return (await runSqlQueryAs(trx, query, sources, fusable.map(() => false))) as SparqlResult | undefined;
+  return (await runSqlQueryAs(run, query, sources, fusable.map(() => false))) as SparqlResult | undefined;
 }
 
 /** Where a variable's value is in a branch's rows: its text (NULL where unbound) and, for numeric properties, its number. */
@@ -786,13 +826,13 @@ interface Statement {
   ordersText: boolean;
   /** Every group's stars (SqlQuery.stars), the sources they read, and which are read in one scan. */
   stars: Star[];
-  sources: Array<ReachTable & { version: string }>;
+  sources: SqlSource[];
   fusable: boolean[];
   /** Names given so far to the statement's relations (VALUES tables, subqueries), to number the next. */
   named: number;
 }
 
-async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
+async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource[], fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
   const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], ordersText: false, stars: query.stars, sources, fusable, named: 0 };
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
   const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
@@ -804,9 +844,7 @@ async function runSqlQueryAs(trx: Knex.Transaction, query: SqlQuery, sources: Ar
   const sql = `WITH ${ctes.join(',\n')},
     oddity AS (SELECT (${oddChecks.map((check) => `coalesce(${check}, false)`).join(' OR ')}) AS odd, (${unfusedChecks.length ? unfusedChecks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false'}) AS unfused)
     SELECT answer.*, oddity.odd, oddity.unfused FROM oddity LEFT JOIN answer ON true`;
-  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
-  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
-  const { rows: all } = await run<Record<string, unknown>>(trx, sql, params);
+  const all = await run(sql, params);
   if (all.some((row) => row.unfused)) return 'unfused';
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
@@ -933,13 +971,12 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
   for (const x of branch.stars) {
     const star = statement.stars[x];
     const source = sources[star.source];
-    const version = params.add(source.version);
-    const table = qualified(workspaceSchema(source.workspaceId), source.table);
-    const current = `valid_from <= ${version}::bigint AND (valid_to IS NULL OR valid_to > ${version}::bigint)`;
-    const key = params.add(star.subject.field);
+    /** `FROM ${records}`: the source's records the query reads, a row each; more conditions follow with AND. */
+    const records = source.records(params);
+    const key = source.field(star.subject.field, params);
     const subject = shownText('kt', 'kx', 'key');
     /** The record's subject field as its JSON type and text, each computed once a record (the inner selects are fenced by OFFSET 0). */
-    const keyColumns = `jsonb_typeof(data -> ${key}::text) AS kt, data ->> ${key}::text AS kx`;
+    const keyColumns = `jsonb_typeof(${key.json}) AS kt, ${key.text} AS kx`;
     if (fusable[x]) {
       // One scan: each record is a row of its subject and one value per triple (a record lacking a field yields none).
       const name = `star${x}`;
@@ -952,8 +989,8 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
       const optionalVariables = new Map<number, Array<{ name: string; column: Column }>>();
       star.triples.forEach((triple, i) => {
         if (triple.kind === 'type') return;
-        const field = params.add(triple.field);
-        reads.push(`jsonb_typeof(data -> ${field}::text) AS vt${i}, data ->> ${field}::text AS vx${i}`);
+        const field = source.field(triple.field, params);
+        reads.push(`jsonb_typeof(${field.json}) AS vt${i}, ${field.text} AS vx${i}`);
         const shown = shownText(`vt${i}`, `vx${i}`, triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed');
         const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
         shownColumns.push(`${shown.text} AS o${i}${pattern ? `, ${shown.numeric(triple.kind === 'property' && triple.datatype === 'xsd:integer', pattern)} AS n${i}` : ''}`);
@@ -968,7 +1005,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         if (triple.optional !== undefined) optionalVariables.set(triple.optional, [...(optionalVariables.get(triple.optional) ?? []), { name: triple.variable, column }]);
       });
       ctes.push(`${name} AS (SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
-           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${table} WHERE ${current} OFFSET 0) r) r WHERE s IS NOT NULL)`);
+           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${records} OFFSET 0) r) r WHERE s IS NOT NULL)`);
       // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
       unfusedChecks.push(`(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`);
@@ -987,7 +1024,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
     const anchor = required.length ? required[0].name : `subjects${x}`;
     if (!required.length) {
-      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${table} WHERE ${current} OFFSET 0) r) r
+      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${records} OFFSET 0) r) r
          WHERE s IS NOT NULL GROUP BY s)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
       from.push(anchor);
@@ -996,9 +1033,9 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     columns.set(star.variable, { text: `${anchor}.s` });
     const optionalRelations = new Map<number, Array<{ name: string; variable: string; numeric: boolean }>>();
     for (const { triple, name } of valueTriples) {
-      const field = params.add(triple.field);
+      const field = source.field(triple.field, params);
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
-      const top = `(data -> ${field}::text)`;
+      const top = `(${field.json})`;
       const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
       const integerValued = triple.kind === 'property' && triple.datatype === 'xsd:integer';
       // A value's columns: its text, its oddity, and its number where the property is numeric.
@@ -1011,10 +1048,10 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
       // PostgreSQL expect 100 values a record and sort whole rows instead of hashing (EXPLAIN at 60,000 records).
       // The subject's oddity is the triple's: a record without this field joins nothing through it.
       ctes.push(`${name} AS (SELECT s, o, bool_or(odd) AS odd${pattern ? ', min(num) AS num' : ''} FROM (SELECT ${subject.text} AS s, ${valueColumns()} FROM (
-           SELECT ${keyColumns}, jsonb_typeof(data -> ${field}::text) AS vt, data ->> ${field}::text AS vx FROM ${table} WHERE ${current} AND jsonb_typeof(${top}) NOT IN ('null', 'array')
+           SELECT ${keyColumns}, jsonb_typeof(${top}) AS vt, ${field.text} AS vx FROM ${records} AND jsonb_typeof(${top}) NOT IN ('null', 'array')
            UNION ALL
            SELECT kt, kx, jsonb_typeof(element.value) AS vt, element.value #>> '{}' AS vx
-             FROM (SELECT ${keyColumns}, ${top} AS elements FROM ${table} WHERE ${current} AND jsonb_typeof(${top}) = 'array' OFFSET 0) r
+             FROM (SELECT ${keyColumns}, ${top} AS elements FROM ${records} AND jsonb_typeof(${top}) = 'array' OFFSET 0) r
             CROSS JOIN LATERAL jsonb_array_elements(r.elements) AS element(value)
            OFFSET 0) r) r
          WHERE s IS NOT NULL${triple.kind === 'link' ? ' AND o IS NOT NULL' : ''} GROUP BY s, o)`);
