@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { DomainError, InputError, NotFoundError } from '../../core/errors';
 import { validateWithSchema } from '../../core/schema-validator';
 import { sameSnapshot, TABLE_ROLES } from '../capability';
@@ -66,7 +66,7 @@ function parseTarget(target: Record<string, unknown>): TableRef {
   return { schema, table, sql: `${quoteIdentifier(schema)}.${quoteIdentifier(table)}` };
 }
 
-interface Column {
+export interface Column {
   name: string;
   type: string;
   nullable: boolean;
@@ -329,8 +329,17 @@ async function contentSnapshot(client: Remote, ref: TableRef): Promise<SnapshotI
   return { id: `md5:${rows[0].digest}`, version: String(rows[0].count), committedAt: null };
 }
 
+/** What bounds a remote transaction besides the pool's own timeouts. */
+interface SessionLimits {
+  readOnly?: boolean;
+  /** The statements' time limit (SET LOCAL statement_timeout), below the pool's. */
+  timeoutMs?: number;
+  /** Aborted when the caller has gone: the running statement is cancelled at once. */
+  signal?: AbortSignal;
+}
+
 /** Runs `work` in one remote transaction on a checked-out connection: committed, or rolled back on any failure. */
-async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Remote) => Promise<T>): Promise<T> {
+async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Remote) => Promise<T>, limits: SessionLimits = {}): Promise<T> {
   const pool = await poolOf(ctx);
   let client: pg.PoolClient;
   try {
@@ -339,19 +348,78 @@ async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Re
     throw mapped(ctx, error);
   }
   const session: Remote = { client, installation: ctx.installation };
+  const { signal } = limits;
   let broken: Error | undefined;
+  let cancel: (() => void) | undefined;
   try {
-    await remote(session, 'BEGIN');
+    await remote(session, limits.readOnly ? 'BEGIN READ ONLY' : 'BEGIN');
+    if (limits.timeoutMs !== undefined) await remote(session, `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
+    if (signal) {
+      const { rows } = await remote<{ pid: number }>(session, 'SELECT pg_backend_pid() AS pid');
+      cancel = () => void cancelBackend(pool, rows[0].pid);
+      signal.addEventListener('abort', cancel, { once: true });
+      if (signal.aborted) cancel();
+    }
     const result = await work(session);
     await remote(session, 'COMMIT');
     return result;
   } catch (error) {
     // A connection that failed is discarded rather than returned to the pool.
-    if (isConnectionFailure(error)) broken = error as Error;
+    if (isConnectionFailure(error) && !isCancelled(error)) broken = error as Error;
     else await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
     throw error;
   } finally {
+    if (cancel) signal!.removeEventListener('abort', cancel);
     client.release(broken);
+  }
+}
+
+/** A statement stopped by its time limit or a cancel (57014), as remoteError maps it. */
+const isCancelled = (error: unknown): boolean => error instanceof DomainError && error.details?.reason === '57014';
+
+/**
+ * Cancels a statement of one of the pool's connections from a connection of its own, with the
+ * pool's settings (as libpq's PQcancel opens one): a cancel never waits for a pooled connection.
+ */
+async function cancelBackend(pool: pg.Pool, pid: number): Promise<void> {
+  // The pool's own settings (max, idle timeout) mean nothing to a client; pg-pool keeps the password out of the enumerable ones.
+  const canceller = new pg.Client({ ...(pool.options as pg.ClientConfig), password: pool.options.password });
+  canceller.on('error', () => undefined);
+  try {
+    await canceller.connect();
+    await canceller.query('SELECT pg_cancel_backend($1)', [pid]);
+  } catch {
+    // The statement timeout stops it anyway.
+  } finally {
+    await canceller.end().catch(() => undefined);
+  }
+}
+
+/** A read-only remote session as SQL over the installation's tables sees it. */
+export interface RemoteReads {
+  /** The rows of one statement (values only as parameters). */
+  query<T extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values: unknown[]): Promise<T[]>;
+  /** An endpoint target's table: its quoted name, its columns (with their types as information_schema names them) and primary key. */
+  describe(target: Record<string, unknown>): Promise<{ sql: string; columns: Map<string, Column>; primaryKey: string[] }>;
+}
+
+/**
+ * Runs `work` on the installation's database in a read-only transaction whose statements stop at
+ * `timeoutMs` and are cancelled when `signal` aborts; a statement stopped so fails with
+ * `stopped(callerGone)`. Nothing here writes or defines anything on the remote database.
+ */
+export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeoutMs: number; signal?: AbortSignal; stopped: (callerGone: boolean) => Error }, work: (reads: RemoteReads) => Promise<T>): Promise<T> {
+  try {
+    return await inRemoteTransaction(ctx, (session) => work({
+      query: async <R extends pg.QueryResultRow>(sql: string, values: unknown[]) => (await remote<R>(session, sql, values)).rows,
+      describe: async (target) => {
+        const ref = parseTarget(target);
+        return { sql: ref.sql, ...(await describeTable(session, ref)) };
+      },
+    }), { readOnly: true, timeoutMs: limits.timeoutMs, signal: limits.signal });
+  } catch (error) {
+    if (isCancelled(error)) throw limits.stopped(Boolean(limits.signal?.aborted));
+    throw error;
   }
 }
 

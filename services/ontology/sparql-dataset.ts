@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Parser } from 'n3';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
@@ -24,6 +24,7 @@ import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-r
 import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
+import { answerOnInstallation } from './sparql-external-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
 
@@ -33,6 +34,8 @@ import { NS } from '../../ontology/compile';
 // guard decides which), so keys select graphs and never build a store of their own. A binding's
 // graph is rebuilt when its snapshot, the binding, the endpoint or the package changes; endpoints
 // without snapshots (http_dataset, postgres_table) keep theirs for WEFT_SPARQL_UNPINNED_TTL_SECONDS.
+// Queries PostgreSQL answers (answeredInSql) read no graph: bound managed tables at their
+// snapshots, or the tables of one postgres_table installation, live, in their own database.
 
 const PAGE = 1000;
 
@@ -599,9 +602,11 @@ async function countedWithin(db: Executor, table: ReachTable & { version: string
 }
 
 /**
- * A counting query over one bound table, answered by PostgreSQL (sparql-in-sql.ts), when
- * the caller's dataset is the package and bound managed tables only; undefined otherwise, or
- * when the count's SQL cannot be trusted for these values (the query is then evaluated as any other).
+ * A SELECT over stars of bound tables, answered by PostgreSQL (sparql-in-sql.ts), when the
+ * caller's dataset is the package and bound managed tables only, or when every star of it is over
+ * postgres_table endpoints of one installation (answered by that database: sparql-external-sql.ts);
+ * undefined otherwise, or when the SQL cannot be trusted for these values (the query is then
+ * evaluated as any other).
  */
 export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin, timeoutMs?: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps, principal } = ctx;
@@ -610,7 +615,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, true);
-  if (!plan.sources.length || plan.sources.some((source) => !source.table)) return undefined;
+  if (!plan.sources.length) return undefined;
   let parsed;
   try {
     parsed = keptParse(text);
@@ -619,7 +624,6 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   }
   if (parsed.kind !== 'query' || parsed.queryType !== 'SELECT') return undefined;
   const facts = await packageFacts(ctx.deps.sparqlMemory, db, pkg);
-  const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
   const othersOf = (at: number): OtherGraphs => {
     const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
     for (const [other, { binding }] of plan.sources.entries()) {
@@ -630,8 +634,32 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
     }
     return others;
   };
-  const inSql = sqlQueryOf(parsed.parsed, tables, othersOf, pkg.terms, pkg.baseIri);
+  const inSql = sqlQueryOf(parsed.parsed, plan.sources.map(({ binding }) => binding), othersOf, pkg.terms, pkg.baseIri);
   if (!inSql) return undefined;
+  /** The answer within the evaluator's bound on rows, over the dataset of these data versions. */
+  const answered = (result: SparqlResult, version: string) => {
+    if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);
+    return { result, dataset: { pkg, graphs: [], version, triples: 0, withheldBindings: plan.withheld } };
+  };
+  // Bound tables of one database answer it there: managed tables (every binding's, for their
+  // snapshots name the dataset), or external tables of one installation (the stars' alone).
+  const installation = plan.sources.some((source) => !source.table) ? soleExternalInstallation(inSql.stars.map((star) => plan.sources[star.source])) : undefined;
+  if (installation) {
+    // The tables as they are when the statement runs.
+    const release = tableReadSlot(db as Db, principal.workspaceId, settings);
+    try {
+      const limits = { timeoutMs: timeoutMs ?? settings.timeoutMs, signal: ctx.signal, minRecords: settings.sqlMinRecords };
+      const read = new Set(inSql.stars.map((star) => star.source));
+      const tables = plan.sources.map(({ endpoint, binding }, at) => (read.has(at) ? { target: endpoint.target, mapping: binding.mapping } : undefined));
+      const result = await answerOnInstallation(capabilityContext(db, installation, deps), inSql, tables, limits);
+      // Live data has no version to name twice: each answer's is its own (the digest's length, not kept).
+      return result && answered(result, randomBytes(16).toString('base64url'));
+    } finally {
+      release();
+    }
+  }
+  if (plan.sources.some((source) => !source.table)) return undefined;
+  const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
   if (settings.sqlMinRecords > 0 && (await estimatedRecords(db, inSql.stars.map((star) => tables[star.source]))) < settings.sqlMinRecords) return undefined;
   const snapshots = await snapshotsOf(db, deps, plan.groups);
   const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
@@ -641,13 +669,16 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const release = tableReadSlot(db as Db, principal.workspaceId, settings);
   try {
     const result = await readingWithin(db as Db, timeoutMs ?? settings.timeoutMs, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version }))), ctx.signal);
-    if (!result) return undefined;
-    // The same bound on an answer as the evaluator's.
-    if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);
-    return { result, dataset: { pkg, graphs: [], version: datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions), triples: 0, withheldBindings: plan.withheld } };
+    return result && answered(result, datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions));
   } finally {
     release();
   }
+}
+
+/** The installation every one of these sources is a postgres_table endpoint of, if there is one such. */
+function soleExternalInstallation(sources: BoundSource[]): NonNullable<DataEndpoint['installation']> | undefined {
+  const installation = sources[0]?.endpoint.installation;
+  return installation?.capability === 'postgres_table' && sources.every(({ endpoint }) => endpoint.installation!.id === installation.id) ? installation : undefined;
 }
 
 /**

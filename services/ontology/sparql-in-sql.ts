@@ -13,7 +13,8 @@ import { qualified, run, workspaceSchema } from '../../plugins/managed-table/sto
 import { SqlParams } from '../../plugins/sql/builder';
 import { OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
 
-// SPARQL answered in SQL over bound managed tables: no records leave the database. The shape
+// SPARQL answered in SQL over bound tables, managed tables at their snapshots or an external
+// database's tables (SqlSource): no records leave the database. The shape
 // covered is the one a table's size makes unreadable otherwise, stars of bound tables:
 //
 //   SELECT ?type (AVG(?rating) AS ?avg) (COUNT(?review) AS ?n)
@@ -303,9 +304,12 @@ interface Pattern {
   variable?: Term;
 }
 
+/** What a bound source yields: its term's instances, mapped from its records. */
+type BoundMapping = Pick<ReachTable, 'termId' | 'mapping'>;
+
 /** What the translation of a query and its groups shares: the sources, and every group's stars (SqlQuery.stars of the outermost query). */
 interface Scope {
-  sources: ReachTable[];
+  sources: BoundMapping[];
   othersOf: (source: number) => OtherGraphs;
   terms: PackageTerms;
   baseIri: string;
@@ -365,7 +369,7 @@ function expressionOf(expression: unknown, variableOf: (name: string) => Bound |
  * undefined when it is not one this file answers. `othersOf(i)`: what graphs other than source i
  * hold; a star's predicates must be yielded by its source alone.
  */
-export function sqlQueryOf(query: SparqlQuery, sources: ReachTable[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
+export function sqlQueryOf(query: SparqlQuery, sources: BoundMapping[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
   const scope: Scope = { sources, othersOf, terms, baseIri, stars: [] };
   const found = queryOf(query, scope, false);
   if (!found) return undefined;

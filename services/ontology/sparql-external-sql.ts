@@ -1,0 +1,79 @@
+import type { BindingMapping } from '../../db/models';
+import { bindingFields } from '../../ontology/term-records';
+import { callerGoneError, timeoutError } from '../../ontology/sparql-evaluator/deadline';
+import type { SparqlResult } from '../../ontology/sparql-engine';
+import type { CapabilityContext } from '../../plugins/capability';
+import { readingRemote, RemoteReads } from '../../plugins/postgres-table';
+import { columnJson } from '../../plugins/postgres-table/record-json';
+import { runSqlOver, SqlQuery, SqlSource } from './sparql-in-sql';
+
+// SPARQL over bindings of postgres_table endpoints of one installation, answered by the
+// installation's own PostgreSQL with the statement sparql-in-sql.ts makes for managed tables: each
+// bound table is a relation whose records' fields are the JSON of the values the driver gives
+// (record-json.ts), so the answer is the one the in-memory mapping of the same rows gives. The
+// tables are read as they are when the statement runs (they have no snapshots): answers are live,
+// not repeatable. The statement runs in a read-only transaction and defines nothing there.
+
+/** The functions the statement uses (trim_scale) are PostgreSQL 13's; an older server's tables are read into the API. */
+const MIN_SERVER_VERSION = 130_000;
+
+export interface ExternalTable {
+  target: Record<string, unknown>;
+  mapping: BindingMapping;
+}
+
+/**
+ * The query's answer over `tables` (in the order of the query's sources; undefined for a source no
+ * star of the query reads), from the installation's
+ * database; undefined where SQL cannot give the in-memory mapping's answer (a mapped column of a
+ * type record-json.ts has no JSON for, a value SQL writes otherwise than JavaScript, an older
+ * server) or the tables are estimated under `minRecords` (the evaluator answers those faster).
+ */
+export async function answerOnInstallation(ctx: CapabilityContext, query: SqlQuery, tables: Array<ExternalTable | undefined>, limits: { timeoutMs: number; signal?: AbortSignal; minRecords: number }): Promise<SparqlResult | undefined> {
+  const { timeoutMs, signal, minRecords } = limits;
+  return readingRemote(ctx, { timeoutMs, signal, stopped: (callerGone) => (callerGone ? callerGoneError() : timeoutError(timeoutMs)) }, async (reads) => {
+    const [{ version }] = await reads.query<{ version: number }>(`SELECT current_setting('server_version_num')::int AS version`, []);
+    if (version < MIN_SERVER_VERSION) return undefined;
+    const sources: SqlSource[] = [];
+    const relations: string[] = [];
+    for (const [at, table] of tables.entries()) {
+      if (!table) continue;
+      const source = await externalSource(reads, table.target, table.mapping);
+      if (!source) return undefined;
+      sources[at] = source.source;
+      relations.push(source.relation);
+    }
+    if (minRecords > 0 && (await estimatedRows(reads, relations)) < minRecords) return undefined;
+    return runSqlOver((sql, params) => reads.query(sql, params.values), query, sources);
+  });
+}
+
+/** A bound table as the statement reads it, or undefined when a field the mapping reads is no column of a type with JSON here. */
+export async function externalSource(reads: RemoteReads, target: Record<string, unknown>, mapping: BindingMapping): Promise<{ source: SqlSource; relation: string } | undefined> {
+  const table = await reads.describe(target);
+  const fields = new Map<string, string>();
+  for (const field of bindingFields(mapping)) {
+    const column = table.columns.get(field);
+    const json = column && columnJson(field, column.type);
+    if (!json) return undefined;
+    fields.set(field, json);
+  }
+  return {
+    relation: table.sql,
+    source: {
+      records: () => `${table.sql} WHERE true`,
+      field: (name) => {
+        const json = fields.get(name)!;
+        return { json, text: `(${json}) #>> '{}'` };
+      },
+      primaryKey: table.primaryKey.length ? table.primaryKey : undefined,
+    },
+  };
+}
+
+/** The rows PostgreSQL estimates the tables hold, or Infinity when one was never analysed or is a view. */
+async function estimatedRows(reads: RemoteReads, relations: string[]): Promise<number> {
+  const rows = await reads.query<{ kind: string; estimate: number }>(`SELECT c.relkind AS kind, c.reltuples::float8 AS estimate FROM unnest($1::text[]) AS r(name) JOIN pg_class c ON c.oid = to_regclass(r.name)`, [relations]);
+  if (rows.length < relations.length || rows.some((row) => !['r', 'p', 'm'].includes(row.kind) || row.estimate < 0)) return Infinity;
+  return rows.reduce((sum, row) => sum + row.estimate, 0);
+}
