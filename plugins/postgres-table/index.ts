@@ -409,8 +409,10 @@ export interface RemoteReads {
  * `stopped(callerGone)`. Nothing here writes or defines anything on the remote database.
  */
 export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeoutMs: number; signal?: AbortSignal; stopped: (callerGone: boolean) => Error }, work: (reads: RemoteReads) => Promise<T>): Promise<T> {
+  const gone = () => Boolean(limits.signal?.aborted);
+  if (gone()) throw limits.stopped(true);
   try {
-    return await inRemoteTransaction(ctx, (session) => work({
+    return await inRemoteTransaction(ctx, (session) => gone() ? Promise.reject(limits.stopped(true)) : work({
       query: async <R extends pg.QueryResultRow>(sql: string, values: unknown[]) => (await remote<R>(session, sql, values)).rows,
       describe: async (target) => {
         const ref = parseTarget(target);
@@ -418,7 +420,7 @@ export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeout
       },
     }), { readOnly: true, timeoutMs: limits.timeoutMs, signal: limits.signal });
   } catch (error) {
-    if (isCancelled(error)) throw limits.stopped(Boolean(limits.signal?.aborted));
+    if (isCancelled(error)) throw limits.stopped(gone());
     throw error;
   }
 }
