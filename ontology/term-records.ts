@@ -34,6 +34,8 @@ const values = (value: unknown): unknown[] => (Array.isArray(value) ? value : va
 
 function typedLiteral(value: unknown, datatype: string) {
   const xsd = `${NS.xsd}${datatype.replace(/^xsd:/, '')}`;
+  // A timestamp column of a postgres_table endpoint is a Date: its lexical form is the ISO text its JSON has.
+  if (value instanceof Date) value = Number.isNaN(value.getTime()) ? String(value) : value.toISOString();
   if (datatype === 'xsd:string') return literal(typeof value === 'string' ? value : JSON.stringify(value));
   return literal(typeof value === 'string' ? value : String(value), namedNode(xsd));
 }

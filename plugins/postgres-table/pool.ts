@@ -51,13 +51,22 @@ export function remoteInfo(settings: PostgresSettings): RemoteInfo {
 /**
  * Keeps int8 and numeric values as the exact decimal text PostgreSQL sends (pg's own default), per
  * pool: external data must not pass through a global parser that turns bigints into lossy numbers.
+ * Dates too are kept as their text ('2026-12-03'): pg's parser makes a Date at the API process's
+ * local midnight, so the day a record showed depended on the process's time zone.
  */
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
+const DATE_OID = 1082;
+const DATE_ARRAY_OID = 1182;
+const TEXT_ARRAY_OID: number = 1009;
 const keepText = (value: string) => value;
 export const externalTypes: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    (oid === INT8_OID || oid === NUMERIC_OID) && format !== 'binary' ? keepText : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format === 'binary') return pg.types.getTypeParser(oid, format);
+    if (oid === INT8_OID || oid === NUMERIC_OID || oid === DATE_OID) return keepText;
+    if (oid === DATE_ARRAY_OID) return pg.types.getTypeParser(TEXT_ARRAY_OID, 'text');
+    return pg.types.getTypeParser(oid, format);
+  }) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 export interface VetOptions {

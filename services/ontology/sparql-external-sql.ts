@@ -44,26 +44,38 @@ export async function answerOnInstallation(ctx: CapabilityContext, query: SqlQue
       relations.push(source.relation);
     }
     if (minRecords > 0 && (await estimatedRows(reads, relations)) < minRecords) return undefined;
-    return runSqlOver((sql, params) => reads.query(sql, params.values), query, sources);
+    try {
+      return await runSqlOver((sql, params) => reads.query(sql, params.values), query, sources);
+    } catch (error) {
+      if (error instanceof FieldWithoutJson) return undefined;
+      throw error;
+    }
   });
 }
 
-/** A bound table as the statement reads it, or undefined when a field the mapping reads is no column of a type with JSON here. */
+/** A field the statement would read has no JSON here: the query is answered in the API instead (thrown before any statement runs). */
+class FieldWithoutJson extends Error {}
+
+/**
+ * A bound table as the statement reads it, or undefined when a field of the mapping is no column.
+ * A column of a type with no JSON here (jsonb, timestamps) stops only the statements that read it
+ * (FieldWithoutJson), so one such column does not send every query over its binding to the API.
+ */
 export async function externalSource(reads: RemoteReads, target: Record<string, unknown>, mapping: BindingMapping): Promise<{ source: SqlSource; relation: string } | undefined> {
   const table = await reads.describe(target);
-  const fields = new Map<string, string>();
+  const fields = new Map<string, string | undefined>();
   for (const field of bindingFields(mapping)) {
     const column = table.columns.get(field);
-    const json = column && columnJson(field, column.type);
-    if (!json) return undefined;
-    fields.set(field, json);
+    if (!column) return undefined;
+    fields.set(field, columnJson(field, column.type));
   }
   return {
     relation: table.sql,
     source: {
       records: () => `${table.sql} WHERE true`,
       field: (name) => {
-        const json = fields.get(name)!;
+        const json = fields.get(name);
+        if (!json) throw new FieldWithoutJson(`${name} has no JSON the mapping writes`);
         return { json, text: `(${json}) #>> '{}'` };
       },
       primaryKey: table.primaryKey.length ? table.primaryKey : undefined,

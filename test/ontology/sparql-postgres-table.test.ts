@@ -123,7 +123,7 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
     const bindAs = (body: Record<string, unknown>) => bind({ ...t, client: granted }, { ontologyPackageId: packageId, ...body });
     await bindAs({ termId: 'Customer', dataEndpointId: customers, mapping: CUSTOMER_MAPPING });
     await bindAs({ termId: 'Order', dataEndpointId: orders, mapping: ORDER_MAPPING });
-    // Dates and jsonb: JavaScript holds them as Date objects and parsed JSON, which SQL does not write.
+    // Dates (their text, as the driver keeps them) and jsonb (parsed JSON, which SQL does not write as JavaScript does).
     await bindAs({ termId: 'Birth', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/births/{id}', properties: { born: 'born', doc: 'doc' } } });
     await bindAs({ termId: 'LargeOrder', dataEndpointId: largeOrders, mapping: { subjectTemplate: 'https://example.com/large-orders/{id}', properties: { largeTotal: 'amount' } } });
     await bindAs({ termId: 'Salary', dataEndpointId: payroll, mapping: { subjectTemplate: 'https://example.com/salaries/{id}', properties: { salary: 'salary' } }, requiredReadPermissions: ['payroll'] });
@@ -178,6 +178,7 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
       'SELECT ?c ?active ?text WHERE { ?c :active ?active ; :activeText ?text }',
       'SELECT ?c ?text WHERE { ?c :ratioText ?text }',
       'SELECT ?c ?ref WHERE { ?c :ref ?ref }',
+      'SELECT ?b ?born WHERE { ?b :born ?born }',
       // Arrays: an element a triple, repeats once, a NULL element as "null", nested arrays none.
       'SELECT ?c ?tag WHERE { ?c :tag ?tag }',
       'SELECT ?c ?code WHERE { ?c :code ?code }',
@@ -238,8 +239,16 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
     });
   });
 
+  it("writes a date column's values as the date's text, in PostgreSQL and in memory", async () => {
+    // pg's own parser made a Date at the process's local midnight, which the mapping wrote as JavaScript's date text.
+    const { rows } = await answeredInSql('SELECT ?born WHERE { ?b :born ?born }');
+    const date = 'http://www.w3.org/2001/XMLSchema#date';
+    assert.deepEqual(rows, ['1985-06-15', '1990-01-01', '2001-02-03'].map((value) => JSON.stringify({ born: { type: 'literal', value, datatype: date } })));
+    assert.deepEqual((await same('SELECT ?b WHERE { ?b :born ?born FILTER (?born > "1989-12-31"^^<http://www.w3.org/2001/XMLSchema#date>) }')).rows.length, 2);
+  });
+
   describe('reads into the API what SQL would not write as JavaScript does', () => {
-    it('evaluates a binding of date and jsonb columns (Date objects, parsed JSON), with the same answers', async () => {
+    it('evaluates a binding of a jsonb column (parsed JSON) beside a date column, with the same answers', async () => {
       const inSql = await same('SELECT ?b ?born ?doc WHERE { ?b :born ?born OPTIONAL { ?b :doc ?doc } }');
       assert.ok(inSql.triples > 0, 'evaluated over the rows read');
       // jsonb keeps 1.0 and 2.50 as written; JavaScript reads them as 1 and 2.5, and the mapping writes those.
