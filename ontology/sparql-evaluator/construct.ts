@@ -14,22 +14,26 @@ const { DataFactory } = N3;
 // variable, or one that is not RDF (a literal subject, a non-IRI predicate), is left out. The
 // result is a graph: a triple made twice is there once.
 
-type TemplatePart = { slot: number } | { term: RDF.Term } | { blank: string };
+type TemplatePart<Ref> = { ref: Ref } | { term: RDF.Term } | { blank: string };
 
-export class TemplateInstantiator {
-  private readonly parts: TemplatePart[][];
+/**
+ * A template's graph over solutions whose values are found by `Ref` (a slot of the evaluator's
+ * rows, a variable's name in SQL's answers): the instantiation both evaluators share.
+ */
+export class GraphTemplate<Ref> {
+  private readonly parts: Array<Array<TemplatePart<Ref>>>;
   private readonly seen = new Set<string>();
   private solutions = 0;
   readonly quads: RDF.Quad[] = [];
 
   constructor(
     template: readonly Sparql.Triple[],
-    slots: SlotTable,
-    private readonly terms: TermTable,
-    private readonly index: EntityIndex,
+    refOf: (variable: string) => Ref,
+    /** A blank node label no term of the data has, from the template's label and the solution's number. */
+    private readonly freshLabel: (base: string) => string,
   ) {
-    const part = (term: Sparql.Term): TemplatePart => {
-      if (term.termType === 'Variable') return { slot: slots.has(term.value) ? slots.slot(term.value) : -1 };
+    const part = (term: Sparql.Term): TemplatePart<Ref> => {
+      if (term.termType === 'Variable') return { ref: refOf(term.value) };
       if (term.termType === 'BlankNode') return { blank: term.value };
       if (term.termType === 'NamedNode') return { term: DataFactory.namedNode(term.value) };
       if (term.termType === 'Literal') return { term: DataFactory.literal(term.value, term.language || DataFactory.namedNode(term.datatype.value)) };
@@ -38,13 +42,13 @@ export class TemplateInstantiator {
     this.parts = template.map((triple) => [part(triple.subject as Sparql.Term), part(triple.predicate as Sparql.Term), part(triple.object)]);
   }
 
-  /** Adds the solution's triples; returns how many triples the graph now has. */
-  add(row: Row): number {
+  /** Adds a solution's triples (`valueOf` gives a variable's value, undefined where unbound); returns how many triples the graph now has. */
+  add(valueOf: (ref: Ref) => RDF.Term | undefined): number {
     const solution = this.solutions++;
     const blanks = new Map<string, RDF.BlankNode>();
-    const resolve = (part: TemplatePart): RDF.Term | undefined => {
+    const resolve = (part: TemplatePart<Ref>): RDF.Term | undefined => {
       if ('term' in part) return part.term;
-      if ('slot' in part) return part.slot < 0 || row[part.slot] === 0 ? undefined : this.terms.rdf(row[part.slot]);
+      if ('ref' in part) return valueOf(part.ref);
       let blank = blanks.get(part.blank);
       if (!blank) {
         blank = DataFactory.blankNode(this.freshLabel(`${part.blank}_${solution}`));
@@ -65,12 +69,28 @@ export class TemplateInstantiator {
     }
     return this.quads.length;
   }
+}
 
-  /** A blank node label no term of the data has (data blank nodes keep their labels in results). */
-  private freshLabel(base: string): string {
-    let label = `c_${base}`;
-    while (this.index._ids[`_:${label}`] !== undefined) label = `${label}_`;
-    return label;
+/** The evaluator's: solutions are rows of term ids by slot (0 where unbound). */
+export class TemplateInstantiator {
+  private readonly graph: GraphTemplate<number>;
+
+  constructor(template: readonly Sparql.Triple[], slots: SlotTable, private readonly terms: TermTable, index: EntityIndex) {
+    this.graph = new GraphTemplate(template, (variable) => (slots.has(variable) ? slots.slot(variable) : -1), (base) => {
+      // Data blank nodes keep their labels in results.
+      let label = `c_${base}`;
+      while (index._ids[`_:${label}`] !== undefined) label = `${label}_`;
+      return label;
+    });
+  }
+
+  get quads(): RDF.Quad[] {
+    return this.graph.quads;
+  }
+
+  /** Adds the solution's triples; returns how many triples the graph now has. */
+  add(row: Row): number {
+    return this.graph.add((slot) => (slot < 0 || row[slot] === 0 ? undefined : this.terms.rdf(row[slot])));
   }
 }
 

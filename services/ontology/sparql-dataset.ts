@@ -25,6 +25,7 @@ import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, 
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
 import { answerOnInstallation } from './sparql-external-sql';
+import { sqlFormOf } from './sparql-forms-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
 
@@ -602,7 +603,7 @@ async function countedWithin(db: Executor, table: ReachTable & { version: string
 }
 
 /**
- * A SELECT over stars of bound tables, answered by PostgreSQL (sparql-in-sql.ts), when the
+ * A SELECT over stars of bound tables (or an ASK or CONSTRUCT made of one: sparql-forms-in-sql.ts), answered by PostgreSQL (sparql-in-sql.ts), when the
  * caller's dataset is the package and bound managed tables only, or when every star of it is over
  * postgres_table endpoints of one installation (answered by that database: sparql-external-sql.ts);
  * undefined otherwise, or when the SQL cannot be trusted for these values (the query is then
@@ -622,7 +623,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   } catch {
     return undefined;
   }
-  if (parsed.kind !== 'query' || parsed.queryType !== 'SELECT') return undefined;
+  if (parsed.kind !== 'query') return undefined;
   const facts = await packageFacts(ctx.deps.sparqlMemory, db, pkg);
   const othersOf = (at: number): OtherGraphs => {
     const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
@@ -634,13 +635,11 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
     }
     return others;
   };
-  const inSql = sqlQueryOf(parsed.parsed, plan.sources.map(({ binding }) => binding), othersOf, pkg.terms, pkg.baseIri);
-  if (!inSql) return undefined;
-  /** The answer within the evaluator's bound on rows, over the dataset of these data versions. */
-  const answered = (result: SparqlResult, version: string) => {
-    if (result.kind === 'bindings' && result.rows.length > maxResults) throw new InputError('result_too_large', `The query returns more than ${maxResults} rows; add a LIMIT or narrow it.`);
-    return { result, dataset: { pkg, graphs: [], version, triples: 0, withheldBindings: plan.withheld } };
-  };
+  const form = sqlFormOf(parsed.parsed, (select) => sqlQueryOf(select, plan.sources.map(({ binding }) => binding), othersOf, pkg.terms, pkg.baseIri));
+  if (!form) return undefined;
+  const { inSql } = form;
+  /** The answer within the evaluator's bound on rows or triples, over the dataset of these data versions. */
+  const answered = (result: SparqlResult, version: string) => ({ result: form.finish(result, maxResults), dataset: { pkg, graphs: [], version, triples: 0, withheldBindings: plan.withheld } });
   // Bound tables of one database answer it there: managed tables (every binding's, for their
   // snapshots name the dataset), or external tables of one installation (the stars' alone).
   const installation = plan.sources.some((source) => !source.table) ? soleExternalInstallation(inSql.stars.map((star) => plan.sources[star.source])) : undefined;

@@ -170,6 +170,8 @@ export interface SqlQuery {
   order: Array<{ at: number; descending: boolean }>;
   offset: number;
   limit?: number;
+  /** An ASK's SELECT: whether one solution exists is the answer, so the statement stops at it. */
+  exists?: boolean;
 }
 
 const isVariable = (term: unknown): term is Term => (term as Term | undefined)?.termType === 'Variable';
@@ -839,7 +841,7 @@ interface Statement {
 async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource[], fusable: boolean[]): Promise<SparqlResult | undefined | 'unfused'> {
   const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], ordersText: false, stars: query.stars, sources, fusable, named: 0 };
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
-  const cap = query.aggregated ? undefined : MAX_SOLUTION_ROWS;
+  const cap = query.exists ? 1 : query.aggregated ? undefined : MAX_SOLUTION_ROWS;
   answerCtes(statement, query, 'answer', cap);
   const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
   const { params, ctes, oddChecks, unfusedChecks } = statement;
@@ -852,7 +854,7 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
   if (all.some((row) => row.unfused)) return 'unfused';
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
-  if (cap && rows.length > cap) return undefined;
+  if (cap && rows.length > cap && !query.exists) return undefined;
   // A total over a value that is no number of its type is an error in SPARQL: left to the evaluator.
   if (query.projections.some((projection, p) => projection.total && rows.some((row) => Number(row[`n${p}`]) !== Number(row[`a${p}`])))) return undefined;
   // Without GROUP BY, one row even when nothing matched (PostgreSQL answers it too, and its odd is then null).

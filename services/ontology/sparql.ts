@@ -131,13 +131,13 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
       dataset = built;
       return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal);
     });
-  // Kept graphs first (a warm query starts at once); then a SELECT PostgreSQL can answer over bound
+  // Kept graphs first (a warm query starts at once); then a SELECT, ASK or CONSTRUCT PostgreSQL can answer over bound
   // tables (sparql-in-sql.ts); else the graphs are read or built.
   let dataset: QueryDatasetHandles | undefined = keptDataset(ctx, catalog, ask.text);
   const started = performance.now();
   const evaluated = dataset
     ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal)
-    : ask.queryType === 'SELECT'
+    : ask.queryType !== 'DESCRIBE'
       ? answeredInSql(ctx, catalog, ask.text, limits.maxResults).then(async (counted) => {
           if (!counted) return evaluateOverGraphs();
           dataset = counted.dataset;

@@ -7,7 +7,7 @@ import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
 import { env } from '../support/environment';
 import { as, request } from '../support/fixtures';
-import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../support/ontology';
+import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable, shownAnswer } from '../support/ontology';
 import { choices, generatedQuery, Picks } from '../support/sparql-generated-queries';
 
 // Counting queries over one bound table are answered by PostgreSQL (services/ontology/
@@ -333,6 +333,38 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       }
     });
   }
+
+  it('answers an ASK or a CONSTRUCT made of a SELECT it takes in PostgreSQL, as the evaluator does over the whole table', async () => {
+    const answer = (body: string) => shownAnswer(`${t.base}/sparql`, t.key, `PREFIX : <${baseIri}>\n${body}`);
+    const FORMS = [
+      'ASK { ?o :total ?t FILTER (?t > 10) }',
+      'ASK { ?o :total ?t FILTER (?t > 1000000) }',
+      'ASK { ?o :placedBy ?c . ?c :age ?age FILTER (?age > 40) }',
+      'ASK { ?c a :Customer MINUS { ?o :placedBy ?c } }',
+      'ASK { { ?c :name ?n FILTER (?n = "nobody") } UNION { ?o :total ?t FILTER (?t < 0) } }',
+      'CONSTRUCT { ?o :total ?t } WHERE { ?o :total ?t FILTER (?t > 4) }',
+      'CONSTRUCT { ?c :placedBy ?o . ?o a :Order } WHERE { ?o :placedBy ?c }',
+      // An unbound variable leaves its triple out; a triple made by two solutions is there once.
+      'CONSTRUCT { ?c :name ?n ; :age ?age } WHERE { ?o :placedBy ?c . ?c :name ?n OPTIONAL { ?c :age ?age } }',
+      'CONSTRUCT { ?c :age ?t } WHERE { ?o :placedBy ?c ; :total ?t } ORDER BY DESC(?t) ?o LIMIT 3',
+      // Blank nodes are new for each solution.
+      'CONSTRUCT { _:line :total ?t ; :placedBy ?c } WHERE { ?o :total ?t ; :placedBy ?c }',
+    ];
+    for (const query of FORMS) {
+      const inSql = await answer(query);
+      const whole = overrideSparqlSettings({ tableReads: 'whole' });
+      try {
+        const evaluated = await answer(`${query}\n# read whole`);
+        assert.equal(inSql.shown, evaluated.shown, query);
+        assert.ok(evaluated.triples > 0, `${query}: the evaluator read the tables`);
+      } finally {
+        whole();
+      }
+      assert.equal(inSql.triples, 0, `${query}: answered by PostgreSQL`);
+    }
+    // Both ASK answers occur: the forms are not all one.
+    assert.deepEqual(new Set(await Promise.all(FORMS.slice(0, 2).map(async (query) => (await answer(query)).shown))), new Set(['true', 'false']));
+  });
 
   it('orders unbound values and strings as the evaluator does, in code point order', async () => {
     for (const query of [

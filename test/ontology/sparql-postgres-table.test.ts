@@ -12,7 +12,7 @@ import { runSqlOver, sqlQueryOf } from '../../services/ontology/sparql-in-sql';
 import { env } from '../support/environment';
 import { clientFor, externalDatabase, installationSettingsFor } from '../support/external-postgres';
 import { as, newKey, request } from '../support/fixtures';
-import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant } from '../support/ontology';
+import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, shownAnswer } from '../support/ontology';
 import { until } from '../support/polling';
 import { choices, generatedQuery, Picks } from '../support/sparql-generated-queries';
 
@@ -237,6 +237,27 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
         await external.query('UPDATE customers SET years = 41 WHERE id = 6');
       }
     });
+  });
+
+  it('answers an ASK or a CONSTRUCT made of a SELECT it takes on the installation, as the evaluator does over the tables read whole', async () => {
+    const answer = (body: string) => shownAnswer(`${t.base}/sparql`, t.key, `PREFIX : <${baseIri}>\n${body}`);
+    for (const query of [
+      'ASK { ?c :age ?age FILTER (?age > 40) }',
+      'ASK { ?o :placedBy ?c . ?c :age ?age FILTER (?age > 100) }',
+      'CONSTRUCT { ?c :name ?name ; :tag ?tag } WHERE { ?c :name ?name OPTIONAL { ?c :tag ?tag } }',
+      'CONSTRUCT { ?o :placedBy ?c . ?c :big ?big } WHERE { ?o :placedBy ?c . ?c :big ?big }',
+    ]) {
+      const inSql = await answer(query);
+      const whole = overrideSparqlSettings({ tableReads: 'whole' });
+      try {
+        const evaluated = await answer(query);
+        assert.equal(inSql.shown, evaluated.shown, query);
+        assert.ok(evaluated.triples > 0, `${query}: the evaluator read the tables`);
+      } finally {
+        whole();
+      }
+      assert.equal(inSql.triples, 0, `${query}: answered by PostgreSQL`);
+    }
   });
 
   it("writes a date column's values as the date's text, in PostgreSQL and in memory", async () => {

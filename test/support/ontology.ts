@@ -6,7 +6,7 @@ import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { installPlugin } from '../../services/endpoints/plugins';
 import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
-import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
+import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits, request } from './fixtures';
 
 export const ONTOLOGY_SCOPES = ['ontologies:read', 'ontologies:write', 'bindings:read', 'bindings:write', 'data:read', 'endpoints:read', 'endpoints:write', 'sparql:query', 'sparql:update', 'org:read'];
 
@@ -96,4 +96,16 @@ export async function activeQueryJob(t: OntologyTenant, by: string | { memberId:
     workflowId: `test-job-${randomUUID()}`,
     expiresAt: new Date(Date.now() + 3_600_000),
   } as never);
+}
+
+/**
+ * An ASK's or CONSTRUCT's answer as text to compare (the boolean; the N-Triples lines sorted, every
+ * blank node label as one, since each answer names its own), and the triples read into the API.
+ */
+export async function shownAnswer(url: string, key: string, text: string): Promise<{ shown: string; triples: number }> {
+  const accept = /^\s*(PREFIX[^\n]*\n\s*)*ASK/i.test(text) ? 'application/sparql-results+json' : 'application/n-triples';
+  const res = await request('POST', url, { key, rawBody: text, headers: { 'Content-Type': 'application/sparql-query', Accept: accept } });
+  assert.equal(res.status, 200, `${text}: ${JSON.stringify(res.body)}`);
+  const shown = typeof res.body === 'string' ? res.body.split('\n').filter(Boolean).map((line) => line.replace(/_:\S+/g, '_:b')).sort().join('\n') : String(res.body.boolean);
+  return { shown, triples: Number(res.headers.get('weft-dataset-triples')) };
 }
