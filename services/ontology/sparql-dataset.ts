@@ -624,6 +624,9 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
     return undefined;
   }
   if (parsed.kind !== 'query') return undefined;
+  // An ASK its first solutions answer reads managed tables a page at a time and stops at a solution;
+  // the statement's checks of the values read scan the whole star.
+  if (parsed.queryType === 'ASK' && firstSolutionsOf(parsed.parsed) !== undefined && plan.sources.every((source) => source.table)) return undefined;
   const facts = await packageFacts(ctx.deps.sparqlMemory, db, pkg);
   const othersOf = (at: number): OtherGraphs => {
     const others: OtherGraphs = { predicates: new Set(facts.predicates), types: new Set(facts.types) };
