@@ -5,7 +5,8 @@ import type { SparqlResult } from '../../ontology/sparql-engine';
 import type { CapabilityContext } from '../../plugins/capability';
 import { readingRemote, RemoteReads } from '../../plugins/postgres-table';
 import { columnJson } from '../../plugins/postgres-table/record-json';
-import { runSqlOver, SqlQuery, SqlSource } from './sparql-in-sql';
+import { quoteIdentifier, SqlParams } from '../../plugins/sql/builder';
+import { NarrowedTest, runSqlOver, SqlQuery, SqlSource } from './sparql-in-sql';
 
 // SPARQL over bindings of postgres_table endpoints of one installation, answered by the
 // installation's own PostgreSQL with the statement sparql-in-sql.ts makes for managed tables: each
@@ -79,8 +80,47 @@ export async function externalSource(reads: RemoteReads, target: Record<string, 
         return { json, text: `(${json}) #>> '{}'` };
       },
       primaryKey: table.primaryKey.length ? table.primaryKey : undefined,
+      narrowing: (name, test, params) => columnNarrowing(name, table.columns.get(name)?.type, test, params),
     },
   };
+}
+
+const INTEGER_COLUMNS = new Set(['smallint', 'integer', 'bigint']);
+const TEXT_COLUMNS = new Set(['text', 'character varying']);
+const INT8_RANGE = [-(2n ** 63n), 2n ** 63n - 1n];
+
+/**
+ * A FILTER's comparison as a condition on the column itself, which an index on it serves: what
+ * every row whose value passes the comparison meets (the FILTER still decides). A number of an
+ * integer or decimal property on an integer or numeric column (whose value is the number its
+ * lexical form gives; NaN passes the condition and fails the FILTER); a string's equality on a
+ * text column (equal texts are equal under any collation). Floats, other types and text order
+ * (code points, not the column's collation) are not narrowed.
+ */
+function columnNarrowing(column: string, type: string | undefined, test: NarrowedTest, params: SqlParams): string | undefined {
+  const name = quoteIdentifier(column);
+  if (test.on === 'text') return test.op === '=' && type && TEXT_COLUMNS.has(type) && test.datatype === 'xsd:string' ? `${name} = ${params.add(test.value)}::text` : undefined;
+  if (test.datatype !== 'xsd:integer' && test.datatype !== 'xsd:decimal') return undefined;
+  if (type === 'numeric') return `${name} ${test.op} ${params.add(test.value)}::numeric`;
+  if (!type || !INTEGER_COLUMNS.has(type)) return undefined;
+  // Compared with a bigint, so the column's own (integer) index serves it: a fraction is rounded the way that keeps every integer passing (>= 2.5 as >= 2).
+  const bound = integerBound(test);
+  if (bound === undefined || bound < INT8_RANGE[0] || bound > INT8_RANGE[1]) return undefined;
+  return `${name} ${test.op} ${params.add(bound.toString())}::bigint`;
+}
+
+/** The integer an integer column is compared with for this comparison: the constant, or for a fraction its floor (above it) or ceiling (below it). */
+function integerBound(test: NarrowedTest): bigint | undefined {
+  const match = /^([+-]?)([0-9]*)(?:[.]([0-9]*))?$/.exec(test.value);
+  if (!match) return undefined;
+  const [, sign, whole, fraction = ''] = match;
+  const truncated = BigInt(`${sign}${whole || '0'}`);
+  if (!/[1-9]/.test(fraction)) return truncated;
+  // An integer equals no fraction (the FILTER keeps no row): left to the FILTER.
+  if (test.op === '=') return undefined;
+  const negative = sign === '-';
+  const floor = negative ? truncated - 1n : truncated;
+  return test.op === '>' || test.op === '>=' ? floor : floor + 1n;
 }
 
 /** The rows PostgreSQL estimates the tables hold, or Infinity when one was never analysed or is a view. */

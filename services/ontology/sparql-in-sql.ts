@@ -773,6 +773,20 @@ export interface SqlSource {
   field(name: string, params: SqlParams): { json: string; text: string };
   /** The fields no two records share a value of: a star subject of this one field is read in one scan. */
   primaryKey?: string[];
+  /**
+   * A condition on the records' own columns that every record whose field passes `test` meets
+   * (it may keep more: the FILTER still decides), so an index on the column narrows the rows
+   * read; undefined where the source has none for this field and test.
+   */
+  narrowing?(field: string, test: NarrowedTest, params: SqlParams): string | undefined;
+}
+
+/** A FILTER's comparison of a required property's value with a constant, as a source may narrow its records by it. */
+export interface NarrowedTest {
+  op: '<' | '<=' | '>' | '>=' | '=';
+  on: 'number' | 'text';
+  value: string;
+  datatype: string;
 }
 
 /** Runs the statement text with its parameters; the rows of its answer. */
@@ -956,6 +970,40 @@ function branchSql(statement: Statement, query: SqlQuery, branch: Branch): strin
 }
 
 /**
+ * Each star's triples' narrowings (by triple index): the conditions its source gives for the
+ * branch's FILTER comparisons (conjuncts of the branch's own FILTERs) of a variable a required
+ * property triple of the star binds with a constant. A solution the FILTER keeps has that
+ * triple's value passing the comparison, so its record meets the condition: dropping records that
+ * do not drops no solution the FILTER keeps.
+ */
+function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<number, string[]>> {
+  const found = new Map<number, Map<number, string[]>>();
+  const comparisons: Array<Extract<Condition, { kind: 'compare' }>> = [];
+  const conjuncts = (condition: Condition): void => {
+    if (condition.kind === 'and') condition.args.forEach(conjuncts);
+    else if (condition.kind === 'compare' && condition.op !== '!=') comparisons.push(condition);
+  };
+  branch.filters.forEach(conjuncts);
+  if (!comparisons.length) return found;
+  for (const x of branch.stars) {
+    const star = statement.stars[x];
+    const source = statement.sources[star.source];
+    if (!source.narrowing) continue;
+    star.triples.forEach((triple, i) => {
+      if (triple.kind !== 'property' || triple.optional !== undefined) return;
+      for (const { variable, op, on, value } of comparisons) {
+        if (variable !== triple.variable) continue;
+        const condition = source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.datatype }, statement.params);
+        if (!condition) continue;
+        const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
+        byTriple.set(i, [...(byTriple.get(i) ?? []), condition]);
+      }
+    });
+  }
+  return found;
+}
+
+/**
  * A branch's relations and conditions (its solutions are the rows of `FROM from WHERE where`), the
  * columns of its variables, and what flags a row whose BINDs SQL does not compute as SPARQL does.
  * Its stars' relations, its subqueries' answers and the groups of its EXISTS and MINUS are added
@@ -974,11 +1022,14 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
   const scannedOptionals: Array<{ group: number; present: string; variables: Array<{ name: string; column: Column }> }> = [];
   /** Another star's OPTIONALs: a relation of their triples left joined on the subject (and the OPTIONAL's FILTER). */
   const joinedOptionals: Array<{ group: number; relation: string; alias: string; anchor: string }> = [];
+  const narrowed = narrowingsOf(statement, branch);
   for (const x of branch.stars) {
     const star = statement.stars[x];
     const source = sources[star.source];
     /** `FROM ${records}`: the source's records the query reads, a row each; more conditions follow with AND. */
     const records = source.records(params);
+    /** The records of a triple's relation: those its field's FILTERs may keep. */
+    const recordsOf = (i: number) => [records, ...(narrowed.get(x)?.get(i) ?? [])].join(' AND ');
     const key = source.field(star.subject.field, params);
     const subject = shownText('kt', 'kx', 'key');
     /** The record's subject field as its JSON type and text, each computed once a record (the inner selects are fenced by OFFSET 0). */
@@ -1011,7 +1062,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         if (triple.optional !== undefined) optionalVariables.set(triple.optional, [...(optionalVariables.get(triple.optional) ?? []), { name: triple.variable, column }]);
       });
       ctes.push(`${name} AS (SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
-           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${records} OFFSET 0) r) r WHERE s IS NOT NULL)`);
+           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${[records, ...[...(narrowed.get(x)?.values() ?? [])].flat()].join(' AND ')} OFFSET 0) r) r WHERE s IS NOT NULL)`);
       // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
       unfusedChecks.push(`(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`);
@@ -1025,7 +1076,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     // Each relation reads the table itself, keeping only the text columns it needs: one that
     // carried the records' data to the others was materialized whole (the rows' jsonb), which at
     // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
-    const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}` }]));
+    const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}`, i }]));
     const required = valueTriples.filter(({ triple }) => triple.optional === undefined);
     // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
     const anchor = required.length ? required[0].name : `subjects${x}`;
@@ -1038,8 +1089,10 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     anchors[x] = `${anchor}.s`;
     columns.set(star.variable, { text: `${anchor}.s` });
     const optionalRelations = new Map<number, Array<{ name: string; variable: string; numeric: boolean }>>();
-    for (const { triple, name } of valueTriples) {
+    for (const { triple, name, i } of valueTriples) {
       const field = source.field(triple.field, params);
+      // Records may share a subject here: only this triple's own relation is narrowed by its FILTERs.
+      const tripleRecords = recordsOf(i);
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
       const top = `(${field.json})`;
       const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
@@ -1054,10 +1107,10 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
       // PostgreSQL expect 100 values a record and sort whole rows instead of hashing (EXPLAIN at 60,000 records).
       // The subject's oddity is the triple's: a record without this field joins nothing through it.
       ctes.push(`${name} AS (SELECT s, o, bool_or(odd) AS odd${pattern ? ', min(num) AS num' : ''} FROM (SELECT ${subject.text} AS s, ${valueColumns()} FROM (
-           SELECT ${keyColumns}, jsonb_typeof(${top}) AS vt, ${field.text} AS vx FROM ${records} AND jsonb_typeof(${top}) NOT IN ('null', 'array')
+           SELECT ${keyColumns}, jsonb_typeof(${top}) AS vt, ${field.text} AS vx FROM ${tripleRecords} AND jsonb_typeof(${top}) NOT IN ('null', 'array')
            UNION ALL
            SELECT kt, kx, jsonb_typeof(element.value) AS vt, element.value #>> '{}' AS vx
-             FROM (SELECT ${keyColumns}, ${top} AS elements FROM ${records} AND jsonb_typeof(${top}) = 'array' OFFSET 0) r
+             FROM (SELECT ${keyColumns}, ${top} AS elements FROM ${tripleRecords} AND jsonb_typeof(${top}) = 'array' OFFSET 0) r
             CROSS JOIN LATERAL jsonb_array_elements(r.elements) AS element(value)
            OFFSET 0) r) r
          WHERE s IS NOT NULL${triple.kind === 'link' ? ' AND o IS NOT NULL' : ''} GROUP BY s, o)`);
