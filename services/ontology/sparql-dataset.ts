@@ -274,23 +274,48 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
   return plan;
 }
 
-/** Each group's current snapshots (one call per installation), kept per group when its capability announces them. */
+/** A group's current snapshots, read now: one call to its capability. */
+function currentSnapshotsOf(db: Executor, deps: CapabilityDependencies, group: SnapshotGroup): Promise<SnapshotInfo[]> {
+  const { installation } = group;
+  const runtime = findCapability(installation.capability, installation.capabilityVersion);
+  // The installation is opened (its credentials decrypted) only when the snapshots are read.
+  const ctx = capabilityContext(db, installation, deps);
+  return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, group.targets) : Promise.all(group.targets.map((target) => runtime.currentSnapshot!(ctx, target)));
+}
+
+/**
+ * Each group's current snapshots (one call per installation), always read: a commit of another
+ * process is announced by a NOTIFY this process may not have heard yet, and a query reads the
+ * snapshots committed before it started. Those of capabilities that announce them are kept for the
+ * next query's keptDataset, which checks them beside its evaluation (keptSnapshotsCurrent).
+ */
 async function snapshotsOf(db: Executor, deps: CapabilityDependencies, groups: SnapshotGroup[]): Promise<Map<SnapshotGroup, SnapshotInfo[]>> {
   const found = new Map<SnapshotGroup, SnapshotInfo[]>();
   await Promise.all(groups.map(async (group) => {
-    const { installation } = group;
-    const runtime = findCapability(installation.capability, installation.capabilityVersion);
-    // The installation is opened (its credentials decrypted) only when the snapshots are read, not per warm query.
-    const read = async () => {
-      const ctx = capabilityContext(db, installation, deps);
-      return runtime.currentSnapshots ? runtime.currentSnapshots(ctx, group.targets) : Promise.all(group.targets.map((target) => runtime.currentSnapshot!(ctx, target)));
-    };
-    // Snapshots a capability announces are kept until the next announcement (a commit's NOTIFY):
-    // a warm query then reads nothing from the database to know its data versions.
     const kept = !db.isTransaction && group.kept;
-    found.set(group, kept ? await definitionCache().get(db as Db, group.scope, group.key, read) : await read());
+    const ticket = kept ? definitionCache().ticket(group.scope) : undefined;
+    const snapshots = await currentSnapshotsOf(db, deps, group);
+    if (ticket) definitionCache().keep(group.scope, group.key, snapshots, ticket);
+    found.set(group, snapshots);
   }));
   return found;
+}
+
+/**
+ * Whether the kept snapshots a dataset was found with are still the current ones: one statement
+ * per installation, run beside the query's evaluation. When a commit came first (another process's,
+ * whose NOTIFY is still on its way), the current ones are kept instead and the answer is not used.
+ */
+export async function keptSnapshotsCurrent(ctx: OperationContext, dataset: QueryDatasetHandles): Promise<boolean> {
+  if (!dataset.keptSnapshots?.length) return true;
+  const checks = await Promise.all(dataset.keptSnapshots.map(async ({ group, snapshots }) => {
+    const ticket = definitionCache().ticket(group.scope);
+    const current = await currentSnapshotsOf(ctx.db, ctx.deps, group);
+    if (current.every((snapshot, at) => snapshot.id === snapshots[at]?.id)) return true;
+    definitionCache().keep(group.scope, group.key, current, ticket);
+    return false;
+  }));
+  return checks.every(Boolean);
 }
 
 // A snapshot committed in this process is seen by its next query at once; other processes hear
@@ -366,6 +391,8 @@ export interface QueryDatasetHandles {
   triples: number;
   /** Bindings of the project whose data this key may not read. */
   withheldBindings: number;
+  /** The kept snapshots of each installation a kept dataset was found with (keptSnapshotsCurrent checks them). */
+  keptSnapshots?: Array<{ group: SnapshotGroup; snapshots: SnapshotInfo[] }>;
 }
 
 /** The catalog's package, or a 404 when the project has none active. */
@@ -429,6 +456,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
   const tables: Array<{ dataVersion: string }> = [];
   let snapshots: SnapshotInfo[] | undefined;
   let snapshotGroup: SnapshotGroup | undefined;
+  const keptSnapshots: NonNullable<QueryDatasetHandles['keptSnapshots']> = [];
   for (const source of plan.sources) {
     const group = source.group;
     let kept: KeptGraph | undefined;
@@ -437,6 +465,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       if (group !== snapshotGroup) {
         snapshots = definitionCache().peek<SnapshotInfo[]>(group.scope, group.key);
         snapshotGroup = group;
+        if (snapshots && !keptSnapshots.some((each) => each.group === group)) keptSnapshots.push({ group, snapshots });
       }
       if (!snapshots) return undefined;
       const dataVersion = snapshotVersionOf(source.names, snapshots[source.at]);
@@ -466,7 +495,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       tableHandles.add(kept.handle);
     }
   }
-  return datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, tableHandles);
+  return { ...datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, tableHandles), keptSnapshots };
 }
 
 /**
@@ -477,7 +506,8 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
  */
 export async function queryDataset(ctx: OperationContext, catalog: DatasetCatalog, text?: string, pin?: SnapshotPin, timeoutMs?: number): Promise<QueryDatasetHandles> {
   // A pinned read checks its snapshots against the pin, which kept graphs do not know.
-  return (pin ? undefined : keptDataset(ctx, catalog, text)) ?? readDataset(ctx, catalog, text, pin, timeoutMs);
+  const kept = pin ? undefined : keptDataset(ctx, catalog, text);
+  return kept && (await keptSnapshotsCurrent(ctx, kept)) ? kept : readDataset(ctx, catalog, text, pin, timeoutMs);
 }
 
 /** queryDataset after keptDataset found something to read or build. */

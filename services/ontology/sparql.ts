@@ -8,7 +8,7 @@ import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/mess
 import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
-import { answeredInSql, keptDataset, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
+import { answeredInSql, keptDataset, keptSnapshotsCurrent, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
 // The SPARQL 1.1 Protocol endpoint of a project (SPEC 4.5). The dataset is the active package plus
 // the graphs of the bound terms this caller may read (sparql-dataset.ts): named grants select
@@ -133,11 +133,9 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
     });
   // Kept graphs first (a warm query starts at once); then a SELECT, ASK or CONSTRUCT PostgreSQL can answer over bound
   // tables (sparql-in-sql.ts); else the graphs are read or built.
-  let dataset: QueryDatasetHandles | undefined = keptDataset(ctx, catalog, ask.text);
   const started = performance.now();
-  const evaluated = dataset
-    ? runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal)
-    : ask.queryType !== 'DESCRIBE'
+  const answerAfresh = (): Promise<QueryAnswer | undefined> =>
+    ask.queryType !== 'DESCRIBE'
       ? answeredInSql(ctx, catalog, ask.text, limits.maxResults).then(async (counted) => {
           if (!counted) return evaluateOverGraphs();
           dataset = counted.dataset;
@@ -146,6 +144,24 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
           return { type: 'answer', id: 0, body, path: 'sql', evaluationMs: answered - started, serializationMs: performance.now() - answered } satisfies QueryAnswer;
         })
       : evaluateOverGraphs();
+  let dataset: QueryDatasetHandles | undefined = keptDataset(ctx, catalog, ask.text);
+  let evaluated: Promise<QueryAnswer | undefined>;
+  if (dataset) {
+    // The kept snapshots are checked beside the evaluation: a commit this process has not heard of
+    // yet (another process's NOTIFY on its way) sends the query to the current snapshots instead.
+    const current = keptSnapshotsCurrent(ctx, dataset);
+    const afresh = () => {
+      dataset = undefined;
+      return answerAfresh();
+    };
+    evaluated = runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal).then(
+      async (answer) => ((await current) ? answer : afresh()),
+      async (error: unknown) => {
+        if (await current) throw error;
+        return afresh();
+      },
+    );
+  } else evaluated = answerAfresh();
   const ref = randomUUID();
   const charged = ctx.deps.metering.charge(db, { workspaceId: principal.workspaceId, projectId: project.id, kind: 'sparql_query', ref, actor: principal, quantities: { query: 1 } });
   const withdraw = () => charged.then(() => ctx.deps.metering.withdraw(db, principal.workspaceId, 'sparql_query', ref), () => undefined);

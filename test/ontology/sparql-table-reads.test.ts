@@ -8,6 +8,8 @@ import { PluginInstallation } from '../../db/models';
 import { overrideSparqlSettings } from '../../ontology/sparql-threads/settings';
 import { findCapability } from '../../plugins';
 import { capabilityContext } from '../../services/endpoints/data-endpoints';
+import { definitionCache } from '../../services/shared/definition-cache';
+import { snapshotScope } from '../../plugins/snapshot-notices';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { env } from '../support/environment';
 import { as, newKey, request } from '../support/fixtures';
@@ -704,6 +706,31 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
     for (const query of [text, constant, join]) await same(query);
     await write(peopleTable, [], 'delete', [{ field: 'id', op: 'eq', value: 2 }]);
     for (const query of [text, constant, join]) await same(query);
+  });
+
+  it('reads a commit this process has not heard of yet (another process’s, its NOTIFY still on the way) from the kept query on', async () => {
+    const text = q(`SELECT ?p ?o WHERE { <${P}21#me> ?p ?o }`);
+    assert.deepEqual((await ask(t.base, full, text, false)).rows, []);
+    const warm = await ask(t.base, full, text, false);
+    assert.deepEqual(warm.rows, []);
+    // As a process the commit's announcements have not reached: neither this process's own nor the
+    // NOTIFY drops its kept snapshots, so the query finds its kept dataset, older than the commit.
+    const cache = definitionCache();
+    const changed = cache.changed;
+    const unheard = snapshotScope(t.ws.workspaceId);
+    cache.changed = function (this: typeof cache, workspaceId: string) {
+      if (workspaceId !== unheard) changed.call(this, workspaceId);
+    };
+    try {
+      await write(peopleTable, [{ id: 21, name: 'Unheard', age: 5 }]);
+      const after = await ask(t.base, full, text, false);
+      assert.ok(after.rows.some((row) => row.includes('"Unheard"')), `the committed record is read: ${after.raw.slice(0, 500)}`);
+      assert.notEqual(after.raw, warm.raw);
+      // The current snapshots are kept now: the next query is answered from them too.
+      assert.deepEqual((await ask(t.base, full, text, false)).rows, after.rows);
+    } finally {
+      cache.changed = changed;
+    }
   });
 
   it('narrows: a constant subject reads few triples, and a key without a binding’s grant never reads its records', async () => {
