@@ -405,6 +405,8 @@ function packageOf(catalog: DatasetCatalog): PackageHead {
 interface QueryReach {
   patterns: ReachPattern[];
   firstSolutions?: number;
+  /** An ASK: any of its solutions gives its answer, so its first ones are read however few records it reaches. */
+  anySolution?: boolean;
 }
 
 /**
@@ -421,7 +423,7 @@ function queryReach(plan: DatasetPlan, text: string | undefined): QueryReach | u
   }
   if (parsed.kind !== 'query') return undefined;
   const patterns = reachOf(parsed.parsed);
-  return patterns && { patterns, firstSolutions: firstSolutionsOf(parsed.parsed) };
+  return patterns && { patterns, firstSolutions: firstSolutionsOf(parsed.parsed), anySolution: (parsed.parsed as { queryType?: string }).queryType === 'ASK' };
 }
 
 /** The version of a table's per-query graph: its data version and a digest of the query and every table's data version. */
@@ -572,7 +574,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
   const settings = sparqlSettings();
   const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
-  const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits) : undefined;
+  const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits, reach.anySolution) : undefined;
   const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {

@@ -490,9 +490,11 @@ function recordSolutions(patterns: ReachPattern[], quads: RDF.Quad[], found: Set
  * its pattern reaches); a star was not (a subject's triples may come from several records), so
  * then, or past the reach bound, this gives undefined and the query is read as any other. Only
  * tables whose reachable records pass the bound are read so: under it, undefined at once (the
- * query is answered as before, the same slice as over the whole tables).
+ * query is answered as before, the same slice as over the whole tables), unless `anySolution`
+ * (an ASK, whose answer any solution gives): then its first records are read however few it
+ * reaches, and no whole graph is built for it.
  */
-export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits): Promise<ReachedRecords | undefined> {
+export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits, anySolution = false): Promise<ReachedRecords | undefined> {
   const records = sources.map(() => [] as Array<Record<string, unknown>>);
   const found = new Set<string>();
   let triples = 0;
@@ -503,7 +505,7 @@ export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sourc
       for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
       // Under the bound the query reads what it reaches, as any other, and answers as over the
       // whole tables (an unordered slice included): first solutions answer only what would pass it.
-      if (!(await reachablePastBound(trx, patterns, sources, terms, baseIri, limits))) return false;
+      if (!anySolution && !(await reachablePastBound(trx, patterns, sources, terms, baseIri, limits))) return false;
       for (const [at, source] of sources.entries()) {
         if (source.version === undefined) continue;
         const kinds = tripleKinds(source, terms, baseIri);

@@ -153,6 +153,12 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
       assert.equal(read.status, 200, JSON.stringify(read.body));
       assert.deepEqual(rowsOf(read.body), rowsOf((await whole(underBound)).body));
       assert.equal(await pagesRead(), pages, `${underBound}: its table is under the bound`);
+      // An ASK's answer is the same whichever solution is found: its first records are read under the bound too, and no whole graph built.
+      const askUnder = await post(`ASK { ?v :name ?n } # under the bound`);
+      assert.equal(askUnder.status, 200, JSON.stringify(askUnder.body));
+      assert.equal(askUnder.body.boolean, true);
+      assert.ok((await pagesRead()) > pages, 'the ASK read a page of first records');
+      assert.ok(askUnder.triples - packageTriples < VENDORS, `the ASK read ${askUnder.triples - packageTriples} triples of records, fewer than the vendors' ${2 * VENDORS}`);
 
       const construct = `CONSTRUCT { ?s <urn:price> ?p } WHERE { ?s :price ?p } LIMIT 4`;
       const built = await post(construct, 'application/n-triples');
