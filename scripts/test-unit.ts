@@ -1,10 +1,11 @@
 /**
- * `npm run test:unit`: the tests that need no PostgreSQL and no Temporal dev server, in seconds. Its
- * one set-up is Temporal's time-skipping test server for test/unit/workflows, fetched once per machine.
- * A test file belongs to this tier when nothing it imports from test/ (followed through every
- * relative import) reaches test/support/environment.ts, which connects to both, or
- * test/support/external-postgres.ts, which creates databases on the test run's cluster. Extra arguments
- * go to mocha. `npm test` still runs every test, these included.
+ * `npm run test:unit`: the unit tier, test/unit, whose tests need no PostgreSQL and no Temporal dev
+ * server, in seconds. Its one set-up is Temporal's time-skipping test server for test/unit/workflows,
+ * fetched once per machine. The tier is declared by the folder and checked by imports: a file under
+ * test/unit that reaches test/support/environment.ts (which connects to both) or
+ * test/support/external-postgres.ts (which creates databases on the test run's cluster), through
+ * any relative import, fails the run before a test starts; it belongs in test/integration. Extra
+ * arguments go to mocha. `npm test` runs this tier first, then test/integration with the stack.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -48,15 +49,20 @@ function needsEnvironment(file: string): boolean {
   return verdict;
 }
 
+const unitRoot = path.join(testRoot, 'unit') + path.sep;
 const named = process.argv.slice(2).filter((arg) => arg.endsWith('.test.ts')).map((arg) => path.resolve(arg));
-const candidates = named.length ? named : testFiles(testRoot);
-const unit = candidates.filter((file) => !needsEnvironment(file));
-const needing = candidates.filter((file) => needsEnvironment(file));
-if (named.length && needing.length) {
-  say(`these need PostgreSQL and Temporal (run them with npm test): ${needing.map((file) => path.relative(projectRoot, file)).join(', ')}`);
+const outside = named.filter((file) => !file.startsWith(unitRoot));
+if (outside.length) {
+  say(`not in the unit tier (test/unit): ${outside.map((file) => path.relative(projectRoot, file)).join(', ')}; run them with npm test`);
   process.exit(2);
 }
-say(`unit tier: ${unit.length} test files without PostgreSQL or Temporal (${candidates.length - unit.length} more run in npm test)`);
+const unit = named.length ? named : testFiles(unitRoot);
+const needing = unit.filter((file) => needsEnvironment(file));
+if (needing.length) {
+  say(`these unit tests reach PostgreSQL or Temporal (test/support/environment.ts or external-postgres.ts): move them to test/integration: ${needing.map((file) => path.relative(projectRoot, file)).join(', ')}`);
+  process.exit(2);
+}
+say(`unit tier: ${unit.length} test files in test/unit, without PostgreSQL or Temporal`);
 // The workflow unit tests run Temporal's time-skipping test server: fetched once per machine, before mocha, so a Maven failure is not a test failure.
 if (unit.some((file) => file.startsWith(workflowUnitTests))) ensureTemporalTestServer();
 const mochaArgs = [

@@ -5,7 +5,7 @@
  * database it names is never migrated or written.
  * Extra arguments go to mocha: `npm test -- --grep "API keys"`. `--suite reliability` runs
  * test/reliability/*.reliability.ts instead (npm run test:reliability), `--suite histories`
- * test/workflows/recording/*.record.ts (npm run record-histories).
+ * test/integration/workflows/recording/*.record.ts (npm run record-histories).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
@@ -35,8 +35,35 @@ function staticChecks(): boolean {
   return true;
 }
 
+/** The unit tier in a process of its own, as `npm run test:unit` runs it: its exit code. */
+function unitTier(args: string[]): number {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-unit.ts'), ...args], { cwd: projectRoot, stdio: 'inherit' });
+  return result.status ?? 1;
+}
+
+const seconds = (since: number) => `${Math.round((Date.now() - since) / 1000)} s`;
+
 async function main(): Promise<number> {
+  const times: string[] = [];
+  const checksStarted = Date.now();
   if (!staticChecks()) return 1;
+  if (process.env.WEFT_SKIP_STATIC_CHECKS !== '1') times.push(`static checks ${seconds(checksStarted)}`);
+  const args = process.argv.slice(2);
+  // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability);
+  // `--suite histories` records workflow histories for the replay test (npm run record-histories).
+  const suiteFlag = args.indexOf('--suite');
+  const suite = suiteFlag >= 0 ? args.splice(suiteFlag, 2)[1] : 'main';
+  // Named test files replace the default set (mocha would otherwise add them to it), and run with the stack.
+  const filesNamed = args.some((arg) => /\.(test|reliability|record)\.ts$/.test(arg));
+  if (suite === 'main' && !filesNamed) {
+    const unitStarted = Date.now();
+    const code = unitTier(args);
+    times.push(`unit tier ${seconds(unitStarted)}`);
+    if (code !== 0) {
+      say(times.join('; '));
+      return code;
+    }
+  }
   // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
   ensureStripeMock();
   // The time-skipping server of the workflow unit tests (test/unit/workflows), fetched with Maven once per machine.
@@ -46,16 +73,11 @@ async function main(): Promise<number> {
   const localPostgres = !process.env.DATABASE_URL;
   // Each run has its own database and task queue, so concurrent runs on one machine never meet.
   const runId = `${process.pid}`;
+  const tierStarted = Date.now();
   const infra = await prepareInfrastructure({ database: `weft_test_${runId}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal: true });
   try {
-    const args = process.argv.slice(2);
-    // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability);
-    // `--suite histories` records workflow histories for the replay test (npm run record-histories).
-    const suiteFlag = args.indexOf('--suite');
-    const suite = suiteFlag >= 0 ? args.splice(suiteFlag, 2)[1] : 'unit';
-    const pattern = suite === 'reliability' ? 'test/reliability/**/*.reliability.ts' : suite === 'histories' ? 'test/workflows/recording/*.record.ts' : 'test/**/*.test.ts';
-    // Named test files replace the default set (mocha would otherwise add them to it).
-    const specs = args.some((arg) => /\.(test|reliability|record)\.ts$/.test(arg)) ? [] : [pattern];
+    const pattern = suite === 'reliability' ? 'test/reliability/**/*.reliability.ts' : suite === 'histories' ? 'test/integration/workflows/recording/*.record.ts' : 'test/integration/**/*.test.ts';
+    const specs = filesNamed ? [] : [pattern];
     const mocha = spawn(process.execPath, [path.join(projectRoot, 'node_modules', 'mocha', 'bin', 'mocha.js'), ...specs, ...args], {
       cwd: projectRoot,
       stdio: 'inherit',
@@ -77,6 +99,9 @@ async function main(): Promise<number> {
     return await new Promise<number>((resolve) => mocha.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
   } finally {
     await infra.stop();
+    const tier = filesNamed ? 'the files named' : suite === 'main' ? 'integration tier' : `${suite} suite`;
+    times.push(`${tier} ${seconds(tierStarted)} (with the stack's set-up)`);
+    say(times.join('; '));
   }
 }
 

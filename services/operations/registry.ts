@@ -26,7 +26,7 @@ import type { Operation } from './operation';
 /**
  * Every operation of the service layer, by domain. The doors (HTTP routes, MCP tools and the MCP
  * project connection, activities acting as a key) refer to these; the access matrices cover each
- * one through a door (test/api/auth-matrix.test.ts, test/mcp/access-matrix.test.ts) and the OpenAPI
+ * one through a door (test/integration/api/auth-matrix.test.ts, test/integration/mcp/access-matrix.test.ts) and the OpenAPI
  * document reads them.
  */
 export const operations: readonly Operation[] = [

@@ -11,7 +11,7 @@ import { operations } from '../../services/operations/registry';
 /**
  * Operations that no HTTP route or MCP tool reaches, each with the door that does. Work that runs
  * later acts as its key through actAs (services/operations/act-as.ts); the access matrix of
- * that door is in test/api/auth-matrix.test.ts.
+ * that door is in test/integration/api/auth-matrix.test.ts.
  */
 export type InternalDoor = 'activity' | 'sparql' | 'mcp-connection' | 'console';
 
@@ -25,7 +25,7 @@ export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: InternalDoor; 
   sparqlQuery: { door: 'sparql', why: 'the SPARQL protocol’s GET and POST hand a query to it' },
   sparqlUpdate: { door: 'sparql', why: 'the SPARQL protocol’s POST hands an update to it' },
   openProjectConnection: { door: 'mcp-connection', why: 'opening /mcp/projects/{project_id}: the MCP middleware binds the connection' },
-  listMembers: { door: 'console', why: 'the console’s Members page (SPEC 4 has no members resource); access matrix in test/console/members.test.ts' },
+  listMembers: { door: 'console', why: 'the console’s Members page (SPEC 4 has no members resource); access matrix in test/integration/console/members.test.ts' },
   createMemberInvite: { door: 'console', why: 'the console’s Members page invites' },
   updateMember: { door: 'console', why: 'the console’s Members page changes roles and grants' },
   deleteMember: { door: 'console', why: 'the console’s Members page removes members' },
@@ -34,7 +34,7 @@ export const INTERNAL_OPERATIONS: Readonly<Record<string, { door: InternalDoor; 
 /** The registry's keyed operations: what every matrix starts from. */
 export const keyedOperations: readonly Operation[] = operations.filter((operation) => !isKeyless(operation.access));
 
-/** The operator's operations: the admin CLI's door only (test/cli/admin.test.ts). */
+/** The operator's operations: the admin CLI's door only (test/integration/cli/admin.test.ts). */
 export const operatorOperationsOf: readonly Operation[] = operations.filter((operation) => isOperator(operation.access));
 
 export const routesOf = (operation: Operation): RouteSpec[] => apiRoutes.filter((route) => route.operation === operation);

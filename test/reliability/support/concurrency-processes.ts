@@ -3,7 +3,7 @@ import { RunningScript, startApiScript } from '../../support/processes';
 
 /**
  * More API processes on the test database (each a real `scripts/start.ts api`, as
- * test/api/request-limits.test.ts starts one), beside the test environment's own in-process API.
+ * test/integration/api/request-limits.test.ts starts one), beside the test environment's own in-process API.
  * Use inside a describe block: the processes start before its tests and stop after them.
  */
 export function useApiProcesses(extra: number): { urls: string[] } {

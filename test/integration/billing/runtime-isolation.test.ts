@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { ServiceDependencies } from '../../../services/operations/context';
+import { putApiLimits } from '../../../services/tenancy/api-limits';
+import { admitKeptRequest, authenticateRequest } from '../../../services/tenancy/request-authentication';
+import { Metering } from '../../../services/usage/metering';
+import { env } from '../../support/environment';
+import { newKey, newWorkspace } from '../../support/fixtures';
+
+// Metering and request admission are a runtime's dependencies (services/usage/metering.ts,
+// services/tenancy/request-authentication.ts), not module state: two sets of dependencies built in
+// one process share no queued charge, no charge lease, no flush, no kept key and no request lease. Each set
+// here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
+// is decided by what the test asks of it, not by a timer.
+
+const operationsOf = (workspaceId: string) => env().db('metered_operations').where({ workspaceId });
+const leasesOf = (workspaceId: string) => env().db('charge_leases').where({ workspaceId });
+
+/** Dependencies whose metering flushes only when asked. */
+function holdingDependencies(): ServiceDependencies {
+  return env().dependencies({ metering: new Metering(env().db, env().clock, { flushAfterMs: 3_600_000 }) });
+}
+
+/** SPARQL charges through `deps` until one is answered from its lease (queued, not written); returns its ref. */
+async function chargeUntilLeased(deps: ServiceDependencies, workspaceId: string): Promise<string> {
+  for (let i = 0; i < 5000; i += 1) {
+    const ref = randomUUID();
+    await deps.metering.meter(deps.db, { workspaceId, kind: 'sparql_query', ref, quantities: { query: 1 } });
+    if (await deps.metering.leaseCovers(workspaceId, 'sparql_query', ref)) return ref;
+  }
+  return assert.fail('no charge was answered from a lease');
+}
+
+describe('Two runtimes in one process', function () {
+  this.timeout(120_000);
+
+  it('share no charge lease, queued charge or flush: each writes, withdraws and returns only its own', async () => {
+    const ws = (await newWorkspace()).workspaceId;
+    const [one, two] = [holdingDependencies(), holdingDependencies()];
+    try {
+      const first = await chargeUntilLeased(one, ws);
+      const [{ holder: firstHolder }] = await leasesOf(ws);
+
+      // The second takes a lease of its own for the same workspace and kind: two holders.
+      const second = await chargeUntilLeased(two, ws);
+      assert.equal(await two.metering.leaseCovers(ws, 'sparql_query', first), false, "the second does not see the first's queued charge");
+      assert.equal(await one.metering.leaseCovers(ws, 'sparql_query', second), false, "nor the first the second's");
+      const leases = await leasesOf(ws);
+      assert.equal(leases.length, 2, 'one lease per runtime');
+      assert.equal(new Set(leases.map((lease: { holder: string }) => lease.holder)).size, 2, 'held by two holders');
+
+      // Settling the second writes its queued charge only.
+      await two.metering.settled(ws);
+      assert.equal((await operationsOf(ws).where({ operationRef: second })).length, 1, "the second's charge is written");
+      assert.equal((await operationsOf(ws).where({ operationRef: first })).length, 0, "the first's is still queued in the first");
+      assert.equal(await one.metering.leaseCovers(ws, 'sparql_query', first), true);
+
+      // A withdrawal through the second does not reach the first's queue: the charge is still written by its own runtime.
+      await two.metering.withdraw(two.db, ws, 'sparql_query', first);
+      assert.equal(await one.metering.leaseCovers(ws, 'sparql_query', first), true, 'still queued in the first');
+
+      // Closing the first writes its charges and returns its lease; the second keeps its own and still answers from it.
+      await one.metering.close();
+      assert.equal((await operationsOf(ws).where({ operationRef: first })).length, 1, "the first's charge is written when its runtime closes");
+      const left = await leasesOf(ws);
+      assert.equal(left.length, 1, "the first's lease went back");
+      assert.notEqual(left[0].holder, firstHolder, "the one left is the second's");
+      const third = randomUUID();
+      await two.metering.meter(two.db, { workspaceId: ws, kind: 'sparql_query', ref: third, quantities: { query: 1 } });
+      assert.equal(await two.metering.leaseCovers(ws, 'sparql_query', third), true, 'the second still answers from its lease');
+    } finally {
+      await one.metering.close();
+      await two.metering.close();
+    }
+    assert.deepEqual(await leasesOf(ws), [], 'both leases returned');
+    const refs = (await operationsOf(ws)).map((row: { operationRef: string }) => row.operationRef);
+    assert.equal(new Set(refs).size, refs.length, 'every charge written once');
+  });
+
+  it('keep no key and no request lease of the other: a key the first admits from memory, the second checks in the database', async () => {
+    const workspace = await newWorkspace();
+    const key = await newKey(workspace, { scopes: ['org:read'] });
+    // Buckets large enough to lease from (a default key's 120 are counted one by one).
+    await putApiLimits(env().db, workspace.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    // Counted one by one until the first keeps the key and holds a lease of its buckets.
+    let fromMemory = false;
+    for (let i = 0; i < 50 && !fromMemory; i += 1) {
+      await authenticateRequest(one, key);
+      fromMemory = admitKeptRequest(one, key) !== undefined;
+    }
+    assert.ok(fromMemory, 'the first admits the key from memory');
+    assert.equal(admitKeptRequest(two, key), undefined, 'the second keeps neither the key nor a lease');
+    assert.equal(two.requests.keptKeyWorkspaces.size, 0);
+  });
+});

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { env } from '../../support/environment';
+import { newKey, request } from '../../support/fixtures';
+import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, useEventsApi } from '../../support/pipelines';
+
+async function connect(key: string, path = '/mcp'): Promise<Client> {
+  const client = new Client({ name: 'weft-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${env().baseUrl}${path}`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  return client;
+}
+
+const result = (res: unknown) => (res as { structuredContent?: Record<string, any> }).structuredContent!;
+
+describe('The MCP endpoint, through the SDK’s own client', function () {
+  this.timeout(60_000);
+  const fixture = useEventsApi(() => EventsApi.events(10));
+  let t: PipelineTenant;
+  let pipelineId: string;
+  before(async () => {
+    t = fixture.t;
+    const destination = await tableDestination(t, `mcp_${Date.now()}`, ['id']);
+    pipelineId = (await createPipeline(t, linearDocument(await eventsSource(t, fixture.api), destination))).id;
+  });
+
+  it('initializes, lists tools with their schemas and annotations, and calls them on a workspace connection', async () => {
+    const client = await connect(t.ws.apiKey);
+    try {
+      const { tools } = await client.listTools();
+      const list = tools.find((tool) => tool.name === 'pipeline_list')!;
+      assert.deepEqual(list.inputSchema.required, ['projectId']);
+      assert.equal(list.annotations?.readOnlyHint, true);
+      const limits = await client.callTool({ name: 'organization_api_limits_get', arguments: {} });
+      assert.equal(limits.isError, undefined);
+      assert.equal(result(limits).windowSeconds, 60);
+      const pipelines = await client.callTool({ name: 'pipeline_list', arguments: { projectId: t.projectId } });
+      assert.deepEqual(result(pipelines).pipelines.map((p: { id: string }) => p.id), [pipelineId]);
+      // The tool's arguments are the list route's query schema: its tag filter too.
+      assert.deepEqual(Object.keys(list.inputSchema.properties ?? {}).sort(), ['limit', 'name', 'offset', 'projectId', 'tag']);
+      assert.equal((await t.client.patch(`/api/v1/projects/${t.projectId}/pipelines/${pipelineId}`, { tags: ['nightly'] })).status, 200);
+      for (const [tag, expected] of [['nightly', [pipelineId]], ['hourly', []]] as const) {
+        const tagged = await client.callTool({ name: 'pipeline_list', arguments: { projectId: t.projectId, tag } });
+        assert.deepEqual(result(tagged).pipelines.map((p: { id: string }) => p.id), expected, tag);
+        assert.deepEqual((await t.client.get(`/api/v1/projects/${t.projectId}/pipelines?tag=${tag}`)).body.pipelines.map((p: { id: string }) => p.id), expected, tag);
+      }
+      await assert.rejects(client.callTool({ name: 'pipeline_list', arguments: {} }), /projectId/, 'bad arguments are a JSON-RPC error');
+      await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), /Unknown tool/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('binds a project connection to its project, and answers refusals as tool errors with the HTTP codes', async () => {
+    const bound = await connect(t.ws.apiKey, `/mcp/projects/${t.projectId}`);
+    try {
+      const { tools } = await bound.listTools();
+      assert.equal(tools.find((tool) => tool.name === 'pipeline_get')!.inputSchema.required?.includes('projectId'), false);
+      const got = await bound.callTool({ name: 'pipeline_get', arguments: { pipelineId } });
+      assert.equal(result(got).pipeline.id, pipelineId);
+      const missing = await bound.callTool({ name: 'pipeline_get', arguments: { pipelineId: '00000000-0000-4000-8000-000000000000' } });
+      assert.equal(missing.isError, true);
+      assert.equal(result(missing).code, 'not_found');
+    } finally {
+      await bound.close();
+    }
+    const narrow = await newKey(t.ws, { scopes: ['org:read'] });
+    const client = await connect(narrow);
+    try {
+      const refused = await client.callTool({ name: 'pipeline_list', arguments: { projectId: t.projectId } });
+      assert.equal(refused.isError, true);
+      assert.equal(result(refused).code, 'insufficient_scope');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a call without a key, and a tools/call before initialization', async () => {
+    const anonymous = await request('POST', '/mcp', { key: null, body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: {} } });
+    assert.equal(anonymous.status, 401);
+    const early = await request('POST', '/mcp', {
+      key: t.ws.apiKey,
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'organization_api_limits_get', arguments: {} } },
+      headers: { Accept: 'application/json, text/event-stream' },
+    });
+    assert.equal(early.status, 400, JSON.stringify(early.body));
+  });
+});
