@@ -11,6 +11,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
 import { ensureTemporalTestServer } from './infra/temporal-test-server';
 import { randomBytes } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { prepareInfrastructure } from './infra/environment';
@@ -43,7 +44,21 @@ function unitTier(args: string[]): number {
 
 const seconds = (since: number) => `${Math.round((Date.now() - since) / 1000)} s`;
 
+/** Test files outside the tiers' folders, which no tier would run. */
+function untiered(folder = path.join(projectRoot, 'test')): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(folder, entry.name);
+    if (entry.isDirectory()) return ['unit', 'integration', 'reliability', 'data', 'fixtures'].includes(entry.name) && folder.endsWith(`${path.sep}test`) ? [] : untiered(full);
+    return entry.name.endsWith('.test.ts') ? [path.relative(projectRoot, full)] : [];
+  });
+}
+
 async function main(): Promise<number> {
+  const stray = untiered();
+  if (stray.length) {
+    say(`test files outside test/unit and test/integration, which no tier runs: ${stray.join(', ')}`);
+    return 1;
+  }
   const times: string[] = [];
   const checksStarted = Date.now();
   if (!staticChecks()) return 1;
