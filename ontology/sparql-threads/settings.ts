@@ -63,7 +63,7 @@ export function sparqlSettings(): SparqlSettings {
       maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
       tableReads: tableReads(),
       sqlConnections: positiveInteger('WEFT_SPARQL_SQL_CONNECTIONS', 4),
-      sqlMinRecords: Number(process.env.WEFT_SPARQL_SQL_MIN_RECORDS ?? 200_000),
+      sqlMinRecords: Number(process.env.WEFT_SPARQL_SQL_MIN_RECORDS ?? 20_000),
       maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
       unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
       threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
