@@ -70,14 +70,11 @@ export interface RouteSpec<I = any, O = any> {
   /** The success status (200 unless given). */
   status?: number;
   /**
-   * The operation's input from the request. By default the validated parts (requestInput) for an
-   * operation that takes them; for a `flat` one, the path parameters in camelCase, the query and the body's fields.
+   * The operation's input from the request, for an operation that declares none (a static page).
+   * By default the validated parts (requestInput).
    */
   input?(request: HttpRequest): I;
-  /**
-   * The answer from the operation's output. By default the operation's Reply (asReply) for an
-   * operation that takes the request's parts; for a `flat` one, `status` with the output as the JSON body.
-   */
+  /** The answer from the operation's output. By default the operation's Reply (asReply). */
   respond?(output: O, request: HttpRequest): HandlerResult;
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
@@ -92,8 +89,14 @@ export const defineRoute = <I, O>(spec: RouteSpec<I, O>): RouteSpec<I, O> => spe
 /** The route's OpenAPI operationId: its operation's name. */
 export const operationIdOf = (route: RouteSpec): string => route.operation.name;
 
-/** The request schemas of the route: its operation's declared input (params, query, JSON body). */
-export const inputOf = (route: RouteSpec): InputSchema => route.operation.input ?? {};
+/**
+ * The request schemas of the route: its operation's declared input (params, query, JSON body),
+ * with the body as HTTP takes it.
+ */
+export function inputOf(route: RouteSpec): InputSchema {
+  const declared = route.operation.input ?? {};
+  return declared.httpBody ? { ...declared, body: declared.httpBody } : declared;
+}
 
 /**
  * The validated request parts as an operation's input (requestInput). A class: an object literal

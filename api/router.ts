@@ -61,19 +61,6 @@ function readQuery(ctx: Koa.Context): Record<string, unknown> {
 export const DEFAULT_JSON_BYTES = 1024 * 1024;
 export const describeBytes = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MB` : `${bytes} bytes`);
 
-const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** The default input mapping: path parameters in camelCase (project_id → projectId), the query, the body's fields. */
-export function defaultInput(request: HttpRequest): Record<string, unknown> {
-  const input: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(request.params ?? {})) input[camel(name)] = value;
-  Object.assign(input, request.query);
-  if (isPlainObject(request.body)) Object.assign(input, request.body);
-  else if (request.body !== undefined) Object.assign(input, { body: request.body, bodyType: request.bodyType });
-  return input;
-}
-
 /**
  * Mounts one declared route: authenticate → the operation's access (scopes, restrictions, the
  * project in the path) → validate params, query and body against the operation's schemas → invoke
@@ -83,11 +70,9 @@ export function defaultInput(request: HttpRequest): Record<string, unknown> {
 function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): void {
   const operation = route.operation;
   const schemas = inputOf(route);
-  // An operation that takes the request's parts (not `flat`) reads them as they are and owns its
-  // status: requestInput and asReply, unless the route maps them itself.
-  const takesParts = !operation.input?.flat;
-  const toInput = route.input ?? (takesParts ? requestInput : defaultInput);
-  const toResult = route.respond ?? (takesParts ? asReply : (output: unknown): HandlerResult => ({ status: route.status, body: output }));
+  // The operation reads the request's parts as they are and owns its status (asReply).
+  const toInput = route.input ?? requestInput;
+  const toResult = route.respond ?? asReply;
   router[route.method](route.path, async (ctx) => {
     // A kept key with budget in its lease is answered without a promise: awaited only when one comes back.
     const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
@@ -105,7 +90,7 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
 
     const request: HttpRequest = { params, query, body, bodyType: raw?.type, requestId: caller.requestId, koa: ctx };
     const input = toInput(request);
-    // The parts were validated above, before the input mapping: invoke() need not check them again.
+    // The parts were validated above: invoke() need not check them again.
     const { output, replayed } = await execute(caller, operation, input, { admitted, validated: true });
     const result: HandlerResult = toResult(output, request);
     if (replayed) ctx.set('Idempotent-Replayed', 'true');

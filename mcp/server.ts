@@ -15,6 +15,7 @@ import type { Project } from '../db/models';
 import type { Caller, ServiceDependencies } from '../services/operations/context';
 import { domainErrorFromDatabase } from '../services/operations/database-errors';
 import { admit, execute } from '../services/operations/invoke';
+import type { Reply } from '../services/operations/operation';
 import type { Principal } from '../services/tenancy/access';
 import type { ApiLimits, LimitHeaders } from '../services/tenancy/api-limits';
 import { authenticateBearer } from '../services/tenancy/bearer';
@@ -91,11 +92,11 @@ async function callTool(tool: ToolSpec, args: Record<string, unknown>, caller: C
   const own = { ...args };
   const { projectId, idempotencyKey } = args;
   for (const name of ['projectId', 'idempotencyKey', 'confirm']) delete own[name];
-  const project = toolTakesProject(tool) ? { projectId: boundProjectId ?? String(projectId) } : {};
-  const input = tool.input ? tool.input(own, project.projectId) : { ...project, ...own };
+  const input = tool.input(own, toolTakesProject(tool) ? (boundProjectId ?? String(projectId)) : undefined);
   const call: Caller = { ...caller, idempotencyKey: typeof idempotencyKey === 'string' ? idempotencyKey : undefined };
   const { output, replayed } = await execute(call, tool.operation, input, { admitted });
-  return { value: tool.output ? tool.output(output) : output, replayed };
+  // A tool's result is the body of the operation's reply: it has no status or headers.
+  return { value: (output as Reply).body, replayed };
 }
 
 function buildServer(deps: ServiceDependencies, boundProjectId: string | null): Server {

@@ -1,5 +1,3 @@
-import type Koa from 'koa';
-import { NotAcceptableError } from '../../core/errors';
 import type { JsonSchema } from '../../core/schema-validator';
 import { Collection, collectionSchemas, definitionSchema } from '../../ontology/definition';
 import { nullableTimestamp, timestamp, uuid } from '../../schemas/common';
@@ -17,10 +15,9 @@ import {
   listOntologyPackagesOperation,
   listOntologyVersionsOperation,
   ontologyCollectionOperations,
-  PackageFormat,
 } from '../../services/ontology/operations';
 import { paginationSchema } from '../../services/shared/pagination';
-import { defineRoute, HttpRequest, RouteSpec } from '../route-spec';
+import { defineRoute, RouteSpec } from '../route-spec';
 
 // The ontology of a project (SPEC 2.6, 4.5): collections edited on branches (each edit a version),
 // compile into content-addressed packages, activate one. Methods differ by collection: terms and
@@ -53,12 +50,10 @@ const SINGULAR: Record<Collection, string> = { terms: 'term', links: 'link', sha
 function collectionRoutes(collection: Collection): RouteSpec[] {
   const operations = ontologyCollectionOperations[collection];
   const one = SINGULAR[collection];
-  // Element ids are local names, not UUIDs: the parameter is named after the element (:term), the operations take it as id.
+  // Element ids are local names, not UUIDs: the parameter is named after the element (:term).
   const param = one;
   const itemSchema = collectionSchemas[collection];
   const itemResponse = (description: string) => ({ description, schema: { type: 'object', required: [one], properties: { [one]: itemSchema, version: versionRef } } });
-  // The operations take the element's id, its branch, and (adding or replacing) the body whole as `item`.
-  const element = ({ params, query }: HttpRequest) => ({ projectId: params.project_id, branch: query.branch, id: params[param] });
   const routes: RouteSpec[] = [
     defineRoute({
       method: 'get',
@@ -71,7 +66,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       method: 'post',
       path: `${BASE}/${collection}`,
       operation: operations.add,
-      input: ({ params, query, body }) => ({ projectId: params.project_id, branch: query.branch, item: body }),
       status: 201,
       tag: TAG,
       responses: { 201: itemResponse(`The ${one} and the version it made`) },
@@ -80,7 +74,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       method: 'get',
       path: `${BASE}/${collection}/:${param}`,
       operation: operations.get,
-      input: element,
       tag: TAG,
       responses: { 200: { description: `The ${one}`, schema: { type: 'object', required: [one], properties: { [one]: itemSchema } } } },
     }),
@@ -88,7 +81,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       method: 'delete',
       path: `${BASE}/${collection}/:${param}`,
       operation: operations.remove,
-      input: element,
       respond: () => ({ status: 204 }),
       tag: TAG,
       responses: { 204: { description: 'Removed' } },
@@ -100,7 +92,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
         method: 'put',
         path: `${BASE}/${collection}/:${param}`,
         operation: operations.replace,
-        input: (request) => ({ ...element(request), item: request.body }),
         tag: TAG,
         responses: { 200: itemResponse(`The ${one} and the version it made`) },
       }),
@@ -108,13 +99,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
   }
   return routes;
 }
-
-const PACKAGE_FORMATS: Record<string, PackageFormat> = { 'application/json': 'json', 'text/turtle': 'turtle', 'application/n-quads': 'nquads' };
-/** The package representation the Accept header chooses, or false when it accepts none. */
-const packageFormat = (koa: Koa.Context): PackageFormat | false => {
-  const wanted = koa.accepts(Object.keys(PACKAGE_FORMATS));
-  return wanted ? PACKAGE_FORMATS[wanted] : false;
-};
 
 export const ontologyRoutes: RouteSpec[] = [
   defineRoute({
@@ -153,7 +137,6 @@ export const ontologyRoutes: RouteSpec[] = [
   defineRoute({
     method: 'post',
     path: `${BASE}/imports/documents`,
-    // The default input: projectId, the query's id and branch, the document as { body, bodyType }.
     operation: importOntologyDocumentOperation,
     status: 201,
     description: `The document is parsed (a syntax error is a 422 naming the line), stored as N-Quads, and added as an import with the id given in ?id=; its triples join the package at the next compile. At most ${MAX_DOCUMENT_BYTES} bytes.`,
@@ -222,7 +205,10 @@ export const ontologyRoutes: RouteSpec[] = [
     path: `${BASE}/compile`,
     operation: compileOntologyOperation,
     // A new package is a 201; the same package as before (nothing changed) a 200.
-    respond: ({ package: compiled, created }) => ({ status: created ? 201 : 200, body: { package: compiled } }),
+    respond: (reply) => {
+      const { package: compiled, created } = reply.body as { package: unknown; created: boolean };
+      return { status: created ? 201 : 200, body: { package: compiled } };
+    },
     description: 'A definition that does not compile is a 422 whose `errors` and `problems` name each element (terms/Customer) and path. Compiling an unchanged definition again returns the same package with 200. Compiling does not activate.',
     tag: TAG,
     responses: {
@@ -241,17 +227,6 @@ export const ontologyRoutes: RouteSpec[] = [
     method: 'get',
     path: `${BASE}/packages/:package_id`,
     operation: getOntologyPackageOperation,
-    // The Accept header chooses the representation. One it names none of is answered in respond, after
-    // the lookup, so that an unknown package stays a 404 whatever the Accept header says.
-    input: ({ params, koa }) => ({ projectId: params.project_id, packageId: params.package_id, format: packageFormat(koa) || 'json' }),
-    respond: (output, { koa }) => {
-      const format = packageFormat(koa);
-      if (format === 'turtle') return { body: output.turtle, contentType: 'text/turtle; charset=utf-8' };
-      if (format === 'nquads') return { body: output.nquads, contentType: 'application/n-quads; charset=utf-8' };
-      // No representation the caller accepts is a 406 (it was a 404 that named no missing resource).
-      if (!format) throw new NotAcceptableError('not_acceptable', 'Ask for application/json, text/turtle or application/n-quads.');
-      return { body: { package: output.package } };
-    },
     tag: TAG,
     responses: {
       200: { description: 'The package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } }, alternatives: ['text/turtle', 'application/n-quads'] },

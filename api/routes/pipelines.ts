@@ -98,7 +98,6 @@ export const pipelineRoutes = [
     method: 'post',
     path: `${ONE}/versions/:version_id/activate`,
     operation: activatePipelineVersionOperation,
-    input: ({ params, body }) => ({ projectId: params.project_id, pipelineId: params.pipeline_id, versionId: params.version_id, expectedVersionId: body.versionId }),
     tag,
     responses: { 200: { description: 'The pipeline with its new active version', schema: wrap('pipeline', pipelineSchema) } },
   }),

@@ -120,35 +120,10 @@ export interface ConsoleOperationRoute {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   path: string;
   operation: Operation<any, any>;
-  /**
-   * For an operation that declares no input (one with no public route, as an MCP tool takes it:
-   * flat fields), its path parameters' schema; they are its only input, in camelCase.
-   */
-  params?: Record<string, unknown>;
-  /** For such an operation, its JSON body's schema when it takes fields from one (as its MCP tool's arguments). */
-  body?: Record<string, unknown>;
   /** What of the answer this member's page is shown (member-access.ts decides), when not all of it. */
   shown?(body: unknown, principal: Principal): unknown;
   /** Request headers the operation reads, fixed by the console's page (the SPARQL editor asks for JSON results). */
   headers?: Record<string, string>;
-}
-
-const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
-
-/**
- * An operation that takes flat fields (its path parameters in camelCase, its query options and its
- * JSON body's fields), as the HTTP router maps them: its parts are validated against its declared
- * schemas (or the route's, for one that declares none) first, since invoke() leaves flat input to
- * the door. A body the operation declares no schema for is not read.
- */
-function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
-  const declared = route.operation.input ?? { params: route.params, body: route.body };
-  const checkedParams = declared.params ? validateWithSchema<Record<string, unknown>>(declared.params, params, 'path') : params;
-  const checkedQuery = declared.query ? validateWithSchema<Record<string, unknown>>(declared.query, query, 'query string', { query: true }) : route.operation.input ? query : {};
-  const checkedBody = declared.body ? validateWithSchema<Record<string, unknown>>(declared.body, body ?? {}, 'request body') : {};
-  const input: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(checkedParams)) input[camel(name)] = value;
-  return Object.assign(input, checkedQuery, checkedBody);
 }
 
 /**
@@ -158,10 +133,7 @@ function flatInput(route: ConsoleOperationRoute, params: Record<string, unknown>
  */
 export function mountOperation(router: Router, route: ConsoleOperationRoute, deps: ServiceDependencies): void {
   const declared = route.operation.input;
-  // An operation that declares no input takes request parts (asReply), unless its route gives the
-  // path schema of one that takes flat fields (an MCP-only operation such as cancelRun).
-  const flat = declared?.flat === true || (declared === undefined && route.params !== undefined);
-  if (declared === undefined && !route.params && route.path.includes(':')) throw new Error(`${route.operation.name} declares no input: its console route states its path parameters' schema`);
+  if (route.path.includes(':') && !declared?.params) throw new Error(`${route.operation.name} declares no input.params: the console's path parameters are checked against them`);
   router[route.method](route.path, async (ctx) => {
     const { session } = await requireSession(deps, ctx);
     const principal = memberPrincipal(session);
@@ -172,7 +144,9 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     const caller: Caller = { deps, principal, door: 'console', requestId: String(ctx.state.requestId) };
     const params = { ...ctx.params };
     const body = MUTATIONS.has(ctx.method) && ctx.request.length ? (ctx.request as { body?: unknown }).body : undefined;
-    const input: RequestInput<any, any, any> | Record<string, unknown> = flat ? flatInput(route, params, { ...ctx.query }, body) : {
+    // A body field only a tool sends is not taken here either (InputSchema.httpBody); invoke() checks the rest.
+    if (declared?.httpBody) validateWithSchema(declared.httpBody, structuredClone(body ?? {}), 'request body');
+    const input: RequestInput<any, any, any> = {
       ...(typeof params.project_id === 'string' ? { projectId: params.project_id } : {}),
       params,
       query: { ...ctx.query },
@@ -181,9 +155,7 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
       ...(route.headers ? { headers: route.headers } : {}),
       body,
     };
-    const { output } = await execute(caller, route.operation, input);
-    // A flat operation answers its body itself; the others answer a Reply.
-    const reply: Reply = flat ? { body: output } : (output as Reply);
+    const reply = (await execute(caller, route.operation, input)).output as Reply;
     ctx.status = reply.status ?? 200;
     if (reply.headers) for (const name in reply.headers) ctx.set(name, reply.headers[name]);
     ctx.set('Cache-Control', 'no-store');

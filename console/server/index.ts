@@ -29,10 +29,8 @@ import {
   validatePipelineDraftOperation,
 } from '../../services/pipelines/operations';
 import { cancelRunOperation, createPipelineScheduleOperation, deletePipelineScheduleOperation, getRunOperation, launchRunOperation, listPipelineSchedulesOperation, listRunsOperation, updatePipelineScheduleOperation } from '../../services/pipelines/run-operations';
-import { schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
 import { checkDataEndpointOperation, discoverDataEndpointSchemaOperation, getDataEndpointOperation, listDataEndpointsOperation, readDataEndpointRecordsOperation, validateDataEndpointOperation } from '../../services/endpoints/operations';
 import { approveSourceWriteOperation, getDataEndpointSnapshotOperation, listSourceWritesOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
-import { idParams } from '../../schemas/common';
 import { activateOntologyPackageOperation, compileOntologyOperation, getOntologyOperation, listOntologyImportsOperation, listOntologyLinksOperation, listOntologyPackagesOperation, listOntologyShapesOperation, listOntologyTermsOperation } from '../../services/ontology/operations';
 import { listReadBindingsOperation } from '../../services/ontology/binding-operations';
 import { sparqlQueryGetOperation } from '../../services/ontology/sparql-operations';
@@ -88,11 +86,11 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/versions', operation: commitPipelineVersionOperation },
   { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/versions/:version_id/activate', operation: activatePipelineVersionOperation },
   { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/branches', operation: createPipelineBranchOperation },
-  // Schedules have no public route (SPEC 4.3): the operations the MCP pipeline_schedule_* tools run, with their arguments.
-  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: listPipelineSchedulesOperation, params: idParams('project_id', 'pipeline_id') },
-  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: createPipelineScheduleOperation, params: idParams('project_id', 'pipeline_id'), body: schedulePlanBody },
-  { method: 'patch', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: updatePipelineScheduleOperation, params: idParams('project_id', 'pipeline_id', 'schedule_id'), body: scheduleStateBody },
-  { method: 'delete', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: deletePipelineScheduleOperation, params: idParams('project_id', 'pipeline_id', 'schedule_id') },
+  // Schedules have no public route (SPEC 4.3): the operations the MCP pipeline_schedule_* tools run.
+  { method: 'get', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: listPipelineSchedulesOperation },
+  { method: 'post', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules', operation: createPipelineScheduleOperation },
+  { method: 'patch', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: updatePipelineScheduleOperation },
+  { method: 'delete', path: '/console/api/projects/:project_id/pipelines/:pipeline_id/schedules/:schedule_id', operation: deletePipelineScheduleOperation },
   { method: 'get', path: '/console/api/runs', operation: listRunsOperation, shown: runsShown },
   { method: 'get', path: '/console/api/runs/:run_id', operation: getRunOperation, shown: runsShown },
   { method: 'get', path: '/console/api/data-endpoints', operation: listDataEndpointsOperation },
@@ -105,7 +103,7 @@ export const CONSOLE_OPERATION_ROUTES: readonly ConsoleOperationRoute[] = [
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/validate', operation: validateDataEndpointOperation },
   // Work a member starts records the member as its actor (services/tenancy/actors.ts).
   { method: 'post', path: '/console/api/runs', operation: launchRunOperation, shown: runsShown },
-  { method: 'post', path: '/console/api/projects/:project_id/runs/:run_id/cancel', operation: cancelRunOperation, params: idParams('project_id', 'run_id'), shown: runsShown },
+  { method: 'post', path: '/console/api/projects/:project_id/runs/:run_id/cancel', operation: cancelRunOperation, shown: runsShown },
   { method: 'get', path: '/console/api/data-endpoints/:endpoint_id/writes', operation: listSourceWritesOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/approve', operation: approveSourceWriteOperation },
   { method: 'post', path: '/console/api/data-endpoints/:endpoint_id/writes/:action_id/reject', operation: rejectSourceWriteOperation },

@@ -1,5 +1,6 @@
 import { collectionSchemas, type Collection, type OntologyDefinition } from '../../ontology/definition';
-import { defineOperation } from '../operations/operation';
+import { NotAcceptableError } from '../../core/errors';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import {
   activatePackage,
@@ -15,7 +16,6 @@ import {
   listItems,
   listPackages,
   listVersions,
-  MAIN_BRANCH,
   presentPackage,
   removeItem,
   replaceItem,
@@ -31,11 +31,10 @@ import { activatePackageBody, branchQuery, collectionListQuery, compareBranchesQ
 const read = { scopes: { anyOf: ['ontologies:read'] }, project: true } as const;
 const write = { scopes: { anyOf: ['ontologies:write'] }, project: true, actor: 'accountable' } as const;
 
-type InProject = { projectId: string };
-/** The branch read or edited; main when not given (the HTTP query defaults it too). */
-type OnBranch = InProject & { branch?: string };
-/** Element ids are local names (terms/Customer), not UUIDs. */
-type OneElement = OnBranch & { id: string };
+type InProject = { project_id: string };
+type NoQuery = Record<string, never>;
+/** The branch read or edited; the query defaults it to main. */
+type OnBranch = { branch: string };
 type Item = OntologyDefinition[Collection][number];
 
 const SINGULAR: Record<Collection, string> = { terms: 'term', links: 'link', shapes: 'shape', constraints: 'constraint', imports: 'import' };
@@ -45,45 +44,54 @@ const mapItem = (one: string, result: { item: unknown; version: unknown }) => ({
 /**
  * The operations of one collection, one per route and named as the routes were (listOntologyTerms,
  * addOntologyTerm, getOntologyTerm, removeOntologyTerm). Terms and shapes are also replaced in place
- * (replaceOperation); links, constraints and imports are only added and removed.
+ * (replaceOperation); links, constraints and imports are only added and removed. Element ids are
+ * local names (terms/Customer), not UUIDs: the path parameter is named after the element (:term).
  */
 function collectionOperations(collection: Collection, title: string) {
   const one = SINGULAR[collection];
+  type OneElement = InProject & Record<string, string>;
   return {
     list: defineOperation({
       name: `listOntology${title}s`,
       summary: `The ${collection} of the ontology on a branch.`,
       access: read,
       effect: 'read',
-      input: { flat: true, params: idParams('project_id'), query: collectionListQuery },
-      run: (ctx, { branch = MAIN_BRANCH, limit, offset }: OnBranch & PageRequest) => listItems(ctx, collection, branch, { limit, offset }),
+      input: { params: idParams('project_id'), query: collectionListQuery },
+      async run(ctx, { query }: RequestInput<InProject, OnBranch & PageRequest>): Promise<Reply> {
+        const { branch, limit, offset } = query;
+        return { body: await listItems(ctx, collection, branch, { limit, offset }) };
+      },
     }),
     add: defineOperation({
       name: `addOntology${title}`,
       summary: `Add a ${one} on a branch: a new version of the definition.`,
       access: write,
       effect: 'write',
-      // The body is the element itself: the operation takes it whole as `item`.
-      input: { flat: true, params: idParams('project_id'), query: branchQuery, body: collectionSchemas[collection] },
-      run: async (ctx, { branch = MAIN_BRANCH, item }: OnBranch & { item: Item }) => mapItem(one, await addItem(ctx, collection, branch, item)),
+      // The body is the element itself.
+      input: { params: idParams('project_id'), query: branchQuery, body: collectionSchemas[collection] },
+      async run(ctx, { query, body }: RequestInput<InProject, OnBranch, Item>): Promise<Reply> {
+        return { body: mapItem(one, await addItem(ctx, collection, query.branch, body)) };
+      },
     }),
     get: defineOperation({
       name: `getOntology${title}`,
       summary: `One ${one} on a branch.`,
       access: read,
       effect: 'read',
-      input: { flat: true, params: elementParams(one), query: branchQuery },
-      run: async (ctx, { branch = MAIN_BRANCH, id }: OneElement) => ({ [one]: await getItem(ctx, collection, branch, id) }),
+      input: { params: elementParams(one), query: branchQuery },
+      async run(ctx, { params, query }: RequestInput<OneElement, OnBranch>): Promise<Reply> {
+        return { body: { [one]: await getItem(ctx, collection, query.branch, params[one]) } };
+      },
     }),
     remove: defineOperation({
       name: `removeOntology${title}`,
       summary: `Remove a ${one} on a branch: a new version of the definition.`,
       access: write,
       effect: 'write',
-      input: { flat: true, params: elementParams(one), query: branchQuery },
-      run: async (ctx, { branch = MAIN_BRANCH, id }: OneElement) => {
-        await removeItem(ctx, collection, branch, id);
-        return { removed: true, id };
+      input: { params: elementParams(one), query: branchQuery },
+      async run(ctx, { params, query }: RequestInput<OneElement, OnBranch>): Promise<Reply> {
+        await removeItem(ctx, collection, query.branch, params[one]);
+        return { body: { removed: true, id: params[one] } };
       },
     }),
   };
@@ -96,9 +104,10 @@ function replaceOperation(collection: Collection, title: string) {
     summary: `Replace a ${one} on a branch (its id stays): a new version of the definition.`,
     access: write,
     effect: 'write',
-    input: { flat: true, params: elementParams(one), query: branchQuery, body: collectionSchemas[collection] },
-    run: async (ctx, { branch = MAIN_BRANCH, id, item }: OneElement & { item: Item }) =>
-      mapItem(one, await replaceItem(ctx, collection, branch, id, item)),
+    input: { params: elementParams(one), query: branchQuery, body: collectionSchemas[collection] },
+    async run(ctx, { params, query, body }: RequestInput<InProject & Record<string, string>, OnBranch, Item>): Promise<Reply> {
+      return { body: mapItem(one, await replaceItem(ctx, collection, query.branch, params[one], body)) };
+    },
   });
 }
 
@@ -155,8 +164,10 @@ export const getOntologyOperation = defineOperation({
   summary: 'The project’s ontology: the active compiled package and collection counts. 404 while no package is compiled and active.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id') },
-  run: async (ctx, _input: InProject) => ({ ontology: await getOntology(ctx) }),
+  input: { params: idParams('project_id') },
+  async run(ctx, _input: RequestInput<InProject>): Promise<Reply> {
+    return { body: { ontology: await getOntology(ctx) } };
+  },
 });
 
 export const importOntologyDocumentOperation = defineOperation({
@@ -164,11 +175,11 @@ export const importOntologyDocumentOperation = defineOperation({
   summary: 'Upload an RDF document (Turtle, N-Triples, N-Quads or JSON-LD) and import it whole.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id'), query: importDocumentQuery },
-  // id: the import's id; body: the document's text; bodyType: its media type (one of RDF_UPLOAD_TYPES).
-  run: async (ctx, { branch = MAIN_BRANCH, id, body, bodyType }: OneElement & { body: string; bodyType: string }) => {
-    const result = await importDocument(ctx, branch, id, bodyType, body);
-    return { import: result.item, document: result.document, version: result.version };
+  input: { params: idParams('project_id'), query: importDocumentQuery },
+  // query.id: the import's id; body: the document's text; bodyType: its media type (one of RDF_UPLOAD_TYPES).
+  async run(ctx, { query, body, bodyType }: RequestInput<InProject, OnBranch & { id: string }, string>): Promise<Reply> {
+    const result = await importDocument(ctx, query.branch, query.id, bodyType!, body);
+    return { body: { import: result.item, document: result.document, version: result.version } };
   },
 });
 
@@ -177,9 +188,12 @@ export const listOntologyVersionsOperation = defineOperation({
   summary: 'Version history of the ontology, newest first; every edit is a version.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id'), query: ontologyVersionsQuery },
+  input: { params: idParams('project_id'), query: ontologyVersionsQuery },
   // Without a branch, the versions of every branch.
-  run: (ctx, { branch, limit, offset }: OnBranch & PageRequest) => listVersions(ctx, { limit, offset }, branch),
+  async run(ctx, { query }: RequestInput<InProject, Partial<OnBranch> & PageRequest>): Promise<Reply> {
+    const { branch, limit, offset } = query;
+    return { body: await listVersions(ctx, { limit, offset }, branch) };
+  },
 });
 
 export const getOntologyVersionOperation = defineOperation({
@@ -187,8 +201,10 @@ export const getOntologyVersionOperation = defineOperation({
   summary: 'One version with its whole definition.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id', 'version_id') },
-  run: async (ctx, { versionId }: InProject & { versionId: string }) => ({ version: await getVersion(ctx, versionId) }),
+  input: { params: idParams('project_id', 'version_id') },
+  async run(ctx, { params }: RequestInput<InProject & { version_id: string }>): Promise<Reply> {
+    return { body: { version: await getVersion(ctx, params.version_id) } };
+  },
 });
 
 export const listOntologyBranchesOperation = defineOperation({
@@ -196,8 +212,10 @@ export const listOntologyBranchesOperation = defineOperation({
   summary: 'The ontology’s branches and their head versions.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id') },
-  run: (ctx, _input: InProject) => listBranches(ctx),
+  input: { params: idParams('project_id') },
+  async run(ctx, _input: RequestInput<InProject>): Promise<Reply> {
+    return { body: await listBranches(ctx) };
+  },
 });
 
 export const createOntologyBranchOperation = defineOperation({
@@ -205,10 +223,11 @@ export const createOntologyBranchOperation = defineOperation({
   summary: 'Start a branch at a version (default: the head of main).',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id'), body: createOntologyBranchBody },
-  run: async (ctx, { name, fromVersionId }: InProject & { name: string; fromVersionId?: string }) => ({
-    branch: await createBranch(ctx, { name, fromVersionId }),
-  }),
+  input: { params: idParams('project_id'), body: createOntologyBranchBody },
+  async run(ctx, { body }: RequestInput<InProject, NoQuery, { name: string; fromVersionId?: string }>): Promise<Reply> {
+    const { name, fromVersionId } = body;
+    return { body: { branch: await createBranch(ctx, { name, fromVersionId }) } };
+  },
 });
 
 export const compareOntologyBranchesOperation = defineOperation({
@@ -216,8 +235,10 @@ export const compareOntologyBranchesOperation = defineOperation({
   summary: 'What changed from the head of one branch to another: added, removed and changed elements per collection.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id'), query: compareBranchesQuery },
-  run: (ctx, { base = MAIN_BRANCH, head }: InProject & { base?: string; head: string }) => compareBranches(ctx, base, head),
+  input: { params: idParams('project_id'), query: compareBranchesQuery },
+  async run(ctx, { query }: RequestInput<InProject, { base: string; head: string }>): Promise<Reply> {
+    return { body: await compareBranches(ctx, query.base, query.head) };
+  },
 });
 
 export const compileOntologyOperation = defineOperation({
@@ -225,10 +246,12 @@ export const compileOntologyOperation = defineOperation({
   summary: 'Compile a branch head into a content-addressed package (Turtle and N-Quads). Every problem is listed with its element.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id'), body: compileOntologyBody },
+  input: { params: idParams('project_id'), body: compileOntologyBody },
   // `created` is false when an unchanged definition gave back the same package: the route answers 200
   // instead of 201 and leaves `created` out of the body.
-  run: (ctx, { branch = MAIN_BRANCH }: OnBranch) => compileOntology(ctx, branch),
+  async run(ctx, { body }: RequestInput<InProject, NoQuery, OnBranch>): Promise<Reply> {
+    return { body: await compileOntology(ctx, body.branch) };
+  },
 });
 
 export const listOntologyPackagesOperation = defineOperation({
@@ -236,28 +259,32 @@ export const listOntologyPackagesOperation = defineOperation({
   summary: 'Compiled packages, newest first.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id'), query: listQuery() },
-  run: (ctx, { limit, offset }: InProject & PageRequest) => listPackages(ctx, { limit, offset }),
+  input: { params: idParams('project_id'), query: listQuery() },
+  async run(ctx, { query }: RequestInput<InProject, PageRequest>): Promise<Reply> {
+    return { body: await listPackages(ctx, { limit: query.limit, offset: query.offset }) };
+  },
 });
 
-/** The representations of a compiled package: its metadata, or its triples as Turtle or N-Quads. */
-export type PackageFormat = 'json' | 'turtle' | 'nquads';
+/** The representations of a compiled package, by the media type the Accept header chooses. */
+const PACKAGE_TYPES = ['application/json', 'text/turtle', 'application/n-quads'];
 
 export const getOntologyPackageOperation = defineOperation({
   name: 'getOntologyPackage',
   summary: 'A compiled package: metadata as JSON, or its triples with Accept: text/turtle or application/n-quads.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id', 'package_id') },
-  // The metadata always; with format turtle or nquads, the triples in that syntax as well (the route
-  // answers them as the body, by the caller's Accept header).
-  run: async ({ db, project }, { packageId, format = 'json' }: InProject & { packageId: string; format?: PackageFormat }) => {
-    const pkg = await requirePackage(db, project, packageId);
-    return {
-      package: presentPackage(pkg),
-      ...(format === 'turtle' ? { turtle: pkg.turtle } : {}),
-      ...(format === 'nquads' ? { nquads: pkg.nquads } : {}),
-    };
+  input: { params: idParams('project_id', 'package_id') },
+  // The metadata as JSON (for a door that negotiates nothing, too), or the triples in the syntax the
+  // caller accepts. One it names none of is refused after the lookup: an unknown package stays a 404
+  // whatever the Accept header says.
+  async run({ db, project }, { params, accepts }: RequestInput<InProject & { package_id: string }>): Promise<Reply> {
+    const wanted = accepts ? accepts(...PACKAGE_TYPES) : 'application/json';
+    const pkg = await requirePackage(db, project, params.package_id);
+    if (wanted === 'text/turtle') return { body: pkg.turtle, contentType: 'text/turtle; charset=utf-8' };
+    if (wanted === 'application/n-quads') return { body: pkg.nquads, contentType: 'application/n-quads; charset=utf-8' };
+    // No representation the caller accepts is a 406 (it was a 404 that named no missing resource).
+    if (!wanted) throw new NotAcceptableError('not_acceptable', 'Ask for application/json, text/turtle or application/n-quads.');
+    return { body: { package: presentPackage(pkg) } };
   },
 });
 
@@ -266,8 +293,10 @@ export const activateOntologyPackageOperation = defineOperation({
   summary: 'Make a compiled package the active one: SPARQL and term-record reads use it.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id'), body: activatePackageBody },
-  run: async (ctx, { packageId }: InProject & { packageId: string }) => ({ ontology: await activatePackage(ctx, packageId) }),
+  input: { params: idParams('project_id'), body: activatePackageBody },
+  async run(ctx, { body }: RequestInput<InProject, NoQuery, { packageId: string }>): Promise<Reply> {
+    return { body: { ontology: await activatePackage(ctx, body.packageId) } };
+  },
 });
 
 export const ontologyOperations = [

@@ -75,13 +75,13 @@ function projectIdOf(input: unknown, operation: Operation): string {
 }
 
 /**
- * The parts of an operation that takes them (RequestInput), checked against its declared schemas as
- * the HTTP router checks a request, with the same 422 answers: an absent part is empty, as on HTTP,
+ * The parts of an operation's request (RequestInput), checked against its declared schemas as the
+ * HTTP router checks a request, with the same 422 answers: an absent part is empty, as on HTTP,
  * and each part is checked on a copy, since defaults (and the query's coercion) fill it in.
  */
 function checkRequestParts<I>(operation: Operation<I>, input: I): I {
   const declared = operation.input;
-  if (!declared || declared.flat) return input;
+  if (!declared) return input;
   const parts = (input ?? {}) as Partial<RequestInput<unknown, unknown, unknown>>;
   const checked = { ...parts };
   if (declared.params) checked.params = validateWithSchema(declared.params, structuredClone(parts.params ?? {}), 'path');

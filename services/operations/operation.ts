@@ -21,19 +21,20 @@ export type Effect = 'read' | 'write' | 'external';
  * The request an operation reads, by part: `params` the identifiers in the path (snake_case, as the
  * path names them: project_id), `query` its options, `body` its JSON payload. The HTTP router
  * validates each part against these schemas and the OpenAPI document publishes them; what is
- * transport only (a non-JSON body, headers, statuses) stays on the route.
+ * transport only (a non-JSON body, headers) stays on the route. Every operation that reads a
+ * request takes it as these parts (RequestInput); invoke() checks them for every door but HTTP,
+ * whose router already did.
  */
 export interface InputSchema {
   params?: JsonSchema;
   query?: JsonSchema;
   body?: JsonSchema;
   /**
-   * The operation takes flat fields (projectId, pipelineId, the body's fields), not the parts
-   * themselves (RequestInput): each door validates before it maps the parts onto those fields (HTTP
-   * against these schemas, an MCP tool against its arguments), so invoke() does not. Without it,
-   * invoke() validates each part for every door but HTTP, whose router already did.
+   * The body as the HTTP doors (the API and the console) take it, where that is narrower than
+   * `body`: a field only a tool sends (SPEC 4.3: the HTTP draft save takes no basedOnVersionId).
+   * The router validates and the OpenAPI document publishes this one; invoke() checks `body`.
    */
-  flat?: true;
+  httpBody?: JsonSchema;
 }
 
 export interface Operation<I = any, O = any> {

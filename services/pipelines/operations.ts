@@ -1,5 +1,6 @@
+import type { JsonSchema } from '../../core/schema-validator';
 import type { PipelineDocument } from '../../pipelines/document';
-import { defineOperation } from '../operations/operation';
+import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import { previewPipeline } from './pipeline-preview';
 import {
@@ -31,16 +32,30 @@ const read = { scopes: { anyOf: ['pipelines:read'] }, project: true } as const;
 /** Pipeline documents name endpoints: creating or committing one passes the data guard on each (named read grants). */
 const write = { scopes: { anyOf: ['pipelines:write'] }, project: true, actor: 'accountable', grants: 'read and write' } as const;
 
-type InProject = { projectId: string };
-type OnePipeline = InProject & { pipelineId: string };
+/** A draft save from a tool: the HTTP body and the version the edits started from (SPEC 4.3). */
+const saveDraftOnBaseBody: JsonSchema = {
+  ...saveDraftBody,
+  properties: {
+    ...(saveDraftBody.properties as Record<string, JsonSchema>),
+    basedOnVersionId: { type: 'string', format: 'uuid', description: 'The version your edits started from: the active version or a branch head.' },
+  },
+};
+
+type InProject = { project_id: string };
+type OnePipeline = InProject & { pipeline_id: string };
+type NoQuery = Record<string, never>;
+type Draft = { document: PipelineDocument; workspaceState?: Record<string, unknown> };
 
 export const listPipelinesOperation = defineOperation({
   name: 'listPipelines',
   summary: 'List the project\'s pipelines, filtered by exact name or tag.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: idParams('project_id'), query: listPipelinesQuery },
-  run: (ctx, { limit, offset, name, tag }: InProject & PageRequest & { name?: string; tag?: string }) => listPipelines(ctx, { limit, offset }, { name, tag }),
+  input: { params: idParams('project_id'), query: listPipelinesQuery },
+  async run(ctx, { query }: RequestInput<InProject, PageRequest & { name?: string; tag?: string }>): Promise<Reply> {
+    const { limit, offset, name, tag } = query;
+    return { body: await listPipelines(ctx, { limit, offset }, { name, tag }) };
+  },
 });
 
 export const getPipelineOperation = defineOperation({
@@ -48,8 +63,10 @@ export const getPipelineOperation = defineOperation({
   summary: 'One pipeline, with its active version and document, and its branches with their head versions.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: pipelineParams },
-  run: async (ctx, { pipelineId }: OnePipeline) => ({ pipeline: await getPipeline(ctx, pipelineId), branches: await listBranches(ctx, pipelineId) }),
+  input: { params: pipelineParams },
+  async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
+    return { body: { pipeline: await getPipeline(ctx, params.pipeline_id), branches: await listBranches(ctx, params.pipeline_id) } };
+  },
 });
 
 export const createPipelineOperation = defineOperation({
@@ -57,9 +74,11 @@ export const createPipelineOperation = defineOperation({
   summary: 'Create a pipeline: its first version (active, on branch main) and your draft. Launches nothing.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id'), body: createPipelineBody },
+  input: { params: idParams('project_id'), body: createPipelineBody },
   idempotent: true,
-  run: (ctx, { projectId: _projectId, ...input }: InProject & PipelineInput) => createPipeline(ctx, input),
+  async run(ctx, { body }: RequestInput<InProject, NoQuery, PipelineInput>): Promise<Reply> {
+    return { body: await createPipeline(ctx, body) };
+  },
 });
 
 export const getPipelineDraftOperation = defineOperation({
@@ -67,8 +86,10 @@ export const getPipelineDraftOperation = defineOperation({
   summary: 'Your own draft (one per accountable member); before you save one, a draft that starts from the active version.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: pipelineParams },
-  run: async (ctx, { pipelineId }: OnePipeline) => ({ draft: await getDraft(ctx, pipelineId) }),
+  input: { params: pipelineParams },
+  async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
+    return { body: { draft: await getDraft(ctx, params.pipeline_id) } };
+  },
 });
 
 export const savePipelineDraftOperation = defineOperation({
@@ -76,11 +97,13 @@ export const savePipelineDraftOperation = defineOperation({
   summary: 'Replace your draft. It may be unfinished; the active version is unchanged.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams, body: saveDraftBody },
+  // basedOnVersionId is the MCP tool's (SPEC 4.3): the HTTP draft save does not take it.
+  input: { params: pipelineParams, body: saveDraftOnBaseBody, httpBody: saveDraftBody },
   idempotent: true,
-  run: async (ctx, { pipelineId, document, workspaceState, basedOnVersionId }: OnePipeline & { document: PipelineDocument; workspaceState?: Record<string, unknown>; basedOnVersionId?: string }) => ({
-    draft: await saveDraft(ctx, pipelineId, { document, workspaceState, basedOnVersionId }),
-  }),
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, Draft & { basedOnVersionId?: string }>): Promise<Reply> {
+    const { document, workspaceState, basedOnVersionId } = body;
+    return { body: { draft: await saveDraft(ctx, params.pipeline_id, { document, workspaceState, basedOnVersionId }) } };
+  },
 });
 
 export const validatePipelineDraftOperation = defineOperation({
@@ -88,8 +111,10 @@ export const validatePipelineDraftOperation = defineOperation({
   summary: 'Validate your draft: the graph, endpoint references, roles, capability support and field compatibility, every problem at once.',
   access: { ...read, actor: 'accountable', grants: 'read and write' as const },
   effect: 'read',
-  input: { flat: true, params: pipelineParams },
-  run: (ctx, { pipelineId }: OnePipeline) => validateDraft(ctx, pipelineId),
+  input: { params: pipelineParams },
+  async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
+    return { body: await validateDraft(ctx, params.pipeline_id) };
+  },
 });
 
 export const commitPipelineVersionOperation = defineOperation({
@@ -97,9 +122,11 @@ export const commitPipelineVersionOperation = defineOperation({
   summary: 'Commit a document as a new version on a branch (default main). The active version is unchanged.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams, body: commitVersionBody },
+  input: { params: pipelineParams, body: commitVersionBody },
   idempotent: true,
-  run: async (ctx, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => ({ version: await commitVersion(ctx, pipelineId, input) }),
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, CommitInput>): Promise<Reply> {
+    return { body: { version: await commitVersion(ctx, params.pipeline_id, body) } };
+  },
 });
 
 export const listPipelineVersionsOperation = defineOperation({
@@ -107,9 +134,11 @@ export const listPipelineVersionsOperation = defineOperation({
   summary: 'Committed versions, newest first; versionId selects one, branchName one branch.',
   access: read,
   effect: 'read',
-  input: { flat: true, params: pipelineParams, query: listVersionsQuery },
-  run: (ctx, { pipelineId, limit, offset, versionId, branchName }: OnePipeline & PageRequest & { versionId?: string; branchName?: string }) =>
-    listVersions(ctx, pipelineId, { limit, offset }, { versionId, branchName }),
+  input: { params: pipelineParams, query: listVersionsQuery },
+  async run(ctx, { params, query }: RequestInput<OnePipeline, PageRequest & { versionId?: string; branchName?: string }>): Promise<Reply> {
+    const { limit, offset, versionId, branchName } = query;
+    return { body: await listVersions(ctx, params.pipeline_id, { limit, offset }, { versionId, branchName }) };
+  },
 });
 
 export const activatePipelineVersionOperation = defineOperation({
@@ -117,10 +146,10 @@ export const activatePipelineVersionOperation = defineOperation({
   summary: 'Make a committed version the one launches run. A body versionId that differs from the path is a 409.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: idParams('project_id', 'pipeline_id', 'version_id'), body: activateBody },
-  run: async (ctx, input: OnePipeline & { versionId: string; expectedVersionId?: string }) => ({
-    pipeline: await activateVersion(ctx, input.pipelineId, input.versionId, input.expectedVersionId),
-  }),
+  input: { params: idParams('project_id', 'pipeline_id', 'version_id'), body: activateBody },
+  async run(ctx, { params, body }: RequestInput<OnePipeline & { version_id: string }, NoQuery, { versionId?: string }>): Promise<Reply> {
+    return { body: { pipeline: await activateVersion(ctx, params.pipeline_id, params.version_id, body.versionId) } };
+  },
 });
 
 export const createPipelineBranchOperation = defineOperation({
@@ -128,11 +157,12 @@ export const createPipelineBranchOperation = defineOperation({
   summary: 'Create a branch at a version (default the active one); commit to it with branchName.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams, body: createBranchBody },
+  input: { params: pipelineParams, body: createBranchBody },
   idempotent: true,
-  run: async (ctx, { pipelineId, name, sourceVersionId }: OnePipeline & { name: string; sourceVersionId?: string }) => ({
-    branch: await createBranch(ctx, pipelineId, { name, sourceVersionId }),
-  }),
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { name: string; sourceVersionId?: string }>): Promise<Reply> {
+    const { name, sourceVersionId } = body;
+    return { body: { branch: await createBranch(ctx, params.pipeline_id, { name, sourceVersionId }) } };
+  },
 });
 
 export const replacePipelineDocumentOperation = defineOperation({
@@ -140,8 +170,10 @@ export const replacePipelineDocumentOperation = defineOperation({
   summary: 'Replace the document: commits it as a new version (on branchName, default main) and makes that version active.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams, body: commitVersionBody },
-  run: (ctx, { pipelineId, projectId: _projectId, ...input }: OnePipeline & CommitInput) => replaceDocument(ctx, pipelineId, input),
+  input: { params: pipelineParams, body: commitVersionBody },
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, CommitInput>): Promise<Reply> {
+    return { body: await replaceDocument(ctx, params.pipeline_id, body) };
+  },
 });
 
 export const updatePipelineSettingsOperation = defineOperation({
@@ -149,10 +181,11 @@ export const updatePipelineSettingsOperation = defineOperation({
   summary: 'Change name, description or tags.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams, body: updatePipelineBody },
-  run: async (ctx, { pipelineId, name, description, tags }: OnePipeline & { name?: string; description?: string; tags?: string[] }) => ({
-    pipeline: await updatePipelineSettings(ctx, pipelineId, { name, description, tags }),
-  }),
+  input: { params: pipelineParams, body: updatePipelineBody },
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { name?: string; description?: string; tags?: string[] }>): Promise<Reply> {
+    const { name, description, tags } = body;
+    return { body: { pipeline: await updatePipelineSettings(ctx, params.pipeline_id, { name, description, tags }) } };
+  },
 });
 
 export const deletePipelineOperation = defineOperation({
@@ -160,11 +193,11 @@ export const deletePipelineOperation = defineOperation({
   summary: 'Delete the pipeline: definition, versions, branches, drafts, positions and schedules. Its runs stay readable.',
   access: write,
   effect: 'write',
-  input: { flat: true, params: pipelineParams },
+  input: { params: pipelineParams },
   idempotent: true,
-  run: async (ctx, { pipelineId }: OnePipeline) => {
-    await deletePipeline(ctx, pipelineId);
-    return { deleted: true, pipelineId };
+  async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
+    await deletePipeline(ctx, params.pipeline_id);
+    return { body: { deleted: true, pipelineId: params.pipeline_id } };
   },
 });
 
@@ -173,9 +206,11 @@ export const executePipelineOperation = defineOperation({
   summary: 'Launch the active version. 202 with the run (queued behind an open run of this pipeline); poll it with runs:read.',
   access: { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable', grants: 'read and write' as const },
   effect: 'write',
-  input: { flat: true, params: pipelineParams },
+  input: { params: pipelineParams },
   idempotent: true,
-  run: async (ctx, { pipelineId }: OnePipeline) => ({ run: await launchRun(ctx, pipelineId) }),
+  async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
+    return { body: { run: await launchRun(ctx, params.pipeline_id) } };
+  },
 });
 
 export const previewPipelineOperation = defineOperation({
@@ -184,10 +219,11 @@ export const previewPipelineOperation = defineOperation({
   // A preview reads source records: it needs data:read as well, and the data guard checks each source.
   access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable', grants: 'read and write' as const },
   effect: 'external',
-  input: { flat: true, params: pipelineParams, body: previewBody },
-  run: async (ctx, { pipelineId, versionId, sampleSize }: OnePipeline & { versionId?: string; sampleSize?: number }) => ({
-    preview: await previewPipeline(ctx, pipelineId, { versionId, sampleSize }),
-  }),
+  input: { params: pipelineParams, body: previewBody },
+  async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { versionId?: string; sampleSize?: number }>): Promise<Reply> {
+    const { versionId, sampleSize } = body;
+    return { body: { preview: await previewPipeline(ctx, params.pipeline_id, { versionId, sampleSize }) } };
+  },
 });
 
 export const pipelineOperations = [

@@ -7,7 +7,7 @@ import type { PageRequest } from '../shared/pagination';
 import { getRun, launchRun, listRuns, projectOfPipeline } from './runs';
 import { requireProject } from '../tenancy/projects';
 import { idParams } from '../../schemas/common';
-import { launchBody, projectRunsQuery, runsQuery } from '../../schemas/pipelines';
+import { launchBody, pipelineParams, projectRunsQuery, runsQuery, schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
 
 /** Launching passes the data guard over the pipeline's endpoints, named read grants included. */
 const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const, grants: 'read and write' as const } as const;
@@ -100,7 +100,7 @@ export const runOperations = [
 
 // Operations with no public route (SPEC 4.3: runs are canceled and scheduled through MCP tools).
 
-type OneRun = { projectId: string; runId: string };
+type OneRun = { project_id: string; run_id: string };
 
 export const cancelRunOperation = defineOperation({
   name: 'cancelRun',
@@ -108,26 +108,30 @@ export const cancelRunOperation = defineOperation({
   // Both: canceling is launching's counterpart, and the answer is the run.
   access: { scopes: { allOf: ['pipelines:execute', 'runs:read'] }, project: true, actor: 'accountable' },
   effect: 'write',
+  input: { params: idParams('project_id', 'run_id') },
   idempotent: true,
-  async run(ctx: OperationContext, { runId }: OneRun) {
-    await getRun(ctx, runId, ctx.project); // the run must belong to the project
-    return { run: await cancelRun(ctx, runId) };
+  async run(ctx: OperationContext, { params }: RequestInput<OneRun, Record<string, never>, undefined>): Promise<Reply> {
+    await getRun(ctx, params.run_id, ctx.project); // the run must belong to the project
+    return { body: { run: await cancelRun(ctx, params.run_id) } };
   },
 });
 
 /** Making, pausing and deleting a pipeline's schedules: who may launch it, as the member or key accountable for its launches. */
 const scheduleChanges = { scopes: { anyOf: ['pipelines:execute'] }, project: true, actor: 'accountable' } as const;
 
-type OneSchedule = { projectId: string; pipelineId: string; scheduleId: string };
+type OnePipeline = { project_id: string; pipeline_id: string };
+type OneSchedule = OnePipeline & { schedule_id: string };
+const scheduleParams = idParams('project_id', 'pipeline_id', 'schedule_id');
 
 export const createPipelineScheduleOperation = defineOperation({
   name: 'createPipelineSchedule',
   summary: 'Launch the pipeline on a Temporal Schedule (every intervalSeconds, or on a cron in UTC).',
   access: scheduleChanges,
   effect: 'write',
+  input: { params: pipelineParams, body: schedulePlanBody },
   idempotent: true,
-  async run(ctx: OperationContext, { projectId: _projectId, pipelineId, ...plan }: { projectId: string; pipelineId: string } & ScheduleSpecInput) {
-    return { schedule: await createPipelineSchedule(ctx, pipelineId, plan) };
+  async run(ctx: OperationContext, { params, body }: RequestInput<OnePipeline, Record<string, never>, ScheduleSpecInput>): Promise<Reply> {
+    return { body: { schedule: await createPipelineSchedule(ctx, params.pipeline_id, body) } };
   },
 });
 
@@ -136,8 +140,9 @@ export const listPipelineSchedulesOperation = defineOperation({
   summary: 'The pipeline’s schedules.',
   access: { scopes: { anyOf: ['pipelines:read'] }, project: true },
   effect: 'read',
-  async run(ctx: OperationContext, { pipelineId }: { projectId: string; pipelineId: string }) {
-    return { schedules: await listPipelineSchedules(ctx, pipelineId) };
+  input: { params: pipelineParams },
+  async run(ctx: OperationContext, { params }: RequestInput<OnePipeline, Record<string, never>, undefined>): Promise<Reply> {
+    return { body: { schedules: await listPipelineSchedules(ctx, params.pipeline_id) } };
   },
 });
 
@@ -146,9 +151,10 @@ export const updatePipelineScheduleOperation = defineOperation({
   summary: 'Pause or resume a schedule of the pipeline: paused, it launches nothing.',
   access: scheduleChanges,
   effect: 'write',
+  input: { params: scheduleParams, body: scheduleStateBody },
   idempotent: true,
-  async run(ctx: OperationContext, { pipelineId, scheduleId, paused }: OneSchedule & { paused: boolean }) {
-    return { schedule: await setPipelineSchedulePaused(ctx, pipelineId, scheduleId, paused) };
+  async run(ctx: OperationContext, { params, body }: RequestInput<OneSchedule, Record<string, never>, { paused: boolean }>): Promise<Reply> {
+    return { body: { schedule: await setPipelineSchedulePaused(ctx, params.pipeline_id, params.schedule_id, body.paused) } };
   },
 });
 
@@ -157,10 +163,11 @@ export const deletePipelineScheduleOperation = defineOperation({
   summary: 'Delete a schedule of the pipeline. Runs it launched stay.',
   access: scheduleChanges,
   effect: 'write',
+  input: { params: scheduleParams },
   idempotent: true,
-  async run(ctx: OperationContext, { pipelineId, scheduleId }: OneSchedule) {
-    await deletePipelineSchedule(ctx, pipelineId, scheduleId);
-    return { deleted: true, scheduleId };
+  async run(ctx: OperationContext, { params }: RequestInput<OneSchedule, Record<string, never>, undefined>): Promise<Reply> {
+    await deletePipelineSchedule(ctx, params.pipeline_id, params.schedule_id);
+    return { body: { deleted: true, scheduleId: params.schedule_id } };
   },
 });
 

@@ -170,20 +170,33 @@ describe('Operation declarations', () => {
     assert.deepEqual(problems, []);
   });
 
-  it('an operation that takes the request parts is reached by routes that hand them over as they are, and only then', () => {
-    // invoke() validates the parts of an operation that is not flat for every door but HTTP: it
-    // must be the shape the operation takes, so a route's own mapping needs a flat operation. A
-    // route without a mapping gets the one its operation's declaration implies (api/router.ts):
-    // the parts as they are (requestInput) unless the operation is flat.
+  it('a route to an operation that declares its input hands over the request parts as they are', () => {
+    // invoke() takes the parts (RequestInput) at every door and validates them for every door but
+    // HTTP: a route's own mapping is for operations that read no request (static pages).
     const problems: string[] = [];
     for (const route of allRoutes()) {
-      const input = route.operation.input;
-      if (!input || !(input.params || input.query || input.body)) continue;
-      const handsOverParts = route.input === undefined ? !input.flat : route.input === requestInput;
-      if (handsOverParts && input.flat) problems.push(`${label(route)}: hands over the request parts, but ${route.operation.name} is declared flat`);
-      if (!handsOverParts && !input.flat) problems.push(`${label(route)}: maps the request onto fields, so ${route.operation.name} must be declared flat`);
+      if (route.operation.input && route.input !== undefined && route.input !== requestInput) problems.push(`${label(route)}: maps the request itself, but ${route.operation.name} takes its parts`);
     }
     assert.deepEqual(problems, []);
+  });
+
+  it('an HTTP door takes a body only as narrow as the operation declares for it (httpBody), and every other door the whole body', async () => {
+    const draftSave = apiRoutes.find((route) => route.operation.name === 'savePipelineDraft')!;
+    const httpFields = Object.keys((inputOf(draftSave).body!.properties ?? {}) as object);
+    const toolFields = Object.keys((draftSave.operation.input!.body!.properties ?? {}) as object);
+    assert.deepEqual(httpFields.sort(), ['document', 'workspaceState'], 'SPEC 4.3: the HTTP draft save takes no basedOnVersionId');
+    assert.deepEqual(toolFields.sort(), ['basedOnVersionId', 'document', 'workspaceState']);
+    const narrow = defineOperation({
+      name: 'echoNarrowBody',
+      summary: 'Answers its input.',
+      access: { public: 'a test double' },
+      effect: 'read',
+      input: { body: { type: 'object', additionalProperties: false, properties: { a: { type: 'string' }, b: { type: 'string' } } }, httpBody: { type: 'object', additionalProperties: false, properties: { a: { type: 'string' } } } },
+      run: async (_ctx, input: RequestInput<Record<string, never>, Record<string, never>, { a?: string; b?: string }>) => input.body,
+    });
+    const caller: Caller = { deps: {} as Caller['deps'], door: 'mcp', requestId: 'test' };
+    assert.deepEqual((await execute(caller, narrow, { params: {}, query: {}, body: { a: 'x', b: 'y' } })).output, { a: 'x', b: 'y' });
+    assert.deepEqual(Object.keys(inputOf(defineRoute({ method: 'put', path: '/x', tag: 'x', operation: narrow, responses: {} })).body!.properties as object), ['a']);
   });
 
   it('an operation that names a project is reached by routes whose path names it', () => {
@@ -264,10 +277,8 @@ describe('Request parts at every door', () => {
     assert.match(String(extra?.message), /^The request body is invalid: \/other is not an accepted field/);
   });
 
-  it('leaves the parts to the HTTP router (validated) and to the doors of a flat operation', async () => {
+  it('leaves the parts to the HTTP router, which validated them', async () => {
     const unchecked = { params: { thing_id: 'X' }, query: { limit: 10 }, body: { note: 'n' } };
     assert.deepEqual((await execute(caller('http'), echo, unchecked, { validated: true })).output, unchecked);
-    const flat = defineOperation({ ...echo, name: 'echoFlat', input: { ...echo.input, flat: true } });
-    assert.deepEqual((await execute(caller('mcp'), flat, unchecked)).output, unchecked);
   });
 });
