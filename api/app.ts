@@ -11,7 +11,7 @@ import { renderDocsPage } from './docs-page';
 import { bodyShape } from './middleware/body-shape';
 import { assignRequestId } from './middleware/request-context';
 import { requestFrame } from './middleware/request-frame';
-import { asReply, defineRoute, RouteSpec } from './route-spec';
+import { defineRoute, RouteSpec } from './route-spec';
 import type { ServiceDependencies } from '../services/operations/context';
 import { LIVENESS, staticContentOperation } from '../services/shared/health-operations';
 import { buildRouter, DEFAULT_JSON_BYTES, describeBytes } from './router';
@@ -40,7 +40,6 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
       internal: true,
       responses: { 200: { description: 'OpenAPI document' } },
       input: () => ({ render: () => ({ body: openApi() }) }),
-      respond: asReply,
     }),
     defineRoute({
       method: 'get',
@@ -50,7 +49,6 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
       internal: true,
       responses: { 200: { description: 'HTML page' } },
       input: () => ({ render: () => ({ body: renderDocsPage(openApi()), contentType: 'text/html; charset=utf-8' }) }),
-      respond: asReply,
     }),
   ];
 }

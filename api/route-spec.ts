@@ -42,10 +42,11 @@ export interface HeaderSpec {
 }
 
 /**
- * An HTTP route is transport only: a path, its answers, and the operation it invokes. Access and
- * the request's schemas (params, query, JSON body) are the operation’s (services/<domain>/operations.ts):
- * a route never states a scope or a request schema. The router authenticates the key, validates
- * the request against the operation's schemas, maps it to the operation's input and invokes it.
+ * An HTTP route is transport only: a path, its answers, and the operation it invokes. Access, the
+ * request's schemas (params, query, JSON body) and the answer's status are the operation’s
+ * (services/<domain>/operations.ts): a route never states a scope, a request schema or a status.
+ * The router authenticates the key, validates the request against the operation's schemas, hands
+ * it the parts and sends its Reply.
  */
 export interface RouteSpec<I = any, O = any> {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -67,15 +68,11 @@ export interface RouteSpec<I = any, O = any> {
   maxJsonBytes?: number;
   /** Other request headers the input mapping reads (the router validates none of them). */
   headers?: readonly HeaderSpec[];
-  /** The success status (200 unless given). */
-  status?: number;
   /**
    * The operation's input from the request, for an operation that declares none (a static page).
    * By default the validated parts (requestInput).
    */
   input?(request: HttpRequest): I;
-  /** The answer from the operation's output. By default the operation's Reply (asReply). */
-  respond?(output: O, request: HttpRequest): HandlerResult;
   responses: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
   errors?: Array<{ status: number; description?: string }>;

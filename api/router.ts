@@ -70,9 +70,8 @@ export const describeBytes = (bytes: number): string => (bytes % (1024 * 1024) =
 function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): void {
   const operation = route.operation;
   const schemas = inputOf(route);
-  // The operation reads the request's parts as they are and owns its status (asReply).
+  // The operation reads the request's parts as they are and owns its status (its Reply).
   const toInput = route.input ?? requestInput;
-  const toResult = route.respond ?? asReply;
   router[route.method](route.path, async (ctx) => {
     // A kept key with budget in its lease is answered without a promise: awaited only when one comes back.
     const authentication = isKeyless(operation.access) ? undefined : authenticateBearer(deps, ctx);
@@ -92,12 +91,13 @@ function mount(router: Router, route: RouteSpec, deps: ServiceDependencies): voi
     const input = toInput(request);
     // The parts were validated above: invoke() need not check them again.
     const { output, replayed } = await execute(caller, operation, input, { admitted, validated: true });
-    const result: HandlerResult = toResult(output, request);
+    const result: HandlerResult = asReply(output);
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
     if (result.headers) for (const name in result.headers) ctx.set(name, result.headers[name]);
-    ctx.status = result.status ?? route.status ?? 200;
+    ctx.status = result.status ?? 200;
     if (result.contentType) ctx.type = result.contentType;
-    if (result.body !== undefined) ctx.body = result.body;
+    // A 204 carries no body, though the reply may have one for the other doors (an MCP tool's result).
+    if (result.body !== undefined && ctx.status !== 204) ctx.body = result.body;
     else if (ctx.status !== 204) ctx.body = '';
   });
 }

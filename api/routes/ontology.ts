@@ -66,7 +66,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       method: 'post',
       path: `${BASE}/${collection}`,
       operation: operations.add,
-      status: 201,
       tag: TAG,
       responses: { 201: itemResponse(`The ${one} and the version it made`) },
     }),
@@ -81,7 +80,6 @@ function collectionRoutes(collection: Collection): RouteSpec[] {
       method: 'delete',
       path: `${BASE}/${collection}/:${param}`,
       operation: operations.remove,
-      respond: () => ({ status: 204 }),
       tag: TAG,
       responses: { 204: { description: 'Removed' } },
     }),
@@ -138,7 +136,6 @@ export const ontologyRoutes: RouteSpec[] = [
     method: 'post',
     path: `${BASE}/imports/documents`,
     operation: importOntologyDocumentOperation,
-    status: 201,
     description: `The document is parsed (a syntax error is a 422 naming the line), stored as N-Quads, and added as an import with the id given in ?id=; its triples join the package at the next compile. At most ${MAX_DOCUMENT_BYTES} bytes.`,
     tag: TAG,
     rawBody: { mediaTypes: RDF_UPLOAD_TYPES, maxBytes: MAX_DOCUMENT_BYTES, description: 'The RDF document.' },
@@ -174,7 +171,6 @@ export const ontologyRoutes: RouteSpec[] = [
     method: 'post',
     path: `${BASE}/branches`,
     operation: createOntologyBranchOperation,
-    status: 201,
     tag: TAG,
     responses: { 201: { description: 'The branch', schema: { type: 'object', required: ['branch'], properties: { branch: { type: 'object' } } } } },
   }),
@@ -204,11 +200,6 @@ export const ontologyRoutes: RouteSpec[] = [
     method: 'post',
     path: `${BASE}/compile`,
     operation: compileOntologyOperation,
-    // A new package is a 201; the same package as before (nothing changed) a 200.
-    respond: (reply) => {
-      const { package: compiled, created } = reply.body as { package: unknown; created: boolean };
-      return { status: created ? 201 : 200, body: { package: compiled } };
-    },
     description: 'A definition that does not compile is a 422 whose `errors` and `problems` name each element (terms/Customer) and path. Compiling an unchanged definition again returns the same package with 200. Compiling does not activate.',
     tag: TAG,
     responses: {

@@ -159,7 +159,7 @@ export function mountOperation(router: Router, route: ConsoleOperationRoute, dep
     ctx.status = reply.status ?? 200;
     if (reply.headers) for (const name in reply.headers) ctx.set(name, reply.headers[name]);
     ctx.set('Cache-Control', 'no-store');
-    if (reply.body !== undefined) {
+    if (reply.body !== undefined && ctx.status !== 204) {
       ctx.body = route.shown ? route.shown(reply.body, principal) : reply.body;
       // An answer the operation serialised itself (SPARQL results) keeps its media type.
       if (reply.contentType) ctx.type = reply.contentType;

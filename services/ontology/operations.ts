@@ -70,7 +70,7 @@ function collectionOperations(collection: Collection, title: string) {
       // The body is the element itself.
       input: { params: idParams('project_id'), query: branchQuery, body: collectionSchemas[collection] },
       async run(ctx, { query, body }: RequestInput<InProject, OnBranch, Item>): Promise<Reply> {
-        return { body: mapItem(one, await addItem(ctx, collection, query.branch, body)) };
+        return { status: 201, body: mapItem(one, await addItem(ctx, collection, query.branch, body)) };
       },
     }),
     get: defineOperation({
@@ -91,7 +91,7 @@ function collectionOperations(collection: Collection, title: string) {
       input: { params: elementParams(one), query: branchQuery },
       async run(ctx, { params, query }: RequestInput<OneElement, OnBranch>): Promise<Reply> {
         await removeItem(ctx, collection, query.branch, params[one]);
-        return { body: { removed: true, id: params[one] } };
+        return { status: 204 };
       },
     }),
   };
@@ -179,7 +179,7 @@ export const importOntologyDocumentOperation = defineOperation({
   // query.id: the import's id; body: the document's text; bodyType: its media type (one of RDF_UPLOAD_TYPES).
   async run(ctx, { query, body, bodyType }: RequestInput<InProject, OnBranch & { id: string }, string>): Promise<Reply> {
     const result = await importDocument(ctx, query.branch, query.id, bodyType!, body);
-    return { body: { import: result.item, document: result.document, version: result.version } };
+    return { status: 201, body: { import: result.item, document: result.document, version: result.version } };
   },
 });
 
@@ -226,7 +226,7 @@ export const createOntologyBranchOperation = defineOperation({
   input: { params: idParams('project_id'), body: createOntologyBranchBody },
   async run(ctx, { body }: RequestInput<InProject, NoQuery, { name: string; fromVersionId?: string }>): Promise<Reply> {
     const { name, fromVersionId } = body;
-    return { body: { branch: await createBranch(ctx, { name, fromVersionId }) } };
+    return { status: 201, body: { branch: await createBranch(ctx, { name, fromVersionId }) } };
   },
 });
 
@@ -247,10 +247,10 @@ export const compileOntologyOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: idParams('project_id'), body: compileOntologyBody },
-  // `created` is false when an unchanged definition gave back the same package: the route answers 200
-  // instead of 201 and leaves `created` out of the body.
   async run(ctx, { body }: RequestInput<InProject, NoQuery, OnBranch>): Promise<Reply> {
-    return { body: await compileOntology(ctx, body.branch) };
+    const { package: compiled, created } = await compileOntology(ctx, body.branch);
+    // A new package is a 201; the same package again (an unchanged definition) a 200.
+    return { status: created ? 201 : 200, body: { package: compiled } };
   },
 });
 

@@ -77,7 +77,7 @@ export const createPipelineOperation = defineOperation({
   input: { params: idParams('project_id'), body: createPipelineBody },
   idempotent: true,
   async run(ctx, { body }: RequestInput<InProject, NoQuery, PipelineInput>): Promise<Reply> {
-    return { body: await createPipeline(ctx, body) };
+    return { status: 201, body: await createPipeline(ctx, body) };
   },
 });
 
@@ -125,7 +125,7 @@ export const commitPipelineVersionOperation = defineOperation({
   input: { params: pipelineParams, body: commitVersionBody },
   idempotent: true,
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, CommitInput>): Promise<Reply> {
-    return { body: { version: await commitVersion(ctx, params.pipeline_id, body) } };
+    return { status: 201, body: { version: await commitVersion(ctx, params.pipeline_id, body) } };
   },
 });
 
@@ -161,7 +161,7 @@ export const createPipelineBranchOperation = defineOperation({
   idempotent: true,
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { name: string; sourceVersionId?: string }>): Promise<Reply> {
     const { name, sourceVersionId } = body;
-    return { body: { branch: await createBranch(ctx, params.pipeline_id, { name, sourceVersionId }) } };
+    return { status: 201, body: { branch: await createBranch(ctx, params.pipeline_id, { name, sourceVersionId }) } };
   },
 });
 
@@ -197,7 +197,8 @@ export const deletePipelineOperation = defineOperation({
   idempotent: true,
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     await deletePipeline(ctx, params.pipeline_id);
-    return { body: { deleted: true, pipelineId: params.pipeline_id } };
+    // HTTP answers a 204 without the body; the MCP tool's result is the body.
+    return { status: 204, body: { deleted: true, pipelineId: params.pipeline_id } };
   },
 });
 
@@ -209,7 +210,7 @@ export const executePipelineOperation = defineOperation({
   input: { params: pipelineParams },
   idempotent: true,
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
-    return { body: { run: await launchRun(ctx, params.pipeline_id) } };
+    return { status: 202, body: { run: await launchRun(ctx, params.pipeline_id) } };
   },
 });
 

@@ -80,6 +80,10 @@ describe('Operation declarations', () => {
     defineOperation({ name: 'x', summary: 'x', effect: 'read', access: { scopes: { anyOf: ['org:mange'] } }, run: async () => ({}) });
     // @ts-expect-error a route has no access rule of its own
     defineRoute({ method: 'get', path: '/x', tag: 'x', operation: operations[0], auth: { scopes: ['org:read'] }, responses: {} });
+    // @ts-expect-error a route states no status: the operation's Reply does (201 vs 200, 202 while pending)
+    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], status: 201, responses: {} });
+    // @ts-expect-error nor does it reshape the reply
+    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], respond: () => ({ status: 204 }), responses: {} });
   });
 
   it('every route and every MCP tool invokes an operation of the registry and states no access rule of its own', () => {
