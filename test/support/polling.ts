@@ -17,3 +17,10 @@ export async function until<T>(what: string, check: () => T | undefined | null |
   if (!value) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
   return value;
 }
+
+/** Probes until `done` holds of the value, and fails after `timeoutMs` with what it waited for and the last value probed. */
+export async function settled<T>(what: string, probe: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000, intervalMs = 50): Promise<T> {
+  const value = await within(timeoutMs, probe, done, intervalMs);
+  if (!done(value)) throw new Error(`waited ${timeoutMs / 1000} s for ${what}; last: ${JSON.stringify(value)?.slice(0, 500)}`);
+  return value;
+}

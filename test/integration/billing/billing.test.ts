@@ -8,6 +8,7 @@ import { env } from '../../support/environment';
 import { as, newWorkspace, raiseRequestLimits, request } from '../../support/fixtures';
 import { useStripeMock } from '../../support/stripe-mock';
 import { useProcessSettings } from './process-settings';
+import { until } from '../../support/polling';
 
 const SECRET = 'whsec_test_secret';
 
@@ -326,12 +327,7 @@ describe('Billing through Stripe (stripe-mock) and the signed webhook', function
     const schedule = env().temporal.schedule.getHandle(billingScheduleId(env().taskQueue));
     try {
       await schedule.trigger();
-      let workflowId: string | undefined;
-      for (let i = 0; i < 40 && !workflowId; i += 1) {
-        workflowId = (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId;
-        if (!workflowId) await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-      assert.ok(workflowId, 'the schedule started a workflow');
+      const workflowId = await until('the schedule started a workflow', async () => (await schedule.describe()).info.recentActions[0]?.action.workflow.workflowId, 10_000, 250);
       const reported = await env().temporal.workflow.getHandle(workflowId).result();
       assert.ok(Number(reported) >= 1);
       assert.equal(Number((await env().db('metered_operations').whereNull('reported_at').whereIn('workspace_id', [workspaceId]).count({ n: '*' }))[0].n), 0);

@@ -10,6 +10,7 @@ import type { ChargeRow } from '../../../services/usage/charge-rows';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
+import { until } from '../../support/polling';
 
 // Charge leases when things go wrong (services/usage/charge-leases.ts): a flush whose reply was
 // lost and is sent again, a holder whose renewals fail past the lease's time to live, a lease the
@@ -220,11 +221,7 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
       } finally {
         await allow();
       }
-      const until = Date.now() + 60_000;
-      while ((await operationsOf(ws).whereIn('operationRef', failing.leased)).length < failing.leased.length) {
-        assert.ok(Date.now() < until, 'the refused charges were written after the database accepted them');
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      await until('the refused charges written after the database accepted them', async () => (await operationsOf(ws).whereIn('operationRef', failing.leased)).length >= failing.leased.length, 60_000, 200);
       assert.equal((await operationsOf(ws)).length, failing.refs.length, 'every charge of the failing workspace once');
       assert.equal((await operationsOf(other)).length, healthy.refs.length, 'every charge of the healthy one once');
       assert.deepEqual((await leasesOf(ws)).map((lease: { id: string }) => lease.id), [failingLease.id]);
@@ -243,11 +240,7 @@ describe('Charge leases when a flush, a renewal or the pool fails', function () 
         await allow();
       }
       // Tried again on its own (backoff of at most 5 s): written once, the lease lowered by them.
-      const until = Date.now() + 60_000;
-      while ((await operationsOf(ws).whereIn('operationRef', leased)).length < leased.length) {
-        assert.ok(Date.now() < until, 'the queued charges were written after the database answered again');
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      await until('the queued charges written after the database answered again', async () => (await operationsOf(ws).whereIn('operationRef', leased)).length >= leased.length, 60_000, 200);
       const stored = await operationsOf(ws);
       assert.equal(stored.length, refs.length, 'every charge once');
       const [after] = await env().db('charge_leases').where({ id: lease.id });

@@ -10,6 +10,7 @@ import { env } from '../../support/environment';
 import { as, newWorkspace, request } from '../../support/fixtures';
 import { customerOntology, ontologyTenant, OntologyTenant } from '../../support/ontology';
 import { useProcessSettings } from './process-settings';
+import { until } from '../../support/polling';
 
 // Leased charge budgets (services/usage/charge-leases.ts): a charge made outside a transaction is
 // answered from its workspace's lease and written in batches, exactly once; a lease counts as spent
@@ -20,13 +21,7 @@ const operationsOf = (workspaceId: string, kind: string) => env().db('metered_op
 const monthStart = () => new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));
 
 /** Waits (without a fixed sleep) until `check` holds, at most `limitMs`. */
-async function eventually(check: () => Promise<boolean>, what: string, limitMs = 20_000): Promise<void> {
-  const until = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > until) assert.fail(`not within ${limitMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const eventually = (check: () => Promise<boolean>, what: string, limitMs = 20_000) => until(what, check, limitMs, 100);
 
 /** The metering a test charges through directly: the in-process API's, whose usage reads settle it. */
 const metering = () => env().apiDependencies.metering;

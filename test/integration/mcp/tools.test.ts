@@ -6,6 +6,7 @@ import { env } from '../../support/environment';
 import { connectWatched } from '../../support/mcp-client';
 import { as, holdRequestWindow, newKey, newWorkspace } from '../../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, tableRecords, useEventsApi } from '../../support/pipelines';
+import { settled } from '../../support/polling';
 
 async function connect(key: string, path = '/mcp'): Promise<Client> {
   return (await connectWatched(key, { path, name: 'weft-tools-test' })).client;
@@ -30,15 +31,8 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     return res;
   }
 
-  async function pollRun(runId: string, done: (run: any) => boolean, timeoutMs = 60_000): Promise<any> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = (await call(bound, 'job_get', { runId })).structuredContent!.run;
-      if (done(run)) return run;
-      if (Date.now() > deadline) throw new Error(`run ${runId} stayed ${run.status}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const pollRun = (runId: string, done: (run: any) => boolean, timeoutMs = 60_000): Promise<any> =>
+    settled(`run ${runId} through job_get`, async () => (await call(bound, 'job_get', { runId })).structuredContent!.run, done, timeoutMs, 200);
 
   const ended = (run: any) => ['succeeded', 'failed', 'canceled'].includes(run.status);
 
@@ -176,11 +170,7 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
 
     // Temporal launches it now instead of in an hour.
     await handle.trigger();
-    let runs: any[] = [];
-    for (let i = 0; i < 150 && !runs.length; i++) {
-      runs = (await t.client.get(`/api/v1/projects/${t.projectId}/runs?pipelineId=${pipeline.id}`)).body.runs;
-      if (!runs.length) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const runs: any[] = await settled('the triggered schedule’s run', async () => (await t.client.get(`/api/v1/projects/${t.projectId}/runs?pipelineId=${pipeline.id}`)).body.runs, (found: any[]) => found.length > 0, 30_000, 200);
     assert.equal(runs.length, 1);
     const run = await pollRun(runs[0].id, ended);
     assert.equal(run.trigger, 'schedule');

@@ -8,6 +8,7 @@ import { commitRunAsItsLauncher, extractAsItsLauncher } from '../../../services/
 import { claimRunTurn, ExtractHooks } from '../../../services/pipelines/run-execution';
 import { env } from '../../support/environment';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination } from '../../support/pipelines';
+import { until } from '../../support/polling';
 
 // Temporal runs activities at least once: an attempt can finish its work and its report never
 // reach the cluster (a restart, a partition), and Temporal then starts the activity again, maybe
@@ -70,11 +71,7 @@ describe('Run activities called again after their work committed', function () {
     const release = api.holdFrom(3);
     const older = extractAsItsLauncher(deps, run.runId, 'src', hooks(1));
     older.catch(() => undefined);
-    const deadline = Date.now() + 30_000;
-    while (!api.received.slice(seen).some((request) => String(request.query.page) === '3')) {
-      assert.ok(Date.now() < deadline, 'the first execution reached page 3');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await until('the first execution reached page 3', () => api.received.slice(seen).some((request) => String(request.query.page) === '3'), 30_000, 20);
     // The cluster starts the same attempt again; it resumes from nothing (no heartbeat reached it).
     release();
     const newer = await extractAsItsLauncher(deps, run.runId, 'src', hooks(1));

@@ -12,6 +12,7 @@ import type { Principal } from '../../../services/tenancy/access';
 import { env } from '../../support/environment';
 import { keyIdOf } from '../../support/fixtures';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
+import { settled } from '../../support/polling';
 import {
   createPipeline,
   EventsApi,
@@ -141,11 +142,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const described = await env().temporal.schedule.getHandle(schedule.temporalScheduleId).describe();
     assert.equal(described.action.type, 'startWorkflow');
     await triggerPipelineSchedule(ctx, pipeline.id, schedule.id);
-    let runs: any[] = [];
-    for (let i = 0; i < 100 && !runs.length; i++) {
-      runs = (await t.client.get(`/api/v1/projects/${t.projectId}/runs?pipelineId=${pipeline.id}`)).body.runs;
-      if (!runs.length) await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const runs: any[] = await settled('the triggered schedule’s run', async () => (await t.client.get(`/api/v1/projects/${t.projectId}/runs?pipelineId=${pipeline.id}`)).body.runs, (found: any[]) => found.length > 0, 20_000, 200);
     assert.equal(runs.length, 1);
     assert.equal(runs[0].trigger, 'schedule');
     assert.equal(runs[0].scheduleId, schedule.id);

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { env } from '../../support/environment';
 import { createPipeline, eventsSource, EventsApi, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, tableRecords, waitForRun } from '../../support/pipelines';
+import { until } from '../../support/polling';
 
 /**
  * A remote page that takes its time, seen from a pipeline run: the extract activity heartbeats
@@ -47,14 +48,6 @@ class SlowEventsApi {
   close(): Promise<void> {
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -8,6 +8,7 @@ import type { BootstrapResult } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
 import { as, keyIdOf, newWorkspace, raiseRequestLimits } from '../../support/fixtures';
 import { connectWatched } from '../../support/mcp-client';
+import { settled } from '../../support/polling';
 
 /**
  * A fully populated tenant for the tenant sweep: one workspace holding one of every resource kind
@@ -82,15 +83,7 @@ export function expectStatus(res: { status: number; body: unknown }, status: num
   if (!wanted.includes(res.status)) throw new Error(`${what} answered ${res.status} (expected ${wanted.join('/')}) ${JSON.stringify(res.body)}`);
 }
 
-async function poll<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not settle: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
+const poll = <T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> => settled(what, read, done, timeoutMs, 200);
 
 interface WorkspaceContext {
   ws: BootstrapResult;
