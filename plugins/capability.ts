@@ -206,6 +206,8 @@ export interface CapabilityContext {
   db: import('knex').Knex;
   /** What managed_table keeps between calls: the runtime's (ServiceDependencies.managedTables), never a module's. */
   managedTables: import('./managed-table/memory').ManagedTableMemory;
+  /** The pools of postgres_table installations: the runtime's (ServiceDependencies.postgresTablePools), closed with it. */
+  postgresTablePools: import('./postgres-table/pool').PostgresTablePools;
   /**
    * Aborted when the caller gives up (a pipeline run canceled): a capability passes it to its
    * remote requests, so one in flight stops at once, and rejects with `signal.reason`.

@@ -9,7 +9,6 @@ import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connec
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
-import { closePostgresTablePools } from '../plugins/postgres-table';
 import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import type { Metering } from '../services/usage/metering';
@@ -121,7 +120,6 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       await expiredChargeLeases.stop();
       await closeRuntimeState(deps);
       await closeSparqlQueryPool();
-      await closePostgresTablePools();
       await connection.close();
       await closeDefinitionCache();
       await db.destroy();
@@ -151,7 +149,6 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
       await expiredChargeLeases.stop();
       // Closes the worker's runtime state too (its leased charges written, its leases returned).
       await worker.shutdown();
-      await closePostgresTablePools();
       await closeDefinitionCache();
       await db.destroy();
       await metrics?.stop();

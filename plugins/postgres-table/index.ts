@@ -8,9 +8,9 @@ import { FieldUse, queryFieldUses, refuseUnknownFields } from '../sql/fields';
 import { cursorSelect, decodeCursor, KeysetColumn, keysetAfter, orderByClause, orderOf, TableCursor } from '../sql/keyset';
 import { ChangeRow, changeSetOf, checkWriteRequest, DryRunRollback, primaryKeyValues, snapshotConflict, unlessDryRun } from '../sql/write-request';
 import { isConnectionFailure, remoteError, scrub } from './errors';
-import { poolFor, remoteInfo, settingsOf } from './pool';
+import { remoteInfo, settingsOf } from './pool';
 
-export { closePostgresTablePools, vetAddress, connectionConfig, settingsOf } from './pool';
+export { PostgresTablePools, vetAddress, connectionConfig, settingsOf } from './pool';
 export { remoteError } from './errors';
 
 const identifier = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_$]{0,62}$' };
@@ -100,7 +100,7 @@ async function remote<T extends pg.QueryResultRow>(target: Remote, sql: string, 
 /** The installation's pool at its vetted address; address refusals and resolution failures are already business errors. */
 async function poolOf(ctx: CapabilityContext): Promise<pg.Pool> {
   try {
-    return await poolFor(ctx.installation);
+    return await ctx.postgresTablePools.poolFor(ctx.installation);
   } catch (error) {
     throw mapped(ctx, error);
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import pg from 'pg';
+import { systemClock, type Clock } from '../../core/clock';
 import { InputError, PermissionError } from '../../core/errors';
 import type { InstallationContext } from '../capability';
 import { HostLookup, resolveAndVet } from '../network-policy';
@@ -162,39 +163,54 @@ interface CachedPool {
   pool: pg.Pool;
 }
 
-const pools = new Map<string, CachedPool>();
-
 function retire(pool: pg.Pool): void {
   void pool.end().catch(() => undefined);
 }
 
 /**
- * The cached pool of an installation, connected to its vetted address. The host is resolved and
- * checked again after a minute; a pool is replaced when the settings or the address change.
+ * One runtime's pools of postgres_table installations, by installation id. The runtime builds it
+ * (runtimeState: ServiceDependencies.postgresTablePools) and closes it with its state; the capability
+ * reaches it through its context (ctx.postgresTablePools), so two runtimes in one process share no
+ * connection. When to vet an address again is decided by the runtime's clock.
  */
-export async function poolFor(installation: InstallationContext, options: VetOptions = {}): Promise<pg.Pool> {
-  const settings = settingsOf(installation);
-  const settingsKey = createHash('sha256').update(JSON.stringify(settings)).digest('base64url');
-  const cached = pools.get(installation.id);
-  if (cached?.settingsKey === settingsKey && Date.now() - cached.vettedAt < REVET_AFTER_MS) return cached.pool;
-  const address = await vetAddress(settings, options);
-  // Another call may have replaced the pool while this one resolved.
-  const current = pools.get(installation.id);
-  if (current?.settingsKey === settingsKey && current.address === address) {
-    current.vettedAt = Date.now();
-    return current.pool;
-  }
-  if (current) retire(current.pool);
-  const pool = new pg.Pool(connectionConfig(settings, address));
-  // An idle connection dropped by the server must not crash the process; the next query reconnects.
-  pool.on('error', () => undefined);
-  pools.set(installation.id, { settingsKey, address, vettedAt: Date.now(), pool });
-  return pool;
-}
+export class PostgresTablePools {
+  private readonly pools = new Map<string, CachedPool>();
 
-/** Closes every cached pool (tests, API and worker shutdown). Safe to call any number of times, also concurrently. */
-export async function closePostgresTablePools(): Promise<void> {
-  const all = [...pools.values()];
-  pools.clear();
-  await Promise.all(all.map(({ pool }) => pool.end().catch(() => undefined)));
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  /**
+   * The cached pool of an installation, connected to its vetted address. The host is resolved and
+   * checked again after a minute; a pool is replaced when the settings or the address change.
+   */
+  async poolFor(installation: InstallationContext, options: VetOptions = {}): Promise<pg.Pool> {
+    const settings = settingsOf(installation);
+    const settingsKey = createHash('sha256').update(JSON.stringify(settings)).digest('base64url');
+    const cached = this.pools.get(installation.id);
+    if (cached?.settingsKey === settingsKey && this.clock.now() - cached.vettedAt < REVET_AFTER_MS) return cached.pool;
+    const address = await vetAddress(settings, options);
+    // Another call may have replaced the pool while this one resolved.
+    const current = this.pools.get(installation.id);
+    if (current?.settingsKey === settingsKey && current.address === address) {
+      current.vettedAt = this.clock.now();
+      return current.pool;
+    }
+    if (current) retire(current.pool);
+    const pool = new pg.Pool(connectionConfig(settings, address));
+    // An idle connection dropped by the server must not crash the process; the next query reconnects.
+    pool.on('error', () => undefined);
+    this.pools.set(installation.id, { settingsKey, address, vettedAt: this.clock.now(), pool });
+    return pool;
+  }
+
+  /** Whether this runtime holds a pool of the installation. */
+  holds(installationId: string): boolean {
+    return this.pools.has(installationId);
+  }
+
+  /** Closes every pool held (the runtime's shutdown, tests); later calls open new ones. Safe to call any number of times, also concurrently. */
+  async close(): Promise<void> {
+    const all = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(all.map(({ pool }) => pool.end().catch(() => undefined)));
+  }
 }

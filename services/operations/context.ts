@@ -6,6 +6,7 @@ import type { Principal } from '../tenancy/access';
 import type { KeyUsageRecorder } from '../tenancy/key-usage';
 import { SparqlMemory } from '../ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
+import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { Metering } from '../usage/metering';
 import { StripeClients } from '../usage/billing';
 import { RequestAdmission } from '../tenancy/request-authentication';
@@ -23,6 +24,8 @@ export interface ServiceDependencies {
   sparqlMemory: SparqlMemory;
   /** What managed tables keep between calls: targets checked, tables and catalogs seen, statements named (plugins/managed-table/memory.ts). */
   managedTables: ManagedTableMemory;
+  /** The pools of postgres_table installations this runtime connected (plugins/postgres-table/pool.ts); closed by the runtime. */
+  postgresTablePools: PostgresTablePools;
   /** The charges this runtime batches and leases, and the alert checks they start (services/usage/metering.ts); closed by the runtime. */
   metering: Metering;
   /** The Stripe clients this runtime keeps (services/usage/billing.ts). */
@@ -32,20 +35,22 @@ export interface ServiceDependencies {
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'metering' | 'stripe' | 'requests'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'postgresTablePools' | 'metering' | 'stripe' | 'requests'>;
 
 export function runtimeState(db: Db, clock: Clock): RuntimeState {
-  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
 }
 
 /**
- * Returns the runtime's request leases, writes its leased charges and returns their leases, and
- * waits for the alert checks they started and the managed tables' statistics refreshes: call before destroying its pool.
+ * Returns the runtime's request leases, writes its leased charges and returns their leases, waits
+ * for the alert checks they started and the managed tables' statistics refreshes, and closes its
+ * postgres_table pools: call before destroying its pool.
  */
 export async function closeRuntimeState(state: RuntimeState): Promise<void> {
   await state.requests.close();
   await state.metering.close();
   await state.managedTables.settle();
+  await state.postgresTablePools.close();
 }
 
 /**

@@ -41,6 +41,8 @@ export interface TestEnvironment {
    * the worker's and those dependencies() built), and waits for their alert checks.
    */
   settledCharges(workspaceId: string): Promise<void>;
+  /** Closes the postgres_table pools every runtime of this environment holds (a test about to drop the database they reach); later reads open new ones. */
+  closePostgresTablePools(): Promise<void>;
   stopApi(): Promise<void>;
   /** Stops the in-process worker (a test that runs its own worker process), and starts it again. */
   stopWorker(): Promise<void>;
@@ -86,6 +88,9 @@ export async function startEnvironment(): Promise<void> {
     apiDependencies: api.deps,
     async settledCharges(workspaceId) {
       for (const { metering } of [api.deps, ...(worker ? [worker.deps] : []), ...built]) await metering.settled(workspaceId);
+    },
+    async closePostgresTablePools() {
+      await Promise.all([api.deps, ...(worker ? [worker.deps] : []), ...built].map(({ postgresTablePools }) => postgresTablePools.close()));
     },
     stopApi: () => api.stop(),
     async stopWorker() {

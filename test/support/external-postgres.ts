@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { closePostgresTablePools } from '../../plugins/postgres-table';
+import { env } from './environment';
 
 /** A client for database `name` on the test cluster, with the user and address of DATABASE_URL. */
 export function clientFor(name: string): pg.Client {
@@ -41,7 +41,7 @@ export async function externalDatabase(database: string): Promise<{ client: pg.C
     client,
     async drop() {
       await client.end().catch(() => undefined);
-      await closePostgresTablePools();
+      await env().closePostgresTablePools();
       const dropper = clientFor('postgres');
       await dropper.connect();
       await dropper.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`).finally(() => dropper.end());

@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { ServiceDependencies } from '../../../services/operations/context';
+import type { CapabilityContext } from '../../../plugins/capability';
+import { postgresTableCapability } from '../../../plugins/postgres-table';
+import { closeRuntimeState, type ServiceDependencies } from '../../../services/operations/context';
 import { putApiLimits } from '../../../services/tenancy/api-limits';
 import { admitKeptRequest, authenticateRequest } from '../../../services/tenancy/request-authentication';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
+import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
 import { newKey, newWorkspace } from '../../support/fixtures';
 
-// Metering and request admission are a runtime's dependencies (services/usage/metering.ts,
-// services/tenancy/request-authentication.ts), not module state: two sets of dependencies built in
-// one process share no queued charge, no charge lease, no flush, no kept key and no request lease. Each set
+// Metering, request admission and postgres_table's pools are a runtime's dependencies
+// (services/usage/metering.ts, services/tenancy/request-authentication.ts, plugins/postgres-table/pool.ts),
+// not module state: two sets of dependencies built in one process share no queued charge, no charge
+// lease, no flush, no kept key, no request lease and no pool. Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -92,5 +96,36 @@ describe('Two runtimes in one process', function () {
     assert.ok(fromMemory, 'the first admits the key from memory');
     assert.equal(admitKeptRequest(two, key), undefined, 'the second keeps neither the key nor a lease');
     assert.equal(two.requests.keptKeyWorkspaces.size, 0);
+  });
+
+  it('hold no pool of the other: each reaches an installation through a pool of its own, and closing one ends only its own', async () => {
+    const database = `weft_isolation_test_${process.pid}`;
+    const { client, drop } = await externalDatabase(database);
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    try {
+      await client.query('CREATE TABLE items (id integer PRIMARY KEY)');
+      const { password, ...settings } = installationSettingsFor(database);
+      const installation = { id: randomUUID(), workspaceId: randomUUID(), settings, credentials: password ? { password } : {} };
+      const contextOf = (deps: ServiceDependencies): CapabilityContext => ({ installation, db: deps.db, managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools });
+
+      assert.equal((await postgresTableCapability.checkConnection(contextOf(one), { table: 'items' })).ok, true);
+      assert.equal(one.postgresTablePools.holds(installation.id), true, 'the first connected through its own pool');
+      assert.equal(two.postgresTablePools.holds(installation.id), false, 'the second holds none');
+
+      const first = await one.postgresTablePools.poolFor(installation);
+      const second = await two.postgresTablePools.poolFor(installation);
+      assert.notEqual(first, second, 'one pool per runtime for the same installation');
+
+      // Closing the first runtime's state ends its pools; the second's still answers.
+      await closeRuntimeState(one);
+      assert.equal(first.ended, true, "the first's pool is ended with its runtime");
+      assert.equal(one.postgresTablePools.holds(installation.id), false);
+      assert.equal(second.ended, false);
+      assert.equal((await postgresTableCapability.checkConnection(contextOf(two), { table: 'items' })).ok, true, 'the second still reads through its own');
+      assert.equal(await two.postgresTablePools.poolFor(installation), second, 'and keeps it');
+    } finally {
+      await two.postgresTablePools.close();
+      await drop();
+    }
   });
 });

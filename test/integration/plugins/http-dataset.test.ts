@@ -7,6 +7,7 @@ import { DomainError, InputError } from '../../../core/errors';
 import { validateWithSchema } from '../../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../../plugins/capability';
 import { ManagedTableMemory } from '../../../plugins/managed-table/memory';
+import { PostgresTablePools } from '../../../plugins/postgres-table/pool';
 import { findCapability } from '../../../plugins';
 import { computeWindow, connectionFor, isUnderBase, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../../plugins/http-dataset';
 import { env } from '../../support/environment';
@@ -187,7 +188,7 @@ describe('http_dataset capability', () => {
         credentials: { headers: { Authorization: SECRET }, ...credentials },
       },
       db: env().db,
-      managedTables: new ManagedTableMemory(env().db),
+      managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(),
     };
   }
 

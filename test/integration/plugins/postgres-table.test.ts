@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import pg from 'pg';
-import { closePostgresTablePools, connectionConfig, postgresTableCapability as capability, remoteError, rowsPerInsert, settingsOf, vetAddress } from '../../../plugins/postgres-table';
+import { connectionConfig, postgresTableCapability as capability, remoteError, rowsPerInsert, settingsOf, vetAddress } from '../../../plugins/postgres-table';
 import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, StagedRows, WriteRequest } from '../../../plugins/capability';
 import { ManagedTableMemory } from '../../../plugins/managed-table/memory';
+import { PostgresTablePools } from '../../../plugins/postgres-table/pool';
 import { env } from '../../support/environment';
 import { externalDatabase } from '../../support/external-postgres';
 
@@ -20,6 +21,8 @@ const withCode = (code: string) => (error: unknown) => {
 
 describe('postgres_table capability', () => {
   let ctx: CapabilityContext;
+  // This file's own pools (a runtime's), closed before its database is dropped.
+  const pools = new PostgresTablePools();
   let external: pg.Client;
 
   let drop: () => Promise<void>;
@@ -47,10 +50,14 @@ describe('postgres_table capability', () => {
       },
       db: env().db,
       managedTables: new ManagedTableMemory(env().db),
+      postgresTablePools: pools,
     };
   });
 
-  after(() => drop?.());
+  after(async () => {
+    await pools.close();
+    await drop?.();
+  });
 
   /** The test installation with some settings or credentials changed (a new id, so a pool of its own). */
   const installationWith = (settings: Record<string, unknown>, credentials: Record<string, unknown> = ctx.installation.credentials): CapabilityContext => ({
@@ -218,7 +225,7 @@ describe('postgres_table capability', () => {
       assert.equal((error as { kind?: string }).kind, 'forbidden');
       secret(error);
     } finally {
-      await closePostgresTablePools();
+      await pools.close();
       await external.query(`DROP OWNED BY ${role}; DROP ROLE ${role};`);
     }
   });
@@ -243,8 +250,8 @@ describe('postgres_table capability', () => {
 
   it('closes its pools idempotently, and opens new ones afterwards', async () => {
     assert.equal((await capability.checkConnection(ctx, items)).ok, true);
-    await Promise.all([closePostgresTablePools(), closePostgresTablePools()]);
-    await closePostgresTablePools();
+    await Promise.all([pools.close(), pools.close()]);
+    await pools.close();
     assert.equal((await capability.checkConnection(ctx, items)).ok, true);
   });
 
