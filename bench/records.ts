@@ -20,6 +20,7 @@ import pg from 'pg';
 import { managedTableCapability } from '../plugins/managed-table';
 import { ManagedTableMemory } from '../plugins/managed-table/memory';
 import { PostgresTablePools } from '../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../plugins/snapshot-notices';
 import type { RecordsQuery } from '../plugins/capability';
 import { qualified, workspaceSchema } from '../plugins/managed-table/storage';
 import { call, startBenchWeft } from './support/weft';
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
       },
     };
     // Diagnostic: Weft's managed_table read (the SQL it generates, and its snapshot and field lookups) called in this process, without the API around it.
-    const capabilityCtx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory(weft.db), postgresTablePools: new PostgresTablePools() };
+    const capabilityCtx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory(weft.db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices() };
     const inProcess: Side = {
       name: 'managed_table read in process',
       start: async (chain) => ({ order: [['amount', 'desc']], key: [JSON.stringify(starts[chain].amount), JSON.stringify([starts[chain].id])], version: '1' }),

@@ -208,6 +208,8 @@ export interface CapabilityContext {
   managedTables: import('./managed-table/memory').ManagedTableMemory;
   /** The pools of postgres_table installations: the runtime's (ServiceDependencies.postgresTablePools), closed with it. */
   postgresTablePools: import('./postgres-table/pool').PostgresTablePools;
+  /** Who hears of the snapshots committed through it: the runtime's (ServiceDependencies.snapshotNotices). */
+  snapshotNotices: import('./snapshot-notices').SnapshotNotices;
   /**
    * Aborted when the caller gives up (a pipeline run canceled): a capability passes it to its
    * remote requests, so one in flight stops at once, and rejects with `signal.reason`.
@@ -244,6 +246,8 @@ export interface CapabilityRuntime {
   currentSnapshots?(ctx: CapabilityContext, targets: Array<Record<string, unknown>>): Promise<SnapshotInfo[]>;
   /** The fields that identify a record at this destination (null: records have no key). Staging keys records with it. */
   recordKey?(ctx: CapabilityContext, target: Record<string, unknown>): Promise<string[] | null>;
+  /** Every commit of this capability announces its snapshot (snapshot-notices.ts), so what is learned of its current snapshots may be kept until the next. */
+  announcesSnapshots?: boolean;
   /** Writes a pipeline run's staged records as one commit, or nothing. */
   commitStagedWrite?(ctx: CapabilityContext, target: Record<string, unknown>, request: StagedWriteRequest): Promise<WriteResult>;
 }

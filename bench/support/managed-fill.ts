@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { managedTableCapability } from '../../plugins/managed-table';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../../plugins/snapshot-notices';
 import type { BenchWeft } from './weft';
 
 /**
@@ -26,7 +27,7 @@ export function recordSql(rows: number): string {
 /** A managed table of the tenant as a committed run leaves it: the capability's commit path, with the staged relation generated in SQL. */
 export async function fillManagedTable(weft: BenchWeft, table: string, rows: number): Promise<void> {
   const { tenant } = weft;
-  const ctx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory(weft.db), postgresTablePools: new PostgresTablePools() };
+  const ctx = { installation: { id: tenant.managedInstallationId, workspaceId: tenant.workspaceId, settings: {}, credentials: {} }, db: weft.db, managedTables: new ManagedTableMemory(weft.db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices() };
   const relation = () => `SELECT jsonb_build_array(i)::text AS row_key, ${recordSql(rows)} AS data FROM generate_series(1, ${rows}) i`;
   const result = await managedTableCapability.commitStagedWrite!(ctx, { table, primaryKey: ['id'] }, {
     mode: 'append',

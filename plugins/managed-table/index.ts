@@ -1,6 +1,5 @@
 import { TABLE_ROLES } from '../capability';
 import type { CapabilityDefinition, CapabilityRuntime } from '../capability';
-import { announceSnapshotsOf } from '../snapshot-notices';
 import { checkConnection, discoverSchema, parseTarget, targetSchema } from './targets';
 import { readRecords } from './reads';
 import { commitStagedWrite, writeRecords } from './writes';
@@ -23,11 +22,10 @@ const definition: CapabilityDefinition = {
   supports: { recordsRead: true, orderedReads: true, fieldCatalog: true, snapshotReads: true, provenanceReads: true, transactionalWrites: true, schemaDiscovery: true, connectionCheck: true },
 };
 
-// Every commit announces its snapshot (commitSnapshot), so SPARQL datasets keep the current snapshots they read.
-announceSnapshotsOf('managed_table');
-
 export const managedTableCapability: CapabilityRuntime = {
   definition,
+  // Every commit announces its snapshot (commitSnapshot), so SPARQL datasets keep the current snapshots they read.
+  announcesSnapshots: true,
   // Every managed_table installation of a workspace reaches the same schema: the table is the data.
   dataIdentity: (target) => `managed_table:${String(target.table)}`,
   checkConnection,

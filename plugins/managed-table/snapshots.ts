@@ -7,7 +7,7 @@ import type { CapabilityContext, ChangeSet, RecordsQuery, SnapshotInfo, WriteReq
 import { quoteIdentifier, SqlParams } from '../sql/builder';
 import type { TableCursor } from '../sql/keyset';
 import { changeSetOf } from '../sql/write-request';
-import { snapshotCommitted, snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
+import { snapshotScope, SNAPSHOT_NOTICE_CHANNEL } from '../snapshot-notices';
 import { findSnapshot, latestSnapshot, latestSnapshots, registerFields, run, SnapshotRow, tableExists, toSnapshotInfo, workspaceSchema } from './storage';
 import { parseTarget } from './targets';
 
@@ -76,9 +76,9 @@ export async function commitSnapshot(
   return { affected, snapshot: toSnapshotInfo(snapshot) };
 }
 
-/** Tells this process a snapshot is committed: now, or once the caller's transaction commits (every process also hears the NOTIFY). */
-export function announceCommitted(db: Knex, workspaceId: string): void {
-  afterCommit(db, () => snapshotCommitted(workspaceId));
+/** Tells the context's runtime a snapshot is committed: now, or once the caller's transaction commits (every process also hears the NOTIFY). */
+export function announceCommitted(ctx: CapabilityContext, workspaceId: string): void {
+  afterCommit(ctx.db, () => ctx.snapshotNotices.committed(workspaceId));
 }
 
 /**

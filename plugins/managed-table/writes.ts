@@ -98,7 +98,7 @@ export async function writeRecords(ctx: CapabilityContext, rawTarget: Record<str
       return result;
     }));
     if (!request.dryRun) {
-      announceCommitted(ctx.db, ctx.installation.workspaceId);
+      announceCommitted(ctx, ctx.installation.workspaceId);
       ctx.managedTables.statistics.afterCommit(ctx.db, schema, table, written.affected);
     }
     return written;
@@ -138,7 +138,7 @@ export async function commitStagedWrite(ctx: CapabilityContext, rawTarget: Recor
         return { affected: inserted.rowCount, fields: rows.map((row) => row.name) };
       });
     });
-    announceCommitted(ctx.db, ctx.installation.workspaceId);
+    announceCommitted(ctx, ctx.installation.workspaceId);
     ctx.managedTables.statistics.afterCommit(ctx.db, schema, table, written.affected);
     return written;
   } catch (error) {

@@ -227,11 +227,11 @@ export async function deleteDataEndpoint(ctx: OperationContext, endpointId: stri
   await endpoint.$query(db).delete();
 }
 
-/** What a capability's context takes from the runtime's dependencies: the key that opens an installation's credentials, managed_table's memory and postgres_table's pools. */
-export type CapabilityDependencies = Pick<ServiceDependencies, 'encryptionKey' | 'managedTables' | 'postgresTablePools'>;
+/** What a capability's context takes from the runtime's dependencies: the key that opens an installation's credentials, managed_table's memory, postgres_table's pools and who hears of committed snapshots. */
+export type CapabilityDependencies = Pick<ServiceDependencies, 'encryptionKey' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices'>;
 
 export function capabilityContext(db: Executor, installation: PluginInstallation, deps: CapabilityDependencies): CapabilityContext {
-  return { installation: openInstallation(installation, deps.encryptionKey), db: db as CapabilityContext['db'], managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools };
+  return { installation: openInstallation(installation, deps.encryptionKey), db: db as CapabilityContext['db'], managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools, snapshotNotices: deps.snapshotNotices };
 }
 
 export async function checkDataEndpoint(ctx: OperationContext, endpointId: string): Promise<CheckResult & { checkedAt: string }> {

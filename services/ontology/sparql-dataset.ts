@@ -6,7 +6,7 @@ import { definitionCache } from '../shared/definition-cache';
 import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
-import { announcesSnapshots, onSnapshotCommitted, snapshotScope } from '../../plugins/snapshot-notices';
+import { snapshotScope } from '../../plugins/snapshot-notices';
 import type { KeptGraph, PackageFacts, SparqlMemory } from './sparql-memory';
 import { mapRecord, templateFields } from '../../ontology/term-records';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
@@ -249,7 +249,7 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
     if (installation.capability === 'managed_table') source.table = { workspaceId: installation.workspaceId, table: String((endpoint.target as { table?: unknown }).table) };
     if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) return source;
     let group = groups.get(installation.id);
-    if (!group) groups.set(installation.id, (group = { installation, targets: [], key: '', scope: snapshotScope(installation.workspaceId), kept: announcesSnapshots(installation.capability) }));
+    if (!group) groups.set(installation.id, (group = { installation, targets: [], key: '', scope: snapshotScope(installation.workspaceId), kept: runtime.announcesSnapshots === true }));
     source.group = group;
     source.at = group.targets.length;
     group.targets.push(endpoint.target);
@@ -317,10 +317,6 @@ export async function keptSnapshotsCurrent(ctx: OperationContext, dataset: Query
   }));
   return checks.every(Boolean);
 }
-
-// A snapshot committed in this process is seen by its next query at once; other processes hear
-// the commit's NOTIFY (the definition cache drops the scope's entries either way).
-onSnapshotCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
 
 /**
  * A binding's slot in the kept graphs, and its last snapshot version, per binding of a kept

@@ -7,6 +7,8 @@ import type { KeyUsageRecorder } from '../tenancy/key-usage';
 import { SparqlMemory } from '../ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
+import { SnapshotNotices, snapshotScope } from '../../plugins/snapshot-notices';
+import { definitionCache } from '../shared/definition-cache';
 import { Metering } from '../usage/metering';
 import { StripeClients } from '../usage/billing';
 import { RequestAdmission } from '../tenancy/request-authentication';
@@ -26,6 +28,8 @@ export interface ServiceDependencies {
   managedTables: ManagedTableMemory;
   /** The pools of postgres_table installations this runtime connected (plugins/postgres-table/pool.ts); closed by the runtime. */
   postgresTablePools: PostgresTablePools;
+  /** Who hears of the snapshots committed through this runtime (plugins/snapshot-notices.ts): its definition cache. */
+  snapshotNotices: SnapshotNotices;
   /** The charges this runtime batches and leases, and the alert checks they start (services/usage/metering.ts); closed by the runtime. */
   metering: Metering;
   /** The Stripe clients this runtime keeps (services/usage/billing.ts). */
@@ -35,10 +39,14 @@ export interface ServiceDependencies {
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'postgresTablePools' | 'metering' | 'stripe' | 'requests'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests'>;
 
 export function runtimeState(db: Db, clock: Clock): RuntimeState {
-  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  const snapshotNotices = new SnapshotNotices();
+  // A snapshot committed through this runtime is seen by its next query at once; other processes
+  // hear the commit's NOTIFY (the definition cache drops the scope's entries either way).
+  snapshotNotices.onCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
+  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { env } from './environment';
 import type { CapabilityContext } from '../../plugins/capability';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../../plugins/snapshot-notices';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { definitionCache } from '../../services/shared/definition-cache';
 
@@ -51,7 +52,7 @@ export async function newWorkspace(name = `test-${randomUUID().slice(0, 8)}`): P
  */
 export async function newManagedTableContext(): Promise<{ ctx: CapabilityContext; schema: string }> {
   const workspace = await newWorkspace();
-  const ctx: CapabilityContext = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools() };
+  const ctx: CapabilityContext = { installation: { id: randomUUID(), workspaceId: workspace.workspaceId, settings: {}, credentials: {} }, db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices() };
   return { ctx, schema: workspaceSchema(workspace.workspaceId) };
 }
 

@@ -3,6 +3,7 @@ import { loadEncryptionKey } from '../../../core/config';
 import { installPlugin, openInstallation } from '../../../services/endpoints/plugins';
 import { ManagedTableMemory } from '../../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../../../plugins/snapshot-notices';
 import { findCapability } from '../../../plugins';
 import { addMember, BootstrapResult, removeMember } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
@@ -382,7 +383,7 @@ describe('Records reads of managed tables through the API', () => {
     const endpoint = created.body.dataEndpoint;
 
     const runtime = findCapability('managed_table');
-    const ctx = { installation: openInstallation(installation, loadEncryptionKey()), db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools() };
+    const ctx = { installation: openInstallation(installation, loadEncryptionKey()), db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices() };
     const first = await runtime.writeRecords!(ctx, endpoint.target, {
       operation: 'append',
       rows: Array.from({ length: 12 }, (_, i) => ({ id: i + 1, tier: 'basic' })),
@@ -440,7 +441,7 @@ describe('Records reads of managed tables as JSON text', () => {
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const runtime = findCapability('managed_table');
-    const ctx = { installation: openInstallation(installation, loadEncryptionKey()), db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools() };
+    const ctx = { installation: openInstallation(installation, loadEncryptionKey()), db: env().db, managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices() };
     // Written as JSON text, so the stored numbers keep the digits JavaScript would round.
     await env().db.transaction(async (trx) => {
       await runtime.writeRecords!({ ...ctx, db: trx }, created.body.dataEndpoint.target, { operation: 'append', rows: awkward, provenance: { kind: 'write', id: 'seed' } });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { CapabilityContext } from '../../../plugins/capability';
+import { managedTableCapability } from '../../../plugins/managed-table';
 import { postgresTableCapability } from '../../../plugins/postgres-table';
 import { closeRuntimeState, type ServiceDependencies } from '../../../services/operations/context';
 import { putApiLimits } from '../../../services/tenancy/api-limits';
@@ -8,12 +9,13 @@ import { admitKeptRequest, authenticateRequest } from '../../../services/tenancy
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
-import { newKey, newWorkspace } from '../../support/fixtures';
+import { newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
 
 // Metering, request admission and postgres_table's pools are a runtime's dependencies
 // (services/usage/metering.ts, services/tenancy/request-authentication.ts, plugins/postgres-table/pool.ts),
+// and so are the listeners to committed snapshots (plugins/snapshot-notices.ts),
 // not module state: two sets of dependencies built in one process share no queued charge, no charge
-// lease, no flush, no kept key, no request lease and no pool. Each set
+// lease, no flush, no kept key, no request lease, no pool and no listener. Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -106,7 +108,7 @@ describe('Two runtimes in one process', function () {
       await client.query('CREATE TABLE items (id integer PRIMARY KEY)');
       const { password, ...settings } = installationSettingsFor(database);
       const installation = { id: randomUUID(), workspaceId: randomUUID(), settings, credentials: password ? { password } : {} };
-      const contextOf = (deps: ServiceDependencies): CapabilityContext => ({ installation, db: deps.db, managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools });
+      const contextOf = (deps: ServiceDependencies): CapabilityContext => ({ installation, db: deps.db, managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools, snapshotNotices: deps.snapshotNotices });
 
       assert.equal((await postgresTableCapability.checkConnection(contextOf(one), { table: 'items' })).ok, true);
       assert.equal(one.postgresTablePools.holds(installation.id), true, 'the first connected through its own pool');
@@ -127,5 +129,18 @@ describe('Two runtimes in one process', function () {
       await two.postgresTablePools.close();
       await drop();
     }
+  });
+
+  it('tell only their own listeners of a snapshot committed through them', async () => {
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    const { ctx } = await newManagedTableContext();
+    const heard: Record<'one' | 'two', string[]> = { one: [], two: [] };
+    one.snapshotNotices.onCommitted((workspaceId) => heard.one.push(workspaceId));
+    two.snapshotNotices.onCommitted((workspaceId) => heard.two.push(workspaceId));
+    const through = (deps: ServiceDependencies): CapabilityContext => ({ ...ctx, managedTables: deps.managedTables, snapshotNotices: deps.snapshotNotices });
+    await managedTableCapability.writeRecords!(through(one), { table: 'items', primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 1 }], provenance: { kind: 'write', id: randomUUID() } });
+    assert.deepEqual(heard, { one: [ctx.installation.workspaceId], two: [] }, 'the first runtime heard of its commit, the second did not');
+    await managedTableCapability.writeRecords!(through(two), { table: 'items', primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 2 }], provenance: { kind: 'write', id: randomUUID() } });
+    assert.deepEqual(heard, { one: [ctx.installation.workspaceId], two: [ctx.installation.workspaceId] });
   });
 });

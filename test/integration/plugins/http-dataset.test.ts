@@ -8,6 +8,7 @@ import { validateWithSchema } from '../../../core/schema-validator';
 import type { CapabilityContext, RecordsQuery } from '../../../plugins/capability';
 import { ManagedTableMemory } from '../../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../../../plugins/snapshot-notices';
 import { findCapability } from '../../../plugins';
 import { computeWindow, connectionFor, isUnderBase, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../../plugins/http-dataset';
 import { env } from '../../support/environment';
@@ -188,7 +189,7 @@ describe('http_dataset capability', () => {
         credentials: { headers: { Authorization: SECRET }, ...credentials },
       },
       db: env().db,
-      managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(),
+      managedTables: new ManagedTableMemory(env().db), postgresTablePools: new PostgresTablePools(), snapshotNotices: new SnapshotNotices(),
     };
   }
 

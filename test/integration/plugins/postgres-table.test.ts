@@ -6,6 +6,7 @@ import { connectionConfig, postgresTableCapability as capability, remoteError, r
 import type { CapabilityContext, Condition, InstallationContext, RecordsQuery, StagedRows, WriteRequest } from '../../../plugins/capability';
 import { ManagedTableMemory } from '../../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../../plugins/postgres-table/pool';
+import { SnapshotNotices } from '../../../plugins/snapshot-notices';
 import { env } from '../../support/environment';
 import { externalDatabase } from '../../support/external-postgres';
 
@@ -51,6 +52,7 @@ describe('postgres_table capability', () => {
       db: env().db,
       managedTables: new ManagedTableMemory(env().db),
       postgresTablePools: pools,
+      snapshotNotices: new SnapshotNotices(),
     };
   });
 
