@@ -13,7 +13,6 @@ import { closeDefinitionCache } from '../services/shared/definition-cache';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import type { Metering } from '../services/usage/metering';
 import { closeRuntimeState, runtimeState, type ServiceDependencies } from '../services/operations/context';
-import { closeSparqlQueryPool, sparqlQueryPool } from '../ontology/sparql-threads/query-pool';
 import { metricsSettings, startMetricsServer } from '../observability/metrics-server';
 import { loopbackMetricsAddress, temporalCoreMetrics } from '../observability/temporal-metrics';
 import { flushTracing, startTracingFromEnvironment } from '../observability/tracing';
@@ -97,7 +96,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${options.host ?? settings.host}:${port}`;
   // Query threads start (and load the SPARQL engine) now, so no query waits for them.
-  sparqlQueryPool();
+  deps.sparqlQueries.pool();
   const metricsAt = metricsSettings('api');
   const metrics = metricsAt && (await startMetricsServer('api', { ...metricsAt, port: options.metricsPort ?? metricsAt.port }));
   return {
@@ -119,7 +118,6 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       await keyUsage.close();
       await expiredChargeLeases.stop();
       await closeRuntimeState(deps);
-      await closeSparqlQueryPool();
       await connection.close();
       await closeDefinitionCache();
       await db.destroy();

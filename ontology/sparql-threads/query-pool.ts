@@ -416,8 +416,6 @@ export class SparqlQueryPool {
   }
 }
 
-let semiSpaceMb: number | undefined;
-
 /**
  * Query threads start with a semi-space of `mb` instead of V8's 1 MB, which it grows only when
  * many young objects survive: a query's garbage dies young, so it stayed at 1 to 2 MB, and with a
@@ -426,24 +424,36 @@ let semiSpaceMb: number | undefined;
  * half the thread's time in the aggregate queries, and CPU the API's loop and the client wanted.
  * With 16 MB the mix in the thread went from 2.08 to 1.60 ms (agg-rating-by-type 90 to 69,
  * distinct-vendors 243 to 174), for about 30 MB more per thread. V8 reads the flag when an isolate
- * is made; the API's own isolate exists already and keeps its size.
+ * is made; the API's own isolate exists already and keeps its size. The flag is the process's (set
+ * again before each thread, as the spawning pool's settings say).
  */
 function youngGenerationFrom(mb: number): void {
-  if (semiSpaceMb === mb) return;
   setFlagsFromString(`--min-semi-space-size=${mb}`);
-  semiSpaceMb = mb;
 }
 
-let pool: SparqlQueryPool | undefined;
+/**
+ * One runtime's query threads: its pool, started on first use (the API starts it when it listens),
+ * so a runtime that never queries starts none. The runtime builds it (runtimeState:
+ * ServiceDependencies.sparqlQueries) and closes it with its state; queries reach it through their
+ * context (ctx.deps.sparqlQueries).
+ */
+export class SparqlQueryThreads {
+  private started?: SparqlQueryPool;
 
-/** The process's pool, started on first use (the API starts it when it listens). */
-export function sparqlQueryPool(): SparqlQueryPool {
-  pool ??= new SparqlQueryPool();
-  return pool;
-}
+  /** The pool, started now if it is not yet. */
+  pool(): SparqlQueryPool {
+    return (this.started ??= new SparqlQueryPool());
+  }
 
-export async function closeSparqlQueryPool(): Promise<void> {
-  const closing = pool;
-  pool = undefined;
-  await closing?.close();
+  /** Whether the pool has been started (and not closed since). */
+  get running(): boolean {
+    return this.started !== undefined;
+  }
+
+  /** Stops the threads; a later query starts a new pool. Safe to call any number of times. */
+  async close(): Promise<void> {
+    const closing = this.started;
+    this.started = undefined;
+    await closing?.close();
+  }
 }

@@ -78,7 +78,7 @@ export async function runQuery(ctx: OperationContext, version: QueryVersion, inp
   const limits = { timeoutMs, maxResults: EXECUTION_DEFAULTS.maxRows };
   // PostgreSQL answers what it can over bound tables (sparql-in-sql.ts); the evaluator the rest.
   const result = (await answeredInSql(ctx, catalog, text, limits.maxResults, pin, timeoutMs))?.result
-    ?? resultOf((await runDatasetQuery(await queryDataset(ctx, catalog, text, pin, timeoutMs), principal.workspaceId, text, limits, { terms: true })).result!);
+    ?? resultOf((await runDatasetQuery(ctx, await queryDataset(ctx, catalog, text, pin, timeoutMs), text, limits, { terms: true })).result!);
   if (result.kind !== 'bindings') throw new ConflictError('query_outdated', 'The released query does not return rows.');
   const projected = facts.projected;
   const rows = result.rows.map((row) => Object.fromEntries(projected.map((name) => [name, jsonValue(row[name])])));

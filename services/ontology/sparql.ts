@@ -5,7 +5,6 @@ import { logger } from '../../core/logger';
 import { keptParse, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
-import { sparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
 import { answeredInSql, keptDataset, keptSnapshotsCurrent, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
@@ -56,9 +55,9 @@ export function sparqlRequestFrom(method: 'GET' | 'POST', query: Record<string, 
   throw new UnsupportedMediaTypeError('unsupported_media_type', 'POST application/sparql-query, application/sparql-update or a form (application/x-www-form-urlencoded).');
 }
 
-/** Runs a query in a query thread over the caller's dataset, in the form the caller needs. */
-export async function runDatasetQuery(dataset: QueryDatasetHandles, workspaceId: string, text: string, limits: SparqlLimits, answer: AnswerForm, signal?: AbortSignal): Promise<QueryAnswer> {
-  return sparqlQueryPool().run({ workspaceId, text, limits, graphs: dataset.graphs, answer, signal });
+/** Runs a query in one of the runtime's query threads over the caller's dataset, in the form the caller needs. */
+export async function runDatasetQuery(ctx: OperationContext, dataset: QueryDatasetHandles, text: string, limits: SparqlLimits, answer: AnswerForm, signal?: AbortSignal): Promise<QueryAnswer> {
+  return ctx.deps.sparqlQueries.pool().run({ workspaceId: ctx.principal.workspaceId, text, limits, graphs: dataset.graphs, answer, signal });
 }
 
 /**
@@ -129,7 +128,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
     readDataset(ctx, catalog, ask.text).then((built) => {
       if (refused) return undefined;
       dataset = built;
-      return runDatasetQuery(built, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal);
+      return runDatasetQuery(ctx, built, ask.text, limits, { serializeAs: mediaType }, ctx.signal);
     });
   // Kept graphs first (a warm query starts at once); then a SELECT, ASK or CONSTRUCT PostgreSQL can answer over bound
   // tables (sparql-in-sql.ts); else the graphs are read or built.
@@ -154,7 +153,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
       dataset = undefined;
       return answerAfresh();
     };
-    evaluated = runDatasetQuery(dataset, principal.workspaceId, ask.text, limits, { serializeAs: mediaType }, ctx.signal).then(
+    evaluated = runDatasetQuery(ctx, dataset, ask.text, limits, { serializeAs: mediaType }, ctx.signal).then(
       async (answer) => ((await current) ? answer : afresh()),
       async (error: unknown) => {
         if (await current) throw error;

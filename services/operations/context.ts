@@ -9,6 +9,7 @@ import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { SnapshotNotices, snapshotScope } from '../../plugins/snapshot-notices';
 import { definitionCache } from '../shared/definition-cache';
+import { SparqlQueryThreads } from '../../ontology/sparql-threads/query-pool';
 import { Metering } from '../usage/metering';
 import { StripeClients } from '../usage/billing';
 import { RequestAdmission } from '../tenancy/request-authentication';
@@ -24,6 +25,8 @@ export interface ServiceDependencies {
   keyUsage?: KeyUsageRecorder;
   /** The graphs, counts and versions SPARQL queries keep between them (services/ontology/sparql-memory.ts). */
   sparqlMemory: SparqlMemory;
+  /** The threads SPARQL queries are evaluated in, started on first use (ontology/sparql-threads/query-pool.ts); closed by the runtime. */
+  sparqlQueries: SparqlQueryThreads;
   /** What managed tables keep between calls: targets checked, tables and catalogs seen, statements named (plugins/managed-table/memory.ts). */
   managedTables: ManagedTableMemory;
   /** The pools of postgres_table installations this runtime connected (plugins/postgres-table/pool.ts); closed by the runtime. */
@@ -39,26 +42,27 @@ export interface ServiceDependencies {
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'sparqlQueries' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests'>;
 
-export function runtimeState(db: Db, clock: Clock): RuntimeState {
+export function runtimeState(db: Db, clock: Clock, sparqlQueries = new SparqlQueryThreads()): RuntimeState {
   const snapshotNotices = new SnapshotNotices();
   // A snapshot committed through this runtime is seen by its next query at once; other processes
   // hear the commit's NOTIFY (the definition cache drops the scope's entries either way).
   snapshotNotices.onCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
-  return { sparqlMemory: new SparqlMemory(), managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  return { sparqlMemory: new SparqlMemory(), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
 }
 
 /**
  * Returns the runtime's request leases, writes its leased charges and returns their leases, waits
  * for the alert checks they started and the managed tables' statistics refreshes, and closes its
- * postgres_table pools: call before destroying its pool.
+ * postgres_table pools and query threads: call before destroying its pool.
  */
 export async function closeRuntimeState(state: RuntimeState): Promise<void> {
   await state.requests.close();
   await state.metering.close();
   await state.managedTables.settle();
   await state.postgresTablePools.close();
+  await state.sparqlQueries.close();
 }
 
 /**
@@ -75,10 +79,10 @@ const noTemporal = new Proxy({}, {
 /**
  * The worker's dependencies: the database, the encryption key and the clock; Temporal only through
  * workflows (see noTemporal). Whoever builds them closes them (closeRuntimeState) before destroying
- * the pool.
+ * the pool. `sparqlQueries`: query threads of their own unless given (tests share theirs: threads are costly).
  */
-export function workerDependencies({ db, encryptionKey, clock = systemClock }: { db: Db; encryptionKey: Buffer; clock?: Clock }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, ...runtimeState(db, clock) };
+export function workerDependencies({ db, encryptionKey, clock = systemClock, sparqlQueries }: { db: Db; encryptionKey: Buffer; clock?: Clock; sparqlQueries?: SparqlQueryThreads }): ServiceDependencies {
+  return { db, temporal: noTemporal, encryptionKey, clock, ...runtimeState(db, clock, sparqlQueries) };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */

@@ -7,6 +7,7 @@ import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
 import { SettableClock } from '../../core/clock';
+import { SparqlQueryThreads } from '../../ontology/sparql-threads/query-pool';
 import { closeRuntimeState, runtimeState, type RuntimeState, type ServiceDependencies } from '../../services/operations/context';
 
 /**
@@ -34,6 +35,12 @@ export interface TestEnvironment {
    * (nothing kept from the API's queries, charges or leases; closed with the environment); `overrides` replace parts.
    */
   dependencies(overrides?: Partial<ServiceDependencies>): ServiceDependencies;
+  /**
+   * The query threads of the tests' own dependencies (dependencies(), and workerDependencies(env())
+   * picks them up too): one pool for all of them, started on first use, rather than two threads
+   * for every set built. Closing a set's runtime state stops them; the next query starts them again.
+   */
+  sparqlQueries: SparqlQueryThreads;
   /** The in-process API's own dependencies: a test that charges as its requests do uses its metering, which its usage reads settle. */
   apiDependencies: ServiceDependencies;
   /**
@@ -72,6 +79,7 @@ export async function startEnvironment(): Promise<void> {
   const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock });
   /** The runtime state of every dependencies() built: its charges settled by settledCharges, closed with the environment. */
   const built: RuntimeState[] = [];
+  const sparqlQueries = new SparqlQueryThreads();
   environment = {
     db,
     baseUrl: api.url,
@@ -80,8 +88,9 @@ export async function startEnvironment(): Promise<void> {
     taskQueue,
     encryptionKey,
     clock,
+    sparqlQueries,
     dependencies(overrides = {}) {
-      const deps = { db, temporal: this.temporal, encryptionKey, clock, ...runtimeState(db, clock), ...overrides };
+      const deps = { db, temporal: this.temporal, encryptionKey, clock, ...runtimeState(db, clock, sparqlQueries), ...overrides };
       built.push(deps);
       return deps;
     },
@@ -101,7 +110,7 @@ export async function startEnvironment(): Promise<void> {
       worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
 }
 
 /** After each test: the clock it may have set goes back to the system's. */

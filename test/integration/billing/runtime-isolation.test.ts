@@ -3,19 +3,25 @@ import { randomUUID } from 'node:crypto';
 import type { CapabilityContext } from '../../../plugins/capability';
 import { managedTableCapability } from '../../../plugins/managed-table';
 import { postgresTableCapability } from '../../../plugins/postgres-table';
+import { SparqlQueryThreads } from '../../../ontology/sparql-threads/query-pool';
+import { sparqlQueryOperation } from '../../../services/ontology/sparql-operations';
 import { closeRuntimeState, type ServiceDependencies } from '../../../services/operations/context';
+import { invoke } from '../../../services/operations/invoke';
+import { principalOfKey } from '../../../services/tenancy/api-keys';
 import { putApiLimits } from '../../../services/tenancy/api-limits';
 import { admitKeptRequest, authenticateRequest } from '../../../services/tenancy/request-authentication';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
-import { newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
+import { as, keyIdOf, newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
+import { customerOntology, ontologyTenant } from '../../support/ontology';
 
 // Metering, request admission and postgres_table's pools are a runtime's dependencies
 // (services/usage/metering.ts, services/tenancy/request-authentication.ts, plugins/postgres-table/pool.ts),
-// and so are the listeners to committed snapshots (plugins/snapshot-notices.ts),
+// and so are the listeners to committed snapshots (plugins/snapshot-notices.ts) and the SPARQL
+// query threads (ontology/sparql-threads/query-pool.ts),
 // not module state: two sets of dependencies built in one process share no queued charge, no charge
-// lease, no flush, no kept key, no request lease, no pool and no listener. Each set
+// lease, no flush, no kept key, no request lease, no pool, no listener and no query thread. Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -142,5 +148,25 @@ describe('Two runtimes in one process', function () {
     assert.deepEqual(heard, { one: [ctx.installation.workspaceId], two: [] }, 'the first runtime heard of its commit, the second did not');
     await managedTableCapability.writeRecords!(through(two), { table: 'items', primaryKey: ['id'] }, { operation: 'append', rows: [{ id: 2 }], provenance: { kind: 'write', id: randomUUID() } });
     assert.deepEqual(heard, { one: [ctx.installation.workspaceId], two: [ctx.installation.workspaceId] });
+  });
+
+  it('evaluate their SPARQL queries in threads of their own, started by the first query', async () => {
+    const t = await ontologyTenant();
+    await customerOntology(t);
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
+    // Threads of their own (the tests' dependencies otherwise share theirs).
+    const [one, two] = [env().dependencies({ sparqlQueries: new SparqlQueryThreads() }), env().dependencies({ sparqlQueries: new SparqlQueryThreads() })];
+    try {
+      const reply = await invoke({ deps: one, principal, door: 'sparql', requestId: randomUUID() }, sparqlQueryOperation, { projectId: t.ws.projectId, text: 'ASK { ?s ?p ?o }', accept: 'application/sparql-results+json' });
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      assert.equal(one.sparqlQueries.running, true, 'the first evaluated its query in its own threads');
+      assert.equal(two.sparqlQueries.running, false, 'the second started none');
+      await closeRuntimeState(one);
+      assert.equal(one.sparqlQueries.running, false, "the first's threads stop with its runtime");
+    } finally {
+      await one.sparqlQueries.close();
+      await two.sparqlQueries.close();
+    }
   });
 });

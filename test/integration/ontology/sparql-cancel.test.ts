@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { DomainError } from '../../../core/errors';
-import { sparqlQueryPool } from '../../../ontology/sparql-threads/query-pool';
 import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { readingWithin } from '../../../services/ontology/sparql-reach-reads';
 import { env } from '../../support/environment';
@@ -45,7 +44,8 @@ describe('A SPARQL query whose client goes away', function () {
     after(() => restore());
 
     it('stops its evaluation in its thread, which keeps its graphs and answers the next query', async () => {
-      const pool = sparqlQueryPool();
+      // The API's threads: the query goes through its door.
+      const pool = env().apiDependencies.sparqlQueries.pool();
       // A cross product of the package's triples, five ways: far past any limit.
       const endless = 'SELECT (COUNT(*) AS ?n) WHERE { ?a ?p ?b . ?c ?q ?d . ?e ?r ?f . ?g ?s ?h . ?i ?u ?j FILTER(STRLEN(CONCAT(STR(?b), STR(?d), STR(?f), STR(?h), STR(?j))) > 0) }';
       const client = new AbortController();
