@@ -10,6 +10,7 @@ import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { SnapshotNotices, snapshotScope } from '../../plugins/snapshot-notices';
 import { definitionCache } from '../shared/definition-cache';
 import { SparqlQueryThreads } from '../../ontology/sparql-threads/query-pool';
+import { WorkerRoundTrips } from '../shared/worker-round-trips';
 import { Metering } from '../usage/metering';
 import { StripeClients } from '../usage/billing';
 import { RequestAdmission } from '../tenancy/request-authentication';
@@ -39,17 +40,19 @@ export interface ServiceDependencies {
   stripe: StripeClients;
   /** Its request budgets, key-check batches and kept keys (services/tenancy/request-authentication.ts); closed by the runtime. */
   requests: RequestAdmission;
+  /** The readiness probe's last worker round trip, shared by the probes of an interval (services/shared/worker-round-trips.ts). */
+  workerRoundTrips: WorkerRoundTrips;
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'sparqlQueries' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'sparqlQueries' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests' | 'workerRoundTrips'>;
 
 export function runtimeState(db: Db, clock: Clock, sparqlQueries = new SparqlQueryThreads()): RuntimeState {
   const snapshotNotices = new SnapshotNotices();
   // A snapshot committed through this runtime is seen by its next query at once; other processes
   // hear the commit's NOTIFY (the definition cache drops the scope's entries either way).
   snapshotNotices.onCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
-  return { sparqlMemory: new SparqlMemory(), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock) };
+  return { sparqlMemory: new SparqlMemory(), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock), workerRoundTrips: new WorkerRoundTrips(clock) };
 }
 
 /**

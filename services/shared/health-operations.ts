@@ -1,45 +1,8 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { UnavailableError } from '../../core/errors';
-import { temporalSettings } from '../../core/temporal-config';
 import { logger } from '../../core/logger';
-import type { SystemCheckResult } from '../../workflows/system-check';
-
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/**
- * The worker round trip starts a workflow, so unauthenticated callers share one result per
- * interval instead of each starting their own.
- */
-const WORKER_CHECK_INTERVAL_MS = 10_000;
-let lastWorkerCheck: { at: number; result: Promise<void> } | undefined;
-
-function workerRoundTrip(deps: { temporal: import('@temporalio/client').Client }): Promise<void> {
-  if (lastWorkerCheck && Date.now() - lastWorkerCheck.at < WORKER_CHECK_INTERVAL_MS) return lastWorkerCheck.result;
-  const result = (async () => {
-    // The API starts a workflow, a worker runs it and its activity queries PostgreSQL.
-    const handle = await deps.temporal.workflow.start('systemCheckWorkflow', {
-      taskQueue: temporalSettings().taskQueues.main,
-      workflowId: `system-check-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`,
-      workflowExecutionTimeout: '15s',
-    });
-    const { workerIdentity } = await withTimeout(handle.result() as Promise<SystemCheckResult>, 10_000);
-    // Which worker answered (its pid and host) is for the operator's log, not for anyone who asks.
-    logger.debug({ workerIdentity }, 'readiness worker round trip');
-  })();
-  lastWorkerCheck = { at: Date.now(), result };
-  return result;
-}
+import { withTimeout } from './worker-round-trips';
 
 export const readinessOperation = defineOperation({
   name: 'readiness',
@@ -59,7 +22,7 @@ export const readinessOperation = defineOperation({
     await withTimeout(deps.db.raw('SELECT 1'), 3000).then(() => (checks.postgres = 'ok'), fail('postgres'));
     await withTimeout(deps.temporal.connection.workflowService.getSystemInfo({}), 3000).then(() => (checks.temporal = 'ok'), fail('temporal'));
     if (query.worker && failures.length === 0) {
-      await workerRoundTrip(deps).then(() => (checks.worker = 'ok'), fail('worker'));
+      await deps.workerRoundTrips.check(deps.temporal).then(() => (checks.worker = 'ok'), fail('worker'));
     }
     if (failures.length) throw new UnavailableError('not_ready', `Not ready: ${failures.join(', ')} unreachable.`, { checks });
     return { body: { status: 'ready', checks } };

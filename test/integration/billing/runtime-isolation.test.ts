@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import type { CapabilityContext } from '../../../plugins/capability';
 import { managedTableCapability } from '../../../plugins/managed-table';
 import { postgresTableCapability } from '../../../plugins/postgres-table';
@@ -19,9 +20,10 @@ import { customerOntology, ontologyTenant } from '../../support/ontology';
 // Metering, request admission and postgres_table's pools are a runtime's dependencies
 // (services/usage/metering.ts, services/tenancy/request-authentication.ts, plugins/postgres-table/pool.ts),
 // and so are the listeners to committed snapshots (plugins/snapshot-notices.ts) and the SPARQL
-// query threads (ontology/sparql-threads/query-pool.ts),
+// query threads (ontology/sparql-threads/query-pool.ts) and the readiness probe's worker round trip
+// (services/shared/worker-round-trips.ts),
 // not module state: two sets of dependencies built in one process share no queued charge, no charge
-// lease, no flush, no kept key, no request lease, no pool, no listener and no query thread. Each set
+// lease, no flush, no kept key, no request lease, no pool, no listener, no query thread and no round trip. Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -168,5 +170,24 @@ describe('Two runtimes in one process', function () {
       await one.sparqlQueries.close();
       await two.sparqlQueries.close();
     }
+  });
+
+  it("share no worker round trip of the readiness probe: each starts its own, and another once its clock has passed the interval", async () => {
+    const started: string[] = [];
+    // Temporal as far as the round trip goes: the start is counted, the worker answers at once.
+    const temporalOf = (runtime: string) => ({ workflow: { start: async () => (started.push(runtime), { result: async () => ({ workerIdentity: runtime }) }) } }) as unknown as Client;
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    env().clock.set(Date.now());
+    await one.workerRoundTrips.check(temporalOf('one'));
+    await one.workerRoundTrips.check(temporalOf('one'));
+    assert.deepEqual(started, ['one'], 'probes within the interval share the first round trip');
+    await two.workerRoundTrips.check(temporalOf('two'));
+    assert.deepEqual(started, ['one', 'two'], "the second runtime starts its own, not sharing the first's");
+    env().clock.advance(9_999);
+    await one.workerRoundTrips.check(temporalOf('one'));
+    assert.deepEqual(started, ['one', 'two'], 'still within the interval on its clock');
+    env().clock.advance(1);
+    await one.workerRoundTrips.check(temporalOf('one'));
+    assert.deepEqual(started, ['one', 'two', 'one'], 'a new one once the interval has passed on its clock');
   });
 });
