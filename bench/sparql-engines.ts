@@ -29,11 +29,14 @@ import { DataFactory, Parser, Quad, Store, Writer } from 'n3';
 import * as oxigraph from 'oxigraph';
 import { compilePackage } from '../ontology/compile';
 import type { OntologyDefinition } from '../ontology/definition';
-import { EvaluationPath, evaluateQuery } from '../ontology/sparql-engine';
+import { EvaluationPath, evaluateQuery, KeptParses } from '../ontology/sparql-engine';
 import { mapRecord } from '../ontology/term-records';
 import type { PackageTerms } from '../db/models';
 import { amount, benchFlags, count, counts, names } from './support/options';
 import { generate as generateBsbm, LINKS, MIX, TERMS } from './support/sparql-bsbm';
+
+/** Weft's kept parses, as the query threads keep them (an answer to a text seen before is not parsed again). */
+const parses = new KeptParses();
 
 const { namedNode, literal, quad } = DataFactory;
 
@@ -526,7 +529,7 @@ const WEFT_LIMITS = { timeoutMs: 600_000, maxResults: 100_000_000 };
 /** Weft's evaluateQuery, as the endpoint calls it; `path` says which evaluator answered. */
 async function runWeft(store: Store, text: string): Promise<{ results: Results; path: EvaluationPath | undefined }> {
   let path: EvaluationPath | undefined;
-  const result = await evaluateQuery(store, text, WEFT_LIMITS, { onPath: (answered) => (path = answered) });
+  const result = await evaluateQuery(store, text, WEFT_LIMITS, { onPath: (answered) => (path = answered), parses });
   if (result.kind === 'boolean') return { results: { ask: result.value }, path };
   if (result.kind === 'quads') return { results: { quads: result.quads }, path };
   return { results: { rows: result.rows.map((row) => Object.entries(row) as Array<[string, RDF.Term]>) }, path };

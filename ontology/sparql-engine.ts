@@ -243,23 +243,27 @@ export function queryFormOf(text: string): QueryForm | undefined {
 }
 
 /**
- * sparqljs's parse of a query text, kept per text and options: parsing takes longer than the fast
- * path needs to answer a selective query. Kept parses are only read (never handed to callers,
- * who may change theirs), and a text that fails to parse is not kept.
+ * sparqljs's parses of query texts, kept per text and options: parsing takes longer than the fast
+ * path needs to answer a selective query, and kept plans are found by the parsed query. Kept
+ * parses are only read (never handed to callers, who may change theirs), and a text that fails to
+ * parse is not kept. Whoever runs queries owns one: the runtime (SparqlMemory), each query thread.
  */
-const parsedTexts = new WeightedLru<ParsedSparql>(256, 4 * 1024 * 1024);
+export class KeptParses {
+  private readonly parses = new WeightedLru<ParsedSparql>(256, 4 * 1024 * 1024);
 
-export function keptParse(text: string, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): ParsedSparql {
-  if (text.length > MAX_KEPT_QUERY_CHARS) return parseSparql(text, options);
-  const key = `${options.allowDatasetClauses ? 1 : 0}${options.baseIri ?? ''}\n${text}`;
-  return parsedTexts.get(key) ?? parsedTexts.set(key, parseSparql(text, options), key.length);
+  parse(text: string, options: { baseIri?: string; allowDatasetClauses?: boolean } = {}): ParsedSparql {
+    if (text.length > MAX_KEPT_QUERY_CHARS) return parseSparql(text, options);
+    const key = `${options.allowDatasetClauses ? 1 : 0}${options.baseIri ?? ''}\n${text}`;
+    return this.parses.get(key) ?? this.parses.set(key, parseSparql(text, options), key.length);
+  }
 }
 
 /**
  * Evaluates a query over a store, or a dataset of stores sharing one entity index (its default
  * graph is the merge of theirs), within the limits. Updates are refused here (see
  * evaluateUpdate). `parsed` is the caller's parseSparql of the same text and options, when it has
- * one; `onPath` learns which evaluator answered.
+ * one, else `parses` keeps it (as `keepPlans` needs to find a plan again); `onPath` learns which
+ * evaluator answered.
  *
  * Known limit: Comunica runs some operators synchronously (a hash join feeding an aggregate, e.g. a
  * GROUP BY over a cross product); such a query holds the event loop until it finishes, and no timer
@@ -270,9 +274,9 @@ export async function evaluateQuery(
   source: Store | QueryDataset,
   text: string,
   limits: SparqlLimits,
-  options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql; onPath?(path: EvaluationPath): void; keepPlans?: boolean } = {},
+  options: { baseIri?: string; allowDatasetClauses?: boolean; parsed?: ParsedSparql; parses?: KeptParses; onPath?(path: EvaluationPath): void; keepPlans?: boolean } = {},
 ): Promise<SparqlResult> {
-  const parsed = options.parsed ?? keptParse(text, options);
+  const parsed = options.parsed ?? (options.parses ? options.parses.parse(text, options) : parseSparql(text, options));
   if (parsed.kind === 'update') throw new InputError('update_not_allowed', 'This is an update; send it to the update path.');
   let fast: (() => SparqlResult) | undefined;
   try {

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
-import { evaluateQuery, QueryDataset, sparqlEngine } from '../sparql-engine';
+import { evaluateQuery, KeptParses, QueryDataset, sparqlEngine } from '../sparql-engine';
 import { compactEntityIndex, forgetKeptPlans } from '../sparql-evaluator';
 import { serializeResult } from '../sparql-results';
 import { addEncodedGraph, EncodedGraph } from './encoded-graph';
@@ -24,6 +24,8 @@ const stop = (workerData as { stop: Int32Array }).stop;
 const stores = new Map<number, { store: Store; terms: number }>();
 /** The encoded graphs this thread was sent (shared memory, not copies), by the pool's number, until the pool drops them. */
 const encoded = new Map<number, EncodedGraph>();
+/** This thread's parses of the texts it answers (its kept plans are found by them). */
+const parses = new KeptParses();
 
 function drop(refs: number[]): void {
   // Kept plans hold their stores.
@@ -79,7 +81,7 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     let path: string | undefined;
     // The stores here never change once built, so the evaluator may keep plans over them.
     const limits = { ...request.limits, stopped: () => Atomics.load(stop, 0) === request.id };
-    const result = await evaluateQuery(dataset, request.text, limits, { baseIri: request.baseIri, onPath: (chosen) => (path = chosen), keepPlans: true });
+    const result = await evaluateQuery(dataset, request.text, limits, { baseIri: request.baseIri, parses, onPath: (chosen) => (path = chosen), keepPlans: true });
     const evaluated = performance.now();
     const evaluationMs = evaluated - started;
     if ('serializeAs' in request.answer) {

@@ -19,7 +19,6 @@ import { checkingGrants } from '../operations/current-operation';
 import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
-import { keptParse } from '../../ontology/sparql-engine';
 import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
 import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
@@ -409,11 +408,11 @@ interface QueryReach {
  * How a query reads the plan's bound tables, or undefined when the plan has none or the query
  * cannot be analysed (its tables are then read whole, as other bindings).
  */
-function queryReach(plan: DatasetPlan, text: string | undefined): QueryReach | undefined {
+function queryReach(memory: SparqlMemory, plan: DatasetPlan, text: string | undefined): QueryReach | undefined {
   if (text === undefined || sparqlSettings().tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
   let parsed;
   try {
-    parsed = keptParse(text);
+    parsed = memory.parses.parse(text);
   } catch {
     return undefined; // the query thread gives the parse error its answer
   }
@@ -448,7 +447,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
   const pkgVersion = packageVersion(pkg);
   const pkgGraph = graphs.get(pkgVersion);
   if (!pkgGraph || pkgGraph.handle.version !== pkgVersion) return undefined;
-  const reach = queryReach(plan, text);
+  const reach = queryReach(sparqlMemory, plan, text);
   const handles = [pkgGraph.handle];
   const dataVersions = [pkgVersion];
   const tables: Array<{ dataVersion: string }> = [];
@@ -522,7 +521,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   const dataVersions = [packageHandle.version];
   let triples = packageHandle.graph.tripleCount;
   const snapshots = plan.groups.length ? await snapshotsOf(db, deps, plan.groups) : undefined;
-  const reach = queryReach(plan, text);
+  const reach = queryReach(sparqlMemory, plan, text);
   const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
   for (const source of plan.sources) {
@@ -650,7 +649,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   if (!plan.sources.length) return undefined;
   let parsed;
   try {
-    parsed = keptParse(text);
+    parsed = ctx.deps.sparqlMemory.parses.parse(text);
   } catch {
     return undefined;
   }

@@ -1,4 +1,5 @@
 import { WeightedLru } from '../../ontology/dataset-cache';
+import { KeptParses } from '../../ontology/sparql-engine';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import type { CountedTriples, TableCounts } from './sparql-reach-reads';
 
@@ -37,6 +38,8 @@ export class SparqlMemory {
    * count is a few dozen bytes, so its weight is its key's length.
    */
   readonly tableCounts: TableCounts = new WeightedLru<CountedTriples>(4096, 4 * 1024 * 1024);
+  /** The API's parses of query texts (a query's form, its reach, the SQL path); each query thread keeps its own. */
+  readonly parses = new KeptParses();
 
   constructor({ encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 } = {}) {
     this.graphs = new WeightedLru<KeptGraph>(4096, encodedBytes);

@@ -56,7 +56,7 @@ export const sparqlQueryGetOperation = defineOperation({
   effect: 'read',
   input: { params: idParams('project_id'), query: sparqlGetQuery },
   async run(ctx: OperationContext, { rawQuery, headers }: RequestInput<Params, Record<string, unknown>, undefined>): Promise<Reply> {
-    const ask = countRefusal('sparql', () => readSparqlAsk(sparqlRequestFrom('GET', rawQuery ?? {}, undefined, undefined, undefined)));
+    const ask = countRefusal('sparql', () => readSparqlAsk(sparqlRequestFrom('GET', rawQuery ?? {}, undefined, undefined, undefined), ctx.deps.sparqlMemory.parses));
     return sparqlQueryOperation.run(ctx, { projectId: ctx.project.id, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined });
   },
 });
@@ -75,7 +75,7 @@ export const sparqlQueryPostOperation = defineOperation({
   async run(ctx: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
     // The same rule as on every idempotent route, whatever the request turns out to be.
     const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;
-    const ask = countRefusal('sparql', () => readSparqlAsk(sparqlRequestFrom('POST', rawQuery ?? {}, bodyType, body, undefined)));
+    const ask = countRefusal('sparql', () => readSparqlAsk(sparqlRequestFrom('POST', rawQuery ?? {}, bodyType, body, undefined), ctx.deps.sparqlMemory.parses));
     const projectId = ctx.project.id;
     if (!ask.update) return (await invokeWithin(ctx, ctx.door, sparqlQueryOperation, { projectId, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined })).output;
     return (await invokeWithin(ctx, ctx.door, sparqlUpdateOperation, { projectId, text: ask.text, sentAsQuery: ask.sentAsQuery, idempotencyKey })).output;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { assertCredit } from '../usage/credit';
 import { BadRequestError, InputError, NotAcceptableError, PayloadTooLargeError, UnsupportedMediaTypeError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import { keptParse, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
+import { KeptParses, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
 import { sparqlSettings } from '../../ontology/sparql-threads/settings';
@@ -89,7 +89,7 @@ export interface SparqlAsk {
 }
 
 /** Checks what every protocol request must satisfy (no graph parameters, the size bound) and parses it. */
-export function readSparqlAsk(request: SparqlRequest): SparqlAsk {
+export function readSparqlAsk(request: SparqlRequest, parses: KeptParses): SparqlAsk {
   if (request.graphParameters) {
     throw new BadRequestError('graph_parameters_refused', 'default-graph-uri and named-graph-uri are not accepted: the dataset is the project’s active package and the bound records your key may read.');
   }
@@ -99,7 +99,7 @@ export function readSparqlAsk(request: SparqlRequest): SparqlAsk {
   // a text whose form its first keyword does not tell, is parsed here. Kept parses are only read.
   const form = request.update === undefined ? queryFormOf(text) : undefined;
   if (form) return { text, update: false, sentAsQuery: request.query !== undefined, queryType: form };
-  const parsed = keptParse(text);
+  const parsed = parses.parse(text);
   const update = request.update !== undefined || parsed.kind === 'update';
   if (update && request.method !== 'POST') throw new BadRequestError('update_over_get', 'SPARQL updates must be sent with POST.');
   return { text, update, sentAsQuery: request.query !== undefined, queryType: parsed.kind === 'update' ? undefined : parsed.queryType };

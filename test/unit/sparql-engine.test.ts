@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { DataFactory, Store } from 'n3';
-import { evaluateQuery, parseSparql } from '../../ontology/sparql-engine';
+import { evaluateQuery, KeptParses, parseSparql } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import { compactEntityIndex, forgetKeptPlans, keptPlanCount } from '../../ontology/sparql-evaluator';
+
+/** The parses the evaluator keeps plans by: this file's own, as a query thread has its own. */
+const parses = new KeptParses();
 
 const { namedNode, literal, quad } = DataFactory;
 const EX = 'http://example.org/';
@@ -37,7 +40,7 @@ describe('SPARQL engine wiring and result formats', () => {
     forgetKeptPlans();
     const other = new Store([quad(namedNode(`${EX}c`), namedNode(`${EX}name`), literal('Cy'))]);
     const rows = async (over: Store, text: string, keepPlans = true) => {
-      const result = await evaluateQuery(over, text, limits, { keepPlans });
+      const result = await evaluateQuery(over, text, limits, { keepPlans, parses });
       assert.equal(result.kind, 'bindings');
       return result.rows.map((row) => Object.values(row).map((term) => term.value).join(' '));
     };
@@ -75,7 +78,7 @@ describe('SPARQL engine wiring and result formats', () => {
     );
     const text = `SELECT ?s WHERE { { ?s <${EX}name> ?n BIND(UCASE(?n) AS ?u) } MINUS { ?t <${EX}blocked> ?b BIND(UCASE(?b) AS ?u) } }`;
     const subjects = async () => {
-      const result = await evaluateQuery({ stores: [people] }, text, limits, { keepPlans: true });
+      const result = await evaluateQuery({ stores: [people] }, text, limits, { keepPlans: true, parses });
       assert.equal(result.kind, 'bindings');
       return result.rows.map((row) => row.s.value);
     };

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type pg from 'pg';
 import { PluginInstallation } from '../../../db/models';
-import { keptParse } from '../../../ontology/sparql-engine';
+import { parseSparql } from '../../../ontology/sparql-engine';
 import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { readingRemote } from '../../../plugins/postgres-table';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
@@ -348,7 +348,7 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
         properties: Object.fromEntries(TERMS.filter((term) => term.kind === 'property').map((term) => [term.id, { domain: (term as { domain: string }).domain, datatype: (term as { datatype: string }).datatype }])),
         links: Object.fromEntries(LINKS.map((link) => [link.id, { from: link.from, to: link.to }])),
       };
-      const parsed = keptParse(`PREFIX : <${baseIri}>\n${text}`);
+      const parsed = parseSparql(`PREFIX : <${baseIri}>\n${text}`);
       if (parsed.kind !== 'query') throw new Error(`${text} is no query`);
       const query = sqlQueryOf(parsed.parsed, [{ termId, mapping }], () => ({ predicates: new Set(), types: new Set() }), terms, baseIri)!;
       assert.ok(query, `${text} is translated`);

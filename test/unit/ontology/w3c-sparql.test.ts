@@ -7,8 +7,11 @@ import { isomorphic } from 'rdf-isomorphic';
 import { RdfXmlParser } from 'rdfxml-streaming-parser';
 import { SparqlJsonParser } from 'sparqljson-parse';
 import { SparqlXmlParser } from 'sparqlxml-parse';
-import { EvaluationPath, evaluateQuery, parseSparql, queryFormOf, SparqlResult } from '../../../ontology/sparql-engine';
+import { EvaluationPath, evaluateQuery, KeptParses, parseSparql, queryFormOf, SparqlResult } from '../../../ontology/sparql-engine';
 import { serializeResult } from '../../../ontology/sparql-results';
+
+/** The parses the evaluator keeps plans by: this file's own, as a query thread has its own. */
+const parses = new KeptParses();
 
 // The query-evaluation tests of the W3C SPARQL 1.1 suite (test/data/w3c-sparql11, copied from
 // w3c/rdf-tests), run through Weft's engine wiring (evaluateQuery, and the CSV/TSV serializers for
@@ -233,7 +236,7 @@ async function compare(test: EvaluationTest, onPath: (path: EvaluationPath) => v
   for (const run of ['', ' (second evaluation, kept plan)']) {
     let actual: SparqlResult;
     try {
-      actual = await evaluateQuery(store, text, { timeoutMs: 20_000, maxResults: 100_000 }, { baseIri: iriOf(test.query), allowDatasetClauses: true, onPath, keepPlans: true });
+      actual = await evaluateQuery(store, text, { timeoutMs: 20_000, maxResults: 100_000 }, { baseIri: iriOf(test.query), allowDatasetClauses: true, onPath, keepPlans: true, parses });
     } catch (error) {
       return `evaluation failed${run}: ${(error as Error).message.slice(0, 200)}`;
     }
