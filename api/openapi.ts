@@ -1,8 +1,8 @@
 import type { JsonSchema } from '../core/schema-validator';
 import { IDEMPOTENCY_KEY_SCHEMA } from '../services/operations/idempotency';
 import { PROBLEM_CONTENT_TYPE, problemSchema } from '../core/problem';
-import { isKeyless, Operation, scopesOf } from '../services/operations/operation';
-import { inputOf, type ResponseSpec, type RouteSpec } from './route-spec';
+import { isKeyless, Operation, type ResponseSpec, scopesOf } from '../services/operations/operation';
+import { inputOf, responsesOf, type RouteSpec } from './route-spec';
 import { DEFAULT_JSON_BYTES, describeBytes } from './router';
 
 const errorDescriptions: Record<number, string> = {
@@ -108,7 +108,7 @@ export function buildOpenApiDocument(routes: RouteSpec[], info: { version: strin
     const scopeText = accessText(route.operation);
     const body = inputOf(route).body;
     const responses: Record<string, unknown> = {};
-    for (const [status, spec] of Object.entries(route.responses)) {
+    for (const [status, spec] of Object.entries(responsesOf(route))) {
       responses[status] = {
         description: spec.description,
         ...(spec.schema ? { content: responseContent(spec) } : {}),

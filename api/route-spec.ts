@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import { writesJson } from '../core/json-text';
 import type { JsonSchema } from '../core/schema-validator';
-import type { InputSchema, Operation, Reply, RequestInput } from '../services/operations/operation';
+import type { InputSchema, Operation, Reply, RequestInput, ResponseSpec } from '../services/operations/operation';
 
 /** An HTTP request as a route's input mapping sees it: validated parts, plus the Koa context for headers. */
 export interface HttpRequest<P = any, Q = any, B = any> {
@@ -22,17 +22,6 @@ export interface HandlerResult {
   contentType?: string;
 }
 
-export interface ResponseSpec {
-  description: string;
-  schema?: JsonSchema;
-  /** The media type of `schema`; several, comma-separated, when the Accept header chooses among them. */
-  contentType?: string;
-  /** Other media types of the same answer, chosen by the Accept header; documented as text. */
-  alternatives?: readonly string[];
-  /** Response headers the answer carries, beyond the request-limit headers every keyed answer has. */
-  headers?: Record<string, { description: string; schema: JsonSchema }>;
-}
-
 /** A request header the handler reads and enforces, documented as a header parameter. */
 export interface HeaderSpec {
   name: string;
@@ -42,9 +31,10 @@ export interface HeaderSpec {
 }
 
 /**
- * An HTTP route is transport only: a path, its answers, and the operation it invokes. Access, the
- * request's schemas (params, query, JSON body) and the answer's status are the operation’s
- * (services/<domain>/operations.ts): a route never states a scope, a request schema or a status.
+ * An HTTP route is transport only: a path and the operation it invokes. Access, the request's
+ * schemas (params, query, JSON body), the answer's status and the answers it documents are the
+ * operation’s (services/<domain>/operations.ts): a route never states a scope, a request schema
+ * or a status, and states answers only where they are HTTP's alone (responses).
  * The router authenticates the key, validates the request against the operation's schemas, hands
  * it the parts and sends its Reply.
  */
@@ -73,7 +63,11 @@ export interface RouteSpec<I = any, O = any> {
    * By default the validated parts (requestInput).
    */
   input?(request: HttpRequest): I;
-  responses: Record<number, ResponseSpec>;
+  /**
+   * Answers that are HTTP's alone (a static page, the document, the health probes), or a route
+   * whose answers differ from the operation's: these replace the operation's `output`.
+   */
+  responses?: Record<number, ResponseSpec>;
   /** Extra error statuses this route can answer beyond those derived from its declaration. */
   errors?: Array<{ status: number; description?: string }>;
   /** Left out of the OpenAPI document (health probes, the document itself). */
@@ -82,6 +76,9 @@ export interface RouteSpec<I = any, O = any> {
 
 /** Identity helper that keeps a route's types inferred in its file. */
 export const defineRoute = <I, O>(spec: RouteSpec<I, O>): RouteSpec<I, O> => spec;
+
+/** The answers a route documents: its own where it states them, else its operation's. */
+export const responsesOf = (route: RouteSpec): Record<number, ResponseSpec> => route.responses ?? route.operation.output ?? {};
 
 /** The route's OpenAPI operationId: its operation's name. */
 export const operationIdOf = (route: RouteSpec): string => route.operation.name;

@@ -37,6 +37,21 @@ export interface InputSchema {
   httpBody?: JsonSchema;
 }
 
+/**
+ * One answer an operation gives, by status: what it means and the JSON Schema of its body. The
+ * OpenAPI document publishes these for the operation's routes (api/openapi.ts).
+ */
+export interface ResponseSpec {
+  description: string;
+  schema?: JsonSchema;
+  /** The media type of `schema`; several, comma-separated, when the Accept header chooses among them. */
+  contentType?: string;
+  /** Other media types of the same answer, chosen by the Accept header; documented as text. */
+  alternatives?: readonly string[];
+  /** Response headers the answer carries, beyond the request-limit headers every keyed answer has. */
+  headers?: Record<string, { description: string; schema: JsonSchema }>;
+}
+
 export interface Operation<I = any, O = any> {
   /** Stable name, the OpenAPI operationId of its route. */
   name: string;
@@ -45,6 +60,12 @@ export interface Operation<I = any, O = any> {
   effect: Effect;
   /** The request it reads: the one declaration of its input's schema, for every door. */
   input?: InputSchema;
+  /**
+   * The answers it gives, by status (200, 201 and 202 where its Reply chooses, 204): the one
+   * declaration of its output, which its routes publish. Errors are derived from the declaration
+   * (access, input) and the route's transport, not listed here.
+   */
+  output?: Record<number, ResponseSpec>;
   /** Accepts an idempotency key (write operations only). */
   idempotent?: boolean;
   run(ctx: OperationContext, input: I): Promise<O>;

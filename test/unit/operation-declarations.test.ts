@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { allRoutes } from '../../api/app';
 import { buildOpenApiDocument } from '../../api/openapi';
-import { defineRoute, inputOf, requestInput, RouteSpec } from '../../api/route-spec';
+import { defineRoute, inputOf, requestInput, responsesOf, RouteSpec } from '../../api/route-spec';
 import { apiRoutes } from '../../api/routes';
 import { projectRoot } from '../../core/paths';
 import type { JsonSchema } from '../../core/schema-validator';
@@ -79,11 +79,11 @@ describe('Operation declarations', () => {
     // @ts-expect-error scopes are checked against the scope list
     defineOperation({ name: 'x', summary: 'x', effect: 'read', access: { scopes: { anyOf: ['org:mange'] } }, run: async () => ({}) });
     // @ts-expect-error a route has no access rule of its own
-    defineRoute({ method: 'get', path: '/x', tag: 'x', operation: operations[0], auth: { scopes: ['org:read'] }, responses: {} });
+    defineRoute({ method: 'get', path: '/x', tag: 'x', operation: operations[0], auth: { scopes: ['org:read'] } });
     // @ts-expect-error a route states no status: the operation's Reply does (201 vs 200, 202 while pending)
-    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], status: 201, responses: {} });
+    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], status: 201 });
     // @ts-expect-error nor does it reshape the reply
-    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], respond: () => ({ status: 204 }), responses: {} });
+    defineRoute({ method: 'post', path: '/x', tag: 'x', operation: operations[0], respond: () => ({ status: 204 }) });
   });
 
   it('every route and every MCP tool invokes an operation of the registry and states no access rule of its own', () => {
@@ -200,7 +200,7 @@ describe('Operation declarations', () => {
     });
     const caller: Caller = { deps: {} as Caller['deps'], door: 'mcp', requestId: 'test' };
     assert.deepEqual((await execute(caller, narrow, { params: {}, query: {}, body: { a: 'x', b: 'y' } })).output, { a: 'x', b: 'y' });
-    assert.deepEqual(Object.keys(inputOf(defineRoute({ method: 'put', path: '/x', tag: 'x', operation: narrow, responses: {} })).body!.properties as object), ['a']);
+    assert.deepEqual(Object.keys(inputOf(defineRoute({ method: 'put', path: '/x', tag: 'x', operation: narrow })).body!.properties as object), ['a']);
   });
 
   it('an operation that names a project is reached by routes whose path names it', () => {
@@ -233,7 +233,7 @@ describe('Operation declarations', () => {
 
   it('every route declares a success response', () => {
     for (const route of allRoutes()) {
-      assert.ok(Object.keys(route.responses).some((s) => Number(s) >= 200 && Number(s) < 300), `${label(route)} declares no 2xx response`);
+      assert.ok(Object.keys(responsesOf(route)).some((s) => Number(s) >= 200 && Number(s) < 300), `${label(route)} declares no 2xx response`);
     }
   });
 

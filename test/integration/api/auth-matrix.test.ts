@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { inputOf, type RouteSpec } from '../../../api/route-spec';
+import { inputOf, responsesOf, type RouteSpec } from '../../../api/route-spec';
 import { JsonSchema, validateWithSchema } from '../../../core/schema-validator';
 import { SCOPES } from '../../../core/scopes';
 import { actAs } from '../../../services/operations/act-as';
@@ -240,8 +240,9 @@ describe('The authorization matrix', () => {
     let checked = 0;
     for (const route of keyedRoutes.filter((r) => r.method === 'get' && pathParams(r).every((p) => p === 'project_id'))) {
       const res = await send(route, t, { key: t.ws.apiKey });
-      const schema = route.responses[200]?.schema;
-      if (res.status !== 200 || !schema || JSON.stringify(schema).includes('$ref') || (route.responses[200]?.contentType ?? 'application/json') !== 'application/json') continue;
+      const answer = responsesOf(route)[200];
+      const schema = answer?.schema;
+      if (res.status !== 200 || !schema || JSON.stringify(schema).includes('$ref') || (answer?.contentType ?? 'application/json') !== 'application/json') continue;
       checked += 1;
       try {
         validateWithSchema(schema as JsonSchema, structuredClone(res.body), 'response body');
