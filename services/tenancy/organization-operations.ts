@@ -1,13 +1,14 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { getOrganization, getWorkspaceSettings, updateWorkspaceSettings, WorkspaceSettings } from './organization';
-import { updateWorkspaceSettingsBody } from '../../schemas/workspace';
+import { organizationSchema, updateWorkspaceSettingsBody, workspaceSettingsSchema } from '../../schemas/workspace';
 
 export const getOrganizationOperation = defineOperation({
   name: 'getOrganization',
   summary: "The API key's workspace. Also the way to verify a key.",
   access: { scopes: { anyOf: ['org:read'] } },
   effect: 'read',
+  output: { 200: { description: 'The workspace', schema: { type: 'object', required: ['organization'], properties: { organization: organizationSchema } } } },
   async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { organization: await getOrganization(ctx) } };
   },
@@ -18,6 +19,7 @@ export const getWorkspaceSettingsOperation = defineOperation({
   summary: 'Workspace settings: the semantic consumer mode of the SPARQL endpoint.',
   access: { scopes: { anyOf: ['org:read'] } },
   effect: 'read',
+  output: { 200: { description: 'The settings', schema: { type: 'object', required: ['settings'], properties: { settings: workspaceSettingsSchema } } } },
   async run(ctx: OperationContext, _input: RequestInput<Record<string, string>, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { settings: await getWorkspaceSettings(ctx) } };
   },
@@ -29,6 +31,7 @@ export const updateWorkspaceSettingsOperation = defineOperation({
   access: { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'accountable' as const },
   effect: 'write',
   input: { body: updateWorkspaceSettingsBody },
+  output: { 200: { description: 'The settings', schema: { type: 'object', required: ['settings'], properties: { settings: workspaceSettingsSchema } } } },
   async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, Partial<WorkspaceSettings>>): Promise<Reply> {
     return { body: { settings: await updateWorkspaceSettings(ctx, body) } };
   },

@@ -2,8 +2,10 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { createProject, listProjects, presentProject, updateProject } from './projects';
 import type { PageRequest } from '../shared/pagination';
-import { idParams, listQuery } from '../../schemas/common';
-import { createProjectBody, updateProjectBody } from '../../schemas/workspace';
+import { idParams, listQuery, listResponse } from '../../schemas/common';
+import { createProjectBody, projectSchema, updateProjectBody } from '../../schemas/workspace';
+
+const projectResponse = { type: 'object', required: ['project'], properties: { project: projectSchema } };
 
 export const listProjectsOperation = defineOperation({
   name: 'listProjects',
@@ -11,6 +13,7 @@ export const listProjectsOperation = defineOperation({
   access: { scopes: { anyOf: ['projects:read'] } },
   effect: 'read',
   input: { query: listQuery({ name: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact project name.' } }) },
+  output: { 200: { description: 'A page of projects', schema: listResponse('projects', projectSchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string }, undefined>): Promise<Reply> {
     return { body: await listProjects(ctx, { limit: query.limit, offset: query.offset }, { name: query.name }) };
   },
@@ -22,6 +25,7 @@ export const getProjectOperation = defineOperation({
   access: { scopes: { anyOf: ['projects:read'] }, project: true },
   effect: 'read',
   input: { params: idParams('project_id') },
+  output: { 200: { description: 'The project', schema: projectResponse } },
   async run({ project }: OperationContext, _input: RequestInput<{ project_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { project: presentProject(project) } };
   },
@@ -34,6 +38,7 @@ export const createProjectOperation = defineOperation({
   effect: 'write',
   input: { body: createProjectBody },
   idempotent: true,
+  output: { 201: { description: 'The new project', schema: projectResponse } },
   async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { name: string; description?: string }>): Promise<Reply> {
     return { status: 201, body: { project: await createProject(db, principal.workspaceId, body) } };
   },
@@ -45,6 +50,7 @@ export const updateProjectOperation = defineOperation({
   access: { scopes: { anyOf: ['projects:write'] }, project: true, actor: 'accountable' as const },
   effect: 'write',
   input: { params: idParams('project_id'), body: updateProjectBody },
+  output: { 200: { description: 'The updated project', schema: projectResponse } },
   async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { name?: string; description?: string }>): Promise<Reply> {
     return { body: { project: await updateProject(ctx, body) } };
   },
