@@ -1,16 +1,12 @@
 import { getWritePolicyOperation, putWritePolicyOperation, deleteWritePolicyOperation, getDataEndpointSnapshotOperation, submitSourceWriteOperation, listSourceWritesOperation, getSourceWriteOperation, listWriteLogOperation } from '../../services/endpoints/write-operations';
 import { approveSourceWriteOperation, rejectSourceWriteOperation } from '../../services/endpoints/write-operations';
 import { defineRoute } from '../route-spec';
-import { listResponse, nullableTimestamp } from '../../schemas/common';
-import { dryRunResultSchema, writeActionSchema, writeLogEntrySchema, writePolicySchema } from '../../schemas/source-writes';
 
 // Governed source writes under a data endpoint (SPEC 2.9, 4.4): its write policy, the write
 // route, the actions it creates with their approvals, and the action log.
 
 const BASE = '/api/v1/data-endpoints/:endpoint_id';
 const TAG = 'Governed writes';
-const policyResponse = { type: 'object', required: ['writePolicy'], properties: { writePolicy: writePolicySchema } };
-const actionResponse = { type: 'object', required: ['writeAction'], properties: { writeAction: writeActionSchema } };
 
 function decisionRoute(decision: 'approve' | 'reject') {
   return defineRoute({
@@ -23,7 +19,6 @@ function decisionRoute(decision: 'approve' | 'reject') {
         : 'Needs policy:approve and a member other than the proposer. One rejection ends the action; nothing is written.',
     tag: TAG,
     errors: [{ status: 409, description: 'The action no longer waits for decisions, or this member already decided.' }, { status: 503 }],
-    responses: { 200: { description: 'The action after the decision', schema: actionResponse } },
   });
 }
 
@@ -33,7 +28,6 @@ export const sourceWriteRoutes = [
     path: `${BASE}/write-policy`,
     operation: getWritePolicyOperation,
     tag: TAG,
-    responses: { 200: { description: 'The policy', schema: policyResponse } },
   }),
   defineRoute({
     method: 'put',
@@ -42,14 +36,12 @@ export const sourceWriteRoutes = [
     description:
       'Which operations are allowed, which projects may write (empty: all), whether approval is needed and by how many members, the time limit for approvals, and the named read and write grants a writer’s key must hold. Only endpoints whose capability has transactional writes take a policy. Actions already waiting keep the terms they were proposed under.',
     tag: TAG,
-    responses: { 200: { description: 'The replaced policy', schema: policyResponse }, 201: { description: 'The new policy', schema: policyResponse } },
   }),
   defineRoute({
     method: 'delete',
     path: `${BASE}/write-policy`,
     operation: deleteWritePolicyOperation,
     tag: TAG,
-    responses: { 204: { description: 'Removed' } },
   }),
   defineRoute({
     method: 'get',
@@ -59,12 +51,6 @@ export const sourceWriteRoutes = [
       'managed_table: the latest committed snapshot ({id: "empty", version: "0"} before the first write). postgres_table: a digest of the table’s contents (id "md5:…", version the row count), so any change by anyone moves it; computing it scans the table.',
     tag: TAG,
     errors: [{ status: 502 }],
-    responses: {
-      200: {
-        description: 'The current snapshot',
-        schema: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', required: ['id', 'version'], properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp } } } },
-      },
-    },
   }),
   defineRoute({
     method: 'post',
@@ -82,24 +68,18 @@ export const sourceWriteRoutes = [
     ].join(' '),
     tag: TAG,
     errors: [{ status: 409, description: 'snapshot_conflict, idempotency_key_reused, action_id_taken or duplicate_key.' }, { status: 502 }, { status: 503 }],
-    responses: {
-      200: { description: 'The applied action, or a dry run’s change set', schema: { anyOf: [actionResponse, dryRunResultSchema] } },
-      202: { description: 'The action waits for approval', schema: actionResponse },
-    },
   }),
   defineRoute({
     method: 'get',
     path: `${BASE}/writes`,
     operation: listSourceWritesOperation,
     tag: TAG,
-    responses: { 200: { description: 'A page of actions', schema: listResponse('writeActions', writeActionSchema) } },
   }),
   defineRoute({
     method: 'get',
     path: `${BASE}/writes/:action_id`,
     operation: getSourceWriteOperation,
     tag: TAG,
-    responses: { 200: { description: 'The action', schema: actionResponse } },
   }),
   decisionRoute('approve'),
   decisionRoute('reject'),
@@ -108,6 +88,5 @@ export const sourceWriteRoutes = [
     path: `${BASE}/write-log`,
     operation: listWriteLogOperation,
     tag: TAG,
-    responses: { 200: { description: 'A page of log entries', schema: listResponse('entries', writeLogEntrySchema) } },
   }),
 ];

@@ -14,8 +14,10 @@ import {
 } from './data-endpoints';
 import { readRecordsMetered, RecordsReadParams } from './records-read';
 import type { PageRequest } from '../shared/pagination';
-import { idParams } from '../../schemas/common';
-import { createDataEndpointBody, listDataEndpointsQuery, recordsQuery, updateDataEndpointBody } from '../../schemas/data-endpoints';
+import { idParams, listResponse } from '../../schemas/common';
+import { checkResultSchema, createDataEndpointBody, dataEndpointSchema, listDataEndpointsQuery, recordsQuery, recordsResponseSchema, updateDataEndpointBody, validationResultSchema } from '../../schemas/data-endpoints';
+
+const endpointResponse = { type: 'object', required: ['dataEndpoint'], properties: { dataEndpoint: dataEndpointSchema } };
 
 export const listDataEndpointsOperation = defineOperation({
   name: 'listDataEndpoints',
@@ -23,6 +25,7 @@ export const listDataEndpointsOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'read',
   input: { query: listDataEndpointsQuery },
+  output: { 200: { description: 'A page of endpoints', schema: listResponse('dataEndpoints', dataEndpointSchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { name?: string; namespace?: string; role?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
     return { body: await listDataEndpoints(ctx, { limit, offset }, filter) };
@@ -35,6 +38,7 @@ export const getDataEndpointOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'read',
   input: { params: idParams('endpoint_id') },
+  output: { 200: { description: 'The endpoint', schema: endpointResponse } },
   async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { dataEndpoint: await getDataEndpoint(ctx, params.endpoint_id) } };
   },
@@ -47,6 +51,7 @@ export const createDataEndpointOperation = defineOperation({
   effect: 'write',
   input: { body: createDataEndpointBody },
   idempotent: true,
+  output: { 201: { description: 'The new endpoint', schema: endpointResponse } },
   async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, DataEndpointInput>): Promise<Reply> {
     return { status: 201, body: { dataEndpoint: await createDataEndpoint(ctx, body) } };
   },
@@ -58,6 +63,7 @@ export const updateDataEndpointOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'write',
   input: { params: idParams('endpoint_id'), body: updateDataEndpointBody },
+  output: { 200: { description: 'The updated endpoint', schema: endpointResponse } },
   async run(ctx: OperationContext, { params, body }: RequestInput<{ endpoint_id: string }, Record<string, never>, DataEndpointPatch>): Promise<Reply> {
     return { body: { dataEndpoint: await updateDataEndpoint(ctx, params.endpoint_id, body) } };
   },
@@ -69,6 +75,7 @@ export const deleteDataEndpointOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
   input: { params: idParams('endpoint_id') },
+  output: { 204: { description: 'Deleted' } },
   async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     await deleteDataEndpoint(ctx, params.endpoint_id);
     return { status: 204 };
@@ -81,6 +88,7 @@ export const checkDataEndpointOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:write'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'external',
   input: { params: idParams('endpoint_id') },
+  output: { 200: { description: 'Check result (ok false when the remote side failed)', schema: checkResultSchema } },
   async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await checkDataEndpoint(ctx, params.endpoint_id) };
   },
@@ -92,6 +100,7 @@ export const validateDataEndpointOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true },
   effect: 'external',
   input: { params: idParams('endpoint_id') },
+  output: { 200: { description: 'Validation result', schema: validationResultSchema } },
   async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await validateDataEndpoint(ctx, params.endpoint_id) };
   },
@@ -103,6 +112,12 @@ export const discoverDataEndpointSchemaOperation = defineOperation({
   access: { scopes: { anyOf: ['endpoints:read'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'read',
   input: { params: idParams('endpoint_id') },
+  output: {
+    200: {
+      description: 'Discovered fields',
+      schema: { type: 'object', required: ['fields'], properties: { fields: { type: 'array', items: { type: 'object', properties: { name: { type: 'string' }, type: { type: 'string' }, nullable: { type: 'boolean' } } } }, primaryKey: { type: 'array', items: { type: 'string' } } } },
+    },
+  },
   async run(ctx: OperationContext, { params }: RequestInput<{ endpoint_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await discoverEndpointSchema(ctx, params.endpoint_id) };
   },
@@ -114,6 +129,7 @@ export const readDataEndpointRecordsOperation = defineOperation({
   access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
   input: { params: idParams('endpoint_id'), query: recordsQuery },
+  output: { 200: { description: 'Records and read metadata', schema: recordsResponseSchema } },
   async run(ctx: OperationContext, { params, query }: RequestInput<{ endpoint_id: string }, RecordsReadParams, undefined>): Promise<Reply> {
     return { body: await readRecordsMetered(ctx, params.endpoint_id, query) };
   },

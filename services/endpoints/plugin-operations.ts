@@ -2,7 +2,8 @@ import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import { listInstalledPlugins } from './plugins';
 import type { PageRequest } from '../shared/pagination';
-import { listQuery } from '../../schemas/common';
+import { listQuery, listResponse } from '../../schemas/common';
+import { pluginSchema } from '../../schemas/data-endpoints';
 
 export const listPluginsOperation = defineOperation({
   name: 'listPlugins',
@@ -10,6 +11,7 @@ export const listPluginsOperation = defineOperation({
   access: { scopes: { anyOf: ['plugins:read'] }, workspaceResources: true },
   effect: 'read',
   input: { query: listQuery() },
+  output: { 200: { description: 'A page of installed capabilities', schema: listResponse('plugins', pluginSchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
     return { body: await listInstalledPlugins(ctx, query) };
   },

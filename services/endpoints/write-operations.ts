@@ -6,11 +6,14 @@ import { getSourceWrite, listSourceWrites } from './write-actions';
 import { decideSourceWrite } from './write-approvals';
 import { listWriteLog } from './write-log';
 import { deleteWritePolicy, getWritePolicy, putWritePolicy } from './write-policies';
-import { decisionBodySchema, listWritesQuery, submitWriteQuery, WriteActionRequest, writeActionRequestSchema, WritePolicyInput, writePolicyInputSchema, writeLogQuery } from '../../schemas/source-writes';
-import { idParams } from '../../schemas/common';
+import { decisionBodySchema, dryRunResultSchema, listWritesQuery, submitWriteQuery, writeActionSchema, WriteActionRequest, writeActionRequestSchema, writeLogEntrySchema, WritePolicyInput, writePolicyInputSchema, writePolicySchema, writeLogQuery } from '../../schemas/source-writes';
+import { idParams, listResponse, nullableTimestamp } from '../../schemas/common';
 
 /** Who can read actions: approvers and policy readers see every one, writers and proposers their own. */
 const ACTION_READERS = ['policy:read', 'policy:approve', 'policy:propose', 'data:write'] as const;
+
+const policyResponse = { type: 'object', required: ['writePolicy'], properties: { writePolicy: writePolicySchema } };
+const actionResponse = { type: 'object', required: ['writeAction'], properties: { writeAction: writeActionSchema } };
 
 type EndpointParams = { endpoint_id: string };
 type ActionParams = { endpoint_id: string; action_id: string };
@@ -23,6 +26,7 @@ function decisionOperation(decision: 'approve' | 'reject') {
     access: { scopes: { anyOf: ['policy:approve'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read' as const },
     effect: 'external',
     input: { params: idParams('endpoint_id', 'action_id'), body: decisionBodySchema },
+    output: { 200: { description: 'The action after the decision', schema: actionResponse } },
     async run(ctx: OperationContext, { params, body }: RequestInput<ActionParams, Record<string, never>, { comment?: string }>): Promise<Reply> {
       return { body: { writeAction: await decideSourceWrite(ctx, params.endpoint_id, params.action_id, decision, body?.comment ?? null) } };
     },
@@ -38,6 +42,7 @@ export const getWritePolicyOperation = defineOperation({
   access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
   effect: 'read',
   input: { params: idParams('endpoint_id') },
+  output: { 200: { description: 'The policy', schema: policyResponse } },
   async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { writePolicy: await getWritePolicy(ctx, params.endpoint_id) } };
   },
@@ -49,6 +54,7 @@ export const putWritePolicyOperation = defineOperation({
   access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
   input: { params: idParams('endpoint_id'), body: writePolicyInputSchema },
+  output: { 200: { description: 'The replaced policy', schema: policyResponse }, 201: { description: 'The new policy', schema: policyResponse } },
   async run(ctx: OperationContext, { params, body }: RequestInput<EndpointParams, Record<string, never>, WritePolicyInput>): Promise<Reply> {
     const { policy, created } = await putWritePolicy(ctx, params.endpoint_id, body);
     return { status: created ? 201 : 200, body: { writePolicy: policy } };
@@ -61,6 +67,7 @@ export const deleteWritePolicyOperation = defineOperation({
   access: { scopes: { anyOf: ['policy:manage'] }, workspaceResources: true, actor: 'accountable' as const },
   effect: 'write',
   input: { params: idParams('endpoint_id') },
+  output: { 204: { description: 'Removed' } },
   async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
     await deleteWritePolicy(ctx, params.endpoint_id);
     return { status: 204 };
@@ -73,6 +80,12 @@ export const getDataEndpointSnapshotOperation = defineOperation({
   access: { scopes: { anyOf: ['data:read'] }, workspaceResources: true },
   effect: 'read',
   input: { params: idParams('endpoint_id') },
+  output: {
+    200: {
+      description: 'The current snapshot',
+      schema: { type: 'object', required: ['snapshot'], properties: { snapshot: { type: 'object', required: ['id', 'version'], properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp } } } },
+    },
+  },
   async run(ctx: OperationContext, { params }: RequestInput<EndpointParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { snapshot: await currentSourceSnapshot(ctx, params.endpoint_id) } };
   },
@@ -87,6 +100,10 @@ export const submitSourceWriteOperation = defineOperation({
   access: { scopes: { anyOf: ['data:write'] }, workspaceResources: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'external',
   input: { params: idParams('endpoint_id'), query: submitWriteQuery, body: writeActionRequestSchema },
+  output: {
+    200: { description: 'The applied action, or a dry run’s change set', schema: { anyOf: [actionResponse, dryRunResultSchema] } },
+    202: { description: 'The action waits for approval', schema: actionResponse },
+  },
   async run(ctx: OperationContext, { params, query, body, requestDigest }: SubmitInput): Promise<Reply> {
     if (query.dryRun) return { body: await dryRunSourceWrite(ctx, params.endpoint_id, body) };
     // Reached through the sparql door, the write is a SPARQL update's: applied after approval with
@@ -102,6 +119,7 @@ export const listSourceWritesOperation = defineOperation({
   access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
   input: { params: idParams('endpoint_id'), query: listWritesQuery },
+  output: { 200: { description: 'A page of actions', schema: listResponse('writeActions', writeActionSchema) } },
   async run(ctx: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { status?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
     return { body: await listSourceWrites(ctx, params.endpoint_id, { limit, offset }, filter) };
@@ -114,6 +132,7 @@ export const getSourceWriteOperation = defineOperation({
   access: { scopes: { anyOf: ACTION_READERS }, workspaceResources: true, grants: 'read' as const },
   effect: 'read',
   input: { params: idParams('endpoint_id', 'action_id') },
+  output: { 200: { description: 'The action', schema: actionResponse } },
   async run(ctx: OperationContext, { params }: RequestInput<ActionParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { writeAction: await getSourceWrite(ctx, params.endpoint_id, params.action_id) } };
   },
@@ -125,6 +144,7 @@ export const listWriteLogOperation = defineOperation({
   access: { scopes: { anyOf: ['policy:read'] }, workspaceResources: true },
   effect: 'read',
   input: { params: idParams('endpoint_id'), query: writeLogQuery },
+  output: { 200: { description: 'A page of log entries', schema: listResponse('entries', writeLogEntrySchema) } },
   async run(ctx: OperationContext, { params, query }: RequestInput<EndpointParams, PageRequest & { actionId?: string; kind?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
     return { body: await listWriteLog(ctx, params.endpoint_id, { limit, offset }, filter) };
