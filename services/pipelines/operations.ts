@@ -22,11 +22,13 @@ import {
   validateDraft,
 } from './pipelines';
 import { launchRun } from './runs';
-import { idParams } from '../../schemas/common';
-import { activateBody, commitVersionBody, createBranchBody, createPipelineBody, listPipelinesQuery, listVersionsQuery, pipelineParams, previewBody, saveDraftBody, updatePipelineBody } from '../../schemas/pipelines';
+import { idParams, listResponse } from '../../schemas/common';
+import { activateBody, branchSchema, commitVersionBody, createBranchBody, createPipelineBody, draftSchema, listPipelinesQuery, listVersionsQuery, pipelineParams, pipelineSchema, previewBody, previewSchema, problemListSchema, runSchema, saveDraftBody, updatePipelineBody, versionSchema } from '../../schemas/pipelines';
 
 // The pipeline operations (SPEC 2.3): each declares its access once; HTTP routes and MCP tools
 // invoke them (services/operations/invoke.ts).
+
+const wrap = (name: string, schema: unknown) => ({ type: 'object', required: [name], properties: { [name]: schema } });
 
 const read = { scopes: { anyOf: ['pipelines:read'] }, project: true } as const;
 /** Pipeline documents name endpoints: creating or committing one passes the data guard on each (named read grants). */
@@ -52,6 +54,7 @@ export const listPipelinesOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id'), query: listPipelinesQuery },
+  output: { 200: { description: 'A page of pipelines', schema: listResponse('pipelines', pipelineSchema) } },
   async run(ctx, { query }: RequestInput<InProject, PageRequest & { name?: string; tag?: string }>): Promise<Reply> {
     const { limit, offset, name, tag } = query;
     return { body: await listPipelines(ctx, { limit, offset }, { name, tag }) };
@@ -64,6 +67,12 @@ export const getPipelineOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: pipelineParams },
+  output: {
+    200: {
+      description: 'The pipeline and its branches',
+      schema: { type: 'object', required: ['pipeline', 'branches'], properties: { pipeline: pipelineSchema, branches: { type: 'array', items: branchSchema } } },
+    },
+  },
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     return { body: { pipeline: await getPipeline(ctx, params.pipeline_id), branches: await listBranches(ctx, params.pipeline_id) } };
   },
@@ -76,6 +85,12 @@ export const createPipelineOperation = defineOperation({
   effect: 'write',
   input: { params: idParams('project_id'), body: createPipelineBody },
   idempotent: true,
+  output: {
+    201: {
+      description: 'The pipeline, its initial version and your draft',
+      schema: { type: 'object', required: ['pipeline', 'version', 'draft'], properties: { pipeline: pipelineSchema, version: versionSchema, draft: draftSchema } },
+    },
+  },
   async run(ctx, { body }: RequestInput<InProject, NoQuery, PipelineInput>): Promise<Reply> {
     return { status: 201, body: await createPipeline(ctx, body) };
   },
@@ -87,6 +102,7 @@ export const getPipelineDraftOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: pipelineParams },
+  output: { 200: { description: 'Your draft', schema: wrap('draft', draftSchema) } },
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     return { body: { draft: await getDraft(ctx, params.pipeline_id) } };
   },
@@ -100,6 +116,7 @@ export const savePipelineDraftOperation = defineOperation({
   // basedOnVersionId is the MCP tool's (SPEC 4.3): the HTTP draft save does not take it.
   input: { params: pipelineParams, body: saveDraftOnBaseBody, httpBody: saveDraftBody },
   idempotent: true,
+  output: { 200: { description: 'Your saved draft', schema: wrap('draft', draftSchema) } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, Draft & { basedOnVersionId?: string }>): Promise<Reply> {
     const { document, workspaceState, basedOnVersionId } = body;
     return { body: { draft: await saveDraft(ctx, params.pipeline_id, { document, workspaceState, basedOnVersionId }) } };
@@ -112,6 +129,7 @@ export const validatePipelineDraftOperation = defineOperation({
   access: { ...read, actor: 'accountable', grants: 'read and write' as const },
   effect: 'read',
   input: { params: pipelineParams },
+  output: { 200: { description: 'Validation result', schema: problemListSchema } },
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     return { body: await validateDraft(ctx, params.pipeline_id) };
   },
@@ -124,6 +142,7 @@ export const commitPipelineVersionOperation = defineOperation({
   effect: 'write',
   input: { params: pipelineParams, body: commitVersionBody },
   idempotent: true,
+  output: { 201: { description: 'The new version', schema: wrap('version', versionSchema) } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, CommitInput>): Promise<Reply> {
     return { status: 201, body: { version: await commitVersion(ctx, params.pipeline_id, body) } };
   },
@@ -135,6 +154,7 @@ export const listPipelineVersionsOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: pipelineParams, query: listVersionsQuery },
+  output: { 200: { description: 'A page of versions', schema: listResponse('versions', versionSchema) } },
   async run(ctx, { params, query }: RequestInput<OnePipeline, PageRequest & { versionId?: string; branchName?: string }>): Promise<Reply> {
     const { limit, offset, versionId, branchName } = query;
     return { body: await listVersions(ctx, params.pipeline_id, { limit, offset }, { versionId, branchName }) };
@@ -147,6 +167,7 @@ export const activatePipelineVersionOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: idParams('project_id', 'pipeline_id', 'version_id'), body: activateBody },
+  output: { 200: { description: 'The pipeline with its new active version', schema: wrap('pipeline', pipelineSchema) } },
   async run(ctx, { params, body }: RequestInput<OnePipeline & { version_id: string }, NoQuery, { versionId?: string }>): Promise<Reply> {
     return { body: { pipeline: await activateVersion(ctx, params.pipeline_id, params.version_id, body.versionId) } };
   },
@@ -159,6 +180,7 @@ export const createPipelineBranchOperation = defineOperation({
   effect: 'write',
   input: { params: pipelineParams, body: createBranchBody },
   idempotent: true,
+  output: { 201: { description: 'The new branch', schema: wrap('branch', branchSchema) } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { name: string; sourceVersionId?: string }>): Promise<Reply> {
     const { name, sourceVersionId } = body;
     return { status: 201, body: { branch: await createBranch(ctx, params.pipeline_id, { name, sourceVersionId }) } };
@@ -171,6 +193,7 @@ export const replacePipelineDocumentOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: pipelineParams, body: commitVersionBody },
+  output: { 200: { description: 'The pipeline and the new version', schema: { type: 'object', required: ['pipeline', 'version'], properties: { pipeline: pipelineSchema, version: versionSchema } } } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, CommitInput>): Promise<Reply> {
     return { body: await replaceDocument(ctx, params.pipeline_id, body) };
   },
@@ -182,6 +205,7 @@ export const updatePipelineSettingsOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: pipelineParams, body: updatePipelineBody },
+  output: { 200: { description: 'The pipeline', schema: wrap('pipeline', pipelineSchema) } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { name?: string; description?: string; tags?: string[] }>): Promise<Reply> {
     const { name, description, tags } = body;
     return { body: { pipeline: await updatePipelineSettings(ctx, params.pipeline_id, { name, description, tags }) } };
@@ -195,6 +219,7 @@ export const deletePipelineOperation = defineOperation({
   effect: 'write',
   input: { params: pipelineParams },
   idempotent: true,
+  output: { 204: { description: 'Deleted' } },
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     await deletePipeline(ctx, params.pipeline_id);
     // HTTP answers a 204 without the body; the MCP tool's result is the body.
@@ -209,6 +234,7 @@ export const executePipelineOperation = defineOperation({
   effect: 'write',
   input: { params: pipelineParams },
   idempotent: true,
+  output: { 202: { description: 'The run, queued', schema: wrap('run', runSchema) } },
   async run(ctx, { params }: RequestInput<OnePipeline>): Promise<Reply> {
     return { status: 202, body: { run: await launchRun(ctx, params.pipeline_id) } };
   },
@@ -221,6 +247,7 @@ export const previewPipelineOperation = defineOperation({
   access: { scopes: { allOf: ['pipelines:write', 'data:read'] }, project: true, actor: 'accountable', grants: 'read and write' as const },
   effect: 'external',
   input: { params: pipelineParams, body: previewBody },
+  output: { 200: { description: 'Each node\'s output', schema: previewSchema } },
   async run(ctx, { params, body }: RequestInput<OnePipeline, NoQuery, { versionId?: string; sampleSize?: number }>): Promise<Reply> {
     const { versionId, sampleSize } = body;
     return { body: { preview: await previewPipeline(ctx, params.pipeline_id, { versionId, sampleSize }) } };

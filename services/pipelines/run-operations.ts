@@ -6,8 +6,10 @@ import type { RunStatus } from '../../db/models';
 import type { PageRequest } from '../shared/pagination';
 import { getRun, launchRun, listRuns, projectOfPipeline } from './runs';
 import { requireProject } from '../tenancy/projects';
-import { idParams } from '../../schemas/common';
-import { launchBody, pipelineParams, projectRunsQuery, runsQuery, schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
+import { idParams, listResponse } from '../../schemas/common';
+import { launchBody, pipelineParams, projectRunsQuery, runSchema, runsQuery, runSummarySchema, schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
+
+const runResponse = { type: 'object', required: ['run'], properties: { run: runSchema } };
 
 /** Launching passes the data guard over the pipeline's endpoints, named read grants included. */
 const launchAuth = { scopes: { anyOf: ['pipelines:execute'] }, actor: 'accountable' as const, grants: 'read and write' as const } as const;
@@ -24,6 +26,7 @@ export const launchProjectRunOperation = defineOperation({
   effect: 'write',
   input: { params: idParams('project_id'), body: launchBody },
   idempotent: true,
+  output: { 202: { description: 'The run, queued', schema: runResponse } },
   async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
     return { status: 202, body: { run: await launchRun(ctx, body.pipelineId) } };
   },
@@ -35,6 +38,7 @@ export const listProjectRunsOperation = defineOperation({
   access: { ...listAuth, project: true },
   effect: 'read',
   input: { params: idParams('project_id'), query: projectRunsQuery },
+  output: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<{ project_id: string }, RunsQuery, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
     return { body: await listRuns(ctx, { limit, offset }, { ...filter, project: ctx.project }) };
@@ -47,6 +51,7 @@ export const getProjectRunOperation = defineOperation({
   access: { ...detailAuth, project: true },
   effect: 'read',
   input: { params: idParams('project_id', 'run_id') },
+  output: { 200: { description: 'The run', schema: runResponse } },
   async run(ctx: OperationContext, { params }: RequestInput<{ project_id: string; run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { run: await getRun(ctx, params.run_id, ctx.project) } };
   },
@@ -59,6 +64,7 @@ export const launchRunOperation = defineOperation({
   effect: 'write',
   input: { body: launchBody },
   idempotent: true,
+  output: { 202: { description: 'The run, queued', schema: runResponse } },
   async run(ctx: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { pipelineId: string }>): Promise<Reply> {
     const project = await projectOfPipeline(ctx, body.pipelineId);
     return { status: 202, body: { run: await launchRun(ctx, body.pipelineId, project) } };
@@ -71,6 +77,7 @@ export const listRunsOperation = defineOperation({
   access: listAuth,
   effect: 'read',
   input: { query: runsQuery },
+  output: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, RunsQuery & { projectId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, projectId, ...filter } = query;
     const project = projectId ? await requireProject(ctx.db, ctx.principal, projectId) : undefined;
@@ -84,6 +91,7 @@ export const getRunOperation = defineOperation({
   access: detailAuth,
   effect: 'read',
   input: { params: idParams('run_id') },
+  output: { 200: { description: 'The run', schema: runResponse } },
   async run(ctx: OperationContext, { params }: RequestInput<{ run_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { run: await getRun(ctx, params.run_id) } };
   },
