@@ -2,35 +2,11 @@ import { listReadBindingsOperation, createReadBindingOperation, getReadBindingOp
 import { defineRoute, RouteSpec } from '../route-spec';
 import { SHAPE_CHECK_MAX_RECORDS } from '../../services/ontology/term-records';
 import { DEFAULT_RECORDS_LIMIT, MAX_RECORDS_LIMIT } from '../../services/endpoints/records-read';
-import { listResponse, timestamp, uuid } from '../../schemas/common';
-import { bindingInputSchema } from '../../schemas/ontology';
-import type { JsonSchema } from '../../core/schema-validator';
 
 // Read bindings (SPEC 2.6, 4.5) and the term-record reads and shape checks that go through them.
 
 const BASE = '/api/v1/projects/:project_id/ontology';
 const TAG = 'Ontology bindings';
-
-const bindingSchema: JsonSchema = {
-  type: 'object',
-  required: ['id', 'ontologyPackageId', 'termId', 'dataEndpointId', 'mapping', 'requiredReadPermissions', 'guardedEndpointIds', 'status'],
-  properties: {
-    id: uuid,
-    projectId: uuid,
-    ontologyPackageId: uuid,
-    termId: { type: 'string' },
-    dataEndpointId: uuid,
-    mapping: bindingInputSchema.properties && (bindingInputSchema.properties as Record<string, JsonSchema>).mapping,
-    requiredReadPermissions: { type: 'array', items: { type: 'string' } },
-    guardedEndpointIds: { type: 'array', items: uuid, description: 'Every endpoint over the data the bound endpoint reaches: the binding\'s grants guard the data, so all of them.' },
-    status: { type: 'string', enum: ['active', 'incompatible'], description: 'incompatible: the active package no longer has the term or a mapped property.' },
-    createdByMemberId: uuid,
-    createdAt: timestamp,
-    updatedAt: timestamp,
-  },
-};
-
-const bindingResponse = { type: 'object', required: ['binding'], properties: { binding: bindingSchema } };
 
 /** Why unbinding is guarded like binding. */
 const UNBINDING = 'A binding’s grants protect its endpoint’s records: an endpoint needs the grants of every binding over it, so removing or moving one can open the data.';
@@ -41,7 +17,6 @@ export const readBindingRoutes: RouteSpec[] = [
     path: `${BASE}/read-bindings`,
     operation: listReadBindingsOperation,
     tag: TAG,
-    responses: { 200: { description: 'A page of bindings', schema: listResponse('bindings', bindingSchema) } },
   }) as RouteSpec,
   defineRoute({
     method: 'post',
@@ -49,14 +24,12 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: createReadBindingOperation,
     description: 'Validation lists every problem: a package of another ontology, a term the package lacks, an endpoint that is not a readable source, properties the term lacks, and fields the endpoint schema lacks.',
     tag: TAG,
-    responses: { 201: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
     method: 'get',
     path: `${BASE}/read-bindings/:binding_id`,
     operation: getReadBindingOperation,
     tag: TAG,
-    responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
     method: 'put',
@@ -64,7 +37,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: replaceReadBindingOperation,
     description: `${UNBINDING} Replacing one needs the named read grants of the endpoint it covered, as it is now, and of the endpoint it covers next (403 read_grant_required), with workspaceResources for project-restricted keys. Validated as on creation.`,
     tag: TAG,
-    responses: { 200: { description: 'The binding', schema: bindingResponse } },
   }) as RouteSpec,
   defineRoute({
     method: 'delete',
@@ -72,7 +44,6 @@ export const readBindingRoutes: RouteSpec[] = [
     operation: deleteReadBindingOperation,
     description: `${UNBINDING} Deleting one needs the endpoint’s named read grants (403 read_grant_required), with workspaceResources for project-restricted keys.`,
     tag: TAG,
-    responses: { 204: { description: 'Deleted' } },
   }) as RouteSpec,
   defineRoute({
     method: 'get',
@@ -81,12 +52,6 @@ export const readBindingRoutes: RouteSpec[] = [
     description: `Needs data:read and, per binding, the named read grants it requires (no scope stands in for them): bindings the key may not read contribute nothing and are counted in metadata.withheldBindings; if none is readable the answer is 403 read_grant_required. limit defaults to ${DEFAULT_RECORDS_LIMIT} (cap ${MAX_RECORDS_LIMIT}); follow metadata.nextCursor with the same key.`,
     tag: TAG,
     errors: [{ status: 502 }],
-    responses: {
-      200: {
-        description: 'Term records',
-        schema: { type: 'object', required: ['data', 'metadata'], properties: { data: { type: 'array', items: { type: 'object', description: '@id (subject IRI), @binding, and the term’s properties and links.' } }, metadata: { type: 'object' } } },
-      },
-    },
   }) as RouteSpec,
   defineRoute({
     method: 'get',
@@ -95,22 +60,5 @@ export const readBindingRoutes: RouteSpec[] = [
     description: `Reads at most ${SHAPE_CHECK_MAX_RECORDS} records through the readable bindings and validates them with rdf-validate-shacl; truncated says when there were more.`,
     tag: TAG,
     errors: [{ status: 502 }],
-    responses: {
-      200: {
-        description: 'A SHACL validation report',
-        schema: {
-          type: 'object',
-          required: ['conforms', 'checkedRecords', 'results'],
-          properties: {
-            term: { type: 'string' },
-            conforms: { type: 'boolean' },
-            checkedRecords: { type: 'integer' },
-            truncated: { type: 'boolean' },
-            withheldBindings: { type: 'integer' },
-            results: { type: 'array', items: { type: 'object', properties: { focusNode: { type: ['string', 'null'] }, path: { type: ['string', 'null'] }, value: { type: ['string', 'null'] }, message: { type: ['string', 'null'] }, severity: { type: ['string', 'null'] }, constraint: { type: ['string', 'null'] }, sourceShape: { type: ['string', 'null'] } } } },
-          },
-        },
-      },
-    },
   }) as RouteSpec,
 ];

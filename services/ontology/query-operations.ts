@@ -4,11 +4,51 @@ import type { PageRequest } from '../shared/pagination';
 import { createQuery, deleteQuery, getQuery, listQueries, QueryInput, replaceQuery } from './published-queries';
 import { cancelJob, ExecuteBody, executeQuery, listExecutions } from './query-execution';
 import { listReleases, publishRelease, PublishInput, releaseDiff, retireRelease } from './query-releases';
-import { idParams, listQuery } from '../../schemas/common';
+import type { JsonSchema } from '../../core/schema-validator';
+import { idParams, listQuery, listResponse, timestamp, uuid } from '../../schemas/common';
 import { observeQuery } from '../../observability/metrics';
 import { executeBodySchema, executeOptionsQuery, jobParams, publishReleaseBody, queryExecutionsQuery, queryInputSchema, queryParams, releaseDiffQuery, releaseParams, retireReleaseBody } from '../../schemas/published-queries';
 
 const PROJECT = { project: true } as const;
+
+const versionSchema: JsonSchema = {
+  type: 'object',
+  properties: { id: { ...uuid, description: 'The query version UUID: the expected value when publishing.' }, number: { type: 'integer' }, definition: { type: 'object' }, requiredReadPermissions: { type: 'array', items: { type: 'string' } }, createdAt: timestamp },
+};
+const querySchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'name', 'version', 'selectedRelease'],
+  properties: {
+    id: uuid,
+    projectId: uuid,
+    name: { type: 'string' },
+    version: versionSchema,
+    selectedRelease: { type: ['integer', 'null'], description: 'The release executed without ?version=: the newest published, not retired, release.' },
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+};
+const releaseSchema: JsonSchema = {
+  type: 'object',
+  required: ['version', 'queryVersionId', 'status'],
+  properties: {
+    version: { type: 'integer' },
+    queryVersionId: uuid,
+    status: { type: 'string', enum: ['published', 'retired'] },
+    breakingChanges: { type: 'array', items: { type: 'object', properties: { kind: { type: 'string' }, path: { type: 'string' }, message: { type: 'string' } } } },
+    publishedAt: timestamp,
+    retiredAt: { type: ['string', 'null'], format: 'date-time' },
+  },
+};
+const executionResponse: JsonSchema = {
+  type: 'object',
+  required: ['status', 'data', 'metadata'],
+  properties: {
+    status: { type: 'string', enum: ['succeeded', 'pending'] },
+    data: { type: 'array', items: { type: 'object' } },
+    metadata: { type: 'object', description: 'queryId, release, rowCount; for jobs job {id, status, expiresAt} and continuation (null on the last page).' },
+  },
+};
 
 type QueryParams = { project_id: string; query_id: string };
 
@@ -19,6 +59,7 @@ const executeOperation = (name: string, alias: boolean) => defineOperation({
   access: { scopes: { anyOf: ['queries:execute'] }, ...PROJECT, grants: 'read' as const },
   effect: 'external',
   input: { params: queryParams, query: executeOptionsQuery, body: executeBodySchema },
+  output: { 200: { description: 'Succeeded', schema: executionResponse }, 202: { description: 'Pending: follow metadata.continuation', schema: executionResponse } },
   async run(ctx: OperationContext, { params, query, body }: RequestInput<QueryParams, { version?: number; cursor?: string }, ExecuteBody>): Promise<Reply> {
     return observeQuery('published_query', () => executeQuery(ctx, params.query_id, body ?? {}, query));
   },
@@ -33,6 +74,7 @@ export const listQueriesOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
   input: { params: idParams('project_id'), query: listQuery() },
+  output: { 200: { description: 'A page of queries', schema: listResponse('queries', querySchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<{ project_id: string }, PageRequest, undefined>): Promise<Reply> {
     return { body: await listQueries(ctx, query) };
   },
@@ -45,6 +87,7 @@ export const createQueryOperation = defineOperation({
   effect: 'write',
   input: { params: idParams('project_id'), body: queryInputSchema },
   idempotent: true,
+  output: { 201: { description: 'The query and its first version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   async run(ctx: OperationContext, { body }: RequestInput<{ project_id: string }, Record<string, never>, QueryInput>): Promise<Reply> {
     return { status: 201, body: { query: await createQuery(ctx, body) } };
   },
@@ -56,6 +99,7 @@ export const getQueryOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
   input: { params: queryParams },
+  output: { 200: { description: 'The query', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { query: await getQuery(ctx, params.query_id) } };
   },
@@ -67,6 +111,7 @@ export const replaceQueryOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
   input: { params: queryParams, body: queryInputSchema },
+  output: { 200: { description: 'The query and its new version', schema: { type: 'object', required: ['query'], properties: { query: querySchema } } } },
   async run(ctx: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, QueryInput>): Promise<Reply> {
     return { body: { query: await replaceQuery(ctx, params.query_id, body) } };
   },
@@ -78,6 +123,7 @@ export const deleteQueryOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:write'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
   input: { params: queryParams },
+  output: { 204: { description: 'Deleted' } },
   async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
     await deleteQuery(ctx, params.query_id);
     return { status: 204 };
@@ -90,6 +136,7 @@ export const listQueryReleasesOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
   input: { params: queryParams },
+  output: { 200: { description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: releaseSchema } } } } },
   async run(ctx: OperationContext, { params }: RequestInput<QueryParams, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await listReleases(ctx, params.query_id) };
   },
@@ -101,6 +148,7 @@ export const diffQueryReleaseOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:read'] }, ...PROJECT },
   effect: 'read',
   input: { params: queryParams, query: releaseDiffQuery },
+  output: { 200: { description: 'The diff', schema: { type: 'object', properties: { previous: { type: ['integer', 'null'] }, breakingChanges: releaseSchema.properties && (releaseSchema.properties as Record<string, JsonSchema>).breakingChanges } } } },
   async run(ctx: OperationContext, { params, query }: RequestInput<QueryParams, { queryVersionId: string }, undefined>): Promise<Reply> {
     await getQuery(ctx, params.query_id);
     return { body: await releaseDiff(ctx.db, params.query_id, query.queryVersionId) };
@@ -113,6 +161,7 @@ export const publishQueryReleaseOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT, grants: 'read' as const },
   effect: 'external',
   input: { params: queryParams, body: publishReleaseBody },
+  output: { 201: { description: 'The release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   async run(ctx: OperationContext, { params, body }: RequestInput<QueryParams, Record<string, never>, PublishInput>): Promise<Reply> {
     return { status: 201, body: { release: await publishRelease(ctx, params.query_id, body) } };
   },
@@ -124,6 +173,7 @@ export const retireQueryReleaseOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:publish'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'write',
   input: { params: releaseParams, body: retireReleaseBody },
+  output: { 200: { description: 'The retired release', schema: { type: 'object', required: ['release'], properties: { release: releaseSchema } } } },
   async run(ctx: OperationContext, { params }: RequestInput<QueryParams & { version: number }, Record<string, never>, { status: 'retired' }>): Promise<Reply> {
     return { body: { release: await retireRelease(ctx, params.query_id, Number(params.version)) } };
   },
@@ -135,6 +185,7 @@ export const cancelQueryJobOperation = defineOperation({
   access: { scopes: { anyOf: ['queries:execute'] }, actor: 'accountable' as const, ...PROJECT },
   effect: 'external',
   input: { params: jobParams },
+  output: { 200: { description: 'Canceled', schema: { type: 'object', properties: { job: { type: 'object', properties: { id: uuid, status: { const: 'canceled' } } } } } } },
   async run(ctx: OperationContext, { params }: RequestInput<QueryParams & { job_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     return { body: await cancelJob(ctx, params.query_id, params.job_id) };
   },
@@ -146,6 +197,7 @@ export const listQueryExecutionsOperation = defineOperation({
   access: { scopes: { anyOf: ['org:manage'] } },
   effect: 'read',
   input: { query: queryExecutionsQuery },
+  output: { 200: { description: 'A page of executions', schema: listResponse('queryExecutions', { type: 'object' }) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest & { queryId?: string; projectId?: string; executionId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, ...filter } = query;
     return { body: await listExecutions(ctx, { limit, offset }, filter) };
