@@ -1,7 +1,8 @@
-import { collectionSchemas, type Collection, type OntologyDefinition } from '../../ontology/definition';
+import type { JsonSchema } from '../../core/schema-validator';
+import { collectionSchemas, definitionSchema, type Collection, type OntologyDefinition } from '../../ontology/definition';
 import { NotAcceptableError } from '../../core/errors';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
-import type { PageRequest } from '../shared/pagination';
+import { paginationSchema, type PageRequest } from '../shared/pagination';
 import {
   activatePackage,
   addItem,
@@ -21,7 +22,7 @@ import {
   replaceItem,
   requirePackage,
 } from './ontology';
-import { idParams, listQuery } from '../../schemas/common';
+import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from '../../schemas/common';
 import { activatePackageBody, branchQuery, collectionListQuery, compareBranchesQuery, compileOntologyBody, createOntologyBranchBody, elementParams, importDocumentQuery, ontologyVersionsQuery } from '../../schemas/ontology';
 
 // The ontology operations (SPEC 2.6, 4.5): collections edited on branches (each edit a version),
@@ -37,7 +38,32 @@ type NoQuery = Record<string, never>;
 type OnBranch = { branch: string };
 type Item = OntologyDefinition[Collection][number];
 
+const versionRef: JsonSchema = {
+  type: 'object',
+  properties: { id: uuid, number: { type: 'integer' }, branchName: { type: 'string' }, parentVersionId: { anyOf: [uuid, { type: 'null' }] }, message: { type: 'string' }, createdAt: timestamp },
+};
+const packageSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'contentHash', 'versionId', 'tripleCount', 'counts', 'compiledAt'],
+  properties: {
+    id: uuid,
+    contentHash: { type: 'string', description: 'sha256 of the package’s sorted N-Quads: equal definitions and imports give equal hashes.' },
+    versionId: uuid,
+    baseIri: { type: 'string' },
+    tripleCount: { type: 'integer' },
+    counts: { type: 'object', additionalProperties: { type: 'integer' } },
+    compiledByMemberId: uuid,
+    compiledAt: timestamp,
+  },
+};
+
 const SINGULAR: Record<Collection, string> = { terms: 'term', links: 'link', shapes: 'shape', constraints: 'constraint', imports: 'import' };
+
+/** An element and the version its edit made. */
+const itemResponse = (collection: Collection, description: string) => {
+  const one = SINGULAR[collection];
+  return { description, schema: { type: 'object', required: [one], properties: { [one]: collectionSchemas[collection], version: versionRef } } };
+};
 
 const mapItem = (one: string, result: { item: unknown; version: unknown }) => ({ [one]: result.item, version: result.version });
 
@@ -57,6 +83,7 @@ function collectionOperations(collection: Collection, title: string) {
       access: read,
       effect: 'read',
       input: { params: idParams('project_id'), query: collectionListQuery },
+      output: { 200: { description: `A page of ${collection}`, schema: { type: 'object', required: [collection, 'pagination'], properties: { [collection]: { type: 'array', items: collectionSchemas[collection] }, pagination: paginationSchema } } } },
       async run(ctx, { query }: RequestInput<InProject, OnBranch & PageRequest>): Promise<Reply> {
         const { branch, limit, offset } = query;
         return { body: await listItems(ctx, collection, branch, { limit, offset }) };
@@ -69,6 +96,7 @@ function collectionOperations(collection: Collection, title: string) {
       effect: 'write',
       // The body is the element itself.
       input: { params: idParams('project_id'), query: branchQuery, body: collectionSchemas[collection] },
+      output: { 201: itemResponse(collection, `The ${one} and the version it made`) },
       async run(ctx, { query, body }: RequestInput<InProject, OnBranch, Item>): Promise<Reply> {
         return { status: 201, body: mapItem(one, await addItem(ctx, collection, query.branch, body)) };
       },
@@ -79,6 +107,7 @@ function collectionOperations(collection: Collection, title: string) {
       access: read,
       effect: 'read',
       input: { params: elementParams(one), query: branchQuery },
+      output: { 200: { description: `The ${one}`, schema: { type: 'object', required: [one], properties: { [one]: collectionSchemas[collection] } } } },
       async run(ctx, { params, query }: RequestInput<OneElement, OnBranch>): Promise<Reply> {
         return { body: { [one]: await getItem(ctx, collection, query.branch, params[one]) } };
       },
@@ -89,6 +118,7 @@ function collectionOperations(collection: Collection, title: string) {
       access: write,
       effect: 'write',
       input: { params: elementParams(one), query: branchQuery },
+      output: { 204: { description: 'Removed' } },
       async run(ctx, { params, query }: RequestInput<OneElement, OnBranch>): Promise<Reply> {
         await removeItem(ctx, collection, query.branch, params[one]);
         return { status: 204 };
@@ -105,6 +135,7 @@ function replaceOperation(collection: Collection, title: string) {
     access: write,
     effect: 'write',
     input: { params: elementParams(one), query: branchQuery, body: collectionSchemas[collection] },
+    output: { 200: itemResponse(collection, `The ${one} and the version it made`) },
     async run(ctx, { params, query, body }: RequestInput<InProject & Record<string, string>, OnBranch, Item>): Promise<Reply> {
       return { body: mapItem(one, await replaceItem(ctx, collection, query.branch, params[one], body)) };
     },
@@ -165,6 +196,28 @@ export const getOntologyOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id') },
+  output: {
+    200: {
+      description: 'The ontology',
+      schema: {
+        type: 'object',
+        required: ['ontology'],
+        properties: {
+          ontology: {
+            type: 'object',
+            required: ['projectId', 'baseIri', 'package', 'counts'],
+            properties: {
+              projectId: uuid,
+              baseIri: { type: 'string', description: 'Term IRIs are this plus the local name.' },
+              package: { ...packageSchema, properties: { ...(packageSchema.properties as object), versionNumber: { type: ['integer', 'null'] }, branchName: { type: ['string', 'null'] } } },
+              counts: { type: 'object', description: 'terms, links, shapes, constraints, imports and triples of the active package.', additionalProperties: { type: 'integer' } },
+              updatedAt: nullableTimestamp,
+            },
+          },
+        },
+      },
+    },
+  },
   async run(ctx, _input: RequestInput<InProject>): Promise<Reply> {
     return { body: { ontology: await getOntology(ctx) } };
   },
@@ -177,6 +230,12 @@ export const importOntologyDocumentOperation = defineOperation({
   effect: 'write',
   input: { params: idParams('project_id'), query: importDocumentQuery },
   // query.id: the import's id; body: the document's text; bodyType: its media type (one of RDF_UPLOAD_TYPES).
+  output: {
+    201: {
+      description: 'The import, its stored document and the version it made',
+      schema: { type: 'object', required: ['import', 'document'], properties: { import: collectionSchemas.imports, document: { type: 'object' }, version: versionRef } },
+    },
+  },
   async run(ctx, { query, body, bodyType }: RequestInput<InProject, OnBranch & { id: string }, string>): Promise<Reply> {
     const result = await importDocument(ctx, query.branch, query.id, bodyType!, body);
     return { status: 201, body: { import: result.item, document: result.document, version: result.version } };
@@ -190,6 +249,7 @@ export const listOntologyVersionsOperation = defineOperation({
   effect: 'read',
   input: { params: idParams('project_id'), query: ontologyVersionsQuery },
   // Without a branch, the versions of every branch.
+  output: { 200: { description: 'A page of versions', schema: { type: 'object', required: ['versions', 'pagination'], properties: { versions: { type: 'array', items: versionRef }, pagination: paginationSchema } } } },
   async run(ctx, { query }: RequestInput<InProject, Partial<OnBranch> & PageRequest>): Promise<Reply> {
     const { branch, limit, offset } = query;
     return { body: await listVersions(ctx, { limit, offset }, branch) };
@@ -202,6 +262,7 @@ export const getOntologyVersionOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id', 'version_id') },
+  output: { 200: { description: 'The version', schema: { type: 'object', required: ['version'], properties: { version: { ...versionRef, properties: { ...(versionRef.properties as object), definition: definitionSchema } } } } } },
   async run(ctx, { params }: RequestInput<InProject & { version_id: string }>): Promise<Reply> {
     return { body: { version: await getVersion(ctx, params.version_id) } };
   },
@@ -213,6 +274,7 @@ export const listOntologyBranchesOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id') },
+  output: { 200: { description: 'Branches', schema: { type: 'object', required: ['branches'], properties: { branches: { type: 'array', items: { type: 'object' } } } } } },
   async run(ctx, _input: RequestInput<InProject>): Promise<Reply> {
     return { body: await listBranches(ctx) };
   },
@@ -224,6 +286,7 @@ export const createOntologyBranchOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: idParams('project_id'), body: createOntologyBranchBody },
+  output: { 201: { description: 'The branch', schema: { type: 'object', required: ['branch'], properties: { branch: { type: 'object' } } } } },
   async run(ctx, { body }: RequestInput<InProject, NoQuery, { name: string; fromVersionId?: string }>): Promise<Reply> {
     const { name, fromVersionId } = body;
     return { status: 201, body: { branch: await createBranch(ctx, { name, fromVersionId }) } };
@@ -236,6 +299,22 @@ export const compareOntologyBranchesOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id'), query: compareBranchesQuery },
+  output: {
+    200: {
+      description: 'A structured diff',
+      schema: {
+        type: 'object',
+        required: ['base', 'head', 'added', 'removed', 'changed'],
+        properties: {
+          base: { type: 'string' },
+          head: { type: 'string' },
+          added: { type: 'object', description: 'Per collection, elements only the head has.' },
+          removed: { type: 'object', description: 'Per collection, elements only the base has.' },
+          changed: { type: 'object', description: 'Per collection, {id, before, after} of elements both have, changed.' },
+        },
+      },
+    },
+  },
   async run(ctx, { query }: RequestInput<InProject, { base: string; head: string }>): Promise<Reply> {
     return { body: await compareBranches(ctx, query.base, query.head) };
   },
@@ -247,6 +326,10 @@ export const compileOntologyOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: idParams('project_id'), body: compileOntologyBody },
+  output: {
+    200: { description: 'The same package as before (nothing changed)', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } } },
+    201: { description: 'A new package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } } },
+  },
   async run(ctx, { body }: RequestInput<InProject, NoQuery, OnBranch>): Promise<Reply> {
     const { package: compiled, created } = await compileOntology(ctx, body.branch);
     // A new package is a 201; the same package again (an unchanged definition) a 200.
@@ -260,6 +343,7 @@ export const listOntologyPackagesOperation = defineOperation({
   access: read,
   effect: 'read',
   input: { params: idParams('project_id'), query: listQuery() },
+  output: { 200: { description: 'A page of packages', schema: { type: 'object', required: ['packages', 'pagination'], properties: { packages: { type: 'array', items: packageSchema }, pagination: paginationSchema } } } },
   async run(ctx, { query }: RequestInput<InProject, PageRequest>): Promise<Reply> {
     return { body: await listPackages(ctx, { limit: query.limit, offset: query.offset }) };
   },
@@ -277,6 +361,9 @@ export const getOntologyPackageOperation = defineOperation({
   // The metadata as JSON (for a door that negotiates nothing, too), or the triples in the syntax the
   // caller accepts. One it names none of is refused after the lookup: an unknown package stays a 404
   // whatever the Accept header says.
+  output: {
+    200: { description: 'The package', schema: { type: 'object', required: ['package'], properties: { package: packageSchema } }, alternatives: ['text/turtle', 'application/n-quads'] },
+  },
   async run({ db, project }, { params, accepts }: RequestInput<InProject & { package_id: string }>): Promise<Reply> {
     const wanted = accepts ? accepts(...PACKAGE_TYPES) : 'application/json';
     const pkg = await requirePackage(db, project, params.package_id);
@@ -294,6 +381,7 @@ export const activateOntologyPackageOperation = defineOperation({
   access: write,
   effect: 'write',
   input: { params: idParams('project_id'), body: activatePackageBody },
+  output: { 200: { description: 'The ontology with its new active package', schema: { type: 'object', required: ['ontology'], properties: { ontology: { type: 'object' } } } } },
   async run(ctx, { body }: RequestInput<InProject, NoQuery, { packageId: string }>): Promise<Reply> {
     return { body: { ontology: await activatePackage(ctx, body.packageId) } };
   },
