@@ -38,6 +38,7 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
       operation: staticContentOperation,
       tag: 'Documentation',
       internal: true,
+      // HTTP's alone: staticContentOperation serves every page (this, /docs, /sparql), each its own answer.
       responses: { 200: { description: 'OpenAPI document' } },
       input: () => ({ render: () => ({ body: openApi() }) }),
     }),
@@ -47,6 +48,7 @@ function documentationRoutes(routes: RouteSpec[]): RouteSpec[] {
       operation: staticContentOperation,
       tag: 'Documentation',
       internal: true,
+      // HTTP's alone, as the document's above.
       responses: { 200: { description: 'HTML page' } },
       input: () => ({ render: () => ({ body: renderDocsPage(openApi()), contentType: 'text/html; charset=utf-8' }) }),
     }),

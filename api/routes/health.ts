@@ -8,6 +8,7 @@ export const healthRoutes = [
     operation: livenessOperation,
     tag: 'Health',
     internal: true,
+    // Probes are HTTP's alone (orchestrators read the status, not a body), and outside the document.
     responses: { 200: { description: 'alive' } },
   }),
   defineRoute({
@@ -16,6 +17,7 @@ export const healthRoutes = [
     operation: readinessOperation,
     tag: 'Health',
     internal: true,
+    // As liveness: the 503 is the probe's answer, read by the orchestrator.
     responses: { 200: { description: 'ready' }, 503: { description: 'a dependency is unreachable' } },
   }),
 ];

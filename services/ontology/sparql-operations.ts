@@ -1,6 +1,6 @@
 import type { OperationContext } from '../operations/context';
 import { invokeWithin } from '../operations/invoke';
-import { defineOperation, Reply, RequestInput } from '../operations/operation';
+import { defineOperation, Reply, RequestInput, type ResponseSpec } from '../operations/operation';
 import { answerSparqlQuery, readSparqlAsk, SparqlAnswer, sparqlRequestFrom } from './sparql';
 import { checkIdempotencyKey } from '../operations/idempotency';
 import { applySparqlUpdate } from './sparql-updates';
@@ -11,6 +11,22 @@ import { sparqlGetQuery, sparqlPostQuery } from '../../schemas/ontology';
 import { countRefusal, observeQuery } from '../../observability/metrics';
 
 export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json', 'application/rdf+xml'];
+
+/** The protocol's results: one answer in the format the Accept header chose, and what data it used. */
+const results: Record<number, ResponseSpec> = {
+  200: {
+    description: 'The results, in the negotiated format',
+    contentType: RESULT_TYPES.join(', '),
+    schema: { type: 'string' },
+    headers: {
+      'Weft-Dataset-Version': { description: 'Names the data the answer used (the package and each graph’s version): equal values, equal data.', schema: { type: 'string' } },
+      'Weft-Dataset-Triples': { description: 'Triples in the dataset the query ran over.', schema: { type: 'integer' } },
+      'Weft-Ontology-Package': { description: 'The active package the dataset holds.', schema: { type: 'string', format: 'uuid' } },
+      'Weft-Withheld-Bindings': { description: 'Bindings of the project whose data this key may not read (absent when none).', schema: { type: 'integer' } },
+      'Server-Timing': { description: 'The query thread’s share of the time (W3C Server Timing): `evaluation;dur=<ms>, serialization;dur=<ms>`.', schema: { type: 'string' } },
+    },
+  },
+};
 
 type Params = { project_id: string };
 
@@ -55,6 +71,7 @@ export const sparqlQueryGetOperation = defineOperation({
   access: sparqlQueryOperation.access,
   effect: 'read',
   input: { params: idParams('project_id'), query: sparqlGetQuery },
+  output: results,
   async run(ctx: OperationContext, { rawQuery, headers }: RequestInput<Params, Record<string, unknown>, undefined>): Promise<Reply> {
     const ask = countRefusal('sparql', () => readSparqlAsk(sparqlRequestFrom('GET', rawQuery ?? {}, undefined, undefined, undefined), ctx.deps.sparqlMemory.parses));
     return sparqlQueryOperation.run(ctx, { projectId: ctx.project.id, text: ask.text, queryType: ask.queryType, accept: headers?.accept || undefined });
@@ -72,6 +89,7 @@ export const sparqlQueryPostOperation = defineOperation({
   access: { scopes: { anyOf: ['sparql:query', 'sparql:update'] }, project: true },
   effect: 'external',
   input: { params: idParams('project_id'), query: sparqlPostQuery },
+  output: results,
   async run(ctx: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
     // The same rule as on every idempotent route, whatever the request turns out to be.
     const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;

@@ -4,7 +4,7 @@ import net from 'node:net';
 import fc from 'fast-check';
 import { allRoutes } from '../../api/app';
 import { inputOf } from '../../api/route-spec';
-import { RESULT_TYPES } from '../../api/routes/sparql';
+import { RESULT_TYPES } from '../../services/ontology/sparql-operations';
 import { env } from '../support/environment';
 import { request } from '../support/fixtures';
 import { fuzzTenant, FuzzTenant } from './support/fuzz-tenant';

@@ -231,6 +231,21 @@ describe('Operation declarations', () => {
     assert.ok(createKey && !createKey.operation.idempotent, 'the spec gives key creation no idempotency contract');
   });
 
+  it('the answers are the operation’s: a route states its own only where they are HTTP’s alone or differ from another route’s of the same operation', () => {
+    const problems: string[] = [];
+    for (const route of allRoutes()) {
+      if (!route.responses) {
+        if (!route.operation.output) problems.push(`${label(route)}: its operation declares no output`);
+        continue;
+      }
+      // HTTP's alone: pages, assets, the document and the probes, none of them in the document.
+      if (route.internal) continue;
+      const differs = allRoutes().some((other) => other !== route && other.operation === route.operation && JSON.stringify(responsesOf(other)) !== JSON.stringify(route.responses));
+      if (!differs) problems.push(`${label(route)}: states responses its operation should declare as output`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
   it('every route declares a success response', () => {
     for (const route of allRoutes()) {
       assert.ok(Object.keys(responsesOf(route)).some((s) => Number(s) >= 200 && Number(s) < 300), `${label(route)} declares no 2xx response`);
