@@ -290,14 +290,16 @@ function currentSnapshotsOf(db: Executor, deps: CapabilityDependencies, group: S
  */
 async function snapshotsOf(db: Executor, deps: CapabilityDependencies, groups: SnapshotGroup[]): Promise<Map<SnapshotGroup, SnapshotInfo[]>> {
   const found = new Map<SnapshotGroup, SnapshotInfo[]>();
-  await Promise.all(groups.map(async (group) => {
-    const kept = !db.isTransaction && group.kept;
-    const ticket = kept ? definitionCache().ticket(group.scope) : undefined;
-    const snapshots = await currentSnapshotsOf(db, deps, group);
-    if (ticket) definitionCache().keep(group.scope, group.key, snapshots, ticket);
-    found.set(group, snapshots);
-  }));
+  await Promise.all(groups.map(async (group) => found.set(group, !db.isTransaction && group.kept ? await readAndKeep(db, deps, group) : await currentSnapshotsOf(db, deps, group))));
   return found;
+}
+
+/** A group's current snapshots, read now and kept for the next query's keptDataset. */
+async function readAndKeep(db: Executor, deps: CapabilityDependencies, group: SnapshotGroup): Promise<SnapshotInfo[]> {
+  const ticket = definitionCache().ticket(group.scope);
+  const snapshots = await currentSnapshotsOf(db, deps, group);
+  definitionCache().keep(group.scope, group.key, snapshots, ticket);
+  return snapshots;
 }
 
 /**
@@ -308,11 +310,8 @@ async function snapshotsOf(db: Executor, deps: CapabilityDependencies, groups: S
 export async function keptSnapshotsCurrent(ctx: OperationContext, dataset: QueryDatasetHandles): Promise<boolean> {
   if (!dataset.keptSnapshots?.length) return true;
   const checks = await Promise.all(dataset.keptSnapshots.map(async ({ group, snapshots }) => {
-    const ticket = definitionCache().ticket(group.scope);
-    const current = await currentSnapshotsOf(ctx.db, ctx.deps, group);
-    if (current.every((snapshot, at) => snapshot.id === snapshots[at]?.id)) return true;
-    definitionCache().keep(group.scope, group.key, current, ticket);
-    return false;
+    const current = await readAndKeep(ctx.db, ctx.deps, group);
+    return current.every((snapshot, at) => snapshot.id === snapshots[at]?.id);
   }));
   return checks.every(Boolean);
 }
