@@ -1,6 +1,7 @@
 import type * as RDF from '@rdfjs/types';
 import type { Knex } from 'knex';
 import { DataFactory } from 'n3';
+import type * as Sparql from 'sparqljs';
 import type { SparqlQuery } from 'sparqljs';
 import type { PackageTerms } from '../../db/models';
 import { NS } from '../../ontology/compile';
@@ -8,6 +9,10 @@ import type { SparqlResult } from '../../ontology/sparql-engine';
 import { templateFields } from '../../ontology/term-records';
 import { arithmetic, integer, lexicalForm, numericTypeIri, parseNumeric } from '../../ontology/sparql-evaluator/numeric';
 import { orderTerms } from '../../ontology/sparql-evaluator/comparison';
+import { compileExpression } from '../../ontology/sparql-evaluator/expressions';
+import { compactEntityIndex, type EntityIndex } from '../../ontology/sparql-evaluator/n3-internals';
+import { TermTable } from '../../ontology/sparql-evaluator/term-table';
+import { UnsupportedQuery } from '../../ontology/sparql-evaluator/unsupported';
 import { LiteralTerm, Term as EvaluatorTerm } from '../../ontology/sparql-evaluator/terms';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
@@ -167,7 +172,7 @@ export interface SqlQuery {
   /** Aggregates (or GROUP BY): one row per group; otherwise one row per solution, DISTINCT or not. */
   aggregated: boolean;
   distinct: boolean;
-  order: Array<{ at: number; descending: boolean }>;
+  order: OrderKey[];
   offset: number;
   limit?: number;
   /** An ASK's SELECT: whether one solution exists is the answer, so the statement stops at it. */
@@ -175,6 +180,14 @@ export interface SqlQuery {
 }
 
 const isVariable = (term: unknown): term is Term => (term as Term | undefined)?.termType === 'Variable';
+
+/**
+ * An ORDER BY key: a projection (`at`), or an expression over projections (`by`), which only the
+ * outermost query has: its rows are sorted in this process, so the evaluator's own expressions
+ * compute the keys over the rows PostgreSQL returns (xsd:double(str(?price)), as BSBM orders offers).
+ */
+type OrderKey = { at: number; descending: boolean } | { by: Sparql.Expression; descending: boolean };
+const byProjection = (key: OrderKey): key is { at: number; descending: boolean } => 'at' in key;
 
 /** Splits a template of one field into that field and the text around it. */
 function oneFieldTemplate(template: string): { field: string; before: string; after: string } | undefined {
@@ -483,9 +496,15 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
     else return undefined;
   }
   // ORDER BY projected variables only, sorted here in the evaluator's order; LIMIT and OFFSET after it.
-  const order: Array<{ at: number; descending: boolean }> = [];
-  for (const condition of (q.order ?? []) as Array<{ expression: Term; descending?: boolean }>) {
-    const at = isVariable(condition.expression) ? projections.findIndex((projection) => projection.name === condition.expression.value) : -1;
+  const order: OrderKey[] = [];
+  for (const condition of (q.order ?? []) as Array<{ expression: Sparql.Expression; descending?: boolean }>) {
+    if (!isVariable(condition.expression)) {
+      if (subquery || !orderKeyOf(condition.expression, projections)) return undefined;
+      order.push({ by: condition.expression, descending: Boolean(condition.descending) });
+      continue;
+    }
+    const name = condition.expression.value;
+    const at = projections.findIndex((projection) => projection.name === name);
     if (at < 0) return undefined;
     // A subquery is ordered by PostgreSQL, in the evaluator's order for the kinds it writes as SPARQL orders them.
     if (subquery && !sqlOrdered(projectionKind(projections[at], (name) => merged.get(name)!.kind))) return undefined;
@@ -494,6 +513,41 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
   // Without ORDER BY, which rows a LIMIT keeps is the evaluator's to choose: left to it.
   if ((subquery || !aggregated) && !order.length && (q.limit !== undefined || q.offset !== undefined)) return undefined;
   return { stars: scope.stars, branches, variables: [...merged.values()], filters, groupBy, projections, aggregated, distinct: Boolean(q.distinct), order, offset: (q.offset as number | undefined) ?? 0, limit: q.limit as number | undefined };
+}
+
+/**
+ * An ORDER BY expression over the projections as the evaluator computes it, from a solution's
+ * projected terms; undefined when it names another variable or holds what the evaluator does not
+ * compute here (EXISTS, an aggregate, an unsupported function): the query is then the evaluator's.
+ */
+function orderKeyOf(expression: Sparql.Expression, projections: Projection[]): ((row: Record<string, RDF.Term>) => EvaluatorTerm | undefined) | undefined {
+  const names = projections.map((projection) => projection.name);
+  const terms = new TermTable(compactEntityIndex() as EntityIndex);
+  let value;
+  try {
+    value = compileExpression(expression, {
+      terms,
+      slot(variable) {
+        const at = names.indexOf(variable);
+        if (at < 0) throw new UnsupportedQuery(`ORDER BY over ?${variable}, which is not projected`);
+        return at;
+      },
+      exists() {
+        throw new UnsupportedQuery('EXISTS in ORDER BY');
+      },
+    });
+  } catch (error) {
+    if (error instanceof UnsupportedQuery) return undefined;
+    throw error;
+  }
+  const compiled = value;
+  return (row) =>
+    compiled(
+      names.map((name) => {
+        const term = evaluatorTerm(row[name]);
+        return term ? terms.idOf(term) : 0;
+      }),
+    );
 }
 
 /** Whether this expression is of expressionOf's functions, each an error over an unbound argument, and names a variable `absent` says is. */
@@ -888,7 +942,8 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
     return out;
   });
   if (query.order.length) {
-    const keys = new Map(result.map((row) => [row, query.order.map(({ at: position }) => evaluatorTerm(row[variables[position]]))]));
+    const keyOf = query.order.map((key) => (byProjection(key) ? (row: Record<string, RDF.Term>) => evaluatorTerm(row[variables[key.at]]) : orderKeyOf(key.by, query.projections)!));
+    const keys = new Map(result.map((row) => [row, keyOf.map((key) => key(row))]));
     result.sort((a, b) => {
       for (const [i, { descending }] of query.order.entries()) {
         const order = orderTerms(keys.get(a)![i], keys.get(b)![i]);
@@ -942,7 +997,7 @@ function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: n
   if (!subquery || (!query.order.length && !query.offset && query.limit === undefined)) return void ctes.push(`${name} AS (${rows})`);
   // ORDER BY as orderTerms sorts one kind's values: unbound first; numbers by value, then the
   // values that are none by their text; strings and keys in code point order.
-  const keys = query.order.flatMap(({ at: p, descending }) => {
+  const keys = query.order.filter(byProjection).flatMap(({ at: p, descending }) => {
     const kind = projectionKind(query.projections[p], (variable) => query.variables[at.get(variable)!].kind);
     const direction = descending ? ' DESC' : '';
     if (kind.of === 'iri') oddChecks.push(`(SELECT bool_or(p${p} !~ ${params.add(UNRESERVED_KEY)}::text) FROM ${name}_rows)`);
