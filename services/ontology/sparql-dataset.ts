@@ -568,9 +568,9 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
   const settings = sparqlSettings();
   const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
-  // Under the reach bound a LIMIT's page reads the whole graph, which every page then shares (a
-  // first-records read per page re-reads OFFSET records for each: the bench's read-back of 130 pages
-  // took 2.4 GB so); an ASK's first records answer it, whichever they are.
+  // Under the reach bound a large unordered slice reads the whole graph, which every page then
+  // shares (a first-records read per page re-reads OFFSET records for each: the bench's read-back
+  // of 130 pages of 10,000 took 2.4 GB so); a small slice and an ASK read their first records.
   const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits, reach.anySolution) : undefined;
   const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
   const handles: GraphHandle[] = [];

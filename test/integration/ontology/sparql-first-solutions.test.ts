@@ -145,14 +145,22 @@ describe('SPARQL over bound tables past the reach bound: first solutions and ref
       const first = await post(`SELECT * WHERE { ?s ?p ?o } LIMIT 10 # once more`);
       assert.ok(first.triples - packageTriples < 50, `LIMIT 10 read ${first.triples - packageTriples} triples of ${offerTriples + 2 * VENDORS}`);
 
-      // Tables under the bound are read as before: the same slice as over every record, no page read.
+      // A large slice of tables under the bound is read as before: the same slice as over every record, no page read.
       const pagesRead = async () => total((await scrape(env().metricsUrl)).samples, 'weft_sparql_records_read_total', { read: 'first_solutions' });
       const pages = await pagesRead();
-      const underBound = `SELECT ?v ?n WHERE { ?v :name ?n } LIMIT 5`;
+      const underBound = `SELECT ?v ?n WHERE { ?v :name ?n } LIMIT 1001`;
       const read = await post(underBound);
       assert.equal(read.status, 200, JSON.stringify(read.body));
       assert.deepEqual(rowsOf(read.body), rowsOf((await whole(underBound)).body));
       assert.equal(await pagesRead(), pages, `${underBound}: its table is under the bound`);
+      // A small slice reads its first records whatever the tables' size: no whole graph for LIMIT 5.
+      const smallSlice = `SELECT ?v ?n WHERE { ?v :name ?n } LIMIT 5 # a small slice`;
+      const small = await post(smallSlice);
+      assert.equal(small.status, 200, JSON.stringify(small.body));
+      assert.equal(rowsOf(small.body).length, 5);
+      within(rowsOf(small.body), rowsOf((await whole(underBound)).body), smallSlice);
+      assert.ok((await pagesRead()) > pages, `${smallSlice}: read a page of first records`);
+      assert.ok(small.triples - packageTriples < 2 * VENDORS, `${smallSlice} read ${small.triples - packageTriples} triples of records, fewer than the vendors' ${2 * VENDORS}`);
       // An ASK's answer is the same whichever solution is found: its first records are read under the bound too, and no whole graph built.
       const askUnder = await post(`ASK { ?v :name ?n } # under the bound`);
       assert.equal(askUnder.status, 200, JSON.stringify(askUnder.body));
