@@ -89,7 +89,7 @@ function options(): Options {
     query: { type: 'string', help: `query ids (default all): ${MIX.map((q) => q.id).join(', ')}` },
     runs: { type: 'string', help: 'timed runs per query (default 5)' },
     warmup: { type: 'string', help: 'warm-up runs per query (default 2)' },
-    'serve-first': { type: 'string', help: "queries outside the mix Weft and Oxigraph answer before it, as a running server has (default 2000; 0: a server that has served nothing)" },
+    'serve-first': { type: 'string', help: "requests of the mix's cheap texts each engine answers before the mix, as a running server has (default 2000; 0: a server that has served nothing)" },
     batch: { type: 'string', help: 'records per managed_table write while loading (default 50000)' },
     'oxigraph-max-triples': { type: 'string', help: 'run Oxigraph only up to this many triples (default 10M; about 8.2 triples per record)' },
     'sql-indexes': { type: 'boolean', help: "create expression indexes on the links that are not primary keys (an offer's and a review's product) before the mix; both Weft and the SQL peer read the same tables" },
@@ -316,37 +316,6 @@ function weftResults(query: MixQuery, body: string): Results {
   const term = (t: { type: string; value: string; datatype?: string; 'xml:lang'?: string }): Term =>
     t.type === 'uri' ? { termType: 'NamedNode', value: t.value } : t.type === 'bnode' ? { termType: 'BlankNode', value: t.value } : { termType: 'Literal', value: t.value, language: t['xml:lang'] ?? '', datatype: { value: t.datatype ?? (t['xml:lang'] ? '' : `${XSD}string`) } };
   return { rows: json.results!.bindings.map((b) => Object.entries(b).map(([v, t]) => [v, term(t)] as [string, Term])) };
-}
-
-/**
- * Queries none of the mix's, over no term of its vocabulary, that a running server has answered
- * many times before the mix: one of each common form (a join, OPTIONAL, FILTER, UNION, BIND,
- * VALUES, NOT EXISTS, a subquery, GROUP BY with aggregates, DISTINCT, ORDER BY with LIMIT, ASK,
- * CONSTRUCT), each cheap (a LIMIT or a bounded subquery). They exercise the request path (key,
- * limits, dataset, thread hop, each answer format) and the engines' operators, so V8 has compiled
- * both as it has in a server that has run for a while, not the mix's own queries.
- */
-const SERVED_FIRST: Array<Pick<MixQuery, 'kind'> & { text: string }> = [
-  'ASK {}',
-  'ASK { ?s ?p ?o }',
-  'SELECT ?s ?p ?o WHERE { ?s ?p ?o } LIMIT 2',
-  'CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o } LIMIT 2',
-  'SELECT ?s ?o ?x WHERE { ?s ?p ?o . OPTIONAL { ?s ?q ?x FILTER(?q != ?p) } FILTER(isIRI(?s)) } LIMIT 3',
-  'SELECT ?s ?v WHERE { { ?s ?p ?o } UNION { ?o ?p ?s } BIND(STR(?s) AS ?v) } LIMIT 3',
-  'SELECT ?p (COUNT(?o) AS ?n) (MAX(STR(?o)) AS ?m) WHERE { { SELECT ?p ?o WHERE { ?s ?p ?o } LIMIT 20 } } GROUP BY ?p ORDER BY DESC(?n) ?p LIMIT 3',
-  'SELECT DISTINCT ?p WHERE { { SELECT ?p WHERE { ?s ?p ?o } LIMIT 50 } } ORDER BY ?p LIMIT 5',
-  'SELECT ?s ?k WHERE { { SELECT ?s WHERE { ?s ?p ?o } LIMIT 2 } VALUES ?k { 1 2 } }',
-  'SELECT ?s ?o WHERE { ?s ?p ?o . ?o ?q ?x FILTER NOT EXISTS { ?x ?q ?s } } LIMIT 2',
-].map((text) => ({ kind: /^ASK/.test(text) ? 'ask' : /^CONSTRUCT/.test(text) ? 'construct' : 'select', text }));
-
-/** `count` of those queries, in turns, to the endpoint and to Oxigraph alike; every answer must be a 200. */
-async function serveFirst(endpoint: Endpoint, oxStore: oxigraph.Store | undefined, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    const query = SERVED_FIRST[i % SERVED_FIRST.length];
-    const answer = await post(endpoint, query.text, acceptFor(query));
-    if (answer.status !== 200) throw new Error(`served first: ${query.text}: ${answer.status} ${answer.body.slice(0, 300)}`);
-    if (oxStore) runOxigraph(oxStore, query, query.text);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -812,10 +781,10 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     const wholeDataset = refusal === undefined && estimatedTriples <= REACH_BOUND;
     const afterFirst = processMemoryMb(weft.api.pid!);
     if (refusal === undefined && !wholeDataset) {
-      say(`Weft's first request (ASK, from its first records) ${fmt(first.ms)} ms; API RSS ${afterFirst.rss.toFixed(0)} MB. About ${estimatedTriples.toLocaleString('en')} triples are past the reach bound (${REACH_BOUND.toLocaleString('en')}), so the dataset is not read back and the ${opts.serveFirst.toLocaleString('en')} queries outside the mix (each reaching whole tables) are not sent to either engine`);
+      say(`Weft's first request (ASK, from its first records) ${fmt(first.ms)} ms; API RSS ${afterFirst.rss.toFixed(0)} MB. About ${estimatedTriples.toLocaleString('en')} triples are past the reach bound (${REACH_BOUND.toLocaleString('en')}), so the dataset is not read back`);
       rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: first query`, weft: first.ms, unit: 'ms', note: 'ASK { ?s ?p ?o }, from its first records' }));
     } else if (perQuery) {
-      say(`Weft refused the whole-dataset request (${refusal}, after ${seconds(first.ms)}): its bound tables are past the reach bound, so they are not read whole; the mix is sent, its dataset is not read back and the ${opts.serveFirst.toLocaleString('en')} queries outside the mix (each reaching whole tables) are not sent to either engine. API RSS ${afterFirst.rss.toFixed(0)} MB`);
+      say(`Weft refused the whole-dataset request (${refusal}, after ${seconds(first.ms)}): its bound tables are past the reach bound, so they are not read whole; the mix is sent and its dataset is not read back. API RSS ${afterFirst.rss.toFixed(0)} MB`);
       rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: Weft's whole-dataset query`, weft: first.ms, unit: 'ms', note: `refused ${refusal} (ASK { ?s ?p ?o } reaches every table whole)` }));
     } else if (weftAnswers) {
       const again = await bench(() => post(loaded.endpoint, probe, 'application/sparql-results+json'), 5, 1);
@@ -864,24 +833,26 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     if (oxFailure) say(`!!! Oxigraph could not load the dataset (${oxFailure}); answers are compared between Weft and the SQL peer`);
     if (!runOx) say(`Oxigraph skipped: about ${estimatedTriples.toLocaleString('en')} triples, past --oxigraph-max-triples ${opts.oxigraphMaxTriples.toLocaleString('en')}; answers are compared between Weft and the SQL peer`);
 
-    if (opts.serveFirst > 0 && wholeDataset) {
-      const served = await timed(() => serveFirst(loaded.endpoint, oxStore, opts.serveFirst));
-      say(`served first: ${opts.serveFirst.toLocaleString('en')} queries outside the mix, by the endpoint${oxStore ? ' and by Oxigraph' : ''}, in ${fmt(served.ms)} ms`);
-    }
-
-    // The SQL peer is warmed as Weft is: the same number of requests before the mix, cycling
-    // through the mix's cheap texts (under 20 ms; it answers no other), so V8 has compiled its
-    // request path and each connection has prepared its statements.
-    if (opts.serveFirst > 0 && wholeDataset) {
-      const cheap: string[] = [];
-      for (const query of queries) {
-        const text = texts.get(query.id)!;
-        if ((await timed(() => post(sqlPeer.endpoint, text, acceptFor(query)))).ms < 20) cheap.push(text);
+    // Every engine is warmed alike before the mix, at every scale: --serve-first requests cycling
+    // through the mix's texts it answers in under 20 ms, so V8 has compiled its request path and the
+    // SQL peer's connections have prepared their statements. Queries outside the mix (a triple
+    // pattern with an OPTIONAL, a UNION) reach whole tables: past the reach bound they are refused,
+    // and under it they leave whole graphs in the API that the mix never reads, so its memory after
+    // the mix would not compare across scales.
+    if (opts.serveFirst > 0) {
+      const warmUps: Array<{ name: string; answer: (query: MixQuery, text: string) => Promise<unknown> | unknown }> = [
+        ...(weftAnswers ? [{ name: 'Weft', answer: (query: MixQuery, text: string) => post(loaded.endpoint, text, acceptFor(query)) }] : []),
+        { name: 'the SQL peer', answer: (query: MixQuery, text: string) => post(sqlPeer.endpoint, text, acceptFor(query)) },
+        ...(oxStore ? [{ name: 'Oxigraph', answer: (query: MixQuery, text: string) => runOxigraph(oxStore!, query, text) }] : []),
+      ];
+      for (const { name, answer } of warmUps) {
+        const cheap: MixQuery[] = [];
+        for (const query of queries) if ((await timed(async () => answer(query, texts.get(query.id)!))).ms < 20) cheap.push(query);
+        const served = await timed(async () => {
+          for (let i = 0; cheap.length && i < opts.serveFirst; i++) await answer(cheap[i % cheap.length], texts.get(cheap[i % cheap.length].id)!);
+        });
+        say(`${name} served first: ${cheap.length ? opts.serveFirst.toLocaleString('en') : 0} requests of the mix's ${cheap.length} cheap texts in ${fmt(served.ms)} ms`);
       }
-      const served = await timed(async () => {
-        for (let i = 0; cheap.length && i < opts.serveFirst; i++) await post(sqlPeer.endpoint, cheap[i % cheap.length], 'application/sparql-results+json');
-      });
-      say(`SQL peer served first: ${cheap.length ? opts.serveFirst.toLocaleString('en') : 0} requests of the mix's ${cheap.length} cheap texts in ${fmt(served.ms)} ms`);
     }
 
     // The mix: Weft, the SQL peer and Oxigraph take turns, run by run.
@@ -1112,7 +1083,7 @@ async function main(): Promise<void> {
     process.exit(0);
   }
   say(`# sparql: Weft's SPARQL endpoint vs the hand-written SQL (bare Koa + pg) and Oxigraph in-process, BSBM-like data in managed tables`);
-  say(`node ${process.version}, ${cpus().length} cores; median of ${opts.runs} runs after ${opts.warmup} warm-up(s), after ${opts.serveFirst.toLocaleString('en')} queries outside the mix served first; scales ${opts.scales.map((n) => `${label(n)} records`).join(', ')}; Oxigraph up to ${opts.oxigraphMaxTriples.toLocaleString('en')} triples${opts.sqlIndexes ? '; --sql-indexes' : ''}`);
+  say(`node ${process.version}, ${cpus().length} cores; median of ${opts.runs} runs after ${opts.warmup} warm-up(s), after ${opts.serveFirst.toLocaleString('en')} requests of the mix's cheap texts served first; scales ${opts.scales.map((n) => `${label(n)} records`).join(', ')}; Oxigraph up to ${opts.oxigraphMaxTriples.toLocaleString('en')} triples${opts.sqlIndexes ? '; --sql-indexes' : ''}`);
   say('\nQueries:');
   for (const q of MIX) if (!opts.only.length || opts.only.includes(q.id)) say(`- ${q.id}: ${q.what}`);
   const rows: BenchRow[] = [];

@@ -9,6 +9,7 @@ import type { SparqlResult } from '../../ontology/sparql-engine';
 import { templateFields } from '../../ontology/term-records';
 import { arithmetic, integer, lexicalForm, numericTypeIri, parseNumeric } from '../../ontology/sparql-evaluator/numeric';
 import { orderTerms } from '../../ontology/sparql-evaluator/comparison';
+import { parseDate } from '../../ontology/sparql-evaluator/date-time';
 import { compileExpression } from '../../ontology/sparql-evaluator/expressions';
 import { compactEntityIndex, type EntityIndex } from '../../ontology/sparql-evaluator/n3-internals';
 import { TermTable } from '../../ontology/sparql-evaluator/term-table';
@@ -117,8 +118,8 @@ type Condition =
   | { kind: 'and' | 'or'; args: Condition[] }
   | { kind: 'not'; arg: Condition }
   | { kind: 'bound'; variable: string }
-  /** On the value's number (numeric properties), or on its text: a string in code point order, or an IRI's key. */
-  | { kind: 'compare'; variable: string; op: '<' | '<=' | '>' | '>=' | '=' | '!='; on: 'number' | 'text'; value: string }
+  /** On the value's number (numeric properties), on its text (a string in code point order, or an IRI's key), or on a date's instant in minutes (xsd:date properties). */
+  | { kind: 'compare'; variable: string; op: '<' | '<=' | '>' | '>=' | '=' | '!='; on: 'number' | 'text' | 'date'; value: string }
   /** `?iri = <c>` for an IRI no value of the variable can be: false where bound (true, negated), an error where not. */
   | { kind: 'never'; variable: string; negated: boolean }
   | { kind: 'string'; test: 'contains' | 'strstarts' | 'strends'; variable: string; value: string }
@@ -244,6 +245,11 @@ function comparisonOf(variable: string, op: Extract<Condition, { kind: 'compare'
   }
   if (isNumeric(kind)) return isNumberConstant(constant) ? { kind: 'compare', variable, op, on: 'number', value: constant.value } : undefined;
   if (kind.datatype === 'xsd:string') return isStringConstant(constant) ? { kind: 'compare', variable, op, on: 'text', value: constant.value } : undefined;
+  if (kind.datatype === 'xsd:date') {
+    // The constant's instant as the evaluator reads it (date-time.ts); one that is no date is the evaluator's error.
+    const instant = constant.termType === 'Literal' && !constant.language && constant.datatype?.value === `${XSD}date` ? parseDate(constant.value) : undefined;
+    return instant === undefined ? undefined : { kind: 'compare', variable, op, on: 'date', value: String(instant / 60_000) };
+  }
   return undefined;
 }
 
@@ -1047,7 +1053,7 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
     star.triples.forEach((triple, i) => {
       if (triple.kind !== 'property' || triple.optional !== undefined) return;
       for (const { variable, op, on, value } of comparisons) {
-        if (variable !== triple.variable) continue;
+        if (variable !== triple.variable || on === 'date') continue;
         const condition = source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.datatype }, statement.params);
         if (!condition) continue;
         const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
@@ -1296,6 +1302,33 @@ function expressionSql(expression: Expression, columnOf: (name: string) => Colum
 
 const SQL_OPERATORS: Record<Extract<Condition, { kind: 'compare' }>['op'], string> = { '<': '<', '<=': '<=', '>': '>', '>=': '>=', '=': '=', '!=': '<>' };
 
+/** xsd:date's lexical space as the evaluator reads it (ontology/sparql-evaluator/date-time.ts): year, month, day, timezone. */
+const DATE_LEXICAL = '^(-?[0-9]{4,})-([0-9]{2})-([0-9]{2})(Z|[+-][0-9]{2}:[0-9]{2})?$';
+
+/**
+ * An xsd:date value's instant in minutes since the epoch, as the evaluator computes it (a date
+ * without a timezone read in UTC), or NULL where the evaluator finds no date: a month or day out
+ * of range, a timezone past 14:00, a year of more than four digits led by a zero, or past the
+ * range of JavaScript's Date (10^8 days either side of 1970). The days are counted from the
+ * proleptic Gregorian year (days_from_civil, as in Howard Hinnant's date algorithms), so no cast
+ * that could raise an error runs on a record's text.
+ */
+function dateMinutes(text: string, params: SqlParams): string {
+  const days = `CASE WHEN mo = 2 THEN CASE WHEN y % 4 = 0 AND (y % 100 <> 0 OR y % 400 = 0) THEN 29 ELSE 28 END WHEN mo IN (4, 6, 9, 11) THEN 30 ELSE 31 END`;
+  return `(SELECT CASE WHEN abs(epoch_days) <= 100000000 THEN epoch_days * 1440 - zone END
+     FROM (SELECT era * 146097 + yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + (153 * ((mo + 9) % 12) + 2) / 5 + d - 1 - 719468 AS epoch_days, zone
+       FROM (SELECT *, shifted - era * 400 AS yoe
+         FROM (SELECT *, floor(shifted / 400) AS era
+           FROM (SELECT y, mo, d, zone, y - CASE WHEN mo <= 2 THEN 1 ELSE 0 END AS shifted
+             FROM (SELECT CASE WHEN length(m[1]) <= 8 THEN m[1]::numeric END AS y, m[2]::int AS mo, m[3]::int AS d,
+                          CASE WHEN m[4] IS NULL OR m[4] = 'Z' THEN 0
+                               WHEN substr(m[4], 2, 2)::int <= 14 AND substr(m[4], 5, 2)::int <= 59 AND NOT (substr(m[4], 2, 2)::int = 14 AND substr(m[4], 5, 2)::int > 0)
+                               THEN CASE WHEN left(m[4], 1) = '-' THEN -1 ELSE 1 END * (substr(m[4], 2, 2)::int * 60 + substr(m[4], 5, 2)::int) END AS zone,
+                          NOT (length(ltrim(m[1], '-')) > 4 AND left(ltrim(m[1], '-'), 1) = '0') AS year_ok
+                     FROM (SELECT regexp_match(${text}, ${params.add(DATE_LEXICAL)}::text) AS m) matched WHERE m IS NOT NULL) parts
+            WHERE y IS NOT NULL AND year_ok AND zone IS NOT NULL AND mo BETWEEN 1 AND 12 AND d BETWEEN 1 AND ${days}) shifted) era) yoe) days)`;
+}
+
 /** A condition in SQL: true, false, or NULL exactly where SPARQL's is an error. */
 function conditionSql(condition: Condition, columnOf: (name: string) => Column, statement: Statement): string {
   const { params } = statement;
@@ -1312,6 +1345,7 @@ function conditionSql(condition: Condition, columnOf: (name: string) => Column, 
     case 'compare': {
       const column = columnOf(condition.variable);
       if (condition.on === 'number') return `(${column.num!} ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::numeric)`;
+      if (condition.on === 'date') return `(${dateMinutes(column.text, params)} ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::numeric)`;
       if (condition.op !== '=' && condition.op !== '!=') statement.ordersText = true;
       // COLLATE "C": bytes, which in UTF-8 is code point order, SPARQL's (the database's own collation need not be).
       return `((${column.text}) COLLATE "C" ${SQL_OPERATORS[condition.op]} ${params.add(condition.value)}::text)`;
