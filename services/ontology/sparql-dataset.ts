@@ -558,13 +558,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
     // A table never written has no records to read.
     version: snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
   }));
-  // Subject and link fields are what a query finds records by: indexed in the background.
-  for (const [at, table] of reachTables.entries()) {
-    const declaredKey = (tables[at].source.endpoint.target as { primaryKey?: unknown }).primaryKey;
-    const byRowKey = Array.isArray(declaredKey) && declaredKey.length === 1 ? declaredKey[0] : undefined;
-    const keyFields = [...templateFields(table.mapping.subjectTemplate), ...Object.values(table.mapping.links ?? {}).flatMap((link) => [link.field, ...templateFields(link.targetTemplate)])];
-    if (table.version !== undefined && !db.isTransaction) deps.managedTables.fieldIndexes.ensure(db as Db, workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
-  }
+  for (const [at, table] of reachTables.entries()) if (table.version !== undefined) indexKeyFields(db, deps, tables[at].source, table);
   const settings = sparqlSettings();
   const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
@@ -590,6 +584,15 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
     graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
     return handle;
   }
+}
+
+/** Subject and link fields are what queries find a table's records by: indexed in the background (field-indexes.ts). */
+function indexKeyFields(db: Executor, deps: CapabilityDependencies, source: BoundSource, table: Pick<ReachTable, 'workspaceId' | 'table' | 'mapping'>): void {
+  if (db.isTransaction) return;
+  const declaredKey = (source.endpoint.target as { primaryKey?: unknown }).primaryKey;
+  const byRowKey = Array.isArray(declaredKey) && declaredKey.length === 1 ? declaredKey[0] : undefined;
+  const keyFields = [...templateFields(table.mapping.subjectTemplate), ...Object.values(table.mapping.links ?? {}).flatMap((link) => [link.field, ...templateFields(link.targetTemplate)])];
+  deps.managedTables.fieldIndexes.ensure(db as Db, workspaceSchema(table.workspaceId), table.table, [...new Set(keyFields)].filter((field) => field !== byRowKey));
 }
 
 /**
@@ -696,6 +699,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
   if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
+  for (const star of inSql.stars) indexKeyFields(db, deps, plan.sources[star.source], tables[star.source]);
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
   const release = tableReadSlot(db as Db, principal.workspaceId, settings);
   try {

@@ -17,7 +17,7 @@ import { UnsupportedQuery } from '../../ontology/sparql-evaluator/unsupported';
 import { LiteralTerm, Term as EvaluatorTerm } from '../../ontology/sparql-evaluator/terms';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
-import { OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
+import { fieldShows, OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
 
 // SPARQL answered in SQL over bound tables, managed tables at their snapshots or an external
 // database's tables (SqlSource): no records leave the database. The shape
@@ -254,6 +254,18 @@ function comparisonOf(variable: string, op: Extract<Condition, { kind: 'compare'
 }
 
 /**
+ * `sameTerm(?variable, constant)`: the value's text against the constant's where the constant is of
+ * the variable's kind (an IRI's key, a literal's lexical form of the variable's datatype), so an
+ * index on the field serves it; a constant of another kind is no value of the variable (false where bound).
+ */
+function sameTermOf(variable: string, constant: unknown, kindOf: (name: string) => Kind | undefined): Condition | undefined {
+  const kind = kindOf(variable);
+  if (!kind || !isConstant(constant)) return undefined;
+  const text = textOf(constant, kind);
+  return text === undefined ? { kind: 'never', variable, negated: false } : { kind: 'compare', variable, op: '=', on: 'text', value: text };
+}
+
+/**
  * `&&` or `||` of these, flattened into one list where a part is of the same kind (the same
  * three-valued answer): a long IN, or a chain of `||`, nested a parenthesis a member deep is
  * more than PostgreSQL's parser takes.
@@ -290,6 +302,7 @@ function conditionOf(expression: unknown, kindOf: (name: string) => Kind | undef
     return arg && { kind: 'not', arg };
   }
   if (operator === 'exists' || operator === 'notexists') return existsOf && args.length === 1 ? existsOf(args[0] as Pattern, operator === 'notexists') : undefined;
+  if (operator === 'sameterm') return args.length === 2 && isVariable(args[0]) ? sameTermOf(args[0].value, args[1], kindOf) : undefined;
   if (operator === 'bound') return args.length === 1 && isVariable(args[0]) && kindOf(args[0].value) ? { kind: 'bound', variable: args[0].value } : undefined;
   if (operator === 'in' || operator === 'notin') {
     // IN is = against each member, true if one is, else an error if one is, else false (§17.4.1.9).
@@ -335,6 +348,8 @@ interface Scope {
   terms: PackageTerms;
   baseIri: string;
   stars: Star[];
+  /** Constant objects made variables so far (each a name no SPARQL variable can have). */
+  constants: number;
 }
 
 /** Characters encodeURIComponent leaves as they are: a key of only these is its IRI's text. */
@@ -391,7 +406,7 @@ function expressionOf(expression: unknown, variableOf: (name: string) => Bound |
  * hold; a star's predicates must be yielded by its source alone.
  */
 export function sqlQueryOf(query: SparqlQuery, sources: BoundMapping[], othersOf: (source: number) => OtherGraphs, terms: PackageTerms, baseIri: string): SqlQuery | undefined {
-  const scope: Scope = { sources, othersOf, terms, baseIri, stars: [] };
+  const scope: Scope = { sources, othersOf, terms, baseIri, stars: [], constants: 0 };
   const found = queryOf(query, scope, false);
   if (!found) return undefined;
   if (valuesIn(found) > MAX_VALUES || queryConstants(found) > MAX_FILTER_CONSTANTS) return undefined;
@@ -611,8 +626,18 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
   const subqueries: SqlQuery[] = [];
   for (const pattern of patterns) {
     if (pattern.type === 'bgp') {
-      triples.push(...(pattern.triples ?? []));
-      for (const triple of pattern.triples ?? []) binding(triple.subject, triple.object);
+      for (const triple of pattern.triples ?? []) {
+        // A constant object (`?offer :product <…/products/5>`) is a variable of that one term: the
+        // triple matches a value that is the same term (sameTerm, not =), which the source may
+        // find by an index on the field (narrowingsOf).
+        if (triple.predicate.value === RDF_TYPE || !isConstant(triple.object)) triples.push(triple);
+        else {
+          const variable: Term = { termType: 'Variable', value: ` constant ${scope.constants++}` };
+          triples.push({ ...triple, object: variable });
+          filterExpressions.push({ type: 'operation', operator: 'sameterm', args: [variable, triple.object] });
+        }
+        binding(triple.subject, triple.object);
+      }
     } else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
     else if (pattern.type === 'values' && !nested) valuesBlocks.push(pattern.values ?? []);
     else if (pattern.type === 'bind' && !nested && isVariable(pattern.variable)) {
@@ -846,6 +871,7 @@ export interface NarrowedTest {
   op: '<' | '<=' | '>' | '>=' | '=';
   on: 'number' | 'text';
   value: string;
+  /** The property's datatype, or 'iri' for a link (its value the key in the link's template). */
   datatype: string;
 }
 
@@ -864,6 +890,13 @@ export function snapshotSource(table: ReachTable & { version: string }, primaryK
       return { json: `data -> ${field}::text`, text: `data ->> ${field}::text` };
     },
     primaryKey,
+    // A field's value equal to a text (a constant object, `= "US"`): the records whose field holds a
+    // JSON value that shows as it, by row_key or the GIN index on the field (field-indexes.ts).
+    narrowing: (name, test, params) => {
+      if (test.op !== '=' || test.on !== 'text') return undefined;
+      const condition = fieldShows(name, [test.value], test.datatype === 'iri' ? 'iri' : test.datatype === 'xsd:string' ? 'string' : 'typed', primaryKey, params);
+      return condition === true ? undefined : condition === false ? 'false' : condition;
+    },
   };
 }
 
@@ -1051,10 +1084,10 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
     const source = statement.sources[star.source];
     if (!source.narrowing) continue;
     star.triples.forEach((triple, i) => {
-      if (triple.kind !== 'property' || triple.optional !== undefined) return;
+      if (triple.kind === 'type' || triple.optional !== undefined || (triple.kind === 'link' && triple.joins !== undefined)) return;
       for (const { variable, op, on, value } of comparisons) {
         if (variable !== triple.variable || on === 'date') continue;
-        const condition = source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.datatype }, statement.params);
+        const condition = source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.kind === 'link' ? 'iri' : triple.datatype }, statement.params);
         if (!condition) continue;
         const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
         byTriple.set(i, [...(byTriple.get(i) ?? []), condition]);

@@ -81,7 +81,7 @@ const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : par
  * (`String(value)`), an xsd:string literal (the string, or the JSON of another value) or a
  * literal of another datatype (the string, or `String(value)`).
  */
-type Shown = 'iri' | 'string' | 'typed';
+export type Shown = 'iri' | 'string' | 'typed';
 
 /**
  * The JSON values a field (or an element of its array) may hold to show `text`, or undefined
@@ -105,6 +105,11 @@ function candidateValues(text: string, shown: Shown): unknown[] | undefined {
  * (ensureReachIndexes). A field of a one-field primary key is found by row_key (its JSON array).
  */
 function fieldHolds(source: ReachTable, field: string, texts: string[], shown: Shown, params: SqlParams): Condition {
+  return fieldShows(field, texts, shown, source.primaryKey, params);
+}
+
+/** fieldHolds for a table of this primary key (the SQL path's narrowing of a star's records, sparql-in-sql.ts). */
+export function fieldShows(field: string, texts: string[], shown: Shown, primaryKey: string[] | null | undefined, params: SqlParams): Condition {
   if (!texts.length) return false;
   const values: unknown[] = [];
   for (const text of texts) {
@@ -112,7 +117,7 @@ function fieldHolds(source: ReachTable, field: string, texts: string[], shown: S
     if (!candidates) return true;
     values.push(...candidates);
   }
-  if (source.primaryKey?.length === 1 && source.primaryKey[0] === field) return `row_key = ANY (${params.add(values.map((value) => JSON.stringify([value])))}::text[])`;
+  if (primaryKey?.length === 1 && primaryKey[0] === field) return `row_key = ANY (${params.add(values.map((value) => JSON.stringify([value])))}::text[])`;
   return `(data -> ${params.add(field)}::text) @> ANY (${params.add(values.map((value) => JSON.stringify(value)))}::jsonb[])`;
 }
 

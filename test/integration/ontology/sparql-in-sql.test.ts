@@ -186,12 +186,11 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     }
   });
 
-  it('evaluates as before what it does not count (a FILTER, an invalid SUM, a join on a literal, a constant), with the same answers', async () => {
+  it('evaluates as before what it does not count (a FILTER, an invalid SUM, a join on a literal, an unordered slice), with the same answers', async () => {
     for (const query of [
       'SELECT (COUNT(*) AS ?n) WHERE { ?o :total ?t FILTER (STRLEN(STR(?t)) > 1) }',
       'SELECT (SUM(?t) AS ?s) (COUNT(*) AS ?n) WHERE { ?o :total ?t }',
       'SELECT (COUNT(*) AS ?n) WHERE { ?o :total ?x . ?c :age ?x }',
-      'SELECT (AVG(?age) AS ?a) WHERE { ?c :age ?age ; :name "nobody" }',
     ]) {
       const { counted, whole } = await both(query);
       assert.deepEqual(counted.rows, whole.rows, query);
@@ -384,6 +383,29 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       const { counted, whole } = await both(query, true);
       assert.deepEqual(counted.rows, whole.rows, query);
       assert.equal(counted.triples, 0, query);
+    }
+  });
+
+  it('answers triple patterns with constant objects as the same term, not an equal value', async () => {
+    for (const query of [
+      `SELECT ?o ?t WHERE { ?o :placedBy <${C}1> ; :total ?t }`,
+      `SELECT ?o WHERE { ?o :placedBy <${C}x%20y%2F%C3%A9> }`,
+      `SELECT ?o WHERE { ?o :placedBy <https://example.com/other/1> }`,
+      'SELECT ?c WHERE { ?c :name "Ada" }',
+      'SELECT ?c WHERE { ?c :name "Ada"@en }',
+      'SELECT ?c WHERE { ?c :age 36 }',
+      'SELECT ?c WHERE { ?c :age "36" }',
+      'SELECT ?c WHERE { ?c :age 36.0 }',
+      'SELECT ?o WHERE { ?o :total 5 }',
+      'SELECT ?o WHERE { ?o :total 10.0 }',
+      'SELECT ?o ?c WHERE { ?o :total "abc"^^<http://www.w3.org/2001/XMLSchema#decimal> ; :placedBy ?c }',
+      `SELECT ?name (COUNT(?o) AS ?n) WHERE { ?o :placedBy ?c . ?c :name ?name ; :age 36 } GROUP BY ?name`,
+      `SELECT ?c WHERE { ?c :name ?n FILTER NOT EXISTS { ?o :placedBy ?c ; :total 10 } }`,
+      'SELECT (AVG(?age) AS ?a) WHERE { ?c :age ?age ; :name "nobody" }',
+    ]) {
+      const { counted, whole } = await both(query);
+      assert.deepEqual(counted.rows, whole.rows, query);
+      assert.equal(counted.triples, 0, `${query}: answered by PostgreSQL`);
     }
   });
 
