@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     });
     if (created.status !== 201) throw new Error(`endpoint: ${JSON.stringify(created.body)}`);
     const endpointId = created.body.dataEndpoint.id as string;
-    const { installation } = await requireDataEndpoint(weft.db, tenant.workspaceId, endpointId);
+    const { installation } = await requireDataEndpoint(weft, weft.db, tenant.workspaceId, endpointId);
     await managedTableCapability.writeRecords!(capabilityContext(weft.db, installation, workerDependencies(weft)), { table: 'bench_orders', primaryKey: ['id'] }, {
       operation: 'append',
       rows: Array.from({ length: 100 }, (_, i) => ({ id: i + 1, customer: `customer-${i % 17}`, amount: (i * 7.31).toFixed(2), status: i % 3 ? 'open' : 'closed', note: 'x'.repeat(40) })),

@@ -9,7 +9,7 @@ import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connec
 import { KeyUsageRecorder } from '../services/tenancy/key-usage';
 import { startWorker } from '../worker';
 import { cleanExpiredIdempotencyRecords, startStrandedRuns, sweepEvery } from '../services/shared/housekeeping';
-import { closeDefinitionCache } from '../services/shared/definition-cache';
+import type { DefinitionCache } from '../services/shared/definition-cache';
 import { CHARGE_LEASE_TTL_MS } from '../services/usage/charge-leases';
 import type { Metering } from '../services/usage/metering';
 import { closeRuntimeState, runtimeState, type ServiceDependencies } from '../services/operations/context';
@@ -62,9 +62,10 @@ async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
 
 /**
  * The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT
- * (metricsPort: 0 picks a free one). `clock`: systemClock unless a test brings its own.
+ * (metricsPort: 0 picks a free one). `clock`: systemClock unless a test brings its own; `definitions`:
+ * a definition cache of its own unless a test brings one (closed with the API either way).
  */
-export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection; deps: ServiceDependencies }> {
+export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock; definitions?: DefinitionCache } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection; deps: ServiceDependencies }> {
   const settings = config();
   await startTracingFromEnvironment('weft-api');
   const db = createDb(settings.databaseUrl);
@@ -80,7 +81,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
     encryptionKey: settings.encryptionKey,
     clock,
     keyUsage,
-    ...runtimeState(db, clock),
+    ...runtimeState(db, clock, { definitions: options.definitions }),
   };
   const app = createApp(deps);
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
@@ -119,7 +120,6 @@ export async function startApi(options: { port?: number; host?: string; metricsP
       await expiredChargeLeases.stop();
       await closeRuntimeState(deps);
       await connection.close();
-      await closeDefinitionCache();
       await db.destroy();
       await metrics?.stop();
       await flushTracing();
@@ -147,7 +147,6 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
       await expiredChargeLeases.stop();
       // Closes the worker's runtime state too (its leased charges written, its leases returned).
       await worker.shutdown();
-      await closeDefinitionCache();
       await db.destroy();
       await metrics?.stop();
       await flushTracing();

@@ -2,6 +2,7 @@ import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@tem
 import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
 import { closeRuntimeState, type ServiceDependencies, workerDependencies } from '../services/operations/context';
+import type { DefinitionCache } from '../services/shared/definition-cache';
 import { logger } from '../core/logger';
 import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
 import { workflowBundlePath } from './workflow-bundle';
@@ -45,6 +46,8 @@ export interface WeftWorkerOptions {
   taskQueue: string;
   /** Where the SDK serves its own Prometheus metrics (the first worker of a process decides). */
   temporalMetricsAddress?: string;
+  /** The activities' definition cache: their own unless given (the test environment shares one among its runtimes). */
+  definitions?: DefinitionCache;
 }
 
 export interface RunningWorker {
@@ -59,7 +62,7 @@ export interface RunningWorker {
 export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
   installRuntime(options.temporalMetricsAddress);
   const connection = await NativeConnection.connect(options.temporalConnection ?? temporalConnectionOptions(options.temporalAddress));
-  const deps = workerDependencies({ db: options.db, encryptionKey: options.encryptionKey });
+  const deps = workerDependencies({ db: options.db, encryptionKey: options.encryptionKey, definitions: options.definitions });
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,

@@ -20,8 +20,8 @@ export interface MintCursorInput {
   after: unknown;
 }
 
-export async function mintRecordsCursor(weft: Pick<BenchWeft, 'db' | 'encryptionKey' | 'tenant'>, input: MintCursorInput): Promise<string> {
-  const { endpoint } = await requireDataEndpoint(weft.db, weft.tenant.workspaceId, input.endpointId);
+export async function mintRecordsCursor(weft: Pick<BenchWeft, 'db' | 'encryptionKey' | 'definitions' | 'tenant'>, input: MintCursorInput): Promise<string> {
+  const { endpoint } = await requireDataEndpoint(weft, weft.db, weft.tenant.workspaceId, input.endpointId);
   const params = createHash('sha256')
     .update(JSON.stringify({ select: undefined, where: input.where, orderBy: input.orderBy, limit: input.limit, snapshotId: undefined, asOf: undefined, target: endpoint.target }))
     .digest('base64url');

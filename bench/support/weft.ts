@@ -16,6 +16,8 @@ import { bootstrapWorkspace } from '../../services/tenancy/workspaces';
 import { createApiKey } from '../../services/tenancy/api-keys';
 import { installPlugin } from '../../services/endpoints/plugins';
 import { loadEncryptionKey } from '../../core/config';
+import { systemClock } from '../../core/clock';
+import { DefinitionCache } from '../../services/shared/definition-cache';
 import { SCOPES } from '../../core/scopes';
 import { dataDir, projectRoot } from '../../core/paths';
 import { SERVICE_NODE_ARGS, WORKER_NODE_ARGS } from '../../worker/node-args';
@@ -37,6 +39,8 @@ export interface BenchWeft {
   taskQueue: string;
   db: Db;
   encryptionKey: Buffer;
+  /** The definition cache of what the bench calls in process (workerDependencies(weft) picks it up); closed by stop(). */
+  definitions: DefinitionCache;
   api: ChildProcess;
   worker?: ChildProcess;
   tenant: BenchTenant;
@@ -113,6 +117,7 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
   const db = createDb(infra.databaseUrl, { max: 10 });
   await migrate(db);
   const encryptionKey = loadEncryptionKey();
+  const definitions = new DefinitionCache(db, systemClock);
   const port = await freePort();
   const taskQueue = `weft-bench-${options.name}-${process.pid}`;
   const env: NodeJS.ProcessEnv = {
@@ -130,6 +135,7 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
   const stop = async () => {
     await stopChild(api);
     await stopChild(worker);
+    await definitions.close();
     await db.destroy().catch(() => undefined);
     await infra.stop().catch(() => undefined);
   };
@@ -150,7 +156,7 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
       return { workspaceId: ws.workspaceId, projectId: ws.projectId, memberId: ws.memberId, key: secret, managedInstallationId: managed.id, httpInstallationId: http?.id };
     };
     const tenant = await newTenant();
-    return { baseUrl, databaseUrl: infra.databaseUrl, temporalAddress: env.TEMPORAL_ADDRESS!, taskQueue, db, encryptionKey, api, worker, tenant, newTenant, stop };
+    return { baseUrl, databaseUrl: infra.databaseUrl, temporalAddress: env.TEMPORAL_ADDRESS!, taskQueue, db, encryptionKey, definitions, api, worker, tenant, newTenant, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -3,8 +3,7 @@ import { raw } from 'objection';
 import { targetCredentialProblems } from './target-credentials';
 import { ConflictError, FieldProblem, InputError, NotFoundError } from '../../core/errors';
 import { schemaProblems, summarizeProblems } from '../../core/schema-validator';
-import type { Db, Executor } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
+import type { Executor } from '../../db/connection';
 import { DataEndpoint, PluginInstallation, ReadBinding, SchemaHints } from '../../db/models';
 import { dataWritePolicy, guardNamingData } from './data-guard';
 import type { CapabilityContext, CapabilityRuntime, CheckResult, DiscoveredSchema } from '../../plugins/capability';
@@ -140,19 +139,20 @@ async function assertNameFree(db: Executor, workspaceId: string, namespace: stri
 }
 
 /**
- * A lookup (db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold.
+ * A lookup (deps, db, workspaceId, …): pipeline runs, previews and governed writes call it on the executor they hold;
+ * outside a transaction the runtime's definition cache (deps.definitions) answers.
  * `use`: true locks the rows (FOR UPDATE); `{ shared: true }`, for callers that only read the
  * endpoint (records reads), hands out the definition cache's own instance outside a transaction,
  * not a copy: it must not be changed.
  */
-export async function requireDataEndpoint(db: Executor, workspaceId: string, endpointId: string, use: boolean | { shared: true } = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
+export async function requireDataEndpoint(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, workspaceId: string, endpointId: string, use: boolean | { shared: true } = false): Promise<{ endpoint: DataEndpoint; installation: PluginInstallation }> {
   // One round trip: every data-endpoint route starts here.
   const query = () => DataEndpoint.query(db)
     .withGraphJoined('installation', { joinOperation: 'innerJoin' })
     .findOne({ 'data_endpoints.id': endpointId, 'data_endpoints.workspaceId': workspaceId });
   // Locks the installation row too, harmlessly: the public API never changes installations. Reads
   // outside a transaction come from the definition cache, as a copy (callers may patch theirs).
-  const cached = async () => (await definitionCache().get(db as Db, workspaceId, `endpoint:${endpointId}`, async () => (await query()) ?? null)) ?? undefined;
+  const cached = async () => (await deps.definitions.get(workspaceId, `endpoint:${endpointId}`, async () => (await query()) ?? null)) ?? undefined;
   const endpoint = use === true ? await query().forUpdate()
     : db.isTransaction ? await query()
       : use ? await cached() : (await cached())?.$clone();
@@ -162,7 +162,7 @@ export async function requireDataEndpoint(db: Executor, workspaceId: string, end
 
 export async function getDataEndpoint(ctx: OperationContext, endpointId: string): Promise<DataEndpointView> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   return presentDataEndpoint(endpoint, installation);
 }
 
@@ -181,7 +181,7 @@ export async function listDataEndpoints(ctx: OperationContext, page: PageRequest
 export async function updateDataEndpoint(ctx: OperationContext, endpointId: string, patch: DataEndpointPatch): Promise<DataEndpointView> {
   const { db, deps: { encryptionKey }, principal } = ctx;
   const { workspaceId } = principal;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, true);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId, true);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   const next = { ...endpoint, ...patch, target: structuredClone(patch.target ?? endpoint.target) };
   // The target is revalidated on every change, as are formats against the installed contract.
@@ -218,7 +218,7 @@ export type EndpointReferenceFinder = (db: Executor, workspaceId: string, endpoi
 
 export async function deleteDataEndpoint(ctx: OperationContext, endpointId: string): Promise<void> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId, true);
+  const { endpoint } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId, true);
   const references = (await Promise.all(endpointReferenceFinders().map((find) => find(db, workspaceId, endpointId)))).flat();
   if (references.length) {
     const names = references.map((r) => `${r.kind} ${r.name ?? r.id}`).join(', ');
@@ -227,8 +227,11 @@ export async function deleteDataEndpoint(ctx: OperationContext, endpointId: stri
   await endpoint.$query(db).delete();
 }
 
-/** What a capability's context takes from the runtime's dependencies: the key that opens an installation's credentials, managed_table's memory, postgres_table's pools and who hears of committed snapshots. */
-export type CapabilityDependencies = Pick<ServiceDependencies, 'encryptionKey' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices'>;
+/**
+ * What a capability's context takes from the runtime's dependencies: the key that opens an installation's credentials, managed_table's memory, postgres_table's pools and who hears of committed snapshots;
+ * and the definition cache, where the SPARQL dataset keeps the snapshots it read.
+ */
+export type CapabilityDependencies = Pick<ServiceDependencies, 'encryptionKey' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'definitions'>;
 
 export function capabilityContext(db: Executor, installation: PluginInstallation, deps: CapabilityDependencies): CapabilityContext {
   return { installation: openInstallation(installation, deps.encryptionKey), db: db as CapabilityContext['db'], managedTables: deps.managedTables, postgresTablePools: deps.postgresTablePools, snapshotNotices: deps.snapshotNotices };
@@ -236,7 +239,7 @@ export function capabilityContext(db: Executor, installation: PluginInstallation
 
 export async function checkDataEndpoint(ctx: OperationContext, endpointId: string): Promise<CheckResult & { checkedAt: string }> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   const result = await runtime.checkConnection(capabilityContext(db, installation, ctx.deps), endpoint.target);
   return { ...result, checkedAt: new Date().toISOString() };
@@ -245,14 +248,14 @@ export async function checkDataEndpoint(ctx: OperationContext, endpointId: strin
 /** Validates the stored configuration against the installed capability's current contract. */
 export async function validateDataEndpoint(ctx: OperationContext, endpointId: string): Promise<{ valid: boolean; problems: FieldProblem[] }> {
   const { db, deps: { encryptionKey }, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const problems = endpointProblems(findCapability(installation.capability, installation.capabilityVersion), installation, encryptionKey, { ...endpoint, target: structuredClone(endpoint.target) });
   return { valid: problems.length === 0, problems };
 }
 
 export async function discoverEndpointSchema(ctx: OperationContext, endpointId: string): Promise<DiscoveredSchema> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const runtime = findCapability(installation.capability, installation.capabilityVersion);
   if (!runtime.definition.supports.schemaDiscovery) throw new InputError('schema_discovery_not_supported', `${runtime.definition.name} does not support schema discovery.`);
   const discovered = await runtime.discoverSchema(capabilityContext(db, installation, ctx.deps), endpoint.target);

@@ -1,6 +1,6 @@
 import { NotFoundError, PermissionError } from '../../core/errors';
-import type { Db, Executor } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
+import type { Executor } from '../../db/connection';
+import type { ServiceDependencies } from '../operations/context';
 import { DataEndpoint, WritePolicy } from '../../db/models';
 import type { WriteMode } from '../../pipelines/document';
 import { checkingGrants } from '../operations/current-operation';
@@ -58,19 +58,19 @@ const readsRecords = (use: DataUse): boolean => use.mode === 'read' || use.chann
  * workspace, of any endpoint over the same data. An ungated second binding or endpoint cannot open
  * what another binding gates.
  */
-export async function endpointReadGrants(db: Executor, workspaceId: string, endpointIds: readonly string[]): Promise<Map<string, string[]>> {
+export async function endpointReadGrants(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, workspaceId: string, endpointIds: readonly string[]): Promise<Map<string, string[]>> {
   const grants = new Map<string, string[]>(endpointIds.map((id) => [id, []]));
   if (endpointIds.length === 0) return grants;
   // Outside a transaction, each endpoint's grants come from the definition cache: read_bindings and
   // data_endpoints notify, so a new binding or a retarget drops them in every process.
-  const cache = db.isTransaction ? undefined : definitionCache();
+  const cache = db.isTransaction ? undefined : deps.definitions;
   const missing = endpointIds.filter((id) => {
     const kept = cache?.peek<string[]>(workspaceId, `endpoint-grants:${id}`);
     if (kept) grants.set(id, kept);
     return !kept;
   });
   if (!missing.length) return grants;
-  cache?.start(db as Db);
+  cache?.start();
   const ticket = cache?.ticket(workspaceId);
   const rows = await db.raw<{ rows: Array<{ data_endpoint_id: string; grants: string[] }> }>(
     `SELECT e.id AS data_endpoint_id, array_agg(DISTINCT grant_name ORDER BY grant_name) AS grants
@@ -203,8 +203,8 @@ export function authorizeDataUse(principal: Principal, endpoint: DataEndpoint, u
 }
 
 /** May this key use this endpoint's records this way? Throws the refusal; loads the endpoint's grants. */
-export async function guardEndpointData(db: Executor, principal: Principal, endpoint: DataEndpoint, use: DataUse): Promise<void> {
-  const grants = readsRecords(use) ? (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)! : [];
+export async function guardEndpointData(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, endpoint: DataEndpoint, use: DataUse): Promise<void> {
+  const grants = readsRecords(use) ? (await endpointReadGrants(deps, db, principal.workspaceId, [endpoint.id])).get(endpoint.id)! : [];
   const policy = runWrites(use) ? await dataWritePolicy(db, principal.workspaceId, endpoint.dataIdentity) : undefined;
   authorizeDataUse(principal, endpoint, use, grants, policy);
 }
@@ -214,17 +214,17 @@ export async function guardEndpointData(db: Executor, principal: Principal, endp
  * access, the named read grants)? For answers that show record values to keys that may read them
  * and withhold them from others instead of refusing the whole answer (write actions' change sets).
  */
-export async function mayReadEndpointRecords(db: Executor, principal: Principal, endpoint: DataEndpoint, readScope: ReadScope = 'data:read'): Promise<boolean> {
+export async function mayReadEndpointRecords(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, endpoint: DataEndpoint, readScope: ReadScope = 'data:read'): Promise<boolean> {
   if (endpoint.workspaceId !== principal.workspaceId || !hasScope(principal, readScope)) return false;
   if (!isUnrestricted(principal) && !principal.workspaceResources) return false;
   checkingGrants(principal, 'read');
-  const grants = (await endpointReadGrants(db, principal.workspaceId, [endpoint.id])).get(endpoint.id)!;
+  const grants = (await endpointReadGrants(deps, db, principal.workspaceId, [endpoint.id])).get(endpoint.id)!;
   return missingReadPermissions(principal, grants).length === 0;
 }
 
 /** The same for several endpoints at once (a pipeline's sources and destinations), one grant query. */
-export async function guardEndpointsData(db: Executor, principal: Principal, uses: ReadonlyArray<{ endpoint: DataEndpoint } & DataUse>): Promise<void> {
-  const grants = await endpointReadGrants(db, principal.workspaceId, [...new Set(uses.map((use) => use.endpoint.id))]);
+export async function guardEndpointsData(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, uses: ReadonlyArray<{ endpoint: DataEndpoint } & DataUse>): Promise<void> {
+  const grants = await endpointReadGrants(deps, db, principal.workspaceId, [...new Set(uses.map((use) => use.endpoint.id))]);
   const written = [...new Set(uses.filter(runWrites).map((use) => use.endpoint.dataIdentity))];
   const policies = written.length ? await WritePolicy.query(db).where({ workspaceId: principal.workspaceId }).whereIn('dataIdentity', written) : [];
   const policyOf = new Map(policies.map((policy) => [policy.dataIdentity, policy]));
@@ -260,8 +260,8 @@ export async function guardNamingData(db: Executor, principal: Principal, name: 
  * Of these endpoints, the ones whose records this key may read through the project's read bindings
  * (term reads, the SPARQL dataset, published queries): it must hold every named grant of each.
  */
-export async function endpointsReadableThroughBindings(db: Executor, principal: Principal, endpointIds: readonly string[]): Promise<Set<string>> {
-  const grants = await endpointReadGrants(db, principal.workspaceId, [...new Set(endpointIds)]);
+export async function endpointsReadableThroughBindings(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, endpointIds: readonly string[]): Promise<Set<string>> {
+  const grants = await endpointReadGrants(deps, db, principal.workspaceId, [...new Set(endpointIds)]);
   return readableThroughBindings(principal, [...grants].map(([endpointId, required]) => ({ endpointId, grants: required })));
 }
 

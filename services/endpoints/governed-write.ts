@@ -75,10 +75,10 @@ export const showsRecords = (request: WriteActionRequest, origin: WriteOrigin = 
 
 export async function prepareWrite(ctx: OperationContext, endpointId: string, request: WriteActionRequest, origin: WriteOrigin = {}): Promise<PreparedWrite> {
   const { db, principal } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, principal.workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
   await requireProjectOf(db, principal, request.projectId);
-  await guardEndpointData(db, principal, endpoint, {
+  await guardEndpointData(ctx.deps, db, principal, endpoint, {
     channel: 'governed',
     mode: request.input.operation === 'delete' ? 'delete' : 'write',
     projectId: request.projectId,

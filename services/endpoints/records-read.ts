@@ -104,7 +104,7 @@ function fieldsUsed(query: RecordsQuery): string[] {
  * the endpoint's schema, asks the capability for one page, and wraps its continuation in a cursor.
  */
 export async function readEndpointRecords(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
-  return readRecordsOf(ctx, await requireDataEndpoint(ctx.db, ctx.principal.workspaceId, endpointId, { shared: true }), params);
+  return readRecordsOf(ctx, await requireDataEndpoint(ctx.deps, ctx.db, ctx.principal.workspaceId, endpointId, { shared: true }), params);
 }
 
 async function readRecordsOf(ctx: OperationContext, { endpoint, installation }: { endpoint: DataEndpoint; installation: PluginInstallation }, params: RecordsReadParams): Promise<RecordsReadResult> {
@@ -214,9 +214,9 @@ class RecordsAnswer implements RecordsReadResult, WritesJson {
  */
 export async function readRecordsMetered(ctx: OperationContext, endpointId: string, params: RecordsReadParams): Promise<RecordsReadResult> {
   const { db, principal } = ctx;
-  const found = await requireDataEndpoint(db, principal.workspaceId, endpointId, { shared: true });
+  const found = await requireDataEndpoint(ctx.deps, db, principal.workspaceId, endpointId, { shared: true });
   // The direct read of GET …/records: reads through bindings (term reads, SPARQL) ask the guard for the binding's data instead.
-  await guardEndpointData(db, principal, found.endpoint, { channel: 'records', mode: 'read' });
+  await guardEndpointData(ctx.deps, db, principal, found.endpoint, { channel: 'records', mode: 'read' });
   const result = await readRecordsOf(ctx, found, params);
   await ctx.deps.metering.chargeRecordsRead(db, { workspaceId: principal.workspaceId, actor: principal, records: result.metadata.rowCount });
   return result;

@@ -176,7 +176,7 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
 /** The snapshot a writer names as expectedSourceSnapshot. */
 export async function currentSourceSnapshot(ctx: OperationContext, endpointId: string): Promise<SnapshotInfo> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const runtime = governedWriteRuntime(endpoint, installation);
   return runtime.currentSnapshot!(capabilityContext(db, installation, ctx.deps), endpoint.target);
 }

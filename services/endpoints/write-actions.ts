@@ -63,7 +63,7 @@ export type WriteActionView = ReturnType<typeof presentWriteAction>;
 async function mayReadRecordsOf(ctx: OperationContext, endpointId: string, readScope?: ReadScope): Promise<boolean> {
   const { db, principal: viewer } = ctx;
   const endpoint = await DataEndpoint.query(db).findOne({ id: endpointId, workspaceId: viewer.workspaceId });
-  return Boolean(endpoint) && mayReadEndpointRecords(db, viewer, endpoint!, readScope);
+  return Boolean(endpoint) && mayReadEndpointRecords(ctx.deps, db, viewer, endpoint!, readScope);
 }
 
 /**
@@ -82,7 +82,7 @@ const canSeeEveryAction = (principal: Principal) => hasScope(principal, 'policy:
 /** An action of the endpoint that this caller may see: approvers and policy readers see all, a proposer its own. */
 export async function requireVisibleAction(ctx: OperationContext, endpointId: string, actionId: string): Promise<WriteAction> {
   const { db, principal } = ctx;
-  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  await requireDataEndpoint(ctx.deps, db, principal.workspaceId, endpointId);
   const action = await WriteAction.query(db).findOne({ workspaceId: principal.workspaceId, dataEndpointId: endpointId, actionId });
   if (!action || (!canSeeEveryAction(principal) && action.proposedByMemberId !== principal.memberId)) {
     throw new NotFoundError('write_action', 'No write action with this id on this endpoint that this API key can see.');
@@ -98,7 +98,7 @@ export async function getSourceWrite(ctx: OperationContext, endpointId: string, 
 
 export async function listSourceWrites(ctx: OperationContext, endpointId: string, page: PageRequest, filter: { status?: string }) {
   const { db, principal } = ctx;
-  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  await requireDataEndpoint(ctx.deps, db, principal.workspaceId, endpointId);
   const base = WriteAction.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
   if (!canSeeEveryAction(principal)) base.where('proposedByMemberId', principal.memberId);
   if (principal.projectIds.length) base.whereIn('projectId', principal.projectIds as string[]);

@@ -50,7 +50,7 @@ function presentLogEntry(event: WriteActionEvent) {
  */
 export async function listWriteLog(ctx: OperationContext, endpointId: string, page: PageRequest, filter: { actionId?: string; kind?: string }) {
   const { db, principal } = ctx;
-  await requireDataEndpoint(db, principal.workspaceId, endpointId);
+  await requireDataEndpoint(ctx.deps, db, principal.workspaceId, endpointId);
   const base = WriteActionEvent.query(db).where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId });
   if (!isUnrestricted(principal)) {
     base.whereIn('writeActionId', WriteAction.query(db).select('id').where({ workspaceId: principal.workspaceId, dataEndpointId: endpointId }).whereIn('projectId', principal.projectIds as string[]));

@@ -1,6 +1,5 @@
 import { raw } from 'objection';
 import { InputError, NotFoundError } from '../../core/errors';
-import type { Executor } from '../../db/connection';
 import { DataEndpoint, PluginInstallation, WritePolicy } from '../../db/models';
 import { findCapability } from '../../plugins';
 import type { CapabilityRuntime } from '../../plugins/capability';
@@ -49,15 +48,16 @@ export function governedWriteRuntime(endpoint: DataEndpoint, installation: Plugi
 }
 
 /** The write policy of an endpoint's data, and the endpoints it governs. */
-async function policyThrough(db: Executor, workspaceId: string, endpointId: string, forUpdate = false) {
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId, forUpdate);
+async function policyThrough(ctx: OperationContext, workspaceId: string, endpointId: string, forUpdate = false) {
+  const { db } = ctx;
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId, forUpdate);
   const policy = await dataWritePolicy(db, workspaceId, endpoint.dataIdentity, forUpdate);
   return { endpoint, installation, policy };
 }
 
 export async function getWritePolicy(ctx: OperationContext, endpointId: string): Promise<WritePolicyView> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, policy } = await policyThrough(db, workspaceId, endpointId);
+  const { endpoint, policy } = await policyThrough(ctx, workspaceId, endpointId);
   if (!policy) throw new NotFoundError('write_policy', "This endpoint's data has no write policy, so it takes no governed writes. Create one with PUT (policy:manage).");
   return presentWritePolicy(policy, endpointId, await endpointsOverData(db, workspaceId, endpoint.dataIdentity));
 }
@@ -69,7 +69,7 @@ export async function getWritePolicy(ctx: OperationContext, endpointId: string):
  */
 export async function putWritePolicy(ctx: OperationContext, endpointId: string, input: WritePolicyInput): Promise<{ policy: WritePolicyView; created: boolean }> {
   const { db, principal } = ctx;
-  const { endpoint, installation, policy: existing } = await policyThrough(db, principal.workspaceId, endpointId, true);
+  const { endpoint, installation, policy: existing } = await policyThrough(ctx, principal.workspaceId, endpointId, true);
   governedWriteRuntime(endpoint, installation);
   await assertProjectsInWorkspace(db, principal.workspaceId, input.projectIds);
   const fields = {
@@ -96,7 +96,7 @@ export async function putWritePolicy(ctx: OperationContext, endpointId: string, 
 /** Removes the policy of the endpoint's data: no endpoint over it takes governed writes until a new one is made. Waiting actions still apply if approved. */
 export async function deleteWritePolicy(ctx: OperationContext, endpointId: string): Promise<void> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const deleted = await WritePolicy.query(db).delete().where({ workspaceId, dataIdentity: endpoint.dataIdentity });
   if (!deleted) throw new NotFoundError('write_policy', "This endpoint's data has no write policy.");
 }

@@ -58,7 +58,7 @@ export async function checkGrants(ctx: OperationContext, version: QueryVersion):
   const pkg = await activePackage(db, project);
   const facts = pkg && analyzeTemplate(version.definition.sparql, pkg.baseIri).facts;
   const bindings = pkg && facts ? await queryTermBindings(db, project, pkg, facts) : [];
-  const dataGrants = await endpointReadGrants(db, project.workspaceId, [...new Set(bindings.map((binding) => binding.dataEndpointId))]);
+  const dataGrants = await endpointReadGrants(ctx.deps, db, project.workspaceId, [...new Set(bindings.map((binding) => binding.dataEndpointId))]);
   const required = [...new Set([...version.requiredReadPermissions, ...[...dataGrants.values()].flat()])].sort();
   checkingGrants(principal, 'read');
   const missing = missingReadPermissions(principal, required);
@@ -70,7 +70,7 @@ const inputHash = (input: Record<string, unknown>) => createHash('sha256').updat
 /** Runs a release's query for a caller: contract-checked input, grants-filtered dataset, contract-checked rows. */
 export async function runQuery(ctx: OperationContext, version: QueryVersion, input: Record<string, unknown>, page: { limit: number; offset: number }, timeoutMs: number, pin?: SnapshotPin) {
   const { principal } = ctx;
-  const catalog = await loadDatasetCatalog(ctx.db, principal.workspaceId, ctx.project.id);
+  const catalog = await loadDatasetCatalog(ctx.deps, ctx.db, principal.workspaceId, ctx.project.id);
   if (!catalog.pkg) throw new NotFoundError('ontology', 'This project has no compiled ontology package yet: compile and activate one before querying.');
   const { facts } = analyzeTemplate(version.definition.sparql, catalog.pkg.baseIri);
   if (!facts) throw new ConflictError('query_outdated', 'The released query no longer parses against the active ontology.');

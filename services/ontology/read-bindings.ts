@@ -149,7 +149,7 @@ async function guardBinding(ctx: OperationContext, dataEndpointId: string): Prom
   const { db, principal, project } = ctx;
   const endpoint = await DataEndpoint.query(db).findOne({ id: dataEndpointId, workspaceId: project.workspaceId });
   // An unknown endpoint is a validation problem of the binding.
-  if (endpoint) await guardEndpointData(db, principal, endpoint, { channel: 'bind', mode: 'read', projectId: project.id });
+  if (endpoint) await guardEndpointData(ctx.deps, db, principal, endpoint, { channel: 'bind', mode: 'read', projectId: project.id });
 }
 
 export async function createBinding(ctx: OperationContext, input: BindingInput): Promise<BindingView> {
@@ -217,7 +217,7 @@ export async function readableBindings(ctx: OperationContext, termId?: string): 
   const bindings = await query;
   // The grants of the data, not of one binding: a binding without grants over an endpoint that
   // another binding gates reads nothing that other binding withholds.
-  const open = await endpointsReadableThroughBindings(db, principal, bindings.map((b) => b.dataEndpointId));
+  const open = await endpointsReadableThroughBindings(ctx.deps, db, principal, bindings.map((b) => b.dataEndpointId));
   const readable = bindings.filter((b) => open.has(b.dataEndpointId));
   return { readable, withheld: bindings.length - readable.length };
 }

@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Parser } from 'n3';
 import { InputError, NotFoundError, PermissionError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
 import { BindingMapping, DataEndpoint, OntologyPackage } from '../../db/models';
 import { findCapability } from '../../plugins';
 import { EMPTY_SNAPSHOT, SnapshotInfo } from '../../plugins/capability';
@@ -68,12 +67,12 @@ export interface DatasetCatalog {
  * endpoints' grants, and the bound endpoints with their installations. Definitions only (data
  * versions are read per query), so the process's definition cache keeps it until they change.
  */
-export async function loadDatasetCatalog(db: Executor, workspaceId: string, projectId: string): Promise<DatasetCatalog> {
+export async function loadDatasetCatalog(deps: Pick<CapabilityDependencies, 'definitions'>, db: Executor, workspaceId: string, projectId: string): Promise<DatasetCatalog> {
   const read = async () => {
     const catalog = await readCatalog(db, workspaceId, projectId);
     return { ...catalog, endpoints: await boundEndpoints(db, workspaceId, catalog.bindings) };
   };
-  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, `sparql-catalog:${projectId}`, read);
+  return db.isTransaction ? read() : deps.definitions.get(workspaceId, `sparql-catalog:${projectId}`, read);
 }
 
 /** The bindings' endpoints with their installations: one query. */
@@ -296,9 +295,9 @@ async function snapshotsOf(db: Executor, deps: CapabilityDependencies, groups: S
 
 /** A group's current snapshots, read now and kept for the next query's keptDataset. */
 async function readAndKeep(db: Executor, deps: CapabilityDependencies, group: SnapshotGroup): Promise<SnapshotInfo[]> {
-  const ticket = definitionCache().ticket(group.scope);
+  const ticket = deps.definitions.ticket(group.scope);
   const snapshots = await currentSnapshotsOf(db, deps, group);
-  definitionCache().keep(group.scope, group.key, snapshots, ticket);
+  deps.definitions.keep(group.scope, group.key, snapshots, ticket);
   return snapshots;
 }
 
@@ -459,7 +458,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
     if (group) {
       if (!group.kept) return undefined;
       if (group !== snapshotGroup) {
-        snapshots = definitionCache().peek<SnapshotInfo[]>(group.scope, group.key);
+        snapshots = ctx.deps.definitions.peek<SnapshotInfo[]>(group.scope, group.key);
         snapshotGroup = group;
         if (snapshots && !keptSnapshots.some((each) => each.group === group)) keptSnapshots.push({ group, snapshots });
       }

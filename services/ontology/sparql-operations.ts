@@ -57,7 +57,7 @@ export const sparqlUpdateOperation = defineOperation({
   access: { scopes: { allOf: ['sparql:update'] }, project: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'external',
   async run(ctx: OperationContext, input: UpdateInput): Promise<Reply> {
-    requireSemanticMode(await loadDatasetCatalog(ctx.db, ctx.principal.workspaceId, ctx.project.id), 'write');
+    requireSemanticMode(await loadDatasetCatalog(ctx.deps, ctx.db, ctx.principal.workspaceId, ctx.project.id), 'write');
     if (input.sentAsQuery) throw new InputError('update_in_query', 'An update was sent as a query: POST it as application/sparql-update or in update=.');
     const { replayed, ...applied } = await applySparqlUpdate(ctx, input.text, input.idempotencyKey);
     // A retry's answer is the first outcome, marked like every idempotent replay.

@@ -168,7 +168,7 @@ const NUMERIC_TYPES = new Set(['number', 'integer', 'bigint', 'smallint', 'numer
 /** Keys come out of IRIs as text: a field the endpoint stores as a number is written and matched as one. */
 async function keyCaster(ctx: OperationContext, endpointId: string): Promise<(field: string, text: string) => unknown> {
   const { db, principal: { workspaceId } } = ctx;
-  const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+  const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, workspaceId, endpointId);
   const declared = new Map((endpoint.schemaHints?.columns ?? []).map((c) => [c.name, c.type ?? '']));
   if (!declared.size) {
     const discovered = await findCapability(installation.capability, installation.capabilityVersion).discoverSchema(capabilityContext(db, installation, ctx.deps), endpoint.target);

@@ -66,7 +66,7 @@ export async function runDatasetQuery(ctx: OperationContext, dataset: QueryDatas
  */
 export async function sparqlDataset(ctx: OperationContext, textOf?: (pkg: PackageHead) => string): Promise<{ dataset: QueryDatasetHandles; text?: string }> {
   const { db, principal, project } = ctx;
-  const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
+  const catalog = await loadDatasetCatalog(ctx.deps, db, principal.workspaceId, project.id);
   const text = catalog.pkg && textOf ? textOf(catalog.pkg) : undefined;
   return { dataset: await queryDataset(ctx, catalog, text), text };
 }
@@ -111,7 +111,7 @@ export function readSparqlAsk(request: SparqlRequest, parses: KeptParses): Sparq
  */
 export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlAsk, 'text' | 'queryType'>, accept: string | undefined): Promise<SparqlAnswer> {
   const { db, principal, project } = ctx;
-  const catalog = await loadDatasetCatalog(db, principal.workspaceId, project.id);
+  const catalog = await loadDatasetCatalog(ctx.deps, db, principal.workspaceId, project.id);
   requireSemanticMode(catalog, 'read');
   const kind = ask.queryType === 'CONSTRUCT' || ask.queryType === 'DESCRIBE' ? 'quads' : ask.queryType === 'ASK' ? 'boolean' : 'bindings';
   const mediaType = negotiate(accept, kind);

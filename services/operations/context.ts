@@ -8,7 +8,7 @@ import { SparqlMemory } from '../ontology/sparql-memory';
 import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { SnapshotNotices, snapshotScope } from '../../plugins/snapshot-notices';
-import { definitionCache } from '../shared/definition-cache';
+import { DefinitionCache } from '../shared/definition-cache';
 import { SparqlQueryThreads } from '../../ontology/sparql-threads/query-pool';
 import { WorkerRoundTrips } from '../shared/worker-round-trips';
 import { Metering } from '../usage/metering';
@@ -32,6 +32,8 @@ export interface ServiceDependencies {
   managedTables: ManagedTableMemory;
   /** The pools of postgres_table installations this runtime connected (plugins/postgres-table/pool.ts); closed by the runtime. */
   postgresTablePools: PostgresTablePools;
+  /** The definitions this runtime keeps per workspace, dropped on change (services/shared/definition-cache.ts); closed by the runtime. */
+  definitions: DefinitionCache;
   /** Who hears of the snapshots committed through this runtime (plugins/snapshot-notices.ts): its definition cache. */
   snapshotNotices: SnapshotNotices;
   /** The charges this runtime batches and leases, and the alert checks they start (services/usage/metering.ts); closed by the runtime. */
@@ -45,20 +47,27 @@ export interface ServiceDependencies {
 }
 
 /** What a runtime keeps between calls, built on its pool and clock; closed with closeRuntimeState. */
-export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'sparqlQueries' | 'managedTables' | 'postgresTablePools' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests' | 'workerRoundTrips'>;
+export type RuntimeState = Pick<ServiceDependencies, 'sparqlMemory' | 'sparqlQueries' | 'managedTables' | 'postgresTablePools' | 'definitions' | 'snapshotNotices' | 'metering' | 'stripe' | 'requests' | 'workerRoundTrips'>;
 
-export function runtimeState(db: Db, clock: Clock, sparqlQueries = new SparqlQueryThreads()): RuntimeState {
+/**
+ * `shared`: query threads and a definition cache of their own unless given (tests share theirs:
+ * threads are costly, and runtimes of one test environment see each other's changes at once).
+ * closeRuntimeState closes what it was given too; both start again on their next use.
+ */
+export function runtimeState(db: Db, clock: Clock, shared: Partial<Pick<RuntimeState, 'sparqlQueries' | 'definitions'>> = {}): RuntimeState {
+  const { sparqlQueries = new SparqlQueryThreads(), definitions = new DefinitionCache(db, clock) } = shared;
   const snapshotNotices = new SnapshotNotices();
   // A snapshot committed through this runtime is seen by its next query at once; other processes
   // hear the commit's NOTIFY (the definition cache drops the scope's entries either way).
-  snapshotNotices.onCommitted((workspaceId) => definitionCache().changed(snapshotScope(workspaceId)));
-  return { sparqlMemory: new SparqlMemory(), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), snapshotNotices, metering: new Metering(db, clock), stripe: new StripeClients(), requests: new RequestAdmission(db, clock), workerRoundTrips: new WorkerRoundTrips(clock) };
+  snapshotNotices.onCommitted((workspaceId) => definitions.changed(snapshotScope(workspaceId)));
+  return { sparqlMemory: new SparqlMemory(), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), definitions, snapshotNotices, metering: new Metering(db, clock, definitions), stripe: new StripeClients(), requests: new RequestAdmission(db, clock, definitions), workerRoundTrips: new WorkerRoundTrips(clock) };
 }
 
 /**
  * Returns the runtime's request leases, writes its leased charges and returns their leases, waits
  * for the alert checks they started and the managed tables' statistics refreshes, and closes its
- * postgres_table pools and query threads: call before destroying its pool.
+ * postgres_table pools and query threads, and ends its definition cache's listening connection:
+ * call before destroying its pool.
  */
 export async function closeRuntimeState(state: RuntimeState): Promise<void> {
   await state.requests.close();
@@ -66,6 +75,7 @@ export async function closeRuntimeState(state: RuntimeState): Promise<void> {
   await state.managedTables.settle();
   await state.postgresTablePools.close();
   await state.sparqlQueries.close();
+  await state.definitions.close();
 }
 
 /**
@@ -82,10 +92,10 @@ const noTemporal = new Proxy({}, {
 /**
  * The worker's dependencies: the database, the encryption key and the clock; Temporal only through
  * workflows (see noTemporal). Whoever builds them closes them (closeRuntimeState) before destroying
- * the pool. `sparqlQueries`: query threads of their own unless given (tests share theirs: threads are costly).
+ * the pool. `sparqlQueries`, `definitions`: their own unless given (see runtimeState).
  */
-export function workerDependencies({ db, encryptionKey, clock = systemClock, sparqlQueries }: { db: Db; encryptionKey: Buffer; clock?: Clock; sparqlQueries?: SparqlQueryThreads }): ServiceDependencies {
-  return { db, temporal: noTemporal, encryptionKey, clock, ...runtimeState(db, clock, sparqlQueries) };
+export function workerDependencies({ db, encryptionKey, clock = systemClock, sparqlQueries, definitions }: { db: Db; encryptionKey: Buffer; clock?: Clock; sparqlQueries?: SparqlQueryThreads; definitions?: DefinitionCache }): ServiceDependencies {
+  return { db, temporal: noTemporal, encryptionKey, clock, ...runtimeState(db, clock, { sparqlQueries, definitions }) };
 }
 
 /** The door a call came through: for logs and the few answers that differ by transport. */
@@ -118,12 +128,14 @@ export interface Caller {
  * - lookups and records by id that need no key (requirePipeline(db, project, id),
  *   getApiLimits(db, workspaceId)) take the executor they run on first, often a caller's transaction;
  *   a runtime's own state is reached through its dependencies first (deps.metering.meter(db, …),
- *   assertCredit(deps, db, …));
- * - what runs before a context exists takes what it has: requireProject(db, principal, id) (invoke
+ *   assertCredit(deps, db, …)), and so is its definition cache by the lookups it answers outside a
+ *   transaction (requireDataEndpoint(deps, db, workspaceId, id));
+ * - what runs before a context exists takes what it has: requireProject(deps, db, principal, id) (invoke
  *   builds the context's project with it), authentication (deps), activities (deps, ids) until
  *   actAs invokes their operation, and the admin CLI's functions (db, workspaceId, …);
  * - checks of a key alone take the principal first (authorize, authorizeDataUse, checkGrants), and
- *   the data guard takes (db, principal, …): it is asked with the key and the executor at hand.
+ *   the data guard takes (deps, db, principal, …): it is asked with the key and the executor at hand,
+ *   and reads grants through the runtime's definition cache.
  */
 export interface OperationContext {
   db: Executor;

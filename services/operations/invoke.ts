@@ -10,7 +10,6 @@ import { domainErrorFromDatabase } from './database-errors';
 import { requestFingerprint, runIdempotently } from './idempotency';
 import { actingFor } from './current-operation';
 import { committing } from '../../db/after-commit';
-import { definitionCache } from '../shared/definition-cache';
 import { isKeyless, isOperator, Operation, RequestInput } from './operation';
 
 export interface Invocation<O> {
@@ -65,7 +64,7 @@ export function admits(principal: Principal, operation: Operation): boolean {
 export async function admit(caller: Caller, operation: Operation, projectId?: string): Promise<Project | undefined> {
   const principal = admitKey(caller, operation);
   if (!principal || isKeyless(operation.access) || !operation.access.project || projectId === undefined) return undefined;
-  return requireProject(caller.deps.db, principal, projectId);
+  return requireProject(caller.deps, caller.deps.db, principal, projectId);
 }
 
 function projectIdOf(input: unknown, operation: Operation): string {
@@ -104,7 +103,7 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
     let project: Project | undefined;
     if (principal && !isKeyless(operation.access) && operation.access.project) {
       const projectId = projectIdOf(checked, operation);
-      project = options.admitted?.id === projectId ? options.admitted : await requireProject(caller.deps.db, principal, projectId);
+      project = options.admitted?.id === projectId ? options.admitted : await requireProject(caller.deps, caller.deps.db, principal, projectId);
     }
     // The key as this operation acts with it: checks of named grants hold the operation to its declaration.
     const acting = principal && actingFor(principal, operation);
@@ -120,9 +119,9 @@ export async function execute<I, O>(caller: Caller, operation: Operation<I, O>, 
     if (options.transaction) return await inTransaction(options.transaction);
     // Work the operation left for after its commit (afterCommit) runs before it answers.
     const invocation = await committing(caller.deps.db, inTransaction);
-    // What the write changed is this process's to see at once; other processes hear of it by NOTIFY.
-    if (principal) definitionCache().changed(principal.workspaceId);
-    else definitionCache().changedEverywhere();
+    // What the write changed is this runtime's to see at once; others hear of it by NOTIFY.
+    if (principal) caller.deps.definitions.changed(principal.workspaceId);
+    else caller.deps.definitions.changedEverywhere();
     return invocation;
   } catch (error) {
     throw domainErrorFromDatabase(error) ?? error;

@@ -42,7 +42,7 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
   }
   await assertRunnableDocument(db, principal.workspaceId, document);
   // A preview reads every source's records, as this key.
-  await guardPipelineData(db, principal, project.id, document);
+  await guardPipelineData(ctx.deps, db, principal, project.id, document);
   const sampleSize = input.sampleSize ?? DEFAULT_SAMPLE_SIZE;
 
   const previews = new Map<string, NodePreview>(document.nodes.map((node) => [node.id, { nodeId: node.id, type: node.type, recordsIn: 0, records: [], warnings: [], error: null }]));
@@ -64,7 +64,7 @@ export async function previewPipeline(ctx: OperationContext, pipelineId: string,
   for (const source of document.nodes.filter(isSource)) {
     const preview = previews.get(source.id)!;
     try {
-      const { endpoint, installation } = await requireDataEndpoint(db, principal.workspaceId, source.endpointId);
+      const { endpoint, installation } = await requireDataEndpoint(ctx.deps, db, principal.workspaceId, source.endpointId);
       const runtime = findCapability(installation.capability, installation.capabilityVersion);
       const page = await runtime.readRecords(capabilityContext(db, installation, ctx.deps), endpoint.target, { where: [], orderBy: [], limit: sampleSize });
       recordsRead += page.records.length;

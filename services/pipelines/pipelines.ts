@@ -10,7 +10,7 @@ import type { Principal } from '../tenancy/access';
 import type { EndpointReferenceFinder } from '../endpoints/data-endpoints';
 import { guardEndpointsData } from '../endpoints/data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 
 export const MAIN_BRANCH = 'main';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -138,7 +138,7 @@ export async function assertRunnableDocument(db: Executor, workspaceId: string, 
  * A data-guard primitive like guardEndpointsData, so it takes the executor and the key at hand:
  * a run's launcher, on the run's transaction, when the run commits.
  */
-export async function guardPipelineData(db: Executor, principal: Principal, projectId: string, document: PipelineDocument): Promise<void> {
+export async function guardPipelineData(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, projectId: string, document: PipelineDocument): Promise<void> {
   const nodes = (Array.isArray(document.nodes) ? document.nodes : []).filter((node) => (isSource(node) || isDestination(node)) && typeof node.endpointId === 'string' && UUID.test(node.endpointId));
   if (nodes.length === 0) return;
   const endpoints = new Map((await DataEndpoint.query(db).where({ workspaceId: principal.workspaceId }).whereIn('id', nodes.map((node) => (node as { endpointId: string }).endpointId))).map((e) => [e.id, e]));
@@ -149,7 +149,7 @@ export async function guardPipelineData(db: Executor, principal: Principal, proj
       ? { endpoint, channel: 'pipeline' as const, mode: 'read' as const, projectId }
       : { endpoint, channel: 'pipeline' as const, mode: 'write' as const, writeMode: (node as DestinationNode).writeMode ?? 'append', projectId }];
   });
-  await guardEndpointsData(db, principal, uses);
+  await guardEndpointsData(deps, db, principal, uses);
 }
 
 /** "Untitled pipeline", or the first free "Untitled pipeline N" of the project. */
@@ -206,7 +206,7 @@ async function saveDraftRow(ctx: OperationContext, pipeline: Pipeline, input: { 
 export async function createPipeline(ctx: OperationContext, input: PipelineInput) {
   const { db, principal, project } = ctx;
   await assertRunnableDocument(db, principal.workspaceId, input.document);
-  await guardPipelineData(db, principal, project.id, input.document);
+  await guardPipelineData(ctx.deps, db, principal, project.id, input.document);
   const name = input.name ?? (await untitledName(db, project.id));
   await assertNameFree(db, project.id, name);
   const pipeline = await Pipeline.query(db).insertAndFetch({
@@ -286,7 +286,7 @@ export async function validateDraft(ctx: OperationContext, pipelineId: string): 
   // An unfinished draft first answers to the document schema; the graph rules need a complete one.
   const shape = schemaProblems(pipelineDocumentSchema, structuredClone(draft.document));
   const problems = shape.length ? shape.map((p) => withNodeId(p, draft.document)) : await pipelineDocumentProblems(db, principal.workspaceId, draft.document as unknown as PipelineDocument);
-  if (!shape.length) await guardPipelineData(db, principal, project.id, draft.document as unknown as PipelineDocument);
+  if (!shape.length) await guardPipelineData(ctx.deps, db, principal, project.id, draft.document as unknown as PipelineDocument);
   return { valid: problems.length === 0, problems };
 }
 
@@ -317,7 +317,7 @@ export async function commitVersion(ctx: OperationContext, pipelineId: string, i
   const pipeline = await requirePipeline(db, project, pipelineId, true);
   const branch = await requireBranch(db, pipeline, input.branchName ?? MAIN_BRANCH);
   await assertRunnableDocument(db, principal.workspaceId, input.document);
-  await guardPipelineData(db, principal, project.id, input.document);
+  await guardPipelineData(ctx.deps, db, principal, project.id, input.document);
   return presentVersion(await insertVersion(ctx, pipeline, input, branch));
 }
 

@@ -107,7 +107,7 @@ async function loadRun(db: Executor, runId: string): Promise<RunContext> {
 /** An endpoint a node names, with its capability and decrypted installation, in the run's workspace. */
 async function openEndpoint(deps: ServiceDependencies, db: Executor, workspaceId: string, nodeId: string, endpointId: string) {
   try {
-    const { endpoint, installation } = await requireDataEndpoint(db, workspaceId, endpointId);
+    const { endpoint, installation } = await requireDataEndpoint(deps, db, workspaceId, endpointId);
     return { endpoint, runtime: findCapability(installation.capability, installation.capabilityVersion), ctx: capabilityContext(db, installation, deps) };
   } catch (error) {
     if (error instanceof DomainError && error.kind === 'not_found') throw new InputError('endpoint_missing', `Node "${nodeId}" names endpoint ${endpointId}, which no longer exists.`, [], { nodeId });
@@ -226,7 +226,7 @@ export async function extractSource(ctx: OperationContext, runId: string, nodeId
   const context = await loadRun(db, runId);
   // As the launching key, before anything is read: the data guard over every endpoint of the run,
   // as at launch and at commit (a key narrowed since reads nothing).
-  await guardPipelineData(db, ctx.principal, context.run.projectId, context.document);
+  await guardPipelineData(deps, db, ctx.principal, context.run.projectId, context.document);
   const node = context.document.nodes.find((n): n is SourceNode => n.id === nodeId && isSource(n));
   if (!node) throw new InputError('node_missing', `Run ${runId} has no source node "${nodeId}".`);
   // Each execution claims the node with a claim of its own, so the newest one owns it: a later
@@ -355,7 +355,7 @@ export async function commitRun(ctx: OperationContext, runId: string): Promise<R
     if (run.status !== 'running') return endedRunOutcome(trx, run);
     const document = run.document as unknown as PipelineDocument;
     // Committed as the key that launched the run, as it is now: access withdrawn since stops it.
-    await guardPipelineData(trx, launcher, run.projectId, document);
+    await guardPipelineData(deps, trx, launcher, run.projectId, document);
     const nodes = await trx('pipelineRunNodes').where({ runId });
     const unfinished = nodes.filter((n) => n.nodeType === 'source' && n.status !== 'succeeded');
     if (unfinished.length) throw new ConflictError('run_incomplete', `Sources ${unfinished.map((n) => n.nodeId).join(', ')} of run ${runId} have not finished.`);

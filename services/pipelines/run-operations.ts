@@ -80,7 +80,7 @@ export const listRunsOperation = defineOperation({
   output: { 200: { description: 'A page of runs', schema: listResponse('runs', runSummarySchema) } },
   async run(ctx: OperationContext, { query }: RequestInput<Record<string, string>, RunsQuery & { projectId?: string }, undefined>): Promise<Reply> {
     const { limit, offset, projectId, ...filter } = query;
-    const project = projectId ? await requireProject(ctx.db, ctx.principal, projectId) : undefined;
+    const project = projectId ? await requireProject(ctx.deps, ctx.db, ctx.principal, projectId) : undefined;
     return { body: await listRuns(ctx, { limit, offset }, { ...filter, project }) };
   },
 });

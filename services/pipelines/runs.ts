@@ -121,7 +121,7 @@ export async function recordRun(ctx: OperationContext, pipeline: Pipeline, input
   if (!version) throw new InputError('no_active_version', 'The pipeline has no active version to run: activate one first.');
   await assertRunnableDocument(db, pipeline.workspaceId, version.document as unknown as PipelineDocument, '/activeVersion/document');
   // The run reads its sources and writes its destinations as the key that launched it.
-  await guardPipelineData(db, launcher, pipeline.projectId, version.document as unknown as PipelineDocument);
+  await guardPipelineData(ctx.deps, db, launcher, pipeline.projectId, version.document as unknown as PipelineDocument);
   return PipelineRun.query(db).insertAndFetch({
     ...runOfVersion(pipeline, version),
     trigger: input.trigger,

@@ -1,16 +1,18 @@
 import type { Knex } from 'knex';
 import type pg from 'pg';
+import type { Clock } from '../../core/clock';
 import type { Db } from '../../db/connection';
 import { logger } from '../../core/logger';
 
 // Definitions every request reads change rarely: projects, the SPARQL catalog, a workspace's plan
 // and alert settings, data endpoints with their installations and read grants, the organization,
-// and authenticated keys with their limits. Each process keeps them in memory per workspace and
+// and authenticated keys with their limits. Each runtime keeps them in memory per workspace (its
+// deps.definitions, built and closed with its runtime state, services/operations/context.ts) and
 // drops a workspace's entries when its definitions change:
-// - at once in the process that changed them (invoke, after the transaction commits);
+// - at once in the runtime that changed them (invoke, after the transaction commits);
 // - in every other process through PostgreSQL NOTIFY weft_definitions, sent at commit by the
 //   triggers of migrations 20261129090000 and 20261129100000;
-// - after TTL_MS at the latest, the backstop should a notification ever be missed.
+// - after DEFINITION_CACHE_TTL_MS of the runtime's clock at the latest, the backstop should a notification ever be missed.
 // Nothing is cached while the process is not listening (before the LISTEN is confirmed, and from
 // a lost listening connection until it is back), so a missed notification cannot leave a stale
 // entry beyond the TTL. A load that overlaps a change is used once and not kept (the generations
@@ -18,7 +20,8 @@ import { logger } from '../../core/logger';
 
 /** The channel of definition changes; snapshot notices (plugins/snapshot-notices.ts) use it too. */
 export const DEFINITIONS_CHANNEL = 'weft_definitions';
-const TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
+/** The longest an entry is kept without being told it changed, on the runtime's clock. */
+export const DEFINITION_CACHE_TTL_MS = Number(process.env.WEFT_DEFINITION_CACHE_TTL_MS ?? 5_000);
 const RECONNECT_MS = 1_000;
 /** How long closing waits for the server to end the listener's connection before dropping it. */
 const CLOSE_WAIT_MS = 2_000;
@@ -34,7 +37,8 @@ interface Entry {
   expiresAt: number;
 }
 
-class DefinitionCache {
+/** One runtime's definition cache, listening on its pool's database and timed by its clock. */
+export class DefinitionCache {
   private readonly entries = new Map<string, Map<string, Entry>>();
   /** Bumped by every change of a workspace; a load started under an older generation is not kept. */
   private readonly generations = new Map<string, number>();
@@ -47,13 +51,15 @@ class DefinitionCache {
   /** Reads in flight, by workspace and key, with the ticket they were started under. */
   private readonly loading = new Map<string, { ticket: Ticket; value: Promise<unknown> }>();
 
+  constructor(private readonly db: Db, private readonly clock: Clock) {}
+
   /** The cached value of `key` in `workspaceId`, or what `load` reads (and keeps, when it may). */
-  async get<T>(db: Db, workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
-    this.listen(db);
+  async get<T>(workspaceId: string, key: string, load: () => Promise<T>): Promise<T> {
+    this.listen();
     // An absent definition (undefined, such as a workspace without alert settings) is kept too:
     // otherwise every request would read it again.
     const kept = this.entries.get(workspaceId)?.get(key);
-    if (kept && kept.expiresAt > Date.now()) return kept.value as T;
+    if (kept && kept.expiresAt > this.clock.now()) return kept.value as T;
     const ticket = this.ticket(workspaceId);
     // Requests that miss together share one read (an entry expiring under load was read again by
     // every request in flight): a read started before a change of the workspace is not joined.
@@ -76,7 +82,7 @@ class DefinitionCache {
   /** A kept value, if there is a fresh one. */
   peek<T>(workspaceId: string, key: string): T | undefined {
     const kept = this.entries.get(workspaceId)?.get(key);
-    return kept && kept.expiresAt > Date.now() ? (kept.value as T) : undefined;
+    return kept && kept.expiresAt > this.clock.now() ? (kept.value as T) : undefined;
   }
 
   /**
@@ -93,12 +99,12 @@ class DefinitionCache {
     if (ticket.workspaceId === undefined ? ticket.generation !== this.changes : ticket.workspaceId !== workspaceId || ticket.generation !== this.generationOf(workspaceId)) return;
     let workspace = this.entries.get(workspaceId);
     if (!workspace) this.entries.set(workspaceId, (workspace = new Map()));
-    workspace.set(key, { value, expiresAt: Date.now() + TTL_MS });
+    workspace.set(key, { value, expiresAt: this.clock.now() + DEFINITION_CACHE_TTL_MS });
   }
 
   /** Starts listening for changes (the first read does it too), so later reads may be kept. */
-  start(db: Db): void {
-    this.listen(db);
+  start(): void {
+    this.listen();
   }
 
   /** The workspace's definitions changed: its entries go, and loads under way are not kept. */
@@ -128,13 +134,13 @@ class DefinitionCache {
   }
 
   /** Starts listening on a connection of its own, outside the pool (LISTEN holds its connection). */
-  private listen(db: Db): void {
+  private listen(): void {
     if (this.listener) return;
     const listener: NonNullable<DefinitionCache['listener']> = { closed: false };
     this.listener = listener;
     const connect = async () => {
       try {
-        const connection = (await (db.client as Knex.Client).acquireRawConnection()) as pg.Client;
+        const connection = (await (this.db.client as Knex.Client).acquireRawConnection()) as pg.Client;
         if (listener.closed) return void connection.end().catch(() => undefined);
         listener.connection = connection;
         // The listener must not keep a finished process alive (close() ends it on a clean stop).
@@ -161,7 +167,7 @@ class DefinitionCache {
     void connect();
   }
 
-  /** Stops listening and forgets everything (a database pool is closing; the next read listens again). */
+  /** Stops listening and forgets everything (its runtime is closing, before its pool; the next read listens again). */
   async close(): Promise<void> {
     const listener = this.listener;
     if (!listener) return;
@@ -182,16 +188,4 @@ class DefinitionCache {
     await connection.end().catch(() => undefined);
     clearTimeout(giveUp);
   }
-}
-
-const cache = new DefinitionCache();
-
-/** The process's definition cache (see above). */
-export function definitionCache(): DefinitionCache {
-  return cache;
-}
-
-/** Stops the process's listener; call before destroying the database pool. */
-export function closeDefinitionCache(): Promise<void> {
-  return cache.close();
 }

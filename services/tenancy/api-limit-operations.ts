@@ -21,8 +21,8 @@ export const putApiLimitsOperation = defineOperation({
   effect: 'write',
   input: { body: putApiLimitsBody },
   output: { 200: { description: 'The saved limits', schema: apiLimitsSchema } },
-  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { workspaceRequests: number; apiKeyRequests: number }>): Promise<Reply> {
-    return { body: await putApiLimits(db, principal.workspaceId, body) };
+  async run({ db, deps, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { workspaceRequests: number; apiKeyRequests: number }>): Promise<Reply> {
+    return { body: await putApiLimits(deps, db, principal.workspaceId, body) };
   },
 });
 

@@ -1,6 +1,6 @@
 import { InputError, RateLimitError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
+import type { ServiceDependencies } from '../operations/context';
 import { ApiLimitSettings } from '../../db/models';
 
 export const WINDOW_SECONDS = 60;
@@ -40,16 +40,16 @@ function checkLimitValue(name: string, value: unknown): number {
 }
 
 /** Saves both settings. The current window's usage is kept: only the ceiling changes. */
-export async function putApiLimits(db: Executor, workspaceId: string, input: { workspaceRequests: number; apiKeyRequests: number }): Promise<ApiLimits> {
+export async function putApiLimits(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, workspaceId: string, input: { workspaceRequests: number; apiKeyRequests: number }): Promise<ApiLimits> {
   const workspaceRequests = checkLimitValue('workspaceRequests', input.workspaceRequests);
   const apiKeyRequests = checkLimitValue('apiKeyRequests', input.apiKeyRequests);
   await db('api_limit_settings')
     .insert({ workspaceId, workspaceRequests, apiKeyRequests, updatedAt: db.fn.now() })
     .onConflict('workspaceId')
     .merge();
-  // Committed already outside a transaction: this process's kept keys carry the old limits (within
+  // Committed already outside a transaction: this runtime's kept keys carry the old limits (within
   // one, invoke drops them once it commits).
-  if (!db.isTransaction) definitionCache().changed(workspaceId);
+  if (!db.isTransaction) deps.definitions.changed(workspaceId);
   return { workspaceRequests, apiKeyRequests, windowSeconds: WINDOW_SECONDS };
 }
 

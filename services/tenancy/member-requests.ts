@@ -1,6 +1,4 @@
 import { RateLimitError } from '../../core/errors';
-import type { Db } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
 import { admitRequest, ApiLimits, getApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
 import type { RequestCounting } from './request-budgets';
@@ -19,8 +17,8 @@ interface LeaseRow {
 
 /** Counts one console request of the member, from a lease when the buckets are large, else one by one; 429 when either is spent. */
 export async function admitMemberRequest(counting: RequestCounting, principal: Principal): Promise<LimitHeaders> {
-  const { db, clock } = counting;
-  const limits = await definitionCache().get(db as Db, principal.workspaceId, 'limits', () => getApiLimits(db, principal.workspaceId));
+  const { db, clock, definitions } = counting;
+  const limits = await definitions.get(principal.workspaceId, 'limits', () => getApiLimits(db, principal.workspaceId));
   const caller = { ...principal, apiKeyId: principal.memberId };
   const { budgets } = counting.requests;
   const leased = await budgets.admit(caller, limits);

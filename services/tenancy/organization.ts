@@ -1,8 +1,7 @@
 import { NotFoundError } from '../../core/errors';
 import { Workspace } from '../../db/models';
 import { isUnrestricted, Principal } from './access';
-import type { Db, Executor } from '../../db/connection';
-import { definitionCache } from '../shared/definition-cache';
+import type { Executor } from '../../db/connection';
 import type { OperationContext } from '../operations/context';
 
 export interface OrganizationView {
@@ -31,7 +30,7 @@ export async function getOrganization(ctx: OperationContext): Promise<Organizati
   // Outside a transaction the definition cache answers: workspaces, projects and members all notify.
   if (db.isTransaction) return readOrganization(db, principal, restricted);
   const key = `organization:${restricted ? [...principal.projectIds].sort().join(',') : '*'}`;
-  return definitionCache().get(db as Db, principal.workspaceId, key, () => readOrganization(db, principal, restricted));
+  return ctx.deps.definitions.get(principal.workspaceId, key, () => readOrganization(db, principal, restricted));
 }
 
 async function readOrganization(db: Executor, principal: Principal, restricted: boolean): Promise<OrganizationView> {

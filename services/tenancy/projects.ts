@@ -1,11 +1,10 @@
 import { raw } from 'objection';
 import { InputError, NotFoundError } from '../../core/errors';
-import type { Db, Executor } from '../../db/connection';
+import type { Executor } from '../../db/connection';
 import { Project } from '../../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
-import { definitionCache } from '../shared/definition-cache';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 
 export interface ProjectView {
   id: string;
@@ -25,15 +24,15 @@ export const presentProject = (p: Project): ProjectView => ({
 
 /**
  * Loads a project the principal may use: another workspace's project is a 404 (tenants never
- * learn of each other's ids), one outside the key's allowlist a 403. Takes (db, principal), not a
+ * learn of each other's ids), one outside the key's allowlist a 403. Takes (deps, db, principal), not a
  * context: invoke calls it to build the context's project.
  */
-export async function requireProject(db: Executor, principal: Principal, projectId: string): Promise<Project> {
-  // Outside a transaction the process's definition cache answers (projects change rarely); a
+export async function requireProject(deps: Pick<ServiceDependencies, 'definitions'>, db: Executor, principal: Principal, projectId: string): Promise<Project> {
+  // Outside a transaction the runtime's definition cache answers (projects change rarely); a
   // transaction reads its own view.
   const find = () => Project.query(db).findOne({ id: projectId, workspaceId: principal.workspaceId });
   // A kept project is handed out as a copy: an operation may change its own (patch() updates the instance).
-  const project = db.isTransaction ? await find() : (await definitionCache().get(db as Db, principal.workspaceId, `project:${projectId}`, async () => (await find()) ?? null))?.$clone();
+  const project = db.isTransaction ? await find() : (await deps.definitions.get(principal.workspaceId, `project:${projectId}`, async () => (await find()) ?? null))?.$clone();
   if (!project) throw new NotFoundError('project', 'No project with this id in this workspace.');
   authorizeProject(principal, projectId);
   return project;

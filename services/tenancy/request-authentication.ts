@@ -1,11 +1,11 @@
 import { AuthenticationError } from '../../core/errors';
 import { sha256Hex } from '../../core/secrets';
 import type { Clock } from '../../core/clock';
-import type { Db, Executor } from '../../db/connection';
+import type { Executor } from '../../db/connection';
 import { principalFrom, type Principal } from './access';
 import { admitRequest, ApiLimits, DEFAULT_API_KEY_REQUESTS, DEFAULT_WORKSPACE_REQUESTS, LimitHeaders, limitsFrom, WINDOW_SECONDS } from './api-limits';
 import { RequestBudgets, type RequestCounting } from './request-budgets';
-import { definitionCache } from '../shared/definition-cache';
+import type { DefinitionCache } from '../shared/definition-cache';
 
 // The request path: a key this process knows is taken from memory and counted against a leased
 // budget; any other Bearer key is checked and counted against both request-limit buckets in one
@@ -107,12 +107,13 @@ export class RequestAdmission {
   /** Built on first use: a runtime that serves no request (the worker) holds no sweep timer. */
   private heldBudgets?: RequestBudgets;
 
-  constructor(private readonly db: Executor, private readonly clock: Clock) {
+  /** `definitions`: the runtime's cache, whose changes end the leases of the workspaces they name. */
+  constructor(private readonly db: Executor, private readonly clock: Clock, private readonly definitions: DefinitionCache) {
     this.authenticator = new RequestAuthenticator(db, clock);
   }
 
   get budgets(): RequestBudgets {
-    return (this.heldBudgets ??= new RequestBudgets(this.db, this.clock));
+    return (this.heldBudgets ??= new RequestBudgets(this.db, this.clock, this.definitions));
   }
 
   /** Returns every unspent lease; call before destroying the pool. */
@@ -133,17 +134,17 @@ interface KeptKey {
   expiresAtMs: number | null;
 }
 
-function keptKey({ keptKeyWorkspaces }: RequestAdmission, secretHash: string): KeptKey | undefined {
+function keptKey({ definitions, requests: { keptKeyWorkspaces } }: RequestCounting, secretHash: string): KeptKey | undefined {
   const workspaceId = keptKeyWorkspaces.get(secretHash);
   if (!workspaceId) return undefined;
-  const kept = definitionCache().peek<KeptKey>(workspaceId, `key:${secretHash}`);
+  const kept = definitions.peek<KeptKey>(workspaceId, `key:${secretHash}`);
   if (!kept) keptKeyWorkspaces.delete(secretHash);
   return kept;
 }
 
 /** Keeps an authenticated key, with its expiry, for the next requests of this process. */
-function keepKey({ keptKeyWorkspaces }: RequestAdmission, secretHash: string, key: KeptKey, ticket: ReturnType<ReturnType<typeof definitionCache>['ticket']>): void {
-  definitionCache().keep(key.principal.workspaceId, `key:${secretHash}`, key, ticket);
+function keepKey({ definitions, requests: { keptKeyWorkspaces } }: RequestCounting, secretHash: string, key: KeptKey, ticket: ReturnType<DefinitionCache['ticket']>): void {
+  definitions.keep(key.principal.workspaceId, `key:${secretHash}`, key, ticket);
   keptKeyWorkspaces.set(secretHash, key.principal.workspaceId);
 }
 
@@ -157,7 +158,7 @@ const expired = () => new AuthenticationError('credential_expired', 'The API key
  */
 export function admitKeptRequest(counting: RequestCounting, rawKey: string): AuthenticatedRequest | undefined {
   if (!KEY_PATTERN.test(rawKey)) return undefined;
-  const kept = keptKey(counting.requests, sha256Hex(rawKey));
+  const kept = keptKey(counting, sha256Hex(rawKey));
   if (!kept || (kept.expiresAtMs !== null && kept.expiresAtMs <= counting.clock.now())) return undefined;
   const leased = counting.requests.budgets.spendNow(kept.principal, kept.limits);
   return leased && { principal: kept.principal, limits: kept.limits, limit: leased };
@@ -174,11 +175,11 @@ export function admitKeptRequest(counting: RequestCounting, rawKey: string): Aut
  * function.
  */
 export async function authenticateRequest(counting: RequestCounting, rawKey: string): Promise<AuthenticatedRequest> {
-  const { db, clock, requests } = counting;
+  const { clock, definitions, requests } = counting;
   const match = KEY_PATTERN.exec(rawKey);
   if (!match) throw invalidCredential();
   const secretHash = sha256Hex(rawKey);
-  const kept = keptKey(requests, secretHash);
+  const kept = keptKey(counting, secretHash);
   const { budgets } = requests;
   if (kept) {
     if (kept.expiresAtMs !== null && kept.expiresAtMs <= clock.now()) throw expired();
@@ -186,9 +187,9 @@ export async function authenticateRequest(counting: RequestCounting, rawKey: str
     if (leased) return { principal: kept.principal, limits: kept.limits, limit: leased };
     // Too little left to lease: checked and counted below, one by one.
   }
-  definitionCache().start(db as Db);
+  definitions.start();
   // Taken before the key is read: a change anywhere meanwhile and the key is not kept.
-  const ticket = definitionCache().ticket();
+  const ticket = definitions.ticket();
   // Leases a change ended are still being returned: counting now would count them too.
   await budgets.settled();
   const row = await requests.authenticator.authenticate(match[1], secretHash);
@@ -219,6 +220,6 @@ export async function authenticateRequest(counting: RequestCounting, rawKey: str
     return { principal, limits, limit: admitted() };
   } finally {
     // Kept for the next requests (a refused one included: the key itself is good).
-    if (!kept) keepKey(requests, secretHash, { principal, limits, expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : null }, ticket);
+    if (!kept) keepKey(counting, secretHash, { principal, limits, expiresAtMs: row.expires_at ? new Date(row.expires_at).getTime() : null }, ticket);
   }
 }

@@ -3,7 +3,7 @@ import type { Executor } from '../../db/connection';
 import { leaseIdleMs } from '../../core/config';
 import { RateLimitError } from '../../core/errors';
 import { logger } from '../../core/logger';
-import { definitionCache } from '../shared/definition-cache';
+import type { DefinitionCache } from '../shared/definition-cache';
 import type { Principal } from './access';
 import type { RequestAdmission } from './request-authentication';
 import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-limits';
@@ -22,10 +22,11 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // from the process's clock: the database's decides the window (clock.databaseTime(), null in
 // production), this process's when its leases end and idle.
 
-/** What counts a runtime's requests: its pool, its clock and what it keeps of keys and leases (all from its dependencies). */
+/** What counts a runtime's requests: its pool, its clock, its definition cache (keys and limits kept) and its leases (all from its dependencies). */
 export interface RequestCounting {
   db: Executor;
   clock: Clock;
+  definitions: DefinitionCache;
   requests: RequestAdmission;
 }
 
@@ -77,12 +78,12 @@ export class RequestBudgets {
   private readonly sweeper: NodeJS.Timeout;
   private readonly stopListening: () => void;
 
-  constructor(private readonly db: Executor, readonly clock: Clock) {
+  constructor(private readonly db: Executor, readonly clock: Clock, definitions: DefinitionCache) {
     this.sweeper = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.sweeper.unref();
     // A change to a workspace's keys or limits ends its leases: the next request of each key is
     // checked and counted afresh, under the limits as they are now.
-    this.stopListening = definitionCache().onChange((workspaceId) => {
+    this.stopListening = definitions.onChange((workspaceId) => {
       for (const [keyId, lease] of this.leases) {
         if (workspaceId !== undefined && lease.workspaceId !== workspaceId) continue;
         this.leases.delete(keyId);

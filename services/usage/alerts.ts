@@ -1,10 +1,9 @@
 import Decimal from 'decimal.js';
-import type { Clock } from '../../core/clock';
 import { logger } from '../../core/logger';
 import type { Db, Executor } from '../../db/connection';
 import { UsageAlertEvent, UsageAlertSettings } from '../../db/models';
-import type { OperationContext } from '../operations/context';
-import { definitionCache } from '../shared/definition-cache';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
+import type { DefinitionCache } from '../shared/definition-cache';
 import { spend } from './credit';
 import { billingPeriod } from './plans';
 
@@ -12,14 +11,14 @@ import { billingPeriod } from './plans';
 // once per period and threshold; alerts never stop work.
 
 /** The workspace's alert settings, from the definition cache outside transactions. */
-function alertSettings(db: Executor, workspaceId: string): Promise<UsageAlertSettings | undefined> {
+function alertSettings(definitions: DefinitionCache, db: Executor, workspaceId: string): Promise<UsageAlertSettings | undefined> {
   const read = async () => UsageAlertSettings.query(db).findById(workspaceId);
-  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'usage-alert-settings', read);
+  return db.isTransaction ? read() : definitions.get(workspaceId, 'usage-alert-settings', read);
 }
 
 /** Crossing a threshold of the monthly budget records an alert event once per period; it never stops work. */
-export async function raiseAlerts(db: Executor, clock: Clock, workspaceId: string): Promise<void> {
-  const settings = await alertSettings(db, workspaceId);
+export async function raiseAlerts({ clock, definitions }: Pick<ServiceDependencies, 'clock' | 'definitions'>, db: Executor, workspaceId: string): Promise<void> {
+  const settings = await alertSettings(definitions, db, workspaceId);
   if (!settings?.monthlyBudget) return;
   const { period, from, to } = billingPeriod(clock.now());
   const total = await spend(db, workspaceId, from, to);
@@ -40,7 +39,7 @@ export async function raiseAlerts(db: Executor, clock: Clock, workspaceId: strin
 export class AlertChecks {
   private readonly checks = new Map<string, { running: Promise<void>; again: boolean }>();
 
-  constructor(private readonly db: Db, private readonly clock: Clock) {}
+  constructor(private readonly db: Db, private readonly runtime: Pick<ServiceDependencies, 'clock' | 'definitions'>) {}
 
   soon(workspaceId: string): void {
     const pending = this.checks.get(workspaceId);
@@ -52,7 +51,7 @@ export class AlertChecks {
     const run = async (): Promise<void> => {
       do {
         state.again = false;
-        await raiseAlerts(this.db, this.clock, workspaceId).catch((error) => logger.error({ err: error, workspaceId }, 'usage alert check failed'));
+        await raiseAlerts(this.runtime, this.db, workspaceId).catch((error) => logger.error({ err: error, workspaceId }, 'usage alert check failed'));
       } while (state.again);
       this.checks.delete(workspaceId);
     };

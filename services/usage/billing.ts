@@ -7,7 +7,6 @@ import { scrubSecrets } from '../../core/secrets';
 import type { Executor } from '../../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../../db/models';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
-import { definitionCache } from '../shared/definition-cache';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
@@ -203,7 +202,7 @@ export async function downgrade(ctx: OperationContext) {
     });
   }
   // Like a write's invoke: this process sees the new plan at once, the others by NOTIFY.
-  definitionCache().changed(principal.workspaceId);
+  ctx.deps.definitions.changed(principal.workspaceId);
   return { plan: 'free' };
 }
 

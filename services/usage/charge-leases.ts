@@ -6,7 +6,7 @@ import type { Clock } from '../../core/clock';
 import { logger } from '../../core/logger';
 import type { Db, Executor } from '../../db/connection';
 import type { MeteredKind } from '../../db/models';
-import { definitionCache } from '../shared/definition-cache';
+import type { DefinitionCache } from '../shared/definition-cache';
 import { chargeInput, chargeKey, ChargeRow, INSERT_CHARGES } from './charge-rows';
 import { monthStart } from './plans';
 
@@ -155,13 +155,13 @@ export class ChargeLeases {
   private readonly stopListening: () => void;
   private readonly flushAfterMs: number;
 
-  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, private readonly clock: Clock, options: ChargeLeaseOptions = {}) {
+  constructor(private readonly db: Db, private readonly hooks: ChargeLeaseHooks, private readonly clock: Clock, definitions: DefinitionCache, options: ChargeLeaseOptions = {}) {
     this.flushAfterMs = options.flushAfterMs ?? FLUSH_AFTER_MS;
     this.idleSweep = setInterval(() => this.returnIdle(), SWEEP_MS);
     this.idleSweep.unref();
     // A change to a workspace (its plan or credit limit among others) returns its leases: the next
     // ones are granted under the terms as they are now.
-    this.stopListening = definitionCache().onChange((workspaceId) => {
+    this.stopListening = definitions.onChange((workspaceId) => {
       for (const stream of this.streams.values()) if (workspaceId === undefined || stream.workspaceId === workspaceId) this.giveBack(stream);
     });
   }

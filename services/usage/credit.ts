@@ -3,7 +3,7 @@ import { PaymentRequiredError } from '../../core/errors';
 import type { Db, Executor } from '../../db/connection';
 import { MeteredKind, Workspace } from '../../db/models';
 import type { ServiceDependencies } from '../operations/context';
-import { definitionCache } from '../shared/definition-cache';
+import type { DefinitionCache } from '../shared/definition-cache';
 import type { LeaseTerms } from './charge-leases';
 import { billingPeriod, creditLimited, creditPauses, CreditTerms, planOf } from './plans';
 
@@ -12,17 +12,17 @@ import { billingPeriod, creditLimited, creditPauses, CreditTerms, planOf } from 
 // new paid work.
 
 /** The workspace's plan and credit-limit setting, from the definition cache outside transactions. */
-export async function creditTermsOf(db: Executor, workspaceId: string): Promise<CreditTerms> {
+export async function creditTermsOf(definitions: DefinitionCache, db: Executor, workspaceId: string): Promise<CreditTerms> {
   const read = async (): Promise<CreditTerms> => {
     const workspace = await Workspace.query(db).findById(workspaceId).select('plan', 'creditLimit');
     return { plan: workspace?.plan ?? 'free', creditLimit: workspace?.creditLimit ?? null };
   };
-  return db.isTransaction ? read() : definitionCache().get(db as Db, workspaceId, 'credit-terms', read);
+  return db.isTransaction ? read() : definitions.get(workspaceId, 'credit-terms', read);
 }
 
 /** What a workspace's plan says of a charge lease of one kind (charge-leases.ts): the credit that bounds it. */
-export async function leaseTerms(db: Db, workspaceId: string, kind: MeteredKind): Promise<LeaseTerms> {
-  const terms = await creditTermsOf(db, workspaceId);
+export async function leaseTerms(definitions: DefinitionCache, db: Db, workspaceId: string, kind: MeteredKind): Promise<LeaseTerms> {
+  const terms = await creditTermsOf(definitions, db, workspaceId);
   const plan = planOf(terms.plan);
   return { bound: creditPauses(terms, kind) ? plan.includedCredit : null, pausesPaidWork: creditLimited(terms) && !plan.overage };
 }
@@ -46,10 +46,10 @@ export async function spend(db: Executor, workspaceId: string, from: Date, to: D
  * usage_limit_reached). `chargingRef` names the work's own charge when it is written beside this
  * check: the credit is what was spent before it.
  */
-export async function assertCredit(deps: Pick<ServiceDependencies, 'metering' | 'clock'>, db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
+export async function assertCredit(deps: Pick<ServiceDependencies, 'metering' | 'clock' | 'definitions'>, db: Executor, workspaceId: string, kind: MeteredKind, chargingRef?: string): Promise<void> {
   // A charge answered from a charge lease was paid from credit when the lease was granted.
   if (chargingRef && (await deps.metering.leaseCovers(workspaceId, kind, chargingRef))) return;
-  const terms = await creditTermsOf(db, workspaceId);
+  const terms = await creditTermsOf(deps.definitions, db, workspaceId);
   if (!creditPauses(terms, kind)) return;
   const plan = planOf(terms.plan);
   const { period, from, to } = billingPeriod(deps.clock.now());

@@ -3,6 +3,7 @@ import Decimal from 'decimal.js';
 import { snakeCaseMappers } from 'objection';
 import type { Clock } from '../../core/clock';
 import type { Db, Executor } from '../../db/connection';
+import type { DefinitionCache } from '../shared/definition-cache';
 import { afterCommit } from '../../db/after-commit';
 import { MeteredKind, MeteredOperation } from '../../db/models';
 import { meteredAmount, meteredOperations } from '../../observability/metrics';
@@ -122,17 +123,18 @@ export class Metering {
   /** Built on the first charge made on its own: a runtime that never meters holds no timer. */
   private heldLeases?: ChargeLeases;
 
-  constructor(private readonly db: Db, private readonly clock: Clock, private readonly leaseOptions: ChargeLeaseOptions = {}) {
+  /** `definitions`: the runtime's cache, which answers a workspace's credit terms and alert settings. */
+  constructor(private readonly db: Db, private readonly clock: Clock, private readonly definitions: DefinitionCache, private readonly leaseOptions: ChargeLeaseOptions = {}) {
     this.batcher = new ChargeBatcher(db);
-    this.alerts = new AlertChecks(db, clock);
+    this.alerts = new AlertChecks(db, { clock, definitions });
   }
 
   /** This runtime's charge leases. */
   get leases(): ChargeLeases {
     return (this.heldLeases ??= new ChargeLeases(this.db, {
-      leaseTerms,
+      leaseTerms: (db, workspaceId, kind) => leaseTerms(this.definitions, db, workspaceId, kind),
       inserted: (_db, operations) => this.afterInserted(operations),
-    }, this.clock, this.leaseOptions));
+    }, this.clock, this.definitions, this.leaseOptions));
   }
 
   /**
@@ -181,7 +183,7 @@ export class Metering {
       const [inserted] = await insertCharges(db, [row]);
       if (!inserted) return undefined;
       afterCommit(db, () => counted([row]));
-      await raiseAlerts(db, this.clock, input.workspaceId);
+      await raiseAlerts({ clock: this.clock, definitions: this.definitions }, db, input.workspaceId);
       return MeteredOperation.fromDatabaseJson(columnsToProperties.parse(inserted));
     }
     const leases = this.leases;

@@ -77,7 +77,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
 
   it('key bucket: a burst of 3 × limit over 3 processes gives exactly `limit` successes and 429 api_key for the rest', async () => {
     const ws = await newWorkspace();
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: LIMIT });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
     await awayFromSharedWindowTurn(20_000);
     const answers = await fire([key], BURST);
@@ -89,7 +89,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
 
   it('workspace bucket: a burst of 3 × limit from three keys over 3 processes gives exactly `limit` successes and 429 workspace for the rest', async () => {
     const ws = await newWorkspace();
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: LIMIT, apiKeyRequests: 10 * BURST });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: LIMIT, apiKeyRequests: 10 * BURST });
     const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
     await awayFromSharedWindowTurn(20_000);
     // Keys rotate with a different period than processes, so every key reaches every process.
@@ -101,7 +101,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     assertExact(answers, LIMIT, 'workspace');
     // A refused request spends no key budget: with the workspace bucket opened up (same window),
     // each key has used exactly what the workspace admitted for it, plus this request.
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 100 * BURST, apiKeyRequests: 10 * BURST });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 100 * BURST, apiKeyRequests: 10 * BURST });
     for (const [k, key] of keys.entries()) {
       const admitted = answers.filter((answer, i) => keyOf(i) === k && answer.status === 200).length;
       // The other processes learn of the new limits by NOTIFY, usually within a second (waited for
@@ -123,7 +123,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
 
   it('one key’s bucket is shared by HTTP and MCP requests on every process', async () => {
     const ws = await newWorkspace();
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: 2 * LIMIT });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: 2 * LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
     await awayFromSharedWindowTurn(30_000);
     // One MCP session per process; their handshakes count too. What is left is read from a probe.

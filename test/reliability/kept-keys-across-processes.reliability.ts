@@ -89,7 +89,7 @@ describe('Kept keys and leased budgets across three API processes', function () 
   it('a bucket leased in shares never admits more than its limit over three processes, and what a process leaves unused goes back', async () => {
     const limit = 1_000;
     const ws = await newWorkspace();
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 100 * limit, apiKeyRequests: limit });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 100 * limit, apiKeyRequests: limit });
     const key = await newKey(ws, { scopes: ['org:read'] });
     const keyId = await keyIdOf(key);
     const counted = async () => Number((await env().db('request_counters').where({ bucket: `k:${keyId}` }).first('used'))?.used ?? 0);

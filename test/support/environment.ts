@@ -2,7 +2,7 @@ import { createDb, Db } from '../../db/connection';
 import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalSettings } from '../../core/temporal-config';
 import { migrate, startApi } from '../../scripts/runtime';
-import { closeDefinitionCache } from '../../services/shared/definition-cache';
+import { DefinitionCache } from '../../services/shared/definition-cache';
 import { loadEncryptionKey } from '../../core/config';
 import { startWorker, RunningWorker } from '../../worker';
 import type { Client, Connection } from '@temporalio/client';
@@ -41,6 +41,11 @@ export interface TestEnvironment {
    * for every set built. Closing a set's runtime state stops them; the next query starts them again.
    */
   sparqlQueries: SparqlQueryThreads;
+  /**
+   * The one definition cache of every runtime of this environment (the API's, the worker's,
+   * dependencies()' and workerDependencies(env())'), on the run's pool and clock. See startEnvironment.
+   */
+  definitions: DefinitionCache;
   /** The in-process API's own dependencies: a test that charges as its requests do uses its metering, which its usage reads settle. */
   apiDependencies: ServiceDependencies;
   /**
@@ -74,9 +79,16 @@ export async function startEnvironment(): Promise<void> {
   const taskQueue = temporalSettings().taskQueues.main;
   const encryptionKey = loadEncryptionKey();
   const temporalAddress = process.env.TEMPORAL_ADDRESS;
-  let worker: RunningWorker | undefined = await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
   const clock = new SettableClock();
-  const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock });
+  // One definition cache for the API, the worker and every dependencies() of the run, not one
+  // each hearing the others only by NOTIFY: a change a test makes through any of them (or tells
+  // of, fixtures.ts) is gone from all at once, so the next read, whichever runtime answers it,
+  // never races the notification. Closing any of them closes it; the next read listens again.
+  // Runtimes that must share nothing (runtime-isolation.test.ts) build their own.
+  const definitions = new DefinitionCache(db, clock);
+  const startTestWorker = () => startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue, definitions });
+  let worker: RunningWorker | undefined = await startTestWorker();
+  const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock, definitions });
   /** The runtime state of every dependencies() built: its charges settled by settledCharges, closed with the environment. */
   const built: RuntimeState[] = [];
   const sparqlQueries = new SparqlQueryThreads();
@@ -89,8 +101,9 @@ export async function startEnvironment(): Promise<void> {
     encryptionKey,
     clock,
     sparqlQueries,
+    definitions,
     dependencies(overrides = {}) {
-      const deps = { db, temporal: this.temporal, encryptionKey, clock, ...runtimeState(db, clock, sparqlQueries), ...overrides };
+      const deps = { db, temporal: this.temporal, encryptionKey, clock, ...runtimeState(db, clock, { sparqlQueries, definitions }), ...overrides };
       built.push(deps);
       return deps;
     },
@@ -107,10 +120,10 @@ export async function startEnvironment(): Promise<void> {
       worker = undefined;
     },
     async startWorker() {
-      worker ??= await startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue });
+      worker ??= await startTestWorker();
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => closeDefinitionCache(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => definitions.close(), () => db.destroy()];
 }
 
 /** After each test: the clock it may have set goes back to the system's. */

@@ -8,7 +8,6 @@ import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { SnapshotNotices } from '../../plugins/snapshot-notices';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
-import { definitionCache } from '../../services/shared/definition-cache';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -89,13 +88,13 @@ export async function keyIdOf(secret: string): Promise<string> {
 }
 
 /**
- * Fixtures change keys and limits in the database directly. The API of this test process hears of
- * it as it hears of a change made through its own service layer, at once; other processes by NOTIFY
- * (test/api/key-revocation.test.ts proves that path).
+ * Fixtures change keys and limits in the database directly. The runtimes of this test process (their
+ * one definition cache, env().definitions) hear of it as of a change made through their own service
+ * layer, at once; other processes by NOTIFY (test/api/key-revocation.test.ts proves that path).
  */
 async function changedKeyOf(secret: string, change: Record<string, unknown>): Promise<void> {
   const [row] = await env().db('api_keys').where({ id: await keyIdOf(secret) }).update(change).returning('workspaceId');
-  definitionCache().changed(row.workspaceId);
+  env().definitions.changed(row.workspaceId);
 }
 
 /** Puts a key's expiry in the past (the API accepts only future expiries). */
@@ -114,7 +113,7 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
     .insert({ workspaceId, workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 })
     .onConflict('workspaceId')
     .merge();
-  definitionCache().changed(workspaceId);
+  env().definitions.changed(workspaceId);
 }
 
 /**

@@ -4,7 +4,6 @@ import { installPlugin } from '../../services/endpoints/plugins';
 import { addMember } from '../../services/tenancy/workspaces';
 import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
-import { definitionCache } from '../../services/shared/definition-cache';
 import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits } from './fixtures';
 
 /** Every scope a governed-write test key might need; tests narrow it where scopes are the point. */
@@ -106,6 +105,6 @@ export async function approveAsKeyIsRevoked(approver: { key: string; client: Ret
     throw error;
   }
   const [row] = await db('api_keys').where({ id: await keyIdOf(approver.key) }).select('workspaceId');
-  definitionCache().changed(row.workspaceId);
+  env().definitions.changed(row.workspaceId);
   return approval;
 }

@@ -1,15 +1,21 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createDb } from '../../../db/connection';
-import { closeDefinitionCache, definitionCache } from '../../../services/shared/definition-cache';
+import { DefinitionCache, DEFINITION_CACHE_TTL_MS } from '../../../services/shared/definition-cache';
 import { env } from '../../support/environment';
 import { as, newWorkspace } from '../../support/fixtures';
+
+/**
+ * The cache these tests read through: one of their own per test, on the run's pool and clock, as a
+ * runtime builds it (the environment's runtimes share theirs; closing this one touches none of them).
+ */
+let cache: DefinitionCache;
 
 /** Reads a workspace's plan through the cache, counting the loads that reach the database. */
 function planReader(workspaceId: string) {
   let loads = 0;
   const read = () =>
-    definitionCache().get(env().db, workspaceId, 'test-plan', async () => {
+    cache.get(workspaceId, 'test-plan', async () => {
       loads += 1;
       return (await env().db('workspaces').where({ id: workspaceId }).first('plan')).plan as string;
     });
@@ -27,6 +33,9 @@ async function within(ms: number, done: () => Promise<boolean>): Promise<number>
 }
 
 describe('The definition cache', () => {
+  beforeEach(() => (cache = new DefinitionCache(env().db, env().clock)));
+  afterEach(() => cache.close());
+
   it('keeps a definition once read, and drops it when another connection changes the workspace (NOTIFY), within one second', async () => {
     const ws = await newWorkspace();
     const reader = planReader(ws.workspaceId);
@@ -52,11 +61,30 @@ describe('The definition cache', () => {
     await within(1_000, async () => (await reader.read()) === 'team');
   });
 
+  it('lets a kept definition go once its TTL has passed on the runtime clock', async () => {
+    const ws = await newWorkspace();
+    env().clock.set(Date.now());
+    const reader = planReader(ws.workspaceId);
+    await within(2_000, async () => {
+      await reader.read();
+      const before = reader.loads();
+      await reader.read();
+      return reader.loads() === before;
+    });
+    const loads = reader.loads();
+    env().clock.advance(DEFINITION_CACHE_TTL_MS - 1);
+    await reader.read();
+    assert.equal(reader.loads(), loads, 'kept until its TTL has passed on the clock');
+    env().clock.advance(1);
+    await reader.read();
+    assert.equal(reader.loads(), loads + 1, 'read again once it has, with no wait');
+  });
+
   it('keeps an absent definition too, so a workspace without one is not read again per request', async () => {
     const ws = await newWorkspace();
     let loads = 0;
     const read = () =>
-      definitionCache().get(env().db, ws.workspaceId, 'test-absent', async () => {
+      cache.get(ws.workspaceId, 'test-absent', async () => {
         loads += 1;
         return (await env().db('usage_alert_settings').where({ workspace_id: ws.workspaceId }).first()) as unknown;
       });
@@ -84,57 +112,55 @@ describe('The definition cache', () => {
 
   it('does not keep a value read while the workspace changed', async () => {
     const workspaceId = randomUUID();
-    const cache = definitionCache();
     // Make sure the process listens, so values may be kept at all.
     await within(2_000, async () => {
-      await cache.get(env().db, workspaceId, 'probe', async () => 1);
+      await cache.get(workspaceId, 'probe', async () => 1);
       let loaded = false;
-      await cache.get(env().db, workspaceId, 'probe', async () => ((loaded = true), 1));
+      await cache.get(workspaceId, 'probe', async () => ((loaded = true), 1));
       return !loaded;
     });
     let release!: () => void;
-    const slow = cache.get(env().db, workspaceId, 'overlap', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
+    const slow = cache.get(workspaceId, 'overlap', () => new Promise<string>((resolve) => (release = () => resolve('old'))));
     await new Promise((resolve) => setImmediate(resolve));
     cache.changed(workspaceId);
     release();
     assert.equal(await slow, 'old', 'the overlapping read still answers its own caller');
-    assert.equal(await cache.get(env().db, workspaceId, 'overlap', async () => 'new'), 'new', 'but is not kept past the change');
+    assert.equal(await cache.get(workspaceId, 'overlap', async () => 'new'), 'new', 'but is not kept past the change');
   });
 
   it('reads once for requests that miss together, and never joins a read started before a change', async () => {
     const workspaceId = randomUUID();
-    const cache = definitionCache();
     let loads = 0;
     let release!: (value: string) => void;
     const slowLoad = () => {
       loads += 1;
       return new Promise<string>((resolve) => (release = resolve));
     };
-    const together = [cache.get(env().db, workspaceId, 'burst', slowLoad), cache.get(env().db, workspaceId, 'burst', slowLoad), cache.get(env().db, workspaceId, 'burst', slowLoad)];
+    const together = [cache.get(workspaceId, 'burst', slowLoad), cache.get(workspaceId, 'burst', slowLoad), cache.get(workspaceId, 'burst', slowLoad)];
     assert.equal(loads, 1, 'three misses in flight, one read');
     release('first');
     assert.deepEqual(await Promise.all(together), ['first', 'first', 'first']);
 
-    const beforeChange = cache.get(env().db, workspaceId, 'changing', slowLoad);
+    const beforeChange = cache.get(workspaceId, 'changing', slowLoad);
     const releaseOld = release;
     cache.changed(workspaceId);
-    const afterChange = cache.get(env().db, workspaceId, 'changing', slowLoad);
+    const afterChange = cache.get(workspaceId, 'changing', slowLoad);
     assert.equal(loads, 3, 'a miss after the change reads again');
     release('new');
     releaseOld('old');
     assert.equal(await beforeChange, 'old');
     assert.equal(await afterChange, 'new');
 
-    const failing = [cache.get(env().db, workspaceId, 'failing', async () => Promise.reject(new Error('down'))), cache.get(env().db, workspaceId, 'failing', slowLoad)];
+    const failing = [cache.get(workspaceId, 'failing', async () => Promise.reject(new Error('down'))), cache.get(workspaceId, 'failing', slowLoad)];
     await assert.rejects(failing[0], /down/);
     await assert.rejects(failing[1], /down/, 'a joined read shares the failure');
-    assert.equal(await cache.get(env().db, workspaceId, 'failing', async () => 'recovered'), 'recovered', 'and the next miss reads again');
+    assert.equal(await cache.get(workspaceId, 'failing', async () => 'recovered'), 'recovered', 'and the next miss reads again');
   });
 
   it('keeps nothing once its listener is closed, and listens again on the next read', async () => {
     const ws = await newWorkspace();
     const reader = planReader(ws.workspaceId);
-    await closeDefinitionCache();
+    await cache.close();
     await reader.read();
     await reader.read();
     assert.equal(reader.loads(), 2, 'nothing is kept between close and a confirmed LISTEN');

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createDb } from '../../../db/connection';
+import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { authenticateRequest, RequestAdmission } from '../../../services/tenancy/request-authentication';
 import { getApiLimits, putApiLimits, WINDOW_SECONDS } from '../../../services/tenancy/api-limits';
 import { env } from '../../support/environment';
@@ -104,8 +105,8 @@ describe('Request limits', () => {
 
     it('validates in the service function too', async () => {
       const ws = await newWorkspace();
-      await assert.rejects(putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 0, apiKeyRequests: 5 }), { code: 'invalid_limit' });
-      await assert.rejects(putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 5, apiKeyRequests: 2_147_483_647 }), { code: 'invalid_limit' });
+      await assert.rejects(putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 0, apiKeyRequests: 5 }), { code: 'invalid_limit' });
+      await assert.rejects(putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 5, apiKeyRequests: 2_147_483_647 }), { code: 'invalid_limit' });
     });
   });
 
@@ -124,7 +125,7 @@ describe('Request limits', () => {
 
     it('answers 429 with Retry-After and X-RateLimit headers once a key has used its window', async () => {
       const ws = await newWorkspace();
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 600, apiKeyRequests: 3 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 600, apiKeyRequests: 3 });
       const key = await newKey(ws, { scopes: ['org:read'] });
       for (let remaining = 2; remaining >= 0; remaining--) {
         const res = await as(key).get('/api/v1/organization');
@@ -153,7 +154,7 @@ describe('Request limits', () => {
 
     it('shares the workspace bucket between keys: more keys do not bypass it', async () => {
       const ws = await newWorkspace();
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 4, apiKeyRequests: 100 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 4, apiKeyRequests: 100 });
       const [a, b, c] = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
       assertRateHeaders(await as(a).get('/api/v1/organization'), 4, 3);
       assertRateHeaders(await as(b).get('/api/v1/organization'), 4, 2);
@@ -167,12 +168,12 @@ describe('Request limits', () => {
 
     it('counts afresh once the window turns, counted one by one or from a lease: the test clock moves the database’s time', async () => {
       const ws = await newWorkspace();
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 2 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 2 });
       const small = await newKey(ws, { scopes: ['org:read'] });
       for (let remaining = 1; remaining >= 0; remaining--) assertRateHeaders(await as(small).get('/api/v1/organization'), 2, remaining);
       assertTooManyRequests(await as(small).get('/api/v1/organization'), 2, 'api_key');
       const roomy = await newWorkspace();
-      await putApiLimits(env().db, roomy.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 100_000 });
+      await putApiLimits(env(), env().db, roomy.workspaceId, { workspaceRequests: 200_000, apiKeyRequests: 100_000 });
       const leased = await newKey(roomy, { scopes: ['org:read'] });
       // The first request checks the key, the next ones spend a lease of it.
       for (let remaining = 99_999; remaining >= 99_997; remaining--) assertRateHeaders(await as(leased).get('/api/v1/organization'), 100_000, remaining);
@@ -184,12 +185,12 @@ describe('Request limits', () => {
 
     it('does not charge a key for requests the workspace bucket refused', async () => {
       const ws = await newWorkspace();
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 2, apiKeyRequests: 100 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 2, apiKeyRequests: 100 });
       const key = await newKey(ws, { scopes: ['org:read'] });
       assert.equal((await as(key).get('/api/v1/organization')).status, 200);
       assert.equal((await as(key).get('/api/v1/organization')).status, 200);
       for (let i = 0; i < 3; i++) assert.equal((await as(key).get('/api/v1/organization')).status, 429);
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 100 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 100 });
       assertRateHeaders(await as(key).get('/api/v1/organization'), 100, 97);
     });
   });
@@ -225,7 +226,7 @@ describe('Request limits', () => {
     it('with workspaceRequests N, N+1 concurrent requests from two keys over two processes give exactly N successes and one 429', async () => {
       const n = 10;
       const ws = await newWorkspace();
-      await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: n, apiKeyRequests: 100 });
+      await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: n, apiKeyRequests: 100 });
       const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
       const answers = await fireConcurrently(keys, n + 1);
       assert.equal(answers.filter((r) => r.status === 200).length, n, answers.map((r) => r.status).join(','));
@@ -254,7 +255,7 @@ describe('Request leases while a key pauses', function () {
    */
   async function burst(baseUrl: string): Promise<{ keyId: string; sent: number; used: number }> {
     const ws = await newWorkspace();
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
     const key = await newKey(ws, { scopes: ['org:read'] });
     const keyId = await keyIdOf(key);
     let sent = 0;
@@ -296,8 +297,8 @@ describe('Request authentication in batches', () => {
     this.timeout(60_000);
     const tight = await newWorkspace();
     const roomy = await newWorkspace();
-    await putApiLimits(env().db, tight.workspaceId, { workspaceRequests: 25, apiKeyRequests: 10 });
-    await putApiLimits(env().db, roomy.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 7 });
+    await putApiLimits(env(), env().db, tight.workspaceId, { workspaceRequests: 25, apiKeyRequests: 10 });
+    await putApiLimits(env(), env().db, roomy.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 7 });
     const keys = [
       ...(await Promise.all([1, 2, 3].map(() => newKey(tight, { scopes: ['org:read'] })))),
       ...(await Promise.all([1, 2].map(() => newKey(roomy, { scopes: ['org:read'] })))),
@@ -308,7 +309,10 @@ describe('Request authentication in batches', () => {
     let batchStatements = 0;
     second.on('query', (query: { sql: string }) => void (query.sql.includes('weft_authenticate_requests') && batchStatements++));
     // Each pool counts as a runtime of its own: its own request budgets, batches and kept keys.
-    const countings = new Map([env().db, second].map((db) => [db, { db, clock, requests: new RequestAdmission(db, clock) }]));
+    const countings = new Map([env().db, second].map((db) => {
+      const definitions = new DefinitionCache(db, clock);
+      return [db, { db, clock, definitions, requests: new RequestAdmission(db, clock, definitions) }];
+    }));
     try {
       // Inside one 60-second window: both pools count by the test clock, held still.
       holdRequestWindow();
@@ -342,7 +346,10 @@ describe('Request authentication in batches', () => {
       assert.equal(used[`w:${roomy.workspaceId}`], 14);
       for (const [i, key] of keys.entries()) assert.equal(used[`k:${await keyIdOf(key)}`], i < 3 ? inTight[i] : 7, `key ${i}`);
     } finally {
-      for (const { requests } of countings.values()) await requests.close();
+      for (const { requests, definitions } of countings.values()) {
+        await requests.close();
+        await definitions.close();
+      }
       await second.destroy();
     }
   });

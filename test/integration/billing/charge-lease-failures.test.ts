@@ -7,6 +7,7 @@ import { projectRoot } from '../../../core/paths';
 import { createDb, Db } from '../../../db/connection';
 import { CHARGE_LEASE_TTL_MS, writeLeasedCharges } from '../../../services/usage/charge-leases';
 import type { ChargeRow } from '../../../services/usage/charge-rows';
+import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
@@ -36,11 +37,14 @@ async function withHolder(body: (holder: Holder) => Promise<void>): Promise<void
   const clock = { now: Date.now() };
   const db = createDb(process.env.DATABASE_URL!, { max: 4 });
   // The database keeps its own time (databaseTime null): only this process's view of the leases' ages moves.
-  const metering = new Metering(db, { now: () => clock.now, databaseTime: () => null }, { flushAfterMs: 3_600_000 });
+  const holderClock = { now: () => clock.now, databaseTime: () => null };
+  const definitions = new DefinitionCache(db, holderClock);
+  const metering = new Metering(db, holderClock, definitions, { flushAfterMs: 3_600_000 });
   try {
     await body({ ws, clock, db, metering });
   } finally {
     await metering.close();
+    await definitions.close();
     await db.destroy();
   }
 }

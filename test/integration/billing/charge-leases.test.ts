@@ -5,6 +5,7 @@ import { createDb } from '../../../db/connection';
 import { meteredAmount, meteredOperations } from '../../../observability/metrics';
 import { systemClock } from '../../../core/clock';
 import { assertCredit } from '../../../services/usage/credit';
+import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { as, newWorkspace, request } from '../../support/fixtures';
@@ -180,10 +181,12 @@ describe('Charge leases: charges answered without waiting for their commit, exac
     const [stale] = await env().db('charge_leases').insert({ workspaceId: ws, kind: 'sparql_query', holder: 'gone:1:x', remaining: '0.0370000000', expiresAt: new Date(Date.now() - 1000) }).returning('*');
     const [live] = await env().db('charge_leases').insert({ workspaceId: ws, kind: 'records_read', holder: 'alive:2:y', remaining: '0.05', expiresAt: new Date(Date.now() + 3_600_000) }).returning('*');
     const other = createDb(process.env.DATABASE_URL!, { max: 2 });
+    const otherDefinitions = new DefinitionCache(other, systemClock);
     try {
-      const billed = await Promise.all([metering().billExpiredChargeLeases(), new Metering(other, systemClock).billExpiredChargeLeases()]);
+      const billed = await Promise.all([metering().billExpiredChargeLeases(), new Metering(other, systemClock, otherDefinitions).billExpiredChargeLeases()]);
       assert.ok(billed[0] + billed[1] <= 1, 'one of the sweeps billed it (or the API process’s own sweep did)');
     } finally {
+      await otherDefinitions.close();
       await other.destroy();
     }
     const remainders = await operationsOf(ws, 'sparql_query');

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createDb } from '../../../db/connection';
 import { logger } from '../../../core/logger';
 import { systemClock } from '../../../core/clock';
+import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
@@ -21,7 +22,8 @@ describe('Stopping a process that holds leased charges', function () {
     // one statement each.
     await env().db('usage_alert_settings').insert({ workspace_id: ws, monthly_budget: '0.0001', thresholds: [50, 80] });
     const db = createDb(process.env.DATABASE_URL!, { max: 4 });
-    const metering = new Metering(db, systemClock);
+    const definitions = new DefinitionCache(db, systemClock);
+    const metering = new Metering(db, systemClock, definitions);
     const failures: unknown[] = [];
     const logError = logger.error.bind(logger);
     logger.error = ((...args: Parameters<typeof logger.error>) => {
@@ -44,6 +46,7 @@ describe('Stopping a process that holds leased charges', function () {
       // One more, still queued when the process stops: metering.close() writes it and checks its alert.
       await metering.meter(db, { workspaceId: ws, kind: 'sparql_query', ref: randomUUID(), quantities: { query: 1 } });
       await metering.close();
+      await definitions.close();
       await db.destroy();
       await released;
       // A check still running would now wait on the destroyed pool for knex's acquire timeout (a

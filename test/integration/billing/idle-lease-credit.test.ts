@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Decimal from 'decimal.js';
 import { createDb } from '../../../db/connection';
 import { assertCredit } from '../../../services/usage/credit';
+import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
@@ -21,7 +22,8 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
     const clock = { now: Date.now() };
     const db = createDb(process.env.DATABASE_URL!, { max: 4 });
     const holderClock = { now: () => clock.now, databaseTime: () => null };
-    const metering = new Metering(db, holderClock);
+    const definitions = new DefinitionCache(db, holderClock);
+    const metering = new Metering(db, holderClock, definitions);
     try {
       let leased = false;
       for (let i = 0; i < 200 && !leased; i += 1) {
@@ -44,7 +46,7 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
       for (const until = Date.now() + 15_000; Date.now() < until; ) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         held = await env().db('charge_leases').where({ workspace_id: ws });
-        paused = await assertCredit({ metering, clock: holderClock }, db, ws, 'sparql_query').then(() => false, (error: { code?: string }) => error.code === 'usage_limit_reached');
+        paused = await assertCredit({ metering, clock: holderClock, definitions }, db, ws, 'sparql_query').then(() => false, (error: { code?: string }) => error.code === 'usage_limit_reached');
         if (held.length === 0 || !paused) break;
       }
       assert.ok(
@@ -53,6 +55,7 @@ describe('An idle records_read lease of a credit-limited workspace', function ()
       );
     } finally {
       await metering.close();
+      await definitions.close();
       await db.destroy();
     }
   });

@@ -6,7 +6,7 @@ import { managedTableCapability } from '../../../plugins/managed-table';
 import { postgresTableCapability } from '../../../plugins/postgres-table';
 import { SparqlQueryThreads } from '../../../ontology/sparql-threads/query-pool';
 import { sparqlQueryOperation } from '../../../services/ontology/sparql-operations';
-import { closeRuntimeState, type ServiceDependencies } from '../../../services/operations/context';
+import { closeRuntimeState, runtimeState, type ServiceDependencies } from '../../../services/operations/context';
 import { invoke } from '../../../services/operations/invoke';
 import { principalOfKey } from '../../../services/tenancy/api-keys';
 import { putApiLimits } from '../../../services/tenancy/api-limits';
@@ -16,14 +16,16 @@ import { env } from '../../support/environment';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
 import { as, keyIdOf, newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
 import { customerOntology, ontologyTenant } from '../../support/ontology';
+import { until } from '../../support/polling';
 
 // Metering, request admission and postgres_table's pools are a runtime's dependencies
 // (services/usage/metering.ts, services/tenancy/request-authentication.ts, plugins/postgres-table/pool.ts),
 // and so are the listeners to committed snapshots (plugins/snapshot-notices.ts) and the SPARQL
 // query threads (ontology/sparql-threads/query-pool.ts) and the readiness probe's worker round trip
-// (services/shared/worker-round-trips.ts),
+// (services/shared/worker-round-trips.ts) and the definition cache (services/shared/definition-cache.ts),
 // not module state: two sets of dependencies built in one process share no queued charge, no charge
-// lease, no flush, no kept key, no request lease, no pool, no listener, no query thread and no round trip. Each set
+// lease, no flush, no kept key, no request lease, no pool, no listener, no query thread, no round trip
+// and no kept definition (the test environment's runtimes share one cache on purpose, test/support/environment.ts). Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
 
@@ -32,7 +34,7 @@ const leasesOf = (workspaceId: string) => env().db('charge_leases').where({ work
 
 /** Dependencies whose metering flushes only when asked. */
 function holdingDependencies(): ServiceDependencies {
-  return env().dependencies({ metering: new Metering(env().db, env().clock, { flushAfterMs: 3_600_000 }) });
+  return env().dependencies({ metering: new Metering(env().db, env().clock, env().definitions, { flushAfterMs: 3_600_000 }) });
 }
 
 /** SPARQL charges through `deps` until one is answered from its lease (queued, not written); returns its ref. */
@@ -95,7 +97,7 @@ describe('Two runtimes in one process', function () {
     const workspace = await newWorkspace();
     const key = await newKey(workspace, { scopes: ['org:read'] });
     // Buckets large enough to lease from (a default key's 120 are counted one by one).
-    await putApiLimits(env().db, workspace.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
+    await putApiLimits(env(), env().db, workspace.workspaceId, { workspaceRequests: 100_000, apiKeyRequests: 100_000 });
     const [one, two] = [env().dependencies(), env().dependencies()];
     // Counted one by one until the first keeps the key and holds a lease of its buckets.
     let fromMemory = false;
@@ -169,6 +171,36 @@ describe('Two runtimes in one process', function () {
     } finally {
       await one.sparqlQueries.close();
       await two.sparqlQueries.close();
+    }
+  });
+
+  it('keep no definition of the other: an entry one keeps is not in the other, and closing one leaves the other listening', async () => {
+    const { workspaceId } = await newWorkspace();
+    // Held still, so no entry reaches its TTL while the test runs, however slowly.
+    env().clock.set(Date.now());
+    // Runtimes built as a process builds its own: each with a definition cache of its own.
+    const [one, two] = [runtimeState(env().db, env().clock), runtimeState(env().db, env().clock)];
+    const planOf = (state: typeof one) => state.definitions.get(workspaceId, 'test-plan', async () => (await env().db('workspaces').where({ id: workspaceId }).first('plan')).plan as string);
+    const kept = (state: typeof one) => state.definitions.peek<string>(workspaceId, 'test-plan');
+    try {
+      // A read is kept once the cache's LISTEN is confirmed (the first read starts it).
+      await until('the first runtime keeps the plan', async () => (await planOf(one), kept(one)));
+      assert.equal(kept(two), undefined, 'the second keeps nothing the first read');
+      await until('the second runtime keeps the plan', async () => (await planOf(two), kept(two)));
+
+      await closeRuntimeState(one);
+      assert.equal(kept(one), undefined, 'the first forgets its definitions with its runtime');
+      assert.equal(kept(two), 'free', 'the second keeps its own');
+      // And still listens: a change another connection commits reaches it by NOTIFY.
+      const heard = new Promise<void>((resolve) => {
+        const stop = two.definitions.onChange((changed) => changed === workspaceId && (stop(), resolve()));
+      });
+      await env().db('workspaces').where({ id: workspaceId }).update({ plan: 'team' });
+      await heard;
+      assert.equal(kept(two), undefined, 'the change dropped the second runtime\'s entry');
+      assert.equal(await planOf(two), 'team');
+    } finally {
+      await Promise.all([one, two].map(closeRuntimeState));
     }
   });
 

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { definitionCache } from '../../../services/shared/definition-cache';
 import { env } from '../../support/environment';
 import { as } from '../../support/fixtures';
 import { runScript } from '../../support/processes';
@@ -61,11 +60,11 @@ describe('Self-hosted credit: WEFT_CREDIT_LIMIT and admin plan set', function ()
     assert.equal((await execute()).status, 402);
   });
 
-  /** Runs the admin CLI and waits until this process has heard of the workspace's change (NOTIFY). */
+  /** Runs the admin CLI and waits until the API of this process has heard of the workspace's change (NOTIFY). */
   async function planSet(workspaceId: string, ...args: string[]) {
     let heard!: () => void;
     const notified = new Promise<void>((resolve) => (heard = resolve));
-    const stop = definitionCache().onChange((changed) => (changed === workspaceId || changed === undefined) && heard());
+    const stop = env().apiDependencies.definitions.onChange((changed) => (changed === workspaceId || changed === undefined) && heard());
     try {
       const result = await admin('plan', 'set', '--workspace', workspaceId, ...args, '--json');
       assert.equal(result.code, 0, result.stderr);

@@ -80,7 +80,7 @@ describe('MCP JSON-RPC batches count one request per message', function () {
     it(`a batch of 20 tools/call messages is answered in full and spends 20 requests of ${name}`, async () => {
       const ws = await newWorkspace();
       const key = await newKey(ws, { scopes: ['org:manage', 'pipelines:read'] });
-      await putApiLimits(env().db, ws.workspaceId, limits);
+      await putApiLimits(env(), env().db, ws.workspaceId, limits);
       const post = await rawSession(key);
       const before = await as(key).get('/api/v1/organization');
       assert.equal(before.status, 200);
@@ -104,7 +104,7 @@ describe('MCP JSON-RPC batches count one request per message', function () {
     const source = await tableDestination(t, `batch_source_${Date.now()}`, ['id'], 'source');
     const destination = await tableDestination(t, `batch_destination_${Date.now()}`, ['id']);
     const document = linearDocument(source, destination);
-    await putApiLimits(env().db, t.ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 40 });
+    await putApiLimits(env(), env().db, t.ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 40 });
     const post = await rawSession(t.key);
     const pipelines = () => t.client.get(`/api/v1/projects/${t.projectId}/pipelines?limit=200`);
     const before = await pipelines();
@@ -144,7 +144,7 @@ describe('MCP JSON-RPC batches count one request per message', function () {
     const ws = await newWorkspace();
     const key = await newKey(ws, { scopes: ['org:manage'] });
     const other = await newKey(ws, { scopes: ['org:manage'] });
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 30, apiKeyRequests: 100 });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 30, apiKeyRequests: 100 });
     const post = await rawSession(key);
     const spent = await as(other).get('/api/v1/organization');
     assert.equal(limitOf(spent), 30);
@@ -160,7 +160,7 @@ describe('MCP JSON-RPC batches count one request per message', function () {
   it('a single message and a batch of one each count as one request', async () => {
     const ws = await newWorkspace();
     const key = await newKey(ws, { scopes: ['org:manage'] });
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 100 });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 100 });
     const post = await rawSession(key);
     const single = await post(toolCall(1, 'organization_api_limits_get', {}));
     assert.equal(single.status, 200);

@@ -268,7 +268,7 @@ describe('MCP tools: pipelines, runs, schedules and sources', function () {
     holdRequestWindow();
     const ws = await newWorkspace();
     const key = await newKey(ws, { scopes: ['org:manage'] });
-    await putApiLimits(env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 12 });
+    await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 1000, apiKeyRequests: 12 });
     const { client: mcp, streamOpened } = await connectWatched(key, { name: 'weft-tools-test' });
     try {
       await streamOpened;

@@ -8,7 +8,6 @@ import { PluginInstallation } from '../../../db/models';
 import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
-import { definitionCache } from '../../../services/shared/definition-cache';
 import { snapshotScope } from '../../../plugins/snapshot-notices';
 import { installPlugin } from '../../../services/endpoints/plugins';
 import { env } from '../../support/environment';
@@ -715,7 +714,7 @@ describe('SPARQL over bound tables read per query answers as over the tables rea
     assert.deepEqual(warm.rows, []);
     // As a process the commit's announcements have not reached: neither this process's own nor the
     // NOTIFY drops its kept snapshots, so the query finds its kept dataset, older than the commit.
-    const cache = definitionCache();
+    const cache = env().apiDependencies.definitions;
     const changed = cache.changed;
     const unheard = snapshotScope(t.ws.workspaceId);
     cache.changed = function (this: typeof cache, workspaceId: string) {

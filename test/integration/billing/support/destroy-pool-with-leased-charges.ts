@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createDb } from '../../../../db/connection';
-import { closeDefinitionCache } from '../../../../services/shared/definition-cache';
+import { DefinitionCache } from '../../../../services/shared/definition-cache';
 import { systemClock } from '../../../../core/clock';
 import { Metering } from '../../../../services/usage/metering';
 
@@ -12,7 +12,8 @@ import { Metering } from '../../../../services/usage/metering';
 async function main(): Promise<void> {
   const [workspaceId] = process.argv.slice(2);
   const db = createDb(process.env.DATABASE_URL!, { max: 2 });
-  const metering = new Metering(db, systemClock);
+  const definitions = new DefinitionCache(db, systemClock);
+  const metering = new Metering(db, systemClock, definitions);
   let leasedRef: string | undefined;
   for (let i = 0; i < 5000 && !leasedRef; i += 1) {
     const ref = randomUUID();
@@ -21,7 +22,7 @@ async function main(): Promise<void> {
   }
   if (!leasedRef) throw new Error('no charge was answered from a lease');
   // Still queued (its flush is due in 200 ms): the pool goes first.
-  await Promise.all([db.destroy(), closeDefinitionCache()]);
+  await Promise.all([db.destroy(), definitions.close()]);
   console.log(JSON.stringify({ leasedRef }));
 }
 
