@@ -10,10 +10,11 @@ import { logger } from '../../core/logger';
 // deps.definitions, built and closed with its runtime state, services/operations/context.ts) and
 // drops a workspace's entries when its definitions change:
 // - at once in the runtime that changed them (invoke, after the transaction commits);
-// - in every other process through PostgreSQL NOTIFY weft_definitions, sent at commit by the
-//   triggers of migrations 20261129090000 and 20261129100000;
-// - after DEFINITION_CACHE_TTL_MS of the runtime's clock at the latest, the backstop should a notification ever be missed.
-// Nothing is cached while the process is not listening (before the LISTEN is confirmed, and from
+// - in every other runtime, of this process or another, through PostgreSQL NOTIFY weft_definitions,
+//   sent at commit by the triggers of migrations 20261129090000 and 20261129100000;
+// - after DEFINITION_CACHE_TTL_MS on the runtime's clock at the latest, the backstop should a
+//   notification ever be missed.
+// Nothing is cached while the cache is not listening (before its LISTEN is confirmed, and from
 // a lost listening connection until it is back), so a missed notification cannot leave a stale
 // entry beyond the TTL. A load that overlaps a change is used once and not kept (the generations
 // below), so an entry never predates the last change it was told of.
