@@ -49,6 +49,8 @@ export class DefinitionCache {
   private listener?: { connection?: pg.Client; closed: boolean; retry?: NodeJS.Timeout };
   private listening = false;
   private readonly listeners = new Set<(workspaceId: string | undefined) => void>();
+  /** Who waits for the LISTEN to be confirmed (whenListening). */
+  private readonly awaitingListen = new Set<() => void>();
   /** Reads in flight, by workspace and key, with the ticket they were started under. */
   private readonly loading = new Map<string, { ticket: Ticket; value: Promise<unknown> }>();
 
@@ -108,6 +110,15 @@ export class DefinitionCache {
     this.listen();
   }
 
+  /**
+   * Starts listening, and resolves once the LISTEN is confirmed: from then on reads may be kept, and
+   * the confirmation's changedEverywhere (which returns every lease its listeners hold) is behind.
+   */
+  whenListening(): Promise<void> {
+    this.listen();
+    return this.listening ? Promise.resolve() : new Promise((resolve) => this.awaitingListen.add(resolve));
+  }
+
   /** The workspace's definitions changed: its entries go, and loads under way are not kept. */
   changed(workspaceId: string): void {
     this.changes += 1;
@@ -160,6 +171,8 @@ export class DefinitionCache {
         // Whatever changed before LISTEN took effect was never cached: nothing is kept until now.
         this.changedEverywhere();
         this.listening = true;
+        for (const resolve of this.awaitingListen) resolve();
+        this.awaitingListen.clear();
       } catch (error) {
         logger.warn({ err: error }, 'the definition-change listener could not connect; retrying');
         if (!listener.closed) listener.retry = setTimeout(() => void connect(), RECONNECT_MS).unref();

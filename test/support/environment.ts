@@ -126,6 +126,16 @@ export async function startEnvironment(): Promise<void> {
   cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => definitions.close(), () => db.destroy()];
 }
 
+/**
+ * Before each test: the runtimes' definition cache listens, its LISTEN confirmed. The first read
+ * of a run (or the first after a test closed a runtime, which closes the cache) starts it, and its
+ * confirmation drops every entry and returns every request and charge lease: mid-test, a lease a
+ * test had just seen granted would be gone under it.
+ */
+export async function definitionsListening(): Promise<void> {
+  await environment?.definitions.whenListening();
+}
+
 /** After each test: the clock it may have set goes back to the system's. */
 export function releaseClock(): void {
   environment?.clock.release();

@@ -1,4 +1,4 @@
-import { releaseClock, startEnvironment, stopEnvironment } from './environment';
+import { definitionsListening, releaseClock, startEnvironment, stopEnvironment } from './environment';
 
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
@@ -6,6 +6,7 @@ export const mochaHooks = {
     this.timeout(180_000);
     await startEnvironment();
   },
+  beforeEach: definitionsListening,
   afterEach() {
     releaseClock();
   },
