@@ -20,7 +20,7 @@ import { admitRequest, ApiLimits, LimitHeaders, WINDOW_SECONDS } from './api-lim
 // when the workspace's keys or limits change, or when the process stops, so another process, or
 // another key of the workspace, is not refused for long while budget lies idle here. Time comes
 // from the process's clock: the database's decides the window (clock.databaseTime(), null in
-// production), this process's when its leases end and idle.
+// production), this process's when its leases end and idle (sweep() looks them over at once).
 
 /** What counts a runtime's requests: its pool, its clock, its definition cache (keys and limits kept) and its leases (all from its dependencies). */
 export interface RequestCounting {
@@ -230,6 +230,15 @@ export class RequestBudgets {
       .finally(() => this.returning.delete(returned));
     this.returning.add(returned);
     return returned;
+  }
+
+  /**
+   * Looks the leases over now, as the timer does every SWEEP_MS, and waits for what that hands
+   * back: a test that moves its clock sweeps at the time it set.
+   */
+  async sweep(): Promise<void> {
+    this.returnIdle();
+    await this.settled();
   }
 
   private returnIdle(): void {

@@ -33,7 +33,8 @@ import { monthStart } from './plans';
 // pay for what was queued.
 // A runtime holds one ChargeLeases (Metering.leases, metering.ts). Lease ages are read from the
 // runtime's clock, and its database time (Clock.databaseTime) is what the statements renew and
-// expire leases by, so a test's clock holds both still; timers stay real.
+// expire leases by, so a test's clock holds both still; timers stay real, and a test that moves
+// its clock sweeps (sweep()) rather than waiting for them.
 
 const LEASE_AFTER = 4;
 const RATE_WINDOW_MS = 1000;
@@ -339,6 +340,16 @@ export class ChargeLeases {
     stream.lease = undefined;
     this.returning.set(lease.id, stream.workspaceId);
     this.flushIn(0);
+  }
+
+  /**
+   * Looks the leases over now, as the timer does every SWEEP_MS (idle ones handed back, lapsed ones
+   * dropped, renewals sent), and waits for the flush that carries it out: a test that moves its
+   * clock sweeps at the time it set instead of waiting for the timer.
+   */
+  async sweep(): Promise<void> {
+    this.returnIdle();
+    await this.flush();
   }
 
   private returnIdle(): void {

@@ -8,6 +8,8 @@ import { ManagedTableMemory } from '../../plugins/managed-table/memory';
 import { PostgresTablePools } from '../../plugins/postgres-table/pool';
 import { SnapshotNotices } from '../../plugins/snapshot-notices';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
+import { DEFINITIONS_CHANNEL } from '../../services/shared/definition-cache';
+import { until } from './polling';
 
 export interface HttpResponse<T = any> {
   status: number;
@@ -95,6 +97,25 @@ export async function keyIdOf(secret: string): Promise<string> {
 async function changedKeyOf(secret: string, change: Record<string, unknown>): Promise<void> {
   const [row] = await env().db('api_keys').where({ id: await keyIdOf(secret) }).update(change).returning('workspaceId');
   env().definitions.changed(row.workspaceId);
+}
+
+/**
+ * Waits until this process has heard every definition change committed so far (their NOTIFY
+ * arrives when it arrives, and a change to a workspace hands back the leases its runtimes hold): a
+ * marker notified now on the same channel, which PostgreSQL delivers after them (in commit order).
+ * The marker names no workspace, so it resets nothing; losing the listener (which resets
+ * everything) counts as heard too.
+ */
+export async function heardDefinitionChanges(): Promise<void> {
+  const marker = randomUUID();
+  let heard = false;
+  const stop = env().definitions.onChange((changed) => void ((changed === marker || changed === undefined) && (heard = true)));
+  try {
+    await env().db.raw('SELECT pg_notify(?, ?)', [DEFINITIONS_CHANNEL, marker]);
+    await until('this process to hear the definition changes committed so far', () => heard, 30_000, 20);
+  } finally {
+    stop();
+  }
 }
 
 /** Puts a key's expiry in the past (the API accepts only future expiries). */

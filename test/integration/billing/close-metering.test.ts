@@ -7,6 +7,7 @@ import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
+import { until } from '../../support/polling';
 
 // A process stopping writes its leased charges; each write starts its workspace's usage-alert
 // check after it. The pool was destroyed right after the charges were written, so the check met a
@@ -38,20 +39,30 @@ describe('Stopping a process that holds leased charges', function () {
         leased = await metering.leaseCovers(ws, 'sparql_query', ref);
       }
       assert.ok(leased, 'queries were answered from a lease');
-      // The alert checks' statements wait (a lock held for 500 ms), so the check that the last
-      // charges' write starts is still running when their writing is done.
+      // The alert checks' statements wait (a lock on their table), so the check that the last
+      // charge's write starts is still running when its writing is done; the lock goes once that
+      // charge is written and a check waits for it: while close() waits for the checks, or (were
+      // it not to) after the pool's destruction has begun.
       const locker = await env().db.transaction();
       await locker.raw('LOCK TABLE usage_alert_events IN ACCESS EXCLUSIVE MODE');
-      const released = new Promise((resolve) => setTimeout(resolve, 500)).then(() => locker.commit());
+      const last = randomUUID();
+      const released = until('the last charge written and an alert check waiting for the lock', async () => {
+        const [{ written, waiting }] = (await env().db.raw(
+          "SELECT (SELECT count(*) FROM metered_operations WHERE workspace_id = ? AND operation_ref = ?)::int AS written, (SELECT count(*) FROM pg_locks WHERE relation = 'usage_alert_events'::regclass AND NOT granted)::int AS waiting",
+          [ws, last],
+        )).rows;
+        return written > 0 && waiting > 0;
+      }, 30_000).finally(() => locker.commit());
       // One more, still queued when the process stops: metering.close() writes it and checks its alert.
-      await metering.meter(db, { workspaceId: ws, kind: 'sparql_query', ref: randomUUID(), quantities: { query: 1 } });
+      await metering.meter(db, { workspaceId: ws, kind: 'sparql_query', ref: last, quantities: { query: 1 } });
       await metering.close();
       await definitions.close();
       await db.destroy();
       await released;
       // A check still running would now wait on the destroyed pool for knex's acquire timeout (a
-      // minute), then log its failure: none is left.
-      const settled = await Promise.race([metering.settled(ws).then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+      // minute), then log its failure: none is left, so settled() answers before the event loop
+      // turns (setImmediate), waiting for nothing.
+      const settled = await Promise.race([metering.settled(ws).then(() => true), new Promise<false>((resolve) => setImmediate(() => resolve(false)))]);
       assert.ok(settled, 'an alert check was still running after the pool was destroyed');
     } finally {
       logger.error = logError;

@@ -14,7 +14,7 @@ import { admitKeptRequest, authenticateRequest } from '../../../services/tenancy
 import { Metering } from '../../../services/usage/metering';
 import { env } from '../../support/environment';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
-import { as, keyIdOf, newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
+import { as, heardDefinitionChanges, keyIdOf, newKey, newManagedTableContext, newWorkspace } from '../../support/fixtures';
 import { customerOntology, ontologyTenant } from '../../support/ontology';
 import { until } from '../../support/polling';
 
@@ -52,6 +52,11 @@ describe('Two runtimes in one process', function () {
 
   it('share no charge lease, queued charge or flush: each writes, withdraws and returns only its own', async () => {
     const ws = (await newWorkspace()).workspaceId;
+    // The workspace's creation reaches this process by NOTIFY, and a change to a workspace hands
+    // its leases back: under load it arrived after the first lease was taken, which went back.
+    await heardDefinitionChanges();
+    // Held, the clock lets no lease go idle, lapse or be renewed (a renewal writes the queued charges).
+    env().clock.set(Date.now());
     const [one, two] = [holdingDependencies(), holdingDependencies()];
     try {
       const first = await chargeUntilLeased(one, ws);

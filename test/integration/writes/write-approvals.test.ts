@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { within } from '../../support/polling';
+import { until, within } from '../../support/polling';
 import { removeMember } from '../../../services/tenancy/workspaces';
 import { env } from '../../support/environment';
 import { as, expireKey, newKey, revokeKey } from '../../support/fixtures';
@@ -154,9 +154,11 @@ describe('Governed writes that need approval, through the real Temporal server',
       const retried = await t.writer.post(url, body);
       assert.equal(retried.status, 202, 'the retry returns the waiting action, with no worker running');
       assert.equal(retried.headers.get('idempotent-replayed'), 'true');
-      // Sent while no worker runs: the update waits in Temporal until one polls again.
+      // Sent while no worker runs: the update waits in Temporal until one polls again (a workflow
+      // task scheduled for it, which the workflow, idle in its wait, had none of).
       approval = approver.client.post(`${url}/${body.actionId}/approve`, {});
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      const workflow = env().temporal.workflow.getHandle(retried.body.writeAction.workflowId);
+      await until('the approval to wait in Temporal', async () => (await workflow.describe()).raw.pendingWorkflowTask);
     } finally {
       await env().startWorker();
     }
