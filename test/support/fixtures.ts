@@ -100,17 +100,19 @@ async function changedKeyOf(secret: string, change: Record<string, unknown>): Pr
 }
 
 /**
- * Waits until this process has heard every definition change committed so far (their NOTIFY
- * arrives when it arrives, and a change to a workspace hands back the leases its runtimes hold): a
- * marker notified now on the same channel, which PostgreSQL delivers after them (in commit order).
- * The marker names no workspace, so it resets nothing; losing the listener (which resets
- * everything) counts as heard too.
+ * Starts this process's definition listener if it has none, and waits until it has heard every
+ * change committed so far (a NOTIFY arrives when it arrives; a change to a workspace hands back
+ * the leases its runtimes hold, and the listener's start hands back every lease): a marker
+ * notified now on the same channel, which PostgreSQL delivers after them (in commit order), or the
+ * listener's start, if the marker was sent before it listened. The marker names no workspace, so
+ * it resets nothing.
  */
 export async function heardDefinitionChanges(): Promise<void> {
   const marker = randomUUID();
   let heard = false;
   const stop = env().definitions.onChange((changed) => void ((changed === marker || changed === undefined) && (heard = true)));
   try {
+    definitionCache().start(env().db);
     await env().db.raw('SELECT pg_notify(?, ?)', [DEFINITIONS_CHANNEL, marker]);
     await until('this process to hear the definition changes committed so far', () => heard, 30_000, 20);
   } finally {

@@ -52,8 +52,10 @@ describe('Two runtimes in one process', function () {
 
   it('share no charge lease, queued charge or flush: each writes, withdraws and returns only its own', async () => {
     const ws = (await newWorkspace()).workspaceId;
-    // The workspace's creation reaches this process by NOTIFY, and a change to a workspace hands
-    // its leases back: under load it arrived after the first lease was taken, which went back.
+    // A change to a workspace hands back its leases, and so does the start of this process's
+    // definition listener (what changed before it listened is unknown): the first lease read the
+    // workspace's plan through the definition cache, which started the listener, and under load
+    // the LISTEN (or the workspace's creation NOTIFY) was confirmed after that lease was taken.
     await heardDefinitionChanges();
     // Held, the clock lets no lease go idle, lapse or be renewed (a renewal writes the queued charges).
     env().clock.set(Date.now());
