@@ -4,6 +4,7 @@ import { PluginInstallation } from '../../../db/models';
 import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
 import { env } from '../../support/environment';
+import { within } from '../../support/polling';
 import { as, newKey, request } from '../../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../../support/ontology';
 import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
@@ -99,7 +100,7 @@ describe('The SPARQL dataset kept between queries', function () {
       await listener.query(`LISTEN ${SNAPSHOT_NOTICE_CHANNEL}`);
       await write([{ id: 4, full_name: 'Dee', years: 41 }]);
       const scope = snapshotScope(t.ws.workspaceId);
-      for (let waited = 0; !heard.includes(scope) && waited < 5_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
+      await within(5_000, () => heard.includes(scope), Boolean, 20);
       assert.ok(heard.includes(scope), `the commit announced ${scope} (heard ${JSON.stringify(heard)})`);
     } finally {
       await listener.end();

@@ -12,6 +12,7 @@ import { SnapshotNotices } from '../../../plugins/snapshot-notices';
 import { findCapability } from '../../../plugins';
 import { computeWindow, connectionFor, isUnderBase, httpDatasetCapability as capability, PAGES_PER_READ, readRemoteRecords, safeFetch } from '../../../plugins/http-dataset';
 import { env } from '../../support/environment';
+import { within } from '../../support/polling';
 
 /** What the fixture server saw: the tests assert on the parameters the capability sent. */
 interface Received {
@@ -467,10 +468,10 @@ describe('http_dataset capability', () => {
         // The request's own timeout and the read deadline are far away: only the abort can end it.
         const reading = capability.readRecords({ ...context({ timeoutMs: 60_000 }), signal: controller.signal }, slowTarget(1, 60_000), read({ limit: 1 }));
         reading.catch(() => undefined);
-        for (let i = 0; i < 100 && !server.received.some((r) => r.path === '/api/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        await within(5_000, () => server.received.some((r) => r.path === '/api/slow'), Boolean);
         controller.abort(reason);
         await assert.rejects(reading, (error) => error === reason);
-        for (let i = 0; i < 100 && !server.abandoned.includes('/api/slow'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        await within(5_000, () => server.abandoned.includes('/api/slow'), Boolean);
         assert.deepEqual(server.abandoned, ['/api/slow']);
         // A signal aborted before the read sends nothing.
         const before = server.received.length;
