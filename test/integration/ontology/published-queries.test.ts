@@ -5,6 +5,7 @@ import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
 import { EXECUTION_DEFAULTS } from '../../../services/ontology/query-execution';
 import { env } from '../../support/environment';
+import { within } from '../../support/polling';
 import { as, newKey } from '../../support/fixtures';
 import { bind, customerOntology, OntologyTenant, ontologyTenant, seededTable } from '../../support/ontology';
 
@@ -213,11 +214,8 @@ describe('Published queries: contracts, releases, execution and jobs', function 
         await env().startWorker();
       }
       // The cancellation reaches the workflow once a worker polls again.
-      let state = 'RUNNING';
-      for (let i = 0; i < 80 && state === 'RUNNING'; i += 1) {
-        state = (await env().temporal.workflow.getHandle(`weft-query-job-${job!}`).describe()).status.name;
-        if (state === 'RUNNING') await new Promise((resolve) => setTimeout(resolve, 250));
-      }
+      const workflow = env().temporal.workflow.getHandle(`weft-query-job-${job!}`);
+      const state = await within(20_000, async () => (await workflow.describe()).status.name, (name) => name !== 'RUNNING', 250);
       assert.equal(state, 'CANCELLED');
       assert.equal((await env().db('query_jobs').where({ id: job! }).first()).status, 'canceled', 'a canceled job stays canceled');
     });
