@@ -112,7 +112,7 @@ export async function heardDefinitionChanges(): Promise<void> {
   let heard = false;
   const stop = env().definitions.onChange((changed) => void ((changed === marker || changed === undefined) && (heard = true)));
   try {
-    definitionCache().start(env().db);
+    env().definitions.start();
     await env().db.raw('SELECT pg_notify(?, ?)', [DEFINITIONS_CHANNEL, marker]);
     await until('this process to hear the definition changes committed so far', () => heard, 30_000, 20);
   } finally {
