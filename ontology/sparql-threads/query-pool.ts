@@ -7,7 +7,7 @@ import { codeExtension } from '../../core/paths';
 import type { SparqlLimits } from '../sparql-engine';
 import { callerGoneError, timeoutError } from '../sparql-evaluator/deadline';
 import type { AnswerForm, DropRequest, GraphHandle, GraphLoad, QueryAnswer, QueryRequest, ThreadMessage } from './messages';
-import { sparqlSettings, SparqlSettings } from './settings';
+import { sparqlSettingsFromEnvironment, SparqlSettings } from './settings';
 
 // SPARQL evaluation off the API's event loop. Queries run in a pool of worker threads, one query
 // per thread at a time; a query past its time limit is stopped by terminating its thread, whatever
@@ -91,7 +91,7 @@ export class SparqlQueryPool {
   private watchdog?: NodeJS.Timeout;
   private watchdogAt = Number.POSITIVE_INFINITY;
 
-  constructor(private readonly settings: SparqlSettings = sparqlSettings()) {
+  constructor(private readonly settings: SparqlSettings) {
     for (let index = 0; index < settings.threads; index++) this.threads.push(this.spawn(index));
   }
 
@@ -440,9 +440,16 @@ function youngGenerationFrom(mb: number): void {
 export class SparqlQueryThreads {
   private started?: SparqlQueryPool;
 
+  /**
+   * The runtime's SPARQL settings (WEFT_SPARQL_*), read once when it is built; every query of the
+   * runtime reads them here (ctx.deps.sparqlQueries.settings). A test changes them for its own
+   * runtimes; a pool keeps the ones it was started with.
+   */
+  constructor(readonly settings: SparqlSettings = sparqlSettingsFromEnvironment()) {}
+
   /** The pool, started now if it is not yet. */
   pool(): SparqlQueryPool {
-    return (this.started ??= new SparqlQueryPool());
+    return (this.started ??= new SparqlQueryPool({ ...this.settings }));
   }
 
   /** Whether the pool has been started (and not closed since). */

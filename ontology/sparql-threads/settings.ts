@@ -1,4 +1,5 @@
-// SPARQL evaluation settings, read once per process from the environment (their table: docs/architecture/sparql.md).
+// SPARQL evaluation settings, read from the environment by the runtime that builds the query
+// threads (SparqlQueryThreads.settings); their table: docs/architecture/sparql.md.
 
 function positiveInteger(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -49,35 +50,22 @@ function tableReads(): SparqlSettings['tableReads'] {
   return raw;
 }
 
-let settings: SparqlSettings | undefined;
-
-export function sparqlSettings(): SparqlSettings {
-  if (!settings) {
-    const keptTriples = positiveInteger('WEFT_SPARQL_KEPT_TRIPLES', 2_000_000);
-    settings = {
-      threads: positiveInteger('WEFT_SPARQL_THREADS', 2),
-      timeoutMs: positiveInteger('WEFT_SPARQL_TIMEOUT_MS', 10_000),
-      workspaceConcurrency: positiveInteger('WEFT_SPARQL_WORKSPACE_CONCURRENCY', 2),
-      queueMs: positiveInteger('WEFT_SPARQL_QUEUE_MS', 2_000),
-      keptTriples,
-      maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
-      tableReads: tableReads(),
-      sqlConnections: positiveInteger('WEFT_SPARQL_SQL_CONNECTIONS', 4),
-      sqlMinRecords: Number(process.env.WEFT_SPARQL_SQL_MIN_RECORDS ?? 20_000),
-      maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
-      unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
-      threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
-      threadSemiSpaceMb: positiveInteger('WEFT_SPARQL_THREAD_SEMI_SPACE_MB', 16),
-    };
-  }
-  return settings;
-}
-
-/** Tests: replaces some settings until the returned function restores them (pools made meanwhile keep theirs). */
-export function overrideSparqlSettings(changes: Partial<SparqlSettings>): () => void {
-  const before = sparqlSettings();
-  settings = { ...before, ...changes };
-  return () => {
-    settings = before;
+/** The settings the environment gives (WEFT_SPARQL_*), read now: the runtime reads them once and keeps them. */
+export function sparqlSettingsFromEnvironment(): SparqlSettings {
+  const keptTriples = positiveInteger('WEFT_SPARQL_KEPT_TRIPLES', 2_000_000);
+  return {
+    threads: positiveInteger('WEFT_SPARQL_THREADS', 2),
+    timeoutMs: positiveInteger('WEFT_SPARQL_TIMEOUT_MS', 10_000),
+    workspaceConcurrency: positiveInteger('WEFT_SPARQL_WORKSPACE_CONCURRENCY', 2),
+    queueMs: positiveInteger('WEFT_SPARQL_QUEUE_MS', 2_000),
+    keptTriples,
+    maxDatasetTriples: Math.min(keptTriples, positiveInteger('WEFT_SPARQL_MAX_DATASET_TRIPLES', 2_000_000)),
+    tableReads: tableReads(),
+    sqlConnections: positiveInteger('WEFT_SPARQL_SQL_CONNECTIONS', 4),
+    sqlMinRecords: Number(process.env.WEFT_SPARQL_SQL_MIN_RECORDS ?? 20_000),
+    maxReachedTriples: positiveInteger('WEFT_SPARQL_MAX_REACHED_TRIPLES', 2_000_000),
+    unpinnedTtlSeconds: positiveInteger('WEFT_SPARQL_UNPINNED_TTL_SECONDS', 60),
+    threadMemoryMb: positiveInteger('WEFT_SPARQL_THREAD_MEMORY_MB', 3_072),
+    threadSemiSpaceMb: positiveInteger('WEFT_SPARQL_THREAD_SEMI_SPACE_MB', 16),
   };
 }

@@ -11,7 +11,7 @@ import { mapRecord, templateFields } from '../../ontology/term-records';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { encodedBytes, GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
-import { sparqlSettings } from '../../ontology/sparql-threads/settings';
+import type { SparqlSettings } from '../../ontology/sparql-threads/settings';
 import { capabilityContext, type CapabilityDependencies } from '../endpoints/data-endpoints';
 import { readableThroughBindings } from '../endpoints/data-guard';
 import { checkingGrants } from '../operations/current-operation';
@@ -133,8 +133,7 @@ function keptOrBuilt({ graphs, building }: SparqlMemory, slot: string, version: 
   return started;
 }
 
-function tooLarge(triples: number, atLeast: boolean): InputError {
-  const bound = sparqlSettings().maxDatasetTriples;
+function tooLarge(bound: number, triples: number, atLeast: boolean): InputError {
   return new InputError(
     'dataset_too_large',
     `This query’s dataset holds ${atLeast ? 'more than ' : ''}${triples.toLocaleString('en')} triples, past the bound of ${bound.toLocaleString('en')} this installation answers over (WEFT_SPARQL_MAX_DATASET_TRIPLES). Weft does not answer over part of the data: narrow the bindings your key reads, or ask the operator to raise the bound.`,
@@ -169,7 +168,7 @@ async function packageGraph(memory: SparqlMemory, db: Executor, pkg: PackageHead
 }
 
 /** Maps a binding's records at `snapshotId` (or as they are now) into a graph, within the bound. */
-async function buildBindingGraph(db: Executor, deps: CapabilityDependencies, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number): Promise<GraphHandle> {
+async function buildBindingGraph(db: Executor, deps: CapabilityDependencies, pkg: PackageHead, binding: CatalogBinding, endpoint: DataEndpoint, version: string, snapshotId: string | undefined, budget: number, bound: number): Promise<GraphHandle> {
   const runtime = findCapability(endpoint.installation!.capability, endpoint.installation!.capabilityVersion);
   const ctx = capabilityContext(db, endpoint.installation!, deps);
   const select = bindingFields(binding.mapping);
@@ -183,7 +182,7 @@ async function buildBindingGraph(db: Executor, deps: CapabilityDependencies, pkg
       if (mapped) for (const quad of mapped.quads) encoder.add(quad);
     }
     // The dataset so far (the bound less this graph's budget) and this graph's triples.
-    if (encoder.tripleCount > budget) throw tooLarge(sparqlSettings().maxDatasetTriples - budget + encoder.tripleCount, true);
+    if (encoder.tripleCount > budget) throw tooLarge(bound, bound - budget + encoder.tripleCount, true);
     after = page.continuation ?? undefined;
   } while (after !== undefined);
   return { version, graph: encoder.finish() };
@@ -346,7 +345,7 @@ function snapshotVersionOf(names: BindingNames, snapshot: SnapshotInfo): string 
   return names.snapshotVersion!;
 }
 
-const unpinnedFresh = (entry: KeptGraph) => Date.now() - entry.builtAt < sparqlSettings().unpinnedTtlSeconds * 1000;
+const unpinnedFresh = (settings: SparqlSettings, entry: KeptGraph) => Date.now() - entry.builtAt < settings.unpinnedTtlSeconds * 1000;
 
 /** The graph of one binding at its endpoint's current data. */
 async function bindingGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, snapshot: SnapshotInfo | undefined, budget: number): Promise<GraphHandle> {
@@ -356,11 +355,12 @@ async function bindingGraph(memory: SparqlMemory, db: Executor, deps: Capability
     // An endpoint never written has no snapshot to pin (and no records).
     const pinned = snapshot.id !== EMPTY_SNAPSHOT.id ? snapshot.id : undefined;
     const version = snapshotVersionOf(names, snapshot);
-    return (await keptOrBuilt(memory, slot, version, () => true, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, pinned, budget))).handle;
+    return (await keptOrBuilt(memory, slot, version, () => true, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, pinned, budget, memory.settings.maxDatasetTriples))).handle;
   }
   const kept = memory.graphs.get(slot);
-  const version = kept && unpinnedFresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
-  return (await keptOrBuilt(memory, slot, version, unpinnedFresh, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, undefined, budget))).handle;
+  const fresh = (entry: KeptGraph) => unpinnedFresh(memory.settings, entry);
+  const version = kept && fresh(kept) ? kept.handle.version : `${slot}:read:${Date.now()}`;
+  return (await keptOrBuilt(memory, slot, version, fresh, () => buildBindingGraph(db, deps, pkg, binding, endpoint, version, undefined, budget, memory.settings.maxDatasetTriples))).handle;
 }
 
 /**
@@ -407,7 +407,7 @@ interface QueryReach {
  * cannot be analysed (its tables are then read whole, as other bindings).
  */
 function queryReach(memory: SparqlMemory, plan: DatasetPlan, text: string | undefined): QueryReach | undefined {
-  if (text === undefined || sparqlSettings().tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
+  if (text === undefined || memory.settings.tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
   let parsed;
   try {
     parsed = memory.parses.parse(text);
@@ -473,7 +473,7 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       if (!kept || kept.handle.version !== dataVersion) return undefined;
     } else {
       kept = graphs.get(source.names.slot);
-      if (!kept || !unpinnedFresh(kept)) return undefined;
+      if (!kept || !unpinnedFresh(sparqlMemory.settings, kept)) return undefined;
       dataVersions.push(kept.handle.version);
     }
     handles.push(kept.handle);
@@ -513,7 +513,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
   const plan = planOf(catalog, pkg, principal, !db.isTransaction);
-  const bound = sparqlSettings().maxDatasetTriples;
+  const bound = sparqlMemory.settings.maxDatasetTriples;
   const packageHandle = await packageGraph(sparqlMemory, db, pkg);
   const handles = [packageHandle];
   const dataVersions = [packageHandle.version];
@@ -534,7 +534,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
     handles.push(handle);
     dataVersions.push(handle.version);
     triples += handle.graph.tripleCount;
-    if (triples > bound) throw tooLarge(triples, false);
+    if (triples > bound) throw tooLarge(bound, triples, false);
   }
   const tableHandles = tables.length ? await reachedGraphs(sparqlMemory, db, deps, pkg, plan, reach!, text!, tables, timeoutMs, ctx.signal) : [];
   handles.push(...tableHandles);
@@ -558,7 +558,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
     version: snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
   }));
   for (const [at, table] of reachTables.entries()) if (table.version !== undefined) indexKeyFields(db, deps, tables[at].source, table);
-  const settings = sparqlSettings();
+  const settings = memory.settings;
   const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
   // Under the reach bound a large unordered slice reads the whole graph, which every page then
@@ -642,7 +642,7 @@ async function countedWithin(db: Executor, table: ReachTable & { version: string
  */
 export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatalog, text: string, maxResults: number, pin?: SnapshotPin, timeoutMs?: number): Promise<{ result: SparqlResult; dataset: QueryDatasetHandles } | undefined> {
   const { db, deps, principal } = ctx;
-  const settings = sparqlSettings();
+  const settings = deps.sparqlMemory.settings;
   if (settings.tableReads !== 'per-query' || db.isTransaction) return undefined;
   const pkg = packageOf(catalog);
   checkingGrants(principal, 'read');
@@ -738,7 +738,7 @@ function datasetOf(memory: SparqlMemory, plan: DatasetPlan, pkg: PackageHead, ha
     // Bound tables' graphs are within the reach bound; the dataset bound is for the other graphs.
     if (!tableHandles.has(handle)) wholeTriples += handle.graph.tripleCount;
   }
-  if (wholeTriples > sparqlSettings().maxDatasetTriples) throw tooLarge(wholeTriples, false);
+  if (wholeTriples > memory.settings.maxDatasetTriples) throw tooLarge(memory.settings.maxDatasetTriples, wholeTriples, false);
   return { pkg, graphs: handles, version: datasetVersionOf(memory, plan, dataVersions), triples, withheldBindings: plan.withheld };
 }
 

@@ -1,6 +1,7 @@
 import { WeightedLru } from '../../ontology/dataset-cache';
 import { KeptParses } from '../../ontology/sparql-engine';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
+import type { SparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { CountedTriples, TableCounts } from './sparql-reach-reads';
 
 /** A graph kept between queries, with when it was built (unpinned graphs are fresh for a while). */
@@ -41,7 +42,11 @@ export class SparqlMemory {
   /** The API's parses of query texts (a query's form, its reach, the SQL path); each query thread keeps its own. */
   readonly parses = new KeptParses();
 
-  constructor({ encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 } = {}) {
+  /** The runtime's SPARQL settings: its query threads' (SparqlQueryThreads.settings), the one object. */
+  readonly settings: SparqlSettings;
+
+  constructor({ settings, encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 }: { settings: SparqlSettings; encodedBytes?: number }) {
+    this.settings = settings;
     this.graphs = new WeightedLru<KeptGraph>(4096, encodedBytes);
   }
 }

@@ -5,7 +5,6 @@ import { logger } from '../../core/logger';
 import { KeptParses, queryFormOf, SparqlLimits } from '../../ontology/sparql-engine';
 import { negotiate, serializeResult } from '../../ontology/sparql-results';
 import type { AnswerForm, QueryAnswer } from '../../ontology/sparql-threads/messages';
-import { sparqlSettings } from '../../ontology/sparql-threads/settings';
 import type { OperationContext } from '../operations/context';
 import { answeredInSql, keptDataset, keptSnapshotsCurrent, loadDatasetCatalog, PackageHead, queryDataset, QueryDatasetHandles, readDataset, requireSemanticMode } from './sparql-dataset';
 
@@ -122,7 +121,7 @@ export async function answerSparqlQuery(ctx: OperationContext, ask: Pick<SparqlA
   // answer leaves, and withdrawn if the query fails or the credit is spent. A workspace out of
   // credit is refused as soon as the check says so; a query whose graphs must be built first is
   // not started if the check has said so by then.
-  const limits = { timeoutMs: sparqlSettings().timeoutMs, maxResults: SPARQL_LIMITS.maxResults };
+  const limits = { timeoutMs: ctx.deps.sparqlMemory.settings.timeoutMs, maxResults: SPARQL_LIMITS.maxResults };
   let refused = false;
   const evaluateOverGraphs = (): Promise<QueryAnswer | undefined> =>
     readDataset(ctx, catalog, ask.text).then((built) => {

@@ -6,6 +6,7 @@ import { capabilityContext } from '../../services/endpoints/data-endpoints';
 import { installPlugin } from '../../services/endpoints/plugins';
 import type { BootstrapResult } from '../../services/tenancy/workspaces';
 import { env } from './environment';
+import type { SparqlSettings } from '../../ontology/sparql-threads/settings';
 import { as, keyIdOf, newKey, newWorkspace, raiseRequestLimits, request } from './fixtures';
 
 export const ONTOLOGY_SCOPES = ['ontologies:read', 'ontologies:write', 'bindings:read', 'bindings:write', 'data:read', 'endpoints:read', 'endpoints:write', 'sparql:query', 'sparql:update', 'org:read'];
@@ -108,4 +109,17 @@ export async function shownAnswer(url: string, key: string, text: string): Promi
   assert.equal(res.status, 200, `${text}: ${JSON.stringify(res.body)}`);
   const shown = typeof res.body === 'string' ? res.body.split('\n').filter(Boolean).map((line) => line.replace(/_:\S+/g, '_:b')).sort().join('\n') : String(res.body.boolean);
   return { shown, triples: Number(res.headers.get('weft-dataset-triples')) };
+}
+
+/**
+ * Changes the SPARQL settings of the test environment's runtimes (the in-process API's, and the
+ * one object the runtimes a test builds share with their query threads) until the returned
+ * function restores them; a query pool started meanwhile keeps the ones it started with.
+ */
+export function overrideSparqlSettings(changes: Partial<SparqlSettings>): () => void {
+  const changed = [...new Set([env().sparqlQueries.settings, env().apiDependencies.sparqlQueries.settings])].map((settings) => ({ settings, before: { ...settings } }));
+  for (const { settings } of changed) Object.assign(settings, changes);
+  return () => {
+    for (const { settings, before } of changed) Object.assign(settings, before);
+  };
 }

@@ -4,7 +4,7 @@ import { DomainError } from '../../core/errors';
 import { GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { QueryJob, SparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
-import { sparqlSettings } from '../../ontology/sparql-threads/settings';
+import { sparqlSettingsFromEnvironment } from '../../ontology/sparql-threads/settings';
 import { until } from '../support/polling';
 
 // The query pool in this process with small limits: a query that never ends is stopped by
@@ -30,7 +30,7 @@ describe('The SPARQL query pool', function () {
   let pool: SparqlQueryPool;
 
   before(() => {
-    pool = new SparqlQueryPool({ ...sparqlSettings(), threads: 2, workspaceConcurrency: 1, queueMs: 300, timeoutMs: 1500 });
+    pool = new SparqlQueryPool({ ...sparqlSettingsFromEnvironment(), threads: 2, workspaceConcurrency: 1, queueMs: 300, timeoutMs: 1500 });
   });
   after(() => pool.close());
 
@@ -44,7 +44,7 @@ describe('The SPARQL query pool', function () {
     // grace all the same. Both stretch together under load, so the limit sits between them.
     const limitMs = 1000;
     const large = graph('large', 300_000);
-    const strict = new SparqlQueryPool({ ...sparqlSettings(), threads: 1, workspaceConcurrency: 1, queueMs: 60_000, timeoutMs: limitMs });
+    const strict = new SparqlQueryPool({ ...sparqlSettingsFromEnvironment(), threads: 1, workspaceConcurrency: 1, queueMs: 60_000, timeoutMs: limitMs });
     try {
       const ask = (graphs = [large]): QueryJob => ({ workspaceId: 'ws-large', text: 'ASK { ?s ?p ?o }', limits: { timeoutMs: limitMs, maxResults: 10 }, graphs, answer: { serializeAs: 'application/sparql-results+json' } });
       // The thread's first query loads and compiles the evaluator's modules: not the store's cost, so paid first over a small graph.
@@ -88,7 +88,7 @@ describe('The SPARQL query pool', function () {
   it('keeps a graph in one thread when two copies would pass the budget', async () => {
     // Queued jobs wait for threads that are still loading their engine: a queue wait long enough
     // for a loaded machine (this test is about where graphs are kept, not about queueing).
-    const small = new SparqlQueryPool({ ...sparqlSettings(), threads: 2, workspaceConcurrency: 4, queueMs: 60_000, keptTriples: 500, timeoutMs: 5000 });
+    const small = new SparqlQueryPool({ ...sparqlSettingsFromEnvironment(), threads: 2, workspaceConcurrency: 4, queueMs: 60_000, keptTriples: 500, timeoutMs: 5000 });
     try {
       const answers = await Promise.all([small.run(job('ws-a', COUNT)), small.run(job('ws-b', COUNT)), small.run(job('ws-c', COUNT))]);
       assert.ok(answers.every((answer) => JSON.parse(answer.body!).results.bindings[0].n.value === '400'));
@@ -99,7 +99,7 @@ describe('The SPARQL query pool', function () {
   });
 
   it('stops a running query when its caller goes, in its thread, which keeps its stores; a waiting one leaves the queue', async () => {
-    const patient = new SparqlQueryPool({ ...sparqlSettings(), threads: 1, workspaceConcurrency: 2, queueMs: 60_000, timeoutMs: 120_000 });
+    const patient = new SparqlQueryPool({ ...sparqlSettingsFromEnvironment(), threads: 1, workspaceConcurrency: 2, queueMs: 60_000, timeoutMs: 120_000 });
     try {
       const longJob = (signal: AbortSignal): QueryJob => ({ ...job('ws-gone', NEVER_ENDS), limits: { timeoutMs: 120_000, maxResults: 100 }, signal });
       const running = new AbortController();

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import type { Knex } from 'knex';
 import { DomainError } from '../../../core/errors';
-import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { readingWithin } from '../../../services/ontology/sparql-reach-reads';
 import { env } from '../../support/environment';
 import { as } from '../../support/fixtures';
-import { customerOntology, OntologyTenant, ontologyTenant } from '../../support/ontology';
+import { customerOntology, OntologyTenant, ontologyTenant, overrideSparqlSettings } from '../../support/ontology';
 import { until } from '../../support/polling';
 
 // A query whose client goes away stops: its SQL statement is cancelled, and its evaluation in a

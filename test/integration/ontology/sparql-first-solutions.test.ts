@@ -3,11 +3,10 @@ import { randomUUID } from 'node:crypto';
 import { PluginInstallation } from '../../../db/models';
 import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
-import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { qualified, workspaceSchema } from '../../../plugins/managed-table/storage';
 import { env } from '../../support/environment';
 import { as, request } from '../../support/fixtures';
-import { activeOntology, bind, OntologyTenant, ontologyTenant, seededTable } from '../../support/ontology';
+import { activeOntology, bind, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable } from '../../support/ontology';
 import { scrape, total } from '../../support/prometheus';
 
 // Bound managed tables larger than the reach bound (WEFT_SPARQL_MAX_REACHED_TRIPLES, set low

@@ -4,10 +4,9 @@ import fc from 'fast-check';
 import { PluginInstallation } from '../../../db/models';
 import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
-import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { env } from '../../support/environment';
 import { as, request } from '../../support/fixtures';
-import { activeOntology, bind, customerOntology, OntologyTenant, ontologyTenant, seededTable, shownAnswer } from '../../support/ontology';
+import { activeOntology, bind, customerOntology, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable, shownAnswer } from '../../support/ontology';
 import { choices, generatedQuery, Picks } from '../../support/sparql-generated-queries';
 
 // Counting queries over one bound table are answered by PostgreSQL (services/ontology/

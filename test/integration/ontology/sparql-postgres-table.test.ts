@@ -3,7 +3,6 @@ import fc from 'fast-check';
 import type pg from 'pg';
 import { PluginInstallation } from '../../../db/models';
 import { parseSparql } from '../../../ontology/sparql-engine';
-import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { readingRemote } from '../../../plugins/postgres-table';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
 import { installPlugin } from '../../../services/endpoints/plugins';
@@ -12,7 +11,7 @@ import { runSqlOver, sqlQueryOf } from '../../../services/ontology/sparql-in-sql
 import { env } from '../../support/environment';
 import { clientFor, externalDatabase, installationSettingsFor } from '../../support/external-postgres';
 import { as, newKey, request } from '../../support/fixtures';
-import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, shownAnswer } from '../../support/ontology';
+import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, overrideSparqlSettings, shownAnswer } from '../../support/ontology';
 import { until } from '../../support/polling';
 import { choices, generatedQuery, Picks } from '../../support/sparql-generated-queries';
 

@@ -5,14 +5,13 @@ import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { generate, LINKS, MIX, TERMS } from '../../../bench/support/sparql-bsbm';
 import { PluginInstallation } from '../../../db/models';
-import { overrideSparqlSettings } from '../../../ontology/sparql-threads/settings';
 import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
 import { snapshotScope } from '../../../plugins/snapshot-notices';
 import { installPlugin } from '../../../services/endpoints/plugins';
 import { env } from '../../support/environment';
 import { as, newKey, request } from '../../support/fixtures';
-import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, seededTable } from '../../support/ontology';
+import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable } from '../../support/ontology';
 
 // Per-query table reads (services/ontology/sparql-reach-reads.ts, ontology/sparql-reach.ts) claim
 // the answers of reading bound managed tables whole. Every query here is answered twice through
