@@ -8,24 +8,17 @@
  * arguments go to mocha. `npm test` runs this tier first, then test/integration with the stack.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { say } from './infra/process';
 import { ensureTemporalTestServer } from './infra/temporal-test-server';
+import { testFiles } from './test-files';
 
 const testRoot = path.join(projectRoot, 'test');
 const servicesReached = new Set(['environment.ts', 'external-postgres.ts'].map((file) => path.join(testRoot, 'support', file)));
 const workflowUnitTests = path.join(testRoot, 'unit', 'workflows') + path.sep;
 const IMPORT = /(?:from|import|require\()\s*['"](\.{1,2}\/[^'"]+)['"]/g;
-
-function testFiles(folder: string): string[] {
-  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(folder, entry.name);
-    if (entry.isDirectory()) return testFiles(full);
-    return entry.name.endsWith('.test.ts') ? [full] : [];
-  });
-}
 
 /** The file a relative import names, if it is a TypeScript file under test/ (the tier's concern). */
 function resolved(from: string, specifier: string): string | undefined {

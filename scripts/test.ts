@@ -7,51 +7,56 @@
  * test/reliability/*.reliability.ts instead (npm run test:reliability), `--suite histories`
  * test/integration/workflows/recording/*.record.ts (npm run record-histories).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { ensureStripeMock } from './infra/stripe-mock';
 import { ensureTemporalTestServer } from './infra/temporal-test-server';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
 import { ensureConsoleBuilt } from './console-build';
+import { testFiles } from './test-files';
 
-/** Type errors and workflow-determinism lint failures fail the run like a failing test. */
-function staticChecks(): boolean {
-  if (process.env.WEFT_SKIP_STATIC_CHECKS === '1') return true;
+/** Node running one of our scripts or a tool of node_modules: its exit code, and its output when `captured` (otherwise it is the terminal's). */
+function runNode(args: string[], captured: boolean): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd: projectRoot, stdio: captured ? ['ignore', 'pipe', 'pipe'] : 'inherit' });
+    let output = '';
+    child.stdout?.on('data', (chunk) => (output += chunk));
+    child.stderr?.on('data', (chunk) => (output += chunk));
+    child.once('error', (error) => resolve({ code: 1, output: `${output}${error.message}\n` }));
+    child.once('close', (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), output }));
+  });
+}
+
+/**
+ * Type errors and workflow-determinism lint failures fail the run like a failing test. They run
+ * beside the unit tier, so each says what it found once it ends rather than amid the tier's output.
+ */
+async function staticChecks(): Promise<boolean> {
   for (const [name, bin, args] of [
     ['typecheck', 'typescript/bin/tsc', ['--noEmit', '-p', '.']],
     ['typecheck console', 'typescript/bin/tsc', ['--noEmit', '-p', 'console/web']],
     ['lint', 'eslint/bin/eslint.js', ['.']],
   ] as const) {
-    say(`${name}…`);
-    const result = spawnSync(process.execPath, [path.join(projectRoot, 'node_modules', bin), ...args], { cwd: projectRoot, stdio: 'inherit' });
-    if (result.status !== 0) {
-      say(`${name} failed`);
-      return false;
-    }
+    const { code, output } = await runNode([path.join(projectRoot, 'node_modules', bin), ...args], true);
+    process.stdout.write(output);
+    say(code === 0 ? `${name}: passed` : `${name} failed`);
+    if (code !== 0) return false;
   }
   return true;
 }
 
 /** The unit tier in a process of its own, as `npm run test:unit` runs it: its exit code. */
-function unitTier(args: string[]): number {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-unit.ts'), ...args], { cwd: projectRoot, stdio: 'inherit' });
-  return result.status ?? 1;
+async function unitTier(args: string[]): Promise<number> {
+  return (await runNode(['--import', 'tsx', path.join(projectRoot, 'scripts', 'test-unit.ts'), ...args], false)).code;
 }
 
 const seconds = (since: number) => `${Math.round((Date.now() - since) / 1000)} s`;
 
-/** Test files outside the tiers' folders, which no tier would run. */
-function untiered(folder = path.join(projectRoot, 'test')): string[] {
-  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(folder, entry.name);
-    if (entry.isDirectory()) return ['unit', 'integration', 'reliability', 'data', 'fixtures'].includes(entry.name) && folder.endsWith(`${path.sep}test`) ? [] : untiered(full);
-    return entry.name.endsWith('.test.ts') ? [path.relative(projectRoot, full)] : [];
-  });
-}
+/** Test files outside the tiers' folders (and test/'s data and fixtures), which no tier would run. */
+const untiered = () => testFiles(path.join(projectRoot, 'test'), ['unit', 'integration', 'reliability', 'data', 'fixtures']).map((file) => path.relative(projectRoot, file));
 
 async function main(): Promise<number> {
   const stray = untiered();
@@ -61,8 +66,10 @@ async function main(): Promise<number> {
   }
   const times: string[] = [];
   const checksStarted = Date.now();
-  if (!staticChecks()) return 1;
-  if (process.env.WEFT_SKIP_STATIC_CHECKS !== '1') times.push(`static checks ${seconds(checksStarted)}`);
+  const checking = process.env.WEFT_SKIP_STATIC_CHECKS === '1' ? Promise.resolve(true) : staticChecks().then((passed) => {
+    times.push(`static checks ${seconds(checksStarted)}`);
+    return passed;
+  });
   const args = process.argv.slice(2);
   // `--suite reliability` runs the fault, load, tenant and fuzzing suite (npm run test:reliability);
   // `--suite histories` records workflow histories for the replay test (npm run record-histories).
@@ -71,14 +78,17 @@ async function main(): Promise<number> {
   // Named test files replace the default set (mocha would otherwise add them to it), and run with the stack.
   const filesNamed = args.some((arg) => /\.(test|reliability|record)\.ts$/.test(arg));
   if (suite === 'main' && !filesNamed) {
+    // The unit tier runs beside the static checks: each keeps about one of the machine's two cores busy.
     const unitStarted = Date.now();
-    const code = unitTier(args);
-    times.push(`unit tier ${seconds(unitStarted)}`);
-    if (code !== 0) {
+    const [checked, code] = await Promise.all([checking, unitTier(args).then((exitCode) => {
+      times.push(`unit tier ${seconds(unitStarted)}`);
+      return exitCode;
+    })]);
+    if (!checked || code !== 0) {
       say(times.join('; '));
-      return code;
+      return code || 1;
     }
-  }
+  } else if (!(await checking)) return 1;
   // Built once per machine (like the Temporal CLI), before mocha, so a Go failure is not a test failure.
   ensureStripeMock();
   // The time-skipping server of the workflow unit tests (test/unit/workflows), fetched with Maven once per machine.
