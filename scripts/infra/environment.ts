@@ -1,5 +1,4 @@
 import { temporalSecurityConfigured, temporalSettings } from '../../core/temporal-config';
-import { connectTemporal, ensureNamespaceAndSearchAttributes } from '../../core/temporal';
 import { createThrowawayDatabase, dropDatabase, ensureDatabase, startLocalPostgres } from './postgres';
 import { startLocalTemporal, temporalLease } from './temporal-server';
 import { say } from './process';
@@ -62,6 +61,9 @@ export async function prepareInfrastructure(options: {
       } else {
         say(`using the Temporal cluster at ${temporalAddress} (namespace ${temporalSettings().namespace})`);
       }
+      // Loaded on use: the Temporal client is most of the start-up of a process that prepares no Temporal (the operator CLI).
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const { connectTemporal, ensureNamespaceAndSearchAttributes } = require('../../core/temporal') as typeof import('../../core/temporal');
       const connection = await connectTemporal(temporalAddress);
       await ensureNamespaceAndSearchAttributes(connection);
       await connection.close();
