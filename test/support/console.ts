@@ -5,10 +5,13 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { ensureChromium } from '../../scripts/infra/chromium';
 import { dataDir, projectRoot } from '../../core/paths';
 import { env } from './environment';
-import { runScript } from './processes';
+import { invoke } from '../../services/operations/invoke';
+import type { Caller } from '../../services/operations/context';
+import { inviteMemberOperation } from '../../services/tenancy/operator-operations';
 
-// Console fixtures: people invited through the operator CLI, who set their password through the
-// invite's own route, and an HTTP client that keeps the session cookie as a browser would.
+// Console fixtures: people invited through the operator's invite (the CLI's `member invite`), who
+// set their password through the invite's own route, and an HTTP client that keeps the session
+// cookie as a browser would.
 
 export const PASSWORD = 'correct horse battery staple';
 
@@ -18,12 +21,17 @@ export interface Person {
   inviteUrl: string;
 }
 
-/** `member invite` through the CLI, with links to this test's API. */
+/**
+ * `member invite`: the operator operation the CLI's command invokes, through the same admin door,
+ * in this process (the command itself is test/integration/cli's: a CLI process for each person the
+ * console tests invite was seconds each), with the link to this test's API, as the CLI run with
+ * WEFT_PUBLIC_URL set to it prints it.
+ */
 export async function invite(workspaceId: string, role: 'owner' | 'admin' | 'member', email = `p-${randomUUID().slice(0, 8)}@example.com`, baseUrl = env().baseUrl): Promise<Person> {
-  const result = await runScript('scripts/admin.ts', ['member', 'invite', '--workspace', workspaceId, '--email', email, '--role', role, '--json'], { WEFT_LOG_TO_STDERR: '1', WEFT_PUBLIC_URL: baseUrl });
-  if (result.code !== 0) throw new Error(`member invite failed: ${result.stderr}`);
-  const printed = JSON.parse(result.stdout) as { memberId: string; inviteUrl: string };
-  return { email, ...printed };
+  const caller: Caller = { deps: env().apiDependencies, door: 'admin', requestId: `test-invite-${randomUUID()}` };
+  const invited = await invoke(caller, inviteMemberOperation, { params: {}, query: {}, body: { workspaceId, email, role } });
+  const link = new URL(invited.inviteUrl);
+  return { email, memberId: invited.memberId, inviteUrl: new URL(`${link.pathname}${link.hash}`, baseUrl).href };
 }
 
 /** The invite's token (the link's fragment). */
