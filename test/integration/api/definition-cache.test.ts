@@ -22,6 +22,15 @@ function planReader(workspaceId: string) {
   return { read, loads: () => loads };
 }
 
+/** Reads until a read is answered from the cache (nothing is kept until its listener listens, which the first read starts). */
+const untilKept = (reader: ReturnType<typeof planReader>) =>
+  within(2_000, async () => {
+    await reader.read();
+    const before = reader.loads();
+    await reader.read();
+    return reader.loads() === before;
+  });
+
 /** Reads until `done` holds or `ms` pass; returns how long it took (the bound is the property under test). */
 async function within(ms: number, done: () => Promise<boolean>): Promise<number> {
   const started = Date.now();
@@ -40,12 +49,7 @@ describe('The definition cache', () => {
     const ws = await newWorkspace();
     const reader = planReader(ws.workspaceId);
     // The listener starts with the first read; nothing is kept until it listens.
-    await within(2_000, async () => {
-      await reader.read();
-      const before = reader.loads();
-      await reader.read();
-      return reader.loads() === before;
-    });
+    await untilKept(reader);
     assert.equal(await reader.read(), 'free');
     const loads = reader.loads();
     assert.equal(await reader.read(), 'free');
@@ -65,12 +69,7 @@ describe('The definition cache', () => {
     const ws = await newWorkspace();
     env().clock.set(Date.now());
     const reader = planReader(ws.workspaceId);
-    await within(2_000, async () => {
-      await reader.read();
-      const before = reader.loads();
-      await reader.read();
-      return reader.loads() === before;
-    });
+    await untilKept(reader);
     const loads = reader.loads();
     env().clock.advance(DEFINITION_CACHE_TTL_MS - 1);
     await reader.read();
@@ -167,11 +166,6 @@ describe('The definition cache', () => {
     // Once the new LISTEN is confirmed a read is kept: the read after it needs no load. (Counting
     // one load per pair of reads raced the confirmation: a pair straddling it loads twice, and
     // every later pair loads nothing.)
-    await within(2_000, async () => {
-      await reader.read();
-      const before = reader.loads();
-      await reader.read();
-      return reader.loads() === before;
-    });
+    await untilKept(reader);
   });
 });
