@@ -274,11 +274,16 @@ export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: 
   let cancel: (() => void) | undefined;
   try {
     return await db.transaction(async (trx) => {
-      const timeout = `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`;
+      // No JIT: every statement here is planned afresh, so a compile (tens of ms) would be paid by
+      // each query. At 100k bench records the first q10 after a commit took 2.67x the warm one with
+      // JIT and 1.25x without (one run each; that the commit's new snapshot moved the plan's cost
+      // past jit_above_cost is the likely reason, not yet confirmed by EXPLAIN).
+      const timeout = `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; SET LOCAL jit = off`;
       if (!signal) await trx.raw(timeout);
       else {
-        // One round trip: both statements in one simple query (no parameters), answered as two results.
-        const [, { rows }] = await trx.raw<Array<{ rows: Array<{ pid: number }> }>>(`${timeout}; SELECT pg_backend_pid() AS pid`);
+        // One round trip: the statements in one simple query (no parameters), answered as a result each.
+        const results = await trx.raw<Array<{ rows: Array<{ pid: number }> }>>(`${timeout}; SELECT pg_backend_pid() AS pid`);
+        const { rows } = results[results.length - 1];
         // From another connection: this one is busy with the statement to stop.
         cancel = () => void db.raw('SELECT pg_cancel_backend(?)', [rows[0].pid]).catch(() => undefined);
         signal.addEventListener('abort', cancel, { once: true });
