@@ -123,3 +123,12 @@ export function overrideSparqlSettings(changes: Partial<SparqlSettings>): () => 
     for (const { settings, before } of changed) Object.assign(settings, before);
   };
 }
+
+/** overrideSparqlSettings for the describe block it is called in: set before its tests, restored after them. */
+export function sparqlSettingsForBlock(changes: Partial<SparqlSettings>): void {
+  let restore: (() => void) | undefined;
+  before(() => {
+    restore = overrideSparqlSettings(changes);
+  });
+  after(() => restore?.());
+}

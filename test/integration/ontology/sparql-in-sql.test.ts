@@ -6,7 +6,7 @@ import { findCapability } from '../../../plugins';
 import { capabilityContext } from '../../../services/endpoints/data-endpoints';
 import { env } from '../../support/environment';
 import { as, request } from '../../support/fixtures';
-import { activeOntology, bind, customerOntology, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable, shownAnswer } from '../../support/ontology';
+import { activeOntology, bind, customerOntology, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable, shownAnswer, sparqlSettingsForBlock } from '../../support/ontology';
 import { choices, generatedQuery, Picks } from '../../support/sparql-generated-queries';
 
 // Counting queries over one bound table are answered by PostgreSQL (services/ontology/
@@ -103,11 +103,7 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
   let orders: string;
 
   // PostgreSQL answers here whatever the tables' size (small ones are otherwise the evaluator's).
-  let restoreSettings: () => void;
-  before(() => {
-    restoreSettings = overrideSparqlSettings({ sqlMinRecords: 0 });
-  });
-  after(() => restoreSettings());
+  sparqlSettingsForBlock({ sqlMinRecords: 0 });
 
   before(async () => {
     t = await ontologyTenant();
@@ -550,11 +546,7 @@ describe('Date comparisons answered by PostgreSQL', function () {
   this.timeout(120_000);
   let t: OntologyTenant;
   let baseIri: string;
-  let restoreSettings: () => void;
-  before(() => {
-    restoreSettings = overrideSparqlSettings({ sqlMinRecords: 0 });
-  });
-  after(() => restoreSettings());
+  sparqlSettingsForBlock({ sqlMinRecords: 0 });
 
   before(async () => {
     t = await ontologyTenant();
