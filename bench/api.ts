@@ -12,6 +12,8 @@
  *
  *   npx tsx bench/api.ts                 # 10 s per measurement
  *   npx tsx bench/api.ts --seconds 3     # quicker
+ *   npx tsx bench/api.ts --beside-worker --rounds 3 --only organization,records
+ *                                        # as `npm start` runs Weft, medians of three alternating rounds
  */
 import { fork, ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -33,10 +35,13 @@ const flags = benchFlags('npm run bench -- api', {
   seconds: { type: 'string', help: 'seconds per autocannon measurement (default 10)' },
   'cpu-prof': { type: 'string', help: "write the API process's V8 CPU profile into this folder" },
   only: { type: 'string', help: 'measure only these, comma-separated: organization, records, healthz, limiter (default all)' },
+  'beside-worker': { type: 'boolean', help: 'run the worker beside the API, as `npm start` does (both share the two cores)' },
+  rounds: { type: 'string', help: 'alternate Weft and its peer this many times per measure and report the medians (default 1)' },
 });
 const MEASURES = ['organization', 'records', 'healthz', 'limiter'] as const;
 const only = names(flags.only, 'only', MEASURES, [...MEASURES]);
 const seconds = count(flags.seconds, 'seconds', 10);
+const rounds = count(flags.rounds, 'rounds', 1);
 const CONNECTIONS = 50;
 
 interface Measured { rps: number; p50: number; p99: number; cpuUs: number; userCpuUs: number; postgresCpuUs: number }
@@ -70,6 +75,25 @@ async function measure(url: string, key: string | null, server: ChildProcess, du
     cpuUs: perRequest(after.user + after.system - before.user - before.system), userCpuUs: perRequest(after.user - before.user),
     postgresCpuUs: perRequest(postgres),
   };
+}
+
+/** The median of each figure over the rounds. */
+function medianOf(runs: Measured[]): Measured {
+  const of = (figure: keyof Measured) => median(runs.map((run) => run[figure]));
+  return { rps: of('rps'), p50: of('p50'), p99: of('p99'), cpuUs: of('cpuUs'), userCpuUs: of('userCpuUs'), postgresCpuUs: of('postgresCpuUs') };
+}
+
+/**
+ * Weft and its peers measured in turn, `rounds` times: a drift in the machine's load touches each
+ * side alike. Prints each round's throughput ratio (against the first peer) and returns the medians.
+ */
+async function alternating(label: string, sides: Array<{ url: string; key: string | null; server: ChildProcess }>): Promise<Measured[]> {
+  const runs: Measured[][] = sides.map(() => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, side] of sides.entries()) runs[i]!.push(await measure(side.url, side.key, side.server));
+    if (rounds > 1) console.error(`${label}, round ${round + 1}: ${runs[0]![round]!.rps.toFixed(0)} against ${runs[1]![round]!.rps.toFixed(0)} req/s, ${(runs[0]![round]!.rps / runs[1]![round]!.rps).toFixed(2)}`);
+  }
+  return runs.map(medianOf);
 }
 
 const LIMITER_SAMPLES = 2000;
@@ -118,6 +142,7 @@ async function main(): Promise<void> {
   const weft = await startBenchWeft({
     name: 'api',
     temporal: true,
+    worker: Boolean(flags['beside-worker']),
     apiEnv: { LOG_LEVEL: 'info' },
     apiNodeArgs: flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [],
   });
@@ -165,8 +190,10 @@ async function main(): Promise<void> {
         // Warm both up (JIT, pools), then measure each alone.
         await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, api, 2);
         await measure(`${peer.url}/api/v1/organization`, null, peer.child, 2);
-        const weftOrg = await measure(`${weft.baseUrl}/api/v1/organization`, tenant.key, api);
-        const peerOrg = await measure(`${peer.url}/api/v1/organization`, null, peer.child);
+        const [weftOrg, peerOrg] = await alternating('GET /organization', [
+          { url: `${weft.baseUrl}/api/v1/organization`, key: tenant.key, server: api },
+          { url: `${peer.url}/api/v1/organization`, key: null, server: peer.child },
+        ]) as [Measured, Measured];
         rows.push(
           row({ benchmark: 'api', measure: 'GET /organization throughput', weft: weftOrg.rps, peer: peerOrg.rps, peerName: 'bare Koa', unit: 'req/s', target: '>= 0.35' }),
           row({ benchmark: 'api', measure: 'GET /organization p50', weft: weftOrg.p50, peer: peerOrg.p50, peerName: 'bare Koa', unit: 'ms' }),
@@ -177,9 +204,11 @@ async function main(): Promise<void> {
       if (only.includes('records')) {
         await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, api, 2);
         await measure(`${peer.url}/records-pg`, null, peer.child, 2);
-        const weftRecords = await measure(`${weft.baseUrl}${recordsPath}`, tenant.key, api);
-        const peerRecordsPg = await measure(`${peer.url}/records-pg`, null, peer.child);
-        const peerRecords = await measure(`${peer.url}/records`, null, peer.child);
+        const [weftRecords, peerRecordsPg, peerRecords] = await alternating('100-row records read', [
+          { url: `${weft.baseUrl}${recordsPath}`, key: tenant.key, server: api },
+          { url: `${peer.url}/records-pg`, key: null, server: peer.child },
+          { url: `${peer.url}/records`, key: null, server: peer.child },
+        ]) as [Measured, Measured, Measured];
         rows.push(
           row({ benchmark: 'api', measure: '100-row records read throughput', weft: weftRecords.rps, peer: peerRecordsPg.rps, peerName: 'bare Koa + one pg SELECT', unit: 'req/s', target: '>= 0.5' }),
           row({ benchmark: 'api', measure: '100-row records read p50', weft: weftRecords.p50, peer: peerRecordsPg.p50, peerName: 'bare Koa + one pg SELECT', unit: 'ms' }),
