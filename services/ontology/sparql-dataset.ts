@@ -19,9 +19,9 @@ import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tableReadSlot, tooBroad } from './sparql-reach-reads';
+import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
-import { sqlQueryOf, runSqlQuery } from './sparql-in-sql';
+import { sqlQueryOf, runSqlQuery, SQL_WORK_MEM } from './sparql-in-sql';
 import { answerOnInstallation } from './sparql-external-sql';
 import { sqlFormOf } from './sparql-forms-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
@@ -559,7 +559,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
   }));
   for (const [at, table] of reachTables.entries()) if (table.version !== undefined) indexKeyFields(db, deps, tables[at].source, table);
   const settings = memory.settings;
-  const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, signal, counts };
+  const limits: ReachLimits = { maxTriples: settings.maxReachedTriples, timeoutMs: timeoutMs ?? settings.timeoutMs, connections: settings.sqlConnections, slots: memory.tableReads, primaryKeys: memory.primaryKeys, signal, counts };
   // A query its first solutions answer reads pages until it has them; read as any other when they are not found so.
   // Under the reach bound a large unordered slice reads the whole graph, which every page then
   // shares (a first-records read per page re-reads OFFSET records for each: the bench's read-back
@@ -625,9 +625,9 @@ async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: Capabil
 async function countedWithin(db: Executor, table: ReachTable & { version: string }, limits: ReachLimits): Promise<void> {
   const refuse = (trx: Executor) => refusePastBound(trx as never, table, limits.maxTriples, limits.maxTriples, limits.counts);
   if (db.isTransaction) return refuse(db);
-  const release = tableReadSlot(db as Db, table.workspaceId, { sqlConnections: limits.connections, timeoutMs: limits.timeoutMs });
+  const release = limits.slots.take(table.workspaceId, limits.connections, limits.timeoutMs);
   try {
-    await readingWithin(db as Db, limits.timeoutMs, refuse, limits.signal);
+    await readingWithin(db as Db, limits, refuse);
   } finally {
     release();
   }
@@ -679,7 +679,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const installation = plan.sources.some((source) => !source.table) ? soleExternalInstallation(inSql.stars.map((star) => plan.sources[star.source])) : undefined;
   if (installation) {
     // The tables as they are when the statement runs.
-    const release = tableReadSlot(db as Db, principal.workspaceId, settings);
+    const release = deps.sparqlMemory.tableReads.take(principal.workspaceId, settings.sqlConnections, settings.timeoutMs);
     try {
       const limits = { timeoutMs: timeoutMs ?? settings.timeoutMs, signal: ctx.signal, minRecords: settings.sqlMinRecords };
       const read = new Set(inSql.stars.map((star) => star.source));
@@ -693,16 +693,20 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   }
   if (plan.sources.some((source) => !source.table)) return undefined;
   const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
-  if (settings.sqlMinRecords > 0 && (await estimatedRecords(db, inSql.stars.map((star) => tables[star.source]))) < settings.sqlMinRecords) return undefined;
   const snapshots = await snapshotsOf(db, deps, plan.groups);
   const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
   if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
+  if (settings.sqlMinRecords > 0) {
+    const read = [...new Set(inSql.stars.map((star) => star.source))].map((at) => ({ ...tables[at], version: snapshotOf(plan.sources[at]).version }));
+    if ((await estimatedRecords(db, deps.sparqlMemory.tableEstimates, read)) < settings.sqlMinRecords) return undefined;
+  }
   for (const star of inSql.stars) indexKeyFields(db, deps, plan.sources[star.source], tables[star.source]);
   const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
-  const release = tableReadSlot(db as Db, principal.workspaceId, settings);
+  const release = deps.sparqlMemory.tableReads.take(principal.workspaceId, settings.sqlConnections, settings.timeoutMs);
   try {
-    const result = await readingWithin(db as Db, timeoutMs ?? settings.timeoutMs, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version }))), ctx.signal);
+    const reading = { timeoutMs: timeoutMs ?? settings.timeoutMs, signal: ctx.signal, workMem: SQL_WORK_MEM };
+    const result = await readingWithin(db as Db, reading, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })), deps.sparqlMemory.primaryKeys));
     return result && answered(result, datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions));
   } finally {
     release();
@@ -718,15 +722,29 @@ function soleExternalInstallation(sources: BoundSource[]): NonNullable<DataEndpo
 /**
  * The rows PostgreSQL estimates the tables hold (every record version), or Infinity when a table
  * was never analysed: small tables are answered faster by the evaluator over their kept graphs.
+ * An estimate is kept per table and snapshot (`kept`): it decides only which way a query is
+ * answered, and a commit (a new snapshot) is what moves it.
  */
-async function estimatedRecords(db: Executor, tables: ReachTable[]): Promise<number> {
-  const { rows } = await db.raw<{ rows: Array<{ estimate: number }> }>(
-    `SELECT c.reltuples::float8 AS estimate FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE (n.nspname, c.relname) IN (SELECT * FROM unnest(?::text[], ?::text[]))`,
-    [tables.map((table) => workspaceSchema(table.workspaceId)), tables.map((table) => table.table)],
-  );
-  if (rows.length < new Set(tables.map((table) => table.table)).size || rows.some((row) => row.estimate < 0)) return Infinity;
-  return rows.reduce((sum, row) => sum + row.estimate, 0);
+async function estimatedRecords(db: Executor, kept: SparqlMemory['tableEstimates'], tables: Array<ReachTable & { version: string }>): Promise<number> {
+  const keyOf = (table: ReachTable & { version: string }) => `${workspaceSchema(table.workspaceId)}.${table.table}@${table.version}`;
+  // Two bindings over one table count it once.
+  tables = [...new Map(tables.map((table) => [keyOf(table), table])).values()];
+  const unknown = tables.filter((table) => kept.get(keyOf(table)) === undefined);
+  if (unknown.length) {
+    const { rows } = await db.raw<{ rows: Array<{ schema: string; name: string; estimate: number }> }>(
+      `SELECT n.nspname AS schema, c.relname AS name, c.reltuples::float8 AS estimate FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE (n.nspname, c.relname) IN (SELECT * FROM unnest(?::text[], ?::text[]))`,
+      [unknown.map((table) => workspaceSchema(table.workspaceId)), unknown.map((table) => table.table)],
+    );
+    const found = new Map(rows.map((row) => [`${row.schema}.${row.name}`, row.estimate < 0 ? Infinity : row.estimate]));
+    // A table not found (or never analysed) is Infinity, and not kept: its statistics may come soon.
+    for (const table of unknown) {
+      const estimate = found.get(`${workspaceSchema(table.workspaceId)}.${table.table}`);
+      if (estimate === undefined || estimate === Infinity) return Infinity;
+      kept.set(keyOf(table), estimate, keyOf(table).length);
+    }
+  }
+  return tables.reduce((sum, table) => sum + kept.get(keyOf(table))!, 0);
 }
 
 /** The dataset of these graphs, within the bound, named by the versions of its data. */

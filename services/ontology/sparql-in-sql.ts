@@ -17,7 +17,7 @@ import { UnsupportedQuery } from '../../ontology/sparql-evaluator/unsupported';
 import { LiteralTerm, Term as EvaluatorTerm } from '../../ontology/sparql-evaluator/terms';
 import { qualified, run, workspaceSchema } from '../../plugins/managed-table/storage';
 import { SqlParams } from '../../plugins/sql/builder';
-import { fieldShows, OtherGraphs, primaryKeysOf, ReachTable } from './sparql-reach-reads';
+import { fieldShows, OtherGraphs, primaryKeysOf, type PrimaryKeys, ReachTable } from './sparql-reach-reads';
 
 // SPARQL answered in SQL over bound tables, managed tables at their snapshots or an external
 // database's tables (SqlSource): no records leave the database. The shape
@@ -67,8 +67,12 @@ interface Projection {
   total?: { of: string; average: boolean };
 }
 
-/** Memory for each sort or hash of an answer's statement (a workspace runs at most WEFT_SPARQL_SQL_CONNECTIONS at once). */
-const WORK_MEM = '64MB';
+/**
+ * Memory for each sort or hash of an answer's statement (a workspace runs at most
+ * WEFT_SPARQL_SQL_CONNECTIONS at once): hashes of a few hundred thousand (subject, value) texts
+ * went to disk past the default 4 MB. Set with the transaction's other settings (readingWithin).
+ */
+export const SQL_WORK_MEM = '64MB';
 
 /** Solutions a query without aggregates may have here (they are sorted in this process); more are left to the evaluator. */
 const MAX_SOLUTION_ROWS = 100_000;
@@ -900,11 +904,9 @@ export function snapshotSource(table: ReachTable & { version: string }, primaryK
   };
 }
 
-/** The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver). */
-export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>): Promise<SparqlResult | undefined> {
-  const primaryKeys = await primaryKeysOf(trx, sources);
-  // Hashes of a few hundred thousand (subject, value) texts: past the default 4 MB they went to disk.
-  await trx.raw(`SET LOCAL work_mem = '${WORK_MEM}'`);
+/** The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver, under SQL_WORK_MEM). */
+export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, keptKeys: PrimaryKeys): Promise<SparqlResult | undefined> {
+  const primaryKeys = await primaryKeysOf(trx, sources, keptKeys);
   return runSqlOver(async (sql, params) => (await run<Record<string, unknown>>(trx, sql, params)).rows, query, sources.map((source) => snapshotSource(source, primaryKeys.get(source.table))));
 }
 

@@ -2,7 +2,8 @@ import { WeightedLru } from '../../ontology/dataset-cache';
 import { KeptParses } from '../../ontology/sparql-engine';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import type { SparqlSettings } from '../../ontology/sparql-threads/settings';
-import type { CountedTriples, TableCounts } from './sparql-reach-reads';
+import type { Clock } from '../../core/clock';
+import { TableReadSlots, type CountedTriples, type PrimaryKeys, type TableCounts } from './sparql-reach-reads';
 
 /** A graph kept between queries, with when it was built (unpinned graphs are fresh for a while). */
 export interface KeptGraph {
@@ -44,9 +45,16 @@ export class SparqlMemory {
 
   /** The runtime's SPARQL settings: its query threads' (SparqlQueryThreads.settings), the one object. */
   readonly settings: SparqlSettings;
+  /** Managed tables' storage primary keys, fixed when a table is registered: read once per table, not per query. */
+  readonly primaryKeys: PrimaryKeys = new WeightedLru<string[]>(4096, 1024 * 1024);
+  /** PostgreSQL's estimate of a table's rows, per table and snapshot (which way a query is answered). */
+  readonly tableEstimates = new WeightedLru<number>(4096, 1024 * 1024);
+  /** The bound-table reads under way, per workspace (WEFT_SPARQL_SQL_CONNECTIONS at once). */
+  readonly tableReads: TableReadSlots;
 
-  constructor({ settings, encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 }: { settings: SparqlSettings; encodedBytes?: number }) {
+  constructor({ settings, clock, encodedBytes = Number(process.env.WEFT_SPARQL_ENCODED_MB ?? 1024) * 1024 * 1024 }: { settings: SparqlSettings; clock: Clock; encodedBytes?: number }) {
     this.settings = settings;
+    this.tableReads = new TableReadSlots(clock);
     this.graphs = new WeightedLru<KeptGraph>(4096, encodedBytes);
   }
 }

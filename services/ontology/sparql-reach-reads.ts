@@ -1,6 +1,8 @@
 import { callerGoneError, timeoutError } from '../../ontology/sparql-evaluator/deadline';
 import type * as RDF from '@rdfjs/types';
 import type { Knex } from 'knex';
+import type { Clock } from '../../core/clock';
+import type { WeightedLru } from '../../ontology/dataset-cache';
 import { InputError } from '../../core/errors';
 import { QueryCapacityError } from '../../ontology/sparql-threads/query-pool';
 import type { BindingMapping, PackageTerms } from '../../db/models';
@@ -219,14 +221,18 @@ function matches(node: ReachNode, term: RDF.Term): boolean {
 }
 
 /**
- * Table reads under way per workspace, for one database pool: each workspace holds at most
+ * Table reads under way per workspace, in one runtime (its pool): each workspace holds at most
  * WEFT_SPARQL_SQL_CONNECTIONS of the pool's connections for SPARQL at once, so one tenant's
- * heavy queries cannot take the connections every other request needs.
+ * heavy queries cannot take the connections every other request needs. A member of the
+ * runtime's SparqlMemory; the clock dates each read, for the Retry-After of a refusal.
  */
 export class TableReadSlots {
   private readonly taken = new Map<string, { count: number; started: number[] }>();
 
-  take(workspaceId: string, limit: number, timeoutMs: number, now: number): () => void {
+  constructor(private readonly clock: Clock) {}
+
+  take(workspaceId: string, limit: number, timeoutMs: number): () => void {
+    const now = this.clock.now();
     const entry = this.taken.get(workspaceId) ?? { count: 0, started: [] };
     if (entry.count >= limit) {
       const soonest = Math.min(...entry.started) + timeoutMs;
@@ -246,30 +252,52 @@ export class TableReadSlots {
     };
   }
 }
-const slotsByPool = new WeakMap<Knex, TableReadSlots>();
-function slotsOf(db: Knex): TableReadSlots {
-  let slots = slotsByPool.get(db);
-  if (!slots) slotsByPool.set(db, (slots = new TableReadSlots()));
-  return slots;
-}
 
-/** Each table's primary key as its storage was created (an endpoint's target may declare another). */
-export async function primaryKeysOf(trx: Knex.Transaction, sources: ReachTable[]): Promise<Map<string, string[]>> {
+/**
+ * Each table's primary key as its storage was created (an endpoint's target may declare another).
+ * A table's key is fixed when its storage is registered (`_tables`, never re-registered), so keys
+ * found are kept in `kept` (the runtime's SparqlMemory.primaryKeys) and read once per table.
+ */
+export async function primaryKeysOf(trx: Knex.Transaction, sources: ReachTable[], kept: PrimaryKeys): Promise<Map<string, string[]>> {
   const keys = new Map<string, string[]>();
-  for (const schema of new Set(sources.map((source) => workspaceSchema(source.workspaceId)))) {
+  const unknown = new Map<string, Set<string>>();
+  for (const source of sources) {
+    const schema = workspaceSchema(source.workspaceId);
+    const key = kept.get(`${schema}.${source.table}`);
+    if (key) keys.set(source.table, key);
+    else unknown.set(schema, (unknown.get(schema) ?? new Set()).add(source.table));
+  }
+  for (const [schema, tables] of unknown) {
     const params = new SqlParams();
-    const { rows } = await run<{ name: string; key: string[] | null }>(trx, `SELECT table_name AS name, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ANY (${params.add(sources.map((source) => source.table))}::text[])`, params);
-    for (const row of rows) if (row.key) keys.set(row.name, row.key);
+    const { rows } = await run<{ name: string; key: string[] | null }>(trx, `SELECT table_name AS name, primary_key AS key FROM ${quoteIdentifier(schema)}._tables WHERE table_name = ANY (${params.add([...tables])}::text[])`, params);
+    for (const row of rows) {
+      if (!row.key) continue;
+      keys.set(row.name, row.key);
+      kept.set(`${schema}.${row.name}`, row.key, row.name.length + row.key.join('').length);
+    }
   }
   return keys;
+}
+
+/** Primary keys of managed tables' storage, by `schema.table` (primaryKeysOf). */
+export type PrimaryKeys = WeightedLru<string[]>;
+
+/** What a bound-table read's transaction runs under besides read-only. */
+export interface ReadingLimits {
+  timeoutMs: number;
+  /** Aborted when the caller has gone: the running statement is cancelled. */
+  signal?: AbortSignal;
+  /** work_mem for the transaction's statements (a statement's sorts and hashes). */
+  workMem?: string;
 }
 
 /**
  * Runs `work` in a read-only transaction whose statements stop at the query's time limit; a
  * statement stopped there is the evaluator's query_timeout (published queries go on as a job on
  * it). When `signal` aborts (the caller went away), the running statement is cancelled at once.
+ * The settings (and the backend's pid, to cancel it by) are one round trip after BEGIN.
  */
-export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: Knex.Transaction) => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function readingWithin<T>(db: Knex, { timeoutMs, signal, workMem }: ReadingLimits, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
   if (signal?.aborted) throw callerGoneError();
   let cancel: (() => void) | undefined;
   try {
@@ -278,11 +306,15 @@ export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: 
       // each query. At 100k bench records the first q10 after a commit took 2.67x the warm one with
       // JIT and 1.25x without (one run each; that the commit's new snapshot moved the plan's cost
       // past jit_above_cost is the likely reason, not yet confirmed by EXPLAIN).
-      const timeout = `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}; SET LOCAL jit = off`;
-      if (!signal) await trx.raw(timeout);
+      const settings = [`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`, 'SET LOCAL jit = off'];
+      if (workMem !== undefined) {
+        if (!/^[0-9]+(kB|MB|GB)$/.test(workMem)) throw new Error(`work_mem ${workMem} is not a size`);
+        settings.push(`SET LOCAL work_mem = '${workMem}'`);
+      }
+      if (!signal) await trx.raw(settings.join('; '));
       else {
         // One round trip: the statements in one simple query (no parameters), answered as a result each.
-        const results = await trx.raw<Array<{ rows: Array<{ pid: number }> }>>(`${timeout}; SELECT pg_backend_pid() AS pid`);
+        const results = await trx.raw<Array<{ rows: Array<{ pid: number }> }>>(`${settings.join('; ')}; SELECT pg_backend_pid() AS pid`);
         const { rows } = results[results.length - 1];
         // From another connection: this one is busy with the statement to stop.
         cancel = () => void db.raw('SELECT pg_cancel_backend(?)', [rows[0].pid]).catch(() => undefined);
@@ -300,17 +332,15 @@ export async function readingWithin<T>(db: Knex, timeoutMs: number, work: (trx: 
   }
 }
 
-/** A table-read slot of the workspace (released by calling the result), or a 429. */
-export function tableReadSlot(db: Knex, workspaceId: string, settings: { sqlConnections: number; timeoutMs: number }): () => void {
-  return slotsOf(db).take(workspaceId, settings.sqlConnections, settings.timeoutMs, Date.now());
-}
-
 export interface ReachLimits {
   /** Triples the records read may yield, at most; past it the query is refused. */
   maxTriples: number;
   timeoutMs: number;
-  /** Table reads one workspace runs at once. */
+  /** Table reads one workspace runs at once, and the runtime's reads under way. */
   connections: number;
+  slots: TableReadSlots;
+  /** The runtime's kept primary keys of tables' storage. */
+  primaryKeys: PrimaryKeys;
   /** Aborted when the caller has gone: the read stops. */
   signal?: AbortSignal;
   /** Tables' counted triples, kept per snapshot by the caller. */
@@ -358,7 +388,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   };
   const hasConstant = (pattern: ReachPattern) => pattern.subject.kind === 'iri' || pattern.subject.kind === 'literal' || pattern.object.kind === 'iri' || pattern.object.kind === 'literal';
 
-  const release = slotsOf(db).take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs, Date.now());
+  const release = limits.slots.take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs);
   try {
     await readRounds();
   } finally {
@@ -367,8 +397,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   return { records: records.map((kept) => [...kept.values()]), whole: sources.map((_, at) => wholeSources.has(at)), triples };
 
   async function readRounds(): Promise<void> {
-    await readingWithin(db, limits.timeoutMs, async (trx) => {
-      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined));
+    await readingWithin(db, limits, async (trx) => {
+      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined), limits.primaryKeys);
       for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
       for (;;) {
         const left = pending();
@@ -441,7 +471,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           matched.set(pattern.index, known);
         }
       }
-    }, limits.signal);
+    });
   }
 }
 
@@ -517,10 +547,10 @@ export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sourc
   const records = sources.map(() => [] as Array<Record<string, unknown>>);
   const found = new Set<string>();
   let triples = 0;
-  const release = slotsOf(db).take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs, Date.now());
+  const release = limits.slots.take(sources[0]?.workspaceId ?? '', limits.connections, limits.timeoutMs);
   try {
-    const enough = await readingWithin(db, limits.timeoutMs, async (trx) => {
-      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined));
+    const enough = await readingWithin(db, limits, async (trx) => {
+      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined), limits.primaryKeys);
       for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
       // Under the bound a large slice reads what it reaches, as any other query, and is answered
       // over the whole tables' graphs; a small one is answered from first records at any size.
@@ -557,7 +587,7 @@ export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sourc
         }
       }
       return patterns.length === 1;
-    }, limits.signal);
+    });
     return enough ? { records, whole: sources.map(() => false), triples } : undefined;
   } finally {
     release();

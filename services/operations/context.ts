@@ -60,7 +60,7 @@ export function runtimeState(db: Db, clock: Clock, shared: Partial<Pick<RuntimeS
   // A snapshot committed through this runtime is seen by its next query at once; other processes
   // hear the commit's NOTIFY (the definition cache drops the scope's entries either way).
   snapshotNotices.onCommitted((workspaceId) => definitions.changed(snapshotScope(workspaceId)));
-  return { sparqlMemory: new SparqlMemory({ settings: sparqlQueries.settings }), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), definitions, snapshotNotices, metering: new Metering(db, clock, definitions), stripe: new StripeClients(), requests: new RequestAdmission(db, clock, definitions), workerRoundTrips: new WorkerRoundTrips(clock) };
+  return { sparqlMemory: new SparqlMemory({ settings: sparqlQueries.settings, clock }), sparqlQueries, managedTables: new ManagedTableMemory(db), postgresTablePools: new PostgresTablePools(clock), definitions, snapshotNotices, metering: new Metering(db, clock, definitions), stripe: new StripeClients(), requests: new RequestAdmission(db, clock, definitions), workerRoundTrips: new WorkerRoundTrips(clock) };
 }
 
 /**

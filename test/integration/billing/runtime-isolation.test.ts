@@ -24,7 +24,7 @@ import { until } from '../../support/polling';
 // query threads (ontology/sparql-threads/query-pool.ts) and the readiness probe's worker round trip
 // (services/shared/worker-round-trips.ts) and the definition cache (services/shared/definition-cache.ts),
 // not module state: two sets of dependencies built in one process share no queued charge, no charge
-// lease, no flush, no kept key, no request lease, no pool, no listener, no query thread, no round trip
+// lease, no flush, no kept key, no request lease, no pool, no listener, no query thread, no SPARQL table read, no round trip
 // and no kept definition (the test environment's runtimes share one cache on purpose, test/support/environment.ts). Each set
 // here holds its queued charges until asked (a flush an hour away), so what one writes or withdraws
 // is decided by what the test asks of it, not by a timer.
@@ -179,6 +179,17 @@ describe('Two runtimes in one process', function () {
       await one.sparqlQueries.close();
       await two.sparqlQueries.close();
     }
+  });
+
+  it("hold a workspace's SPARQL table reads apart: reads one runtime has under way take none of the other's", async () => {
+    const [one, two] = [env().dependencies(), env().dependencies()];
+    const { sqlConnections, timeoutMs } = one.sparqlMemory.settings;
+    const workspaceId = randomUUID();
+    const held = Array.from({ length: sqlConnections }, () => one.sparqlMemory.tableReads.take(workspaceId, sqlConnections, timeoutMs));
+    assert.throws(() => one.sparqlMemory.tableReads.take(workspaceId, sqlConnections, timeoutMs), (error: { code?: string }) => error.code === 'sparql_concurrency_limit');
+    two.sparqlMemory.tableReads.take(workspaceId, sqlConnections, timeoutMs)();
+    for (const release of held) release();
+    assert.notEqual(one.sparqlMemory.primaryKeys, two.sparqlMemory.primaryKeys, 'each keeps its own primary keys');
   });
 
   it('keep no definition of the other: an entry one keeps is not in the other, and closing one leaves the other listening', async () => {

@@ -20,7 +20,7 @@ describe('A SPARQL query whose client goes away', function () {
     const { db } = env();
     const client = new AbortController();
     const started = Date.now();
-    const read = readingWithin(db, 120_000, (trx) => trx.raw('SELECT pg_sleep(60)'), client.signal).then(() => assert.fail('the sleep ended'), (error: unknown) => error);
+    const read = readingWithin(db, { timeoutMs: 120_000, signal: client.signal }, (trx) => trx.raw('SELECT pg_sleep(60)')).then(() => assert.fail('the sleep ended'), (error: unknown) => error);
     await until('the statement to run', async () => (await sleeping(db)) > 0);
     client.abort();
     const error = await read;
