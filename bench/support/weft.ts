@@ -3,6 +3,7 @@
  * DATABASE_URL / TEMPORAL_ADDRESS), a fresh database, and the API and worker as separate child
  * processes started the way `npm run api` / `npm run worker` start them (built: see startRole), so
  * their CPU and memory are their own. A tenant with every scope and no request limits is ready to call.
+ * WEFT_BENCH_KEEP_DATABASE=1 keeps the database after the run (to EXPLAIN Weft's statements over it).
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -113,7 +114,7 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
   // A database per run (like npm test's): two runs of one bench at once (two engineers, a
   // worktree's and the tree's) each recreated and dropped the one fixed name, so one run's key
   // vanished under the other mid-measurement (401 invalid_credential).
-  const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}_${process.pid}${process.env.WEFT_BENCH_DATABASE_SUFFIX ?? ''}`, recreateDatabase: true, dropDatabaseOnStop: true, temporal });
+  const infra = await prepareInfrastructure({ database: `weft_bench_${options.name}_${process.pid}${process.env.WEFT_BENCH_DATABASE_SUFFIX ?? ''}`, recreateDatabase: true, dropDatabaseOnStop: !process.env.WEFT_BENCH_KEEP_DATABASE, temporal });
   const db = createDb(infra.databaseUrl, { max: 10 });
   await migrate(db);
   const encryptionKey = loadEncryptionKey();
