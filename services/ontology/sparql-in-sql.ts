@@ -187,11 +187,11 @@ export interface SqlQuery {
 const isVariable = (term: unknown): term is Term => (term as Term | undefined)?.termType === 'Variable';
 
 /**
- * An ORDER BY key: a projection (`at`), or an expression over projections (`by`), which only the
+ * An ORDER BY key: a projection (`at`), or an expression over projections (`by`, compiled), which only the
  * outermost query has: its rows are sorted in this process, so the evaluator's own expressions
  * compute the keys over the rows PostgreSQL returns (xsd:double(str(?price)), as BSBM orders offers).
  */
-type OrderKey = { at: number; descending: boolean } | { by: Sparql.Expression; descending: boolean };
+type OrderKey = { at: number; descending: boolean } | { by: (row: Record<string, RDF.Term>) => EvaluatorTerm | undefined; descending: boolean };
 const byProjection = (key: OrderKey): key is { at: number; descending: boolean } => 'at' in key;
 
 /** Splits a template of one field into that field and the text around it. */
@@ -524,8 +524,9 @@ function queryOf(query: SparqlQuery, scope: Scope, subquery: boolean): SqlQuery 
   const order: OrderKey[] = [];
   for (const condition of (q.order ?? []) as Array<{ expression: Sparql.Expression; descending?: boolean }>) {
     if (!isVariable(condition.expression)) {
-      if (subquery || !orderKeyOf(condition.expression, projections)) return undefined;
-      order.push({ by: condition.expression, descending: Boolean(condition.descending) });
+      const by = subquery ? undefined : orderKeyOf(condition.expression, projections);
+      if (!by) return undefined;
+      order.push({ by, descending: Boolean(condition.descending) });
       continue;
     }
     const name = condition.expression.value;
@@ -983,7 +984,7 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
     return out;
   });
   if (query.order.length) {
-    const keyOf = query.order.map((key) => (byProjection(key) ? (row: Record<string, RDF.Term>) => evaluatorTerm(row[variables[key.at]]) : orderKeyOf(key.by, query.projections)!));
+    const keyOf = query.order.map((key) => (byProjection(key) ? (row: Record<string, RDF.Term>) => evaluatorTerm(row[variables[key.at]]) : key.by));
     const keys = new Map(result.map((row) => [row, keyOf.map((key) => key(row))]));
     result.sort((a, b) => {
       for (const [i, { descending }] of query.order.entries()) {
