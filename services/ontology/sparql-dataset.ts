@@ -706,7 +706,7 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const release = deps.sparqlMemory.tableReads.take(principal.workspaceId, settings.sqlConnections, settings.timeoutMs);
   try {
     const reading = { timeoutMs: timeoutMs ?? settings.timeoutMs, signal: ctx.signal, workMem: SQL_WORK_MEM };
-    const result = await readingWithin(db as Db, reading, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })), deps.sparqlMemory.primaryKeys));
+    const result = await readingWithin(db as Db, reading, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })), deps.sparqlMemory));
     return result && answered(result, datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions));
   } finally {
     release();

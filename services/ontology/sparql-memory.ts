@@ -47,6 +47,11 @@ export class SparqlMemory {
   readonly settings: SparqlSettings;
   /** Managed tables' storage primary keys, fixed when a table is registered: read once per table, not per query. */
   readonly primaryKeys: PrimaryKeys = new WeightedLru<string[]>(4096, 1024 * 1024);
+  /**
+   * One-scan stars of managed tables at a snapshot whose statement checks found nothing odd: the
+   * next query over the same rows runs without the checks (sparql-in-sql.ts, Statement.starChecks).
+   */
+  readonly cleanStars = new WeightedLru<true>(16_384, 2 * 1024 * 1024);
   /** PostgreSQL's estimate of a table's rows, per table and snapshot (which way a query is answered). */
   readonly tableEstimates = new WeightedLru<number>(4096, 1024 * 1024);
   /** The bound-table reads under way, per workspace (WEFT_SPARQL_SQL_CONNECTIONS at once). */
