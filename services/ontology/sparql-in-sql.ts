@@ -868,6 +868,11 @@ export interface SqlSource {
   /** Whether the records never change once read (a managed table at a snapshot), so what a check found of them holds for the next query. */
   pinned?: boolean;
   /**
+   * A condition on the records' own columns that keeps the record whose primary key (one field)
+   * shows as the text `value` (an SQL expression), by an index; every such record meets it.
+   */
+  keyLookup?(value: string): string;
+  /**
    * A condition on the records' own columns that every record whose field passes `test` meets
    * (it may keep more: the FILTER still decides), so an index on the column narrows the rows
    * read; undefined where the source has none for this field and test.
@@ -900,6 +905,10 @@ export function snapshotSource(table: ReachTable & { version: string }, primaryK
     },
     primaryKey,
     pinned: true,
+    // row_key is the key's values as JSON.stringify writes them ([5], ["5"], [true]); a key shown as
+    // `value` is a number or a boolean of that text, or that string (as to_jsonb writes a string,
+    // which is JSON.stringify's form).
+    keyLookup: (value) => `row_key = ANY (ARRAY['[' || ${value} || ']', '[' || to_jsonb(${value}::text)::text || ']'])`,
     // A field's value equal to a text (a constant object, `= "US"`): the records whose field holds a
     // JSON value that shows as it, by row_key or the GIN index on the field (field-indexes.ts).
     narrowing: (name, test, params) => {
@@ -1192,21 +1201,35 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         columns.set(triple.variable, column);
         if (triple.optional !== undefined) optionalVariables.set(triple.optional, [...(optionalVariables.get(triple.optional) ?? []), { name: triple.variable, column }]);
       });
-      const relation = `(SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
-           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${[records, ...[...(narrowed.get(x)?.values() ?? [])].flat()].join(' AND ')} OFFSET 0) r) r WHERE s IS NOT NULL)`;
-      ctes.push(`${name} AS ${relation}`);
+      /** Where a lookup by the joining link's value goes (see below): the records' own condition. */
+      const LOOKUP = '\u0000lookup\u0000';
+      const relationWith = (lookup: string) => `(SELECT * FROM (SELECT ${subject.text} AS s, ${shownColumns.length ? `${shownColumns.join(', ')}, ` : ''}${odd.join(' OR ')} AS odd, ${arrays.length ? arrays.join(' OR ') : 'false'} AS multi, kt${reads.length ? `, ${star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [`vt${i}`])).join(', ')}` : ''}
+           FROM (SELECT ${keyColumns}${reads.length ? `, ${reads.join(', ')}` : ''} FROM ${[records, ...[...(narrowed.get(x)?.values() ?? [])].flat()].join(' AND ')}${lookup} OFFSET 0) r) r WHERE s IS NOT NULL)`;
+      const template = relationWith(LOOKUP);
+      const relation = template.replace(LOOKUP, '');
       // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
       const unfusedCheck = `(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`;
       const oddCheck = `(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`;
+      let clean = false;
       if (!source.pinned || !statement.cleanStars) {
         unfusedChecks.push(unfusedCheck);
         oddChecks.push(oddCheck);
       } else {
         const checksKey = relationKey(`${relation}\n${present.join(' AND ')}`, params);
-        if (!statement.cleanStars.get(checksKey)) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck });
+        clean = statement.cleanStars.get(checksKey) === true;
+        if (!clean) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck });
       }
       const flags = [...optionalPresent].map(([group, has]) => `, (${has.join(' AND ')}) AS g${group}`).join('');
-      from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      // A clean star another star links to (one read before it) is read per link, by the records'
+      // key (an index lookup), rather than whole for a hash join: exact, for a clean star's keys
+      // are one JSON type, none PostgreSQL writes otherwise than JavaScript, and its subject field
+      // is the table's key. It is the one place its relation is read (no check reads it).
+      const incoming = clean && source.keyLookup ? links.find((link) => link.star === x) : undefined;
+      if (incoming) from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      else {
+        ctes.push(`${name} AS ${relation}`);
+        from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      }
       for (const [group, variables] of optionalVariables) scannedOptionals.push({ group, present: `${name}.g${group}`, variables });
       anchors[x] = `${name}.s`;
       columns.set(star.variable, { text: `${name}.s` });

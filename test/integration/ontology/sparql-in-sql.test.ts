@@ -15,7 +15,7 @@ import { choices, generatedQuery, Picks } from '../../support/sparql-generated-q
 // "5", JSON null, missing fields, keys that need percent-encoding), and a count no bound refuses.
 
 /** The records of each run: made to trip a count in SQL, or keyed and scalar (one scan a star), or keyed by ids of two JSON types. */
-const DATASETS: Array<{ name: string; customers: Array<Record<string, unknown>>; customerKey: string[] | null; orders: Array<Record<string, unknown>>; orderKey: string[] | null }> = [
+const DATASETS: Array<{ name: string; customers: Array<Record<string, unknown>>; customerKey: string[] | null; orders: Array<Record<string, unknown>>; orderKey: string[] | null; /** Customers read in one scan and found clean: a star linked to them reads them by key. */ clean?: boolean }> = [
   {
     name: 'records sharing subjects, arrays with repeats, 5 and "5", JSON null, missing fields',
     customers: [
@@ -73,6 +73,7 @@ const DATASETS: Array<{ name: string; customers: Array<Record<string, unknown>>;
       { id: 10, amount: 7, customer: 5 },
     ],
     orderKey: ['id'],
+    clean: true,
   },
   {
     // Keyed, but 2 and "2" are two records with one subject IRI: one scan would count them twice.
@@ -541,6 +542,26 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     assert.ok(counted.triples > 0, 'evaluated, not counted');
   });
 
+  it('reads a clean star another star links to by its key, a lookup per link, with the evaluator’s answers', async () => {
+    const query = 'SELECT ?o ?c ?name WHERE { ?o :placedBy ?c . ?c :name ?name }';
+    const statements: string[] = [];
+    const heard = (event: { sql: string }) => void statements.push(event.sql);
+    const { db } = env().apiDependencies;
+    db.on('query', heard);
+    try {
+      for (const run of ['first', 'again']) {
+        const { counted, whole } = await both(`${query} # by key, ${run}`);
+        assert.deepEqual(counted.rows, whole.rows, run);
+        assert.equal(counted.triples, 0, `${run}: answered by PostgreSQL`);
+      }
+    } finally {
+      db.off('query', heard);
+    }
+    // Only where the customers are read in one scan and found clean (keyed, scalar, one JSON type of key).
+    const byKey = statements.some((sql) => sql.includes('LATERAL') && sql.includes('row_key = ANY'));
+    assert.equal(byKey, Boolean(dataset.clean), statements.filter((sql) => sql.startsWith('WITH')).join('\n\n').slice(0, 2000));
+  });
+
   it('keeps a star read in one scan clean for its snapshot only: after a commit of a key PostgreSQL writes otherwise, it checks again and evaluates', async () => {
     const query = 'SELECT ?c ?name WHERE { ?c :name ?name }';
     // The API's runtime keeps the stars it found clean: forgotten here, so this query's is seen kept.
@@ -552,7 +573,7 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       assert.equal(counted.triples, 0, `${run}: answered by PostgreSQL`);
     }
     // Keyed by the subject field with scalar values: one scan, found clean and kept.
-    if (dataset.name === 'tables keyed by their subject field, scalar values') assert.equal(cleanStars.size, 1, 'the clean star is kept');
+    if (dataset.clean) assert.equal(cleanStars.size, 1, 'the clean star is kept');
     const model = (await PluginInstallation.query(env().db).findById(t.managedInstallationId))!;
     const endpoint = (await t.client.get(`/api/v1/data-endpoints/${customers}`)).body.dataEndpoint;
     await findCapability('managed_table').writeRecords!(capabilityContext(env().db, model, env().dependencies()), endpoint.target, { operation: 'append', rows: [{ id: 1e21, full_name: 'Zed' }], provenance: { kind: 'write', id: randomUUID() } });
@@ -562,6 +583,58 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     assert.ok(counted.triples > 0, 'evaluated: the new snapshot is checked, not taken as clean');
   });
 
+});
+
+describe('A star read by key over links, answered by PostgreSQL', function () {
+  this.timeout(120_000);
+  let t: OntologyTenant;
+  let baseIri: string;
+  sparqlSettingsForBlock({ sqlMinRecords: 0 });
+
+  // Keys JSON escapes (quotes, backslashes, control characters) or that look like numbers and
+  // booleans, linked by strings, a number and a boolean that show as them: the lookup by row_key
+  // must find exactly the records the join does.
+  const KEYS = ['ada', 'a "quoted" id', 'back\\slash', 'tab\tnew\nline', 'ctl\u0001\u001f\u007f', 'x y/é', '\u{1D49C}', '1', 'true'];
+  before(async () => {
+    t = await ontologyTenant();
+    const packageId = await customerOntology(t);
+    baseIri = (await t.client.get(t.base)).body.ontology.baseIri;
+    const customers = await seededTable(t, KEYS.map((id, i) => ({ id, full_name: `name ${i}` })), ['id']);
+    const links: unknown[] = [...KEYS, 1, true, 'nobody', KEYS[0]];
+    const orders = await seededTable(t, links.map((customer, i) => ({ id: `o${i}`, amount: i, customer })), ['id']);
+    await bind(t, { ontologyPackageId: packageId, termId: 'Customer', dataEndpointId: customers, mapping: { subjectTemplate: 'https://example.com/customers/{id}', properties: { name: 'full_name' } } });
+    await bind(t, { ontologyPackageId: packageId, termId: 'Order', dataEndpointId: orders, mapping: { subjectTemplate: 'https://example.com/orders/{id}', properties: { total: 'amount' }, links: { placedBy: { field: 'customer', targetTemplate: 'https://example.com/customers/{customer}' } } } });
+    assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
+  });
+
+  const ask = async (body: string) => {
+    const res = await request('POST', `${t.base}/sparql`, { key: t.key, rawBody: `PREFIX : <${baseIri}>\n${body}`, headers: { 'Content-Type': 'application/sparql-query' } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const rows = (res.body.results.bindings as Array<Record<string, unknown>>).map((row) => JSON.stringify(Object.fromEntries(Object.entries(row).sort())));
+    return { rows: rows.sort(), triples: Number(res.headers.get('weft-dataset-triples')) };
+  };
+
+  it('finds by key exactly the customers each order links to, as the evaluator does over the whole tables', async () => {
+    const statements: string[] = [];
+    const heard = (event: { sql: string }) => void statements.push(event.sql);
+    const { db } = env().apiDependencies;
+    db.on('query', heard);
+    const query = 'SELECT ?o ?t ?c ?name WHERE { ?o :total ?t ; :placedBy ?c . ?c :name ?name }';
+    try {
+      for (const run of ['first', 'again']) {
+        const counted = await ask(`${query} # ${run}`);
+        const restore = overrideSparqlSettings({ tableReads: 'whole' });
+        const whole = await ask(`${query} # ${run}, read whole`).finally(restore);
+        assert.deepEqual(counted.rows, whole.rows, run);
+        assert.equal(counted.triples, 0, `${run}: answered by PostgreSQL`);
+        // Every key is linked, the first twice; 1 and true show as the keys "1" and "true".
+        assert.equal(counted.rows.length, KEYS.length + 3, run);
+      }
+    } finally {
+      db.off('query', heard);
+    }
+    assert.ok(statements.some((sql) => sql.includes('LATERAL') && sql.includes('row_key = ANY')), 'the second read the customers by key');
+  });
 });
 
 describe('Date comparisons answered by PostgreSQL', function () {
