@@ -35,7 +35,8 @@ import { fieldShows, OtherGraphs, primaryKeysOf, type PrimaryKeys, ReachTable } 
 // plain projections (DISTINCT or not); FILTERs of numeric bounds; ORDER BY projected variables
 // (sorted here in the evaluator's order) with OFFSET and LIMIT; BINDs of expressions SQL computes
 // with SPARQL's lexical forms (expressionOf); FILTER (NOT) EXISTS and MINUS over such groups, as
-// correlated (NOT) EXISTS subqueries; and subqueries of such queries, joined on their variables,
+// correlated (NOT) EXISTS subqueries, as is a star that only its link ties to the rest where the
+// solutions are read as a set (semiJoinedStars); and subqueries of such queries, joined on their variables,
 // whose ORDER BY, OFFSET and LIMIT PostgreSQL applies in the evaluator's order. The SQL gives the solutions the
 // mapping's triples give: records grouped by the text their subject IRI is made of (records with
 // one IRI merge their triples), each field's values (or array elements) as the distinct lexical
@@ -1051,7 +1052,9 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
  */
 function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: number): void {
   const subquery = name !== 'answer';
-  const branches = query.branches.map((branch) => branchSql(statement, query, branch));
+  // Solutions made distinct (DISTINCT without aggregates, an ASK's): only which projections occur is read, not how often.
+  const read = !query.aggregated && (query.distinct || query.exists) ? new Set([...query.projections.map((projection) => projection.name), ...query.filters.flatMap(conditionVariables)]) : undefined;
+  const branches = query.branches.map((branch) => branchSql(statement, query, branch, read));
   // Only where a BIND may be flagged: a second reference makes PostgreSQL materialize the solutions.
   const flagged = query.branches.some((branch) => branch.binds.some(({ expression }) => mayBeFlagged(expression)));
   const at = new Map(query.variables.map((variable, k) => [variable.name, k]));
@@ -1100,8 +1103,8 @@ function answerCtes(statement: Statement, query: SqlQuery, name: string, cap?: n
  * its distinct values), its OPTIONALs left joined, its subqueries and VALUES joined, its BINDs
  * computed, its FILTERs and MINUS applied; and bodd, whether a BIND's value here is flagged.
  */
-function branchSql(statement: Statement, query: SqlQuery, branch: Branch): string {
-  const { columns, from, where, odd } = branchParts(statement, branch);
+function branchSql(statement: Statement, query: SqlQuery, branch: Branch, read: ReadonlySet<string> | undefined): string {
+  const { columns, from, where, odd } = branchParts(statement, branch, read);
   const selected = query.variables.map((variable, k) => {
     const column = columns.get(variable.name);
     return `${column ? column.text : 'NULL::text'} AS x${k}${isNumeric(variable.kind) ? `, ${column?.num ?? 'NULL::numeric'} AS n${k}` : ''}`;
@@ -1143,27 +1146,86 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
   return found;
 }
 
+/** The variables a condition reads: an EXISTS's those it shares with its group. */
+function conditionVariables(condition: Condition): string[] {
+  if (condition.kind === 'and' || condition.kind === 'or') return condition.args.flatMap(conditionVariables);
+  if (condition.kind === 'not') return conditionVariables(condition.arg);
+  if (condition.kind === 'exists') return condition.shared.map(({ name }) => name);
+  return [condition.variable];
+}
+
+/** The variables a BIND's expression reads. */
+function expressionVariables(expression: Expression): string[] {
+  if (expression.op === 'variable') return [expression.name];
+  if ('arg' in expression) return expressionVariables(expression.arg);
+  return 'args' in expression ? expression.args.flatMap(expressionVariables) : [];
+}
+
+/**
+ * The stars of a branch read as a correlated EXISTS on the star they are linked to (a semi-join)
+ * rather than joined, with the FILTERs that move with each and its own variables. `read`: the variables the branch's
+ * solutions are read for, where only whether a solution of them exists counts, not how many
+ * times (a DISTINCT without aggregates, an ASK, the group of an EXISTS or MINUS); undefined where
+ * every solution counts. A star qualifies when one link ties it to the rest (its own to another
+ * star's subject, or another's to its subject), it has no OPTIONAL, and none of its variables is
+ * read, or read by anything of the branch but its own FILTERs (another star's OPTIONAL FILTER, a
+ * BIND, VALUES, a subquery, a MINUS, a FILTER over other variables too): its solutions then add
+ * no value to a solution, only copies of it, which the EXISTS leaves out. The join's condition and
+ * the star's FILTERs are the EXISTS's, so its records, grouped by subject text, and its values'
+ * errors are read as in the join.
+ */
+function semiJoinedStars(statement: Statement, branch: Branch, read: ReadonlySet<string> | undefined): Map<number, { filters: Condition[]; variables: Set<string> }> {
+  const turned = new Map<number, { filters: Condition[]; variables: Set<string> }>();
+  if (!read || branch.stars.length < 2) return turned;
+  const used = new Set([
+    ...read,
+    ...branch.optionals.flat().flatMap(conditionVariables),
+    ...branch.binds.flatMap(({ expression }) => expressionVariables(expression)),
+    ...branch.values.flatMap((table) => table.variables),
+    ...branch.subqueries.flatMap((subquery) => subquery.projections.map((projection) => projection.name)),
+    ...branch.minus.flatMap(({ shared }) => shared.map(({ name }) => name)),
+  ]);
+  const links = branch.stars.flatMap((x) => statement.stars[x].triples.flatMap((triple) => (triple.kind === 'link' && triple.joins !== undefined ? [[x, triple.joins]] : [])));
+  for (const x of branch.stars) {
+    const star = statement.stars[x];
+    const partners = links.filter((link) => link.includes(x));
+    if (partners.length !== 1 || turned.has(partners[0].find((other) => other !== x)!) || star.triples.some((triple) => triple.kind !== 'type' && triple.optional !== undefined)) continue;
+    // Its subject and values; a link's object is the other star's.
+    const own = new Set([star.variable, ...star.triples.flatMap((triple) => (triple.kind === 'type' || (triple.kind === 'link' && triple.joins !== undefined) ? [] : [triple.variable]))]);
+    if ([...own].some((name) => used.has(name))) continue;
+    const filters = branch.filters.filter((condition) => conditionVariables(condition).some((name) => own.has(name)));
+    if (filters.some((condition) => !conditionVariables(condition).every((name) => own.has(name)))) continue;
+    turned.set(x, { filters, variables: own });
+  }
+  return turned;
+}
+
 /**
  * A branch's relations and conditions (its solutions are the rows of `FROM from WHERE where`), the
  * columns of its variables, and what flags a row whose BINDs SQL does not compute as SPARQL does.
  * Its stars' relations, its subqueries' answers and the groups of its EXISTS and MINUS are added
- * to the statement's CTEs.
+ * to the statement's CTEs. `read`: the variables whose distinct solutions alone are read, if so
+ * (semiJoinedStars).
  */
-function branchParts(statement: Statement, branch: Branch): { columns: Map<string, Column>; from: string; where: string[]; odd: string[] } {
+function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<string> | undefined): { columns: Map<string, Column>; from: string; where: string[]; odd: string[] } {
   const { params, ctes, unfusedChecks, oddChecks, sources, fusable } = statement;
   const from: string[] = [];
   const on: string[] = [];
+  const main = { from, on };
+  /** The stars read as an EXISTS (semiJoinedStars): each one's relations, and the conditions of its link and FILTERs. */
+  const semi = new Map([...semiJoinedStars(statement, branch, read)].map(([x, star]) => [x, { ...star, from: [] as string[], on: [] as string[] }]));
   /** Where each variable is bound: a star's subjects, or a value triple's rows. */
   const columns = new Map<string, Column>();
   /** Each star's subject column, and the links to join to them. */
   const anchors: string[] = [];
-  const links: Array<{ column: string; star: number }> = [];
+  const links: Array<{ column: string; from: number; star: number }> = [];
   /** A one-scan star's OPTIONALs: their columns are their values where the record has all of them (and the OPTIONAL's FILTER holds). */
   const scannedOptionals: Array<{ group: number; present: string; variables: Array<{ name: string; column: Column }> }> = [];
   /** Another star's OPTIONALs: a relation of their triples left joined on the subject (and the OPTIONAL's FILTER). */
   const joinedOptionals: Array<{ group: number; relation: string; alias: string; anchor: string }> = [];
   const narrowed = narrowingsOf(statement, branch);
   for (const x of branch.stars) {
+    const into = semi.get(x) ?? main;
     const star = statement.stars[x];
     const source = sources[star.source];
     /** `FROM ${records}`: the source's records the query reads, a row each; more conditions follow with AND. */
@@ -1196,7 +1258,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         if (triple.optional === undefined) present.push(has);
         else optionalPresent.set(triple.optional, [...(optionalPresent.get(triple.optional) ?? []), has]);
         arrays.push(`vt${i} = 'array'`);
-        if (triple.kind === 'link' && triple.joins !== undefined) return void links.push({ column: `${name}.o${i}`, star: triple.joins });
+        if (triple.kind === 'link' && triple.joins !== undefined) return void links.push({ column: `${name}.o${i}`, from: x, star: triple.joins });
         const column = { text: `${name}.o${i}`, num: pattern ? `${name}.n${i}` : undefined };
         columns.set(triple.variable, column);
         if (triple.optional !== undefined) optionalVariables.set(triple.optional, [...(optionalVariables.get(triple.optional) ?? []), { name: triple.variable, column }]);
@@ -1220,15 +1282,16 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         if (!clean) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck });
       }
       const flags = [...optionalPresent].map(([group, has]) => `, (${has.join(' AND ')}) AS g${group}`).join('');
-      // A clean star another star links to (one read before it) is read per link, by the records'
-      // key (an index lookup), rather than whole for a hash join: exact, for a clean star's keys
-      // are one JSON type, none PostgreSQL writes otherwise than JavaScript, and its subject field
-      // is the table's key. It is the one place its relation is read (no check reads it).
-      const incoming = clean && source.keyLookup ? links.find((link) => link.star === x) : undefined;
-      if (incoming) from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      // A clean star another star links to (one read before it, in the same relation list) is
+      // read per link, by the records' key (an index lookup), rather than whole for a hash join:
+      // exact, for a clean star's keys are one JSON type, none PostgreSQL writes otherwise than
+      // JavaScript, and its subject field is the table's key. It is the one place its relation
+      // is read (no check reads it).
+      const incoming = clean && source.keyLookup ? links.find((link) => link.star === x && (semi.get(link.from) ?? main) === into) : undefined;
+      if (incoming) into.from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
       else {
         ctes.push(`${name} AS ${relation}`);
-        from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
+        into.from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
       }
       for (const [group, variables] of optionalVariables) scannedOptionals.push({ group, present: `${name}.g${group}`, variables });
       anchors[x] = `${name}.s`;
@@ -1246,7 +1309,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
       ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${records} OFFSET 0) r) r
          WHERE s IS NOT NULL GROUP BY s)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
-      from.push(anchor);
+      into.from.push(anchor);
     }
     anchors[x] = `${anchor}.s`;
     columns.set(star.variable, { text: `${anchor}.s` });
@@ -1281,10 +1344,10 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
         optionalRelations.set(triple.optional, [...(optionalRelations.get(triple.optional) ?? []), { name, variable: triple.variable, numeric: Boolean(pattern) }]);
         continue;
       }
-      from.push(name);
-      if (name !== anchor) on.push(`${name}.s = ${anchor}.s`);
+      into.from.push(name);
+      if (name !== anchor) into.on.push(`${name}.s = ${anchor}.s`);
       if (triple.kind === 'link' && triple.joins !== undefined) {
-        links.push({ column: `${name}.o`, star: triple.joins });
+        links.push({ column: `${name}.o`, from: x, star: triple.joins });
         continue;
       }
       columns.set(triple.variable, { text: `${name}.o`, num: pattern ? `${name}.num` : undefined });
@@ -1299,7 +1362,7 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     }
   }
   // A link's object is the star it joins: known once every star has its anchor.
-  for (const link of links) on.push(`${link.column} = ${anchors[link.star]}`);
+  for (const link of links) (semi.get(link.from) ?? semi.get(link.star) ?? main).on.push(`${link.column} = ${anchors[link.star]}`);
   const columnOf = (name: string) => columns.get(name)!;
   // An OPTIONAL's FILTER is its left join's condition: over the values it would add, and the group's before it.
   const leftJoins = joinedOptionals.map(({ group, relation, alias, anchor }) => {
@@ -1337,10 +1400,15 @@ function branchParts(statement: Statement, branch: Branch): { columns: Map<strin
     from.push(`(VALUES ${table.rows.map((row) => `(${row.map((text) => `${params.add(text)}::text`).join(', ')})`).join(', ')}) AS ${alias}(${table.variables.map((_, c) => `c${c}`).join(', ')})`);
     table.variables.forEach((name, c) => on.push(`${alias}.c${c} = ${columnOf(name).text}`));
   });
-  for (const condition of branch.filters) on.push(conditionSql(condition, columnOf, statement));
+  for (const condition of branch.filters) ([...semi.values()].find((star) => star.filters.includes(condition)) ?? main).on.push(conditionSql(condition, columnOf, statement));
+  for (const star of semi.values()) {
+    on.push(`EXISTS (SELECT 1 FROM ${star.from.join(' CROSS JOIN ')} WHERE ${star.on.join(' AND ')})`);
+    // Its relations are the EXISTS's alone: its variables are unbound outside it (and read nowhere there).
+    for (const name of star.variables) columns.delete(name);
+  }
   // MINUS: no solution of its group is compatible with this one and shares a bound variable with it.
   for (const { branch: inner, shared } of branch.minus) {
-    const parts = branchParts(statement, inner);
+    const parts = branchParts(statement, inner, new Set(shared.map(({ name }) => name)));
     const compatible = shared.map(({ name, outerNullable, innerNullable }) => {
       const [outer, other] = [columnOf(name).text, parts.columns.get(name)!.text];
       return outerNullable || innerNullable ? `(${outer} IS NULL OR ${other} IS NULL OR ${other} = ${outer})` : `${other} = ${outer}`;
@@ -1453,7 +1521,7 @@ function conditionSql(condition: Condition, columnOf: (name: string) => Column, 
     }
     case 'exists': {
       // Correlated: PostgreSQL runs it as a (anti) semi-join on the shared variables.
-      const parts = branchParts(statement, condition.branch);
+      const parts = branchParts(statement, condition.branch, new Set(condition.shared.map(({ name }) => name)));
       const correlated = condition.shared.map(({ name, outerNullable }) => {
         const [outer, inner] = [columnOf(name).text, parts.columns.get(name)!.text];
         return outerNullable ? `(${outer} IS NULL OR ${inner} = ${outer})` : `${inner} = ${outer}`;
