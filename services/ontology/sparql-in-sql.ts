@@ -1148,10 +1148,17 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
 
 /** The variables a condition reads: an EXISTS's those it shares with its group. */
 function conditionVariables(condition: Condition): string[] {
-  if (condition.kind === 'and' || condition.kind === 'or') return condition.args.flatMap(conditionVariables);
-  if (condition.kind === 'not') return conditionVariables(condition.arg);
-  if (condition.kind === 'exists') return condition.shared.map(({ name }) => name);
-  return [condition.variable];
+  switch (condition.kind) {
+    case 'and':
+    case 'or':
+      return condition.args.flatMap(conditionVariables);
+    case 'not':
+      return conditionVariables(condition.arg);
+    case 'exists':
+      return condition.shared.map(({ name }) => name);
+    default:
+      return [condition.variable];
+  }
 }
 
 /** The variables a BIND's expression reads. */

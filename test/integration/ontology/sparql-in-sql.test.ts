@@ -392,7 +392,8 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       // FILTERs that err ("abc", true, JSON null under xsd:decimal), 5 and "5", a constant object narrowing the records read.
       'SELECT DISTINCT ?c WHERE { ?o :placedBy ?c ; :total ?t FILTER (!(?t > 4)) . ?c :name ?n }',
       'SELECT DISTINCT ?name WHERE { ?o :placedBy ?c ; :total ?t FILTER (?t != 5 && ?t NOT IN (10)) . ?c :name ?name }',
-      'SELECT DISTINCT ?name WHERE { ?o :placedBy ?c ; :total 5 . ?c :name ?name }',
+      'SELECT DISTINCT ?name WHERE { ?o :placedBy ?c ; :total 0.1 . ?c :name ?name }',
+      'SELECT DISTINCT ?o WHERE { ?o :placedBy ?c . ?c :name "Ada" }',
       `SELECT DISTINCT ?name WHERE { ?o :placedBy ?c FILTER (?o != <https://example.com/orders/1>) . ?c :name ?name }`,
       // A star's variable projected, or read by a FILTER with another star's: joined, as before.
       'SELECT DISTINCT ?o ?name WHERE { ?o :placedBy ?c . ?c :name ?name }',

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { PackageTerms } from '../../../db/models';
+import type { BindingMapping, PackageTerms } from '../../../db/models';
 import { parseSparql } from '../../../ontology/sparql-engine';
 import { sqlFormOf } from '../../../services/ontology/sparql-forms-in-sql';
 import { NarrowedTest, runSqlOver, SqlQuery, sqlQueryOf, SqlSource } from '../../../services/ontology/sparql-in-sql';
@@ -11,7 +11,7 @@ import { NarrowedTest, runSqlOver, SqlQuery, sqlQueryOf, SqlSource } from '../..
 
 const BASE = 'https://example.com/ontology/';
 const PREFIXES = `PREFIX : <${BASE}>\n`;
-const BINDINGS = [
+const BINDINGS: Array<{ termId: string; mapping: BindingMapping }> = [
   { termId: 'Offer', mapping: { subjectTemplate: 'https://example.com/offers/{id}', properties: { deliveryDays: 'delivery_days' }, links: { vendor: { field: 'vendor', targetTemplate: 'https://example.com/vendors/{vendor}' } } } },
   { termId: 'Vendor', mapping: { subjectTemplate: 'https://example.com/vendors/{id}', properties: { vendorLabel: 'label' } } },
 ];
