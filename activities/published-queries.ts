@@ -6,7 +6,7 @@ import { asActivity } from './as-activity';
 export function createPublishedQueryActivities(deps: ServiceDependencies) {
   return {
     runQueryJob: ({ jobId }: { jobId: string }) => asActivity(() => runQueryJobAsItsKey(deps, jobId)),
-    failQueryJob: ({ jobId, cause }: { jobId: string; cause: string }) => asActivity(() => failQueryJob(deps.db, jobId, cause)),
+    failQueryJob: ({ jobId, cause }: { jobId: string; cause: string }) => asActivity(() => failQueryJob(deps, jobId, cause)),
     checkReleaseVersion: (args: { queryId: string; queryVersionId: string }) => asActivity(() => checkReleaseVersion(deps.db, args.queryId, args.queryVersionId)),
     activateRelease: (args: { queryId: string; queryVersionId: string; memberId: string; acknowledge: boolean; workflowId: string }) => asActivity(() => activateRelease(deps.db, args)),
   };

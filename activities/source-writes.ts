@@ -7,7 +7,7 @@ import { asActivity } from './as-activity';
 
 export function createSourceWriteActivities(deps: ServiceDependencies) {
   return {
-    recordWriteDecision: ({ writeActionId, decision }: { writeActionId: string; decision: WriteDecision }) => asActivity(() => recordWriteDecision(deps.db, writeActionId, decision)),
+    recordWriteDecision: ({ writeActionId, decision }: { writeActionId: string; decision: WriteDecision }) => asActivity(() => recordWriteDecision(deps, writeActionId, decision)),
     applyApprovedWrite: ({ writeActionId, actor }: { writeActionId: string; actor: Actor }) => asActivity(() => applyApprovedWrite(deps, writeActionId, actor)),
     expireWriteAction: ({ writeActionId }: { writeActionId: string }) => asActivity(() => expireWriteAction(deps.db, writeActionId)),
   };

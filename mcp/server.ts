@@ -188,8 +188,8 @@ export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
           sessions.set(id, created);
         },
       });
-      closeIdleSessions(Date.now());
-      const created: Session = { transport, apiKeyId: principal.apiKeyId, projectId: boundProjectId, lastSeenAt: Date.now() };
+      closeIdleSessions(deps.clock.now());
+      const created: Session = { transport, apiKeyId: principal.apiKeyId, projectId: boundProjectId, lastSeenAt: deps.clock.now() };
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
       };
@@ -198,7 +198,7 @@ export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
     }
     // Tool calls authorize against the request that carries them (the SDK hands req.auth to the
     // handler): a key revoked or a member gone since initialize is noticed. Never the secret itself.
-    session.lastSeenAt = Date.now();
+    session.lastSeenAt = deps.clock.now();
     const carrying: CarryingRequest = { principal, requestId: String(ctx.state.requestId ?? '') };
     (ctx.req as typeof ctx.req & { auth: AuthInfo }).auth = { token: '', clientId: principal.apiKeyId, scopes: [...principal.scopes], extra: carrying as unknown as Record<string, unknown> };
     ctx.respond = false;

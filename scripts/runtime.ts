@@ -87,7 +87,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const housekeeping = setInterval(() => void cleanExpiredIdempotencyRecords(db).catch(() => undefined), 3600_000);
   housekeeping.unref();
   // Queued runs whose launch died between its commit and its workflow start get their workflow.
-  const strandedRuns = sweepEvery(60_000, () => startStrandedRuns({ db, temporal }).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')));
+  const strandedRuns = sweepEvery(60_000, () => startStrandedRuns(deps).catch((error) => logger.warn({ err: error }, 'the sweep of queued runs failed')));
   const expiredChargeLeases = sweepChargeLeases(deps.metering);
   const server = app.listen(options.port ?? settings.port, options.host ?? settings.host);
   // Requests node refuses before Koa (oversized headers, malformed request lines) answer in the problem format too.

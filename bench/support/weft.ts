@@ -147,9 +147,9 @@ export async function startBenchWeft(options: { name: string; worker?: boolean; 
     await waitReady(baseUrl, api);
 
     const newTenant = async (installations: { httpBaseUrl?: string } = {}) => {
-      const ws = await db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: `bench-${randomUUID().slice(0, 8)}` }));
+      const ws = await db.transaction((trx) => bootstrapWorkspace({ clock: systemClock }, trx, { workspaceName: `bench-${randomUUID().slice(0, 8)}` }));
       await db('api_limit_settings').insert({ workspaceId: ws.workspaceId, workspaceRequests: 2_147_483_646, apiKeyRequests: 2_147_483_646 }).onConflict('workspaceId').merge();
-      const { secret } = await createApiKey(db, { workspaceId: ws.workspaceId, memberId: ws.memberId }, { name: 'bench', scopes: [...SCOPES] });
+      const { secret } = await createApiKey({ clock: systemClock }, db, { workspaceId: ws.workspaceId, memberId: ws.memberId }, { name: 'bench', scopes: [...SCOPES] });
       const managed = await installPlugin(db, encryptionKey, ws.workspaceId, 'managed_table', {});
       const http = installations.httpBaseUrl
         ? await installPlugin(db, encryptionKey, ws.workspaceId, 'http_dataset', { baseUrl: installations.httpBaseUrl, allowPrivateNetwork: true })

@@ -1,4 +1,5 @@
 import type { Executor } from '../../db/connection';
+import type { ServiceDependencies } from '../operations/context';
 import { ApiKey, Member, WriteActionDecision } from '../../db/models';
 import { hasScope, principalFrom } from '../tenancy/access';
 import { principalOfMember } from '../tenancy/member-access';
@@ -22,12 +23,13 @@ export interface ApprovalStanding {
 }
 
 /**
- * The standing of the approvals among `decisions` (of one or several actions), by action id.
- * `lock` takes the approving keys and members FOR SHARE, in the caller's transaction: a revocation,
- * an expiry change or a member's removal then commits before the count (and is seen) or after the
- * caller's transaction (the write applied with approvals that counted), never in between.
+ * The standing of the approvals among `decisions` (of one or several actions), by action id, now
+ * on the runtime's clock (a key past its expiresAt no longer counts). `lock` takes the approving
+ * keys and members FOR SHARE, in the caller's transaction: a revocation, an expiry change or a
+ * member's removal then commits before the count (and is seen) or after the caller's transaction
+ * (the write applied with approvals that counted), never in between.
  */
-export async function approvalStanding(db: Executor, decisions: readonly WriteActionDecision[], { lock = false }: { lock?: boolean } = {}): Promise<Map<string, ApprovalStanding>> {
+export async function approvalStanding({ clock }: Pick<ServiceDependencies, 'clock'>, db: Executor, decisions: readonly WriteActionDecision[], { lock = false }: { lock?: boolean } = {}): Promise<Map<string, ApprovalStanding>> {
   const approvals = decisions.filter((d) => d.decision === 'approve');
   const standing = new Map<string, ApprovalStanding>();
   if (!approvals.length) return standing;
@@ -39,7 +41,7 @@ export async function approvalStanding(db: Executor, decisions: readonly WriteAc
   const members = await (lock ? membersQuery.forShare() : membersQuery);
   const keyById = new Map(keys.map((key) => [key.id, key]));
   const memberById = new Map(members.map((member) => [member.id, member]));
-  const now = Date.now();
+  const now = clock.now();
   for (const decision of approvals) {
     const member = memberById.get(decision.memberId);
     const reason = decision.apiKeyId === null ? memberLapseOf(member) : lapseOf(keyById.get(decision.apiKeyId), member, now);
@@ -52,9 +54,9 @@ export async function approvalStanding(db: Executor, decisions: readonly WriteAc
 }
 
 /** The standing of one action's approvals (approvalStanding for its decisions). */
-export async function approvalStandingOf(db: Executor, writeActionId: string, options: { lock?: boolean } = {}): Promise<ApprovalStanding> {
+export async function approvalStandingOf(deps: Pick<ServiceDependencies, 'clock'>, db: Executor, writeActionId: string, options: { lock?: boolean } = {}): Promise<ApprovalStanding> {
   const decisions = await WriteActionDecision.query(db).where({ writeActionId, decision: 'approve' }).orderBy('createdAt');
-  return standingIn(await approvalStanding(db, decisions, options), writeActionId);
+  return standingIn(await approvalStanding(deps, db, decisions, options), writeActionId);
 }
 
 export const standingIn = (standing: Map<string, ApprovalStanding>, writeActionId: string): ApprovalStanding => standing.get(writeActionId) ?? { counted: 0, notCounted: [] };

@@ -108,7 +108,7 @@ export async function submitSourceWrite(ctx: OperationContext, endpointId: strin
           if (!(error instanceof DomainError)) throw error;
           failure = error;
         }
-        const expiresAt = new Date(Date.now() + prepared.policy.approvalTimeoutSeconds * 1000);
+        const expiresAt = new Date(deps.clock.now() + prepared.policy.approvalTimeoutSeconds * 1000);
         const action = await WriteAction.query(trx).insertAndFetch({
           ...base,
           status: failure ? 'failed' : 'pending_approval',

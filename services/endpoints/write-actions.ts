@@ -71,9 +71,9 @@ async function mayReadRecordsOf(ctx: OperationContext, endpointId: string, readS
  * door the viewer came by (sparql:query for the answer to a SPARQL update; data:read otherwise).
  */
 export async function viewOf(ctx: OperationContext, action: WriteAction, readScope?: ReadScope): Promise<WriteActionView> {
-  const { db } = ctx;
+  const { db, deps } = ctx;
   const decisions = await WriteActionDecision.query(db).where({ writeActionId: action.id }).orderBy('createdAt');
-  const standing = standingIn(await approvalStanding(db, decisions), action.id);
+  const standing = standingIn(await approvalStanding(deps, db, decisions), action.id);
   return presentWriteAction(action, decisions, standing, await mayReadRecordsOf(ctx, action.dataEndpointId, readScope));
 }
 
@@ -105,7 +105,7 @@ export async function listSourceWrites(ctx: OperationContext, endpointId: string
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   const decisions = rows.length ? await WriteActionDecision.query(db).whereIn('writeActionId', rows.map((row) => row.id)).orderBy('createdAt') : [];
-  const standing = await approvalStanding(db, decisions);
+  const standing = await approvalStanding(ctx.deps, db, decisions);
   const mayReadRecords = await mayReadRecordsOf(ctx, endpointId);
   return { writeActions: rows.map((row) => presentWriteAction(row, decisions.filter((d) => d.writeActionId === row.id), standingIn(standing, row.id), mayReadRecords)), pagination };
 }

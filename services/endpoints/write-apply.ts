@@ -81,7 +81,7 @@ export async function applyApprovedWrite(deps: ServiceDependencies, writeActionI
     // key was revoked or expired, or whose member was removed, since it was given no longer counts.
     // Short of the count, nothing is written and the action waits for more approvals (the workflow
     // takes decisions again) until it expires; its view lists the approvals that lapsed.
-    if ((await approvalStandingOf(trx, action.id, { lock: true })).counted < action.approvalsRequired) return { status: 'pending_approval' };
+    if ((await approvalStandingOf(deps, trx, action.id, { lock: true })).counted < action.approvalsRequired) return { status: 'pending_approval' };
     const snapshotBefore = action.snapshotBefore as SnapshotInfo;
     const operation = action.proposedByOperation === 'sparqlUpdate' ? applyApprovedSparqlUpdateOperation : applyApprovedWriteOperation;
     let result: WriteResult | undefined;

@@ -6,7 +6,7 @@ import type { Db } from '../../db/connection';
 import { WriteAction, WriteActionDecision } from '../../db/models';
 import type { SnapshotInfo } from '../../plugins/capability';
 import { decideWriteUpdate, WriteDecision } from '../../workflows/names';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { approvalStandingOf } from './approval-standing';
 import { requireVisibleAction, viewOf, WriteActionView } from './write-actions';
 import { logEvent } from './write-log';
@@ -53,11 +53,11 @@ export async function decideSourceWrite(ctx: OperationContext, endpointId: strin
  * (approval-standing.ts): an approval whose key or member lapsed since it was given does not
  * complete the count.
  */
-export async function recordWriteDecision(db: Db, writeActionId: string, decision: WriteDecision): Promise<{ status: string; approvals: number }> {
-  return db.transaction(async (trx) => {
+export async function recordWriteDecision(deps: Pick<ServiceDependencies, 'db' | 'clock'>, writeActionId: string, decision: WriteDecision): Promise<{ status: string; approvals: number }> {
+  return deps.db.transaction(async (trx) => {
     const action = await WriteAction.query(trx).findById(writeActionId).forUpdate();
     if (!action) return { status: 'missing', approvals: 0 };
-    const count = async () => (await approvalStandingOf(trx, writeActionId)).counted;
+    const count = async () => (await approvalStandingOf(deps, trx, writeActionId)).counted;
     if (action.status !== 'pending_approval') return { status: action.status, approvals: await count() };
     // The row lock serializes decisions on this action: a retried activity finds its decision and records nothing twice.
     const earlier = await WriteActionDecision.query(trx).findOne({ writeActionId, memberId: decision.memberId });

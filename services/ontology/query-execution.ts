@@ -151,7 +151,7 @@ export async function executeQuery(ctx: OperationContext, queryId: string, body:
     input: { input, page, snapshots: pin },
     inputHash: hash,
     workflowId: 'pending',
-    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.jobTimeoutMs + EXECUTION_DEFAULTS.resultsTtlMs),
+    expiresAt: new Date(deps.clock.now() + EXECUTION_DEFAULTS.jobTimeoutMs + EXECUTION_DEFAULTS.resultsTtlMs),
   });
   const workflowId = queryJobWorkflowId(job.id);
   await job.$query(deps.db).patch({ workflowId });
@@ -166,11 +166,11 @@ function pendingBody(job: QueryJob, offset: number) {
 
 /** The continuation flow: a page of a finished job's rows, or 202 while it runs; 410 once expired. */
 async function continueJob(ctx: OperationContext, queryId: string, cursor: string, limit?: number) {
-  const { db, principal, project } = ctx;
+  const { db, deps, principal, project } = ctx;
   const { job: jobId, offset } = openJobCursor(cursor);
   const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId, ...ownWorkColumns(principal) });
   if (!job) throw new NotFoundError('query_job', 'No result job of yours for this query with this cursor.');
-  if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) {
+  if (job.status === 'expired' || job.expiresAt.getTime() <= deps.clock.now()) {
     if (job.status !== 'expired') await job.$query(db).patch({ status: 'expired', rows: null });
     throw new GoneError('results_expired', 'The results of this job have expired; execute the query again.', { jobId: job.id });
   }
@@ -189,10 +189,10 @@ async function continueJob(ctx: OperationContext, queryId: string, cursor: strin
 
 /** DELETE of the job route: the caller's own active job (same key, workspace, project and query) is canceled. */
 export async function cancelJob(ctx: OperationContext, queryId: string, jobId: string) {
-  const { db, deps: { temporal }, principal, project } = ctx;
+  const { db, deps: { temporal, clock }, principal, project } = ctx;
   const job = await QueryJob.query(db).findOne({ id: jobId, queryId, projectId: project.id, workspaceId: project.workspaceId });
   if (!job || !isOwnWork(principal, job)) throw new NotFoundError('query_job', 'No result job of this API key with this id for this query.');
-  if (job.status === 'expired' || job.expiresAt.getTime() <= Date.now()) throw new GoneError('results_expired', 'This job has expired.', { jobId });
+  if (job.status === 'expired' || job.expiresAt.getTime() <= clock.now()) throw new GoneError('results_expired', 'This job has expired.', { jobId });
   if (job.status !== 'active') throw new ConflictError('job_not_active', `The job is ${job.status}, so it cannot be canceled.`, { status: job.status });
   await job.$query(db).patch({ status: 'canceled', finishedAt: new Date() });
   await temporal.workflow.getHandle(job.workflowId).cancel().catch(() => undefined);

@@ -1,5 +1,4 @@
 import { DomainError, UnavailableError } from '../../core/errors';
-import type { Db } from '../../db/connection';
 import { QueryExecution, QueryJob, QueryVersion, storedError } from '../../db/models';
 import type { Requirement } from '../tenancy/access';
 import { actAs, isRefusal } from '../operations/act-as';
@@ -37,7 +36,7 @@ export async function runQueryJobAsItsKey(deps: ServiceDependencies, jobId: stri
     return await actAs(deps, { workspaceId: job.workspaceId, memberId: job.memberId, apiKeyId: job.apiKeyId }, `query-job:${jobId}`, runQueryJobOperation, { projectId: job.projectId, jobId });
   } catch (error) {
     if (!isRefusal(error)) throw error;
-    return refuseQueryJob(deps.db, jobId, error);
+    return refuseQueryJob(deps, jobId, error);
   }
 }
 
@@ -71,7 +70,7 @@ export async function runQueryJob(ctx: OperationContext, jobId: string): Promise
     rowCount: rows?.length ?? null,
     error: failure ? storedError(failure) : null,
     finishedAt: new Date(),
-    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
+    expiresAt: new Date(deps.clock.now() + EXECUTION_DEFAULTS.resultsTtlMs),
   }).where({ id: jobId, status: 'active' });
   await QueryExecution.query(deps.db).patch({ status: failure ? 'failed' : 'succeeded', durationMs: Date.now() - started, rowCount: rows?.length ?? null }).where({ jobId });
   // Keyed by the job: a retried activity meters it once.
@@ -79,13 +78,16 @@ export async function runQueryJob(ctx: OperationContext, jobId: string): Promise
   return { status: updated ? (failure ? 'failed' : 'completed') : 'canceled' };
 }
 
-/** A job whose key may no longer run it (revoked, expired, restricted, its member gone) fails with the reason recorded. */
-export async function refuseQueryJob(db: Db, jobId: string, refusal: DomainError): Promise<{ status: string }> {
+/**
+ * A job whose key may no longer run it (revoked, expired, restricted, its member gone) fails with
+ * the reason recorded, its answer kept for the results' time to live on the runtime's clock.
+ */
+export async function refuseQueryJob({ db, clock }: Pick<ServiceDependencies, 'db' | 'clock'>, jobId: string, refusal: DomainError): Promise<{ status: string }> {
   const updated = await QueryJob.query(db).patch({
     status: 'failed',
     error: storedError(refusal),
     finishedAt: new Date(),
-    expiresAt: new Date(Date.now() + EXECUTION_DEFAULTS.resultsTtlMs),
+    expiresAt: new Date(clock.now() + EXECUTION_DEFAULTS.resultsTtlMs),
   }).where({ id: jobId, status: 'active' });
   await QueryExecution.query(db).patch({ status: 'failed' }).where({ jobId });
   return { status: updated ? 'failed' : 'canceled' };
@@ -96,6 +98,6 @@ export async function refuseQueryJob(db: Db, jobId: string, refusal: DomainError
  * worker bug) fails with the last error's message instead of staying active forever; its
  * workflow calls this once the activity gave up.
  */
-export async function failQueryJob(db: Db, jobId: string, cause: string): Promise<{ status: string }> {
-  return refuseQueryJob(db, jobId, new UnavailableError('query_job_failed', `The query job could not be run, after every retry: ${cause.slice(0, 500)} Execute the query again.`));
+export async function failQueryJob(deps: Pick<ServiceDependencies, 'db' | 'clock'>, jobId: string, cause: string): Promise<{ status: string }> {
+  return refuseQueryJob(deps, jobId, new UnavailableError('query_job_failed', `The query job could not be run, after every retry: ${cause.slice(0, 500)} Execute the query again.`));
 }

@@ -12,7 +12,7 @@ import type { Operation } from './operation';
  * worker's (workerDependencies): Temporal only through the workflow.
  */
 export async function actAs<I, O>(deps: ServiceDependencies, actor: Actor & { workspaceId: string }, requestId: string, operation: Operation<I, O>, input: I): Promise<O> {
-  const principal = await principalOfActor(deps.db, actor.workspaceId, actor);
+  const principal = await principalOfActor(deps, deps.db, actor.workspaceId, actor);
   return invoke({ deps, principal, door: 'activity', requestId }, operation, input);
 }
 

@@ -20,7 +20,7 @@ export interface ServiceDependencies {
   db: Db;
   temporal: Client;
   encryptionKey: Buffer;
-  /** Where time decides behaviour (request windows): systemClock in production, a test's own in tests. */
+  /** Where time decides behaviour (request windows, leases, the expiry of keys, approvals and query jobs, idle MCP sessions): systemClock in production, a test's own in tests. */
   clock: Clock;
   /** Records when keys were last used; the API process has one, the worker and CLI need none. */
   keyUsage?: KeyUsageRecorder;

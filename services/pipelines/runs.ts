@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { raw } from 'objection';
 import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { logger } from '../../core/logger';
@@ -6,6 +7,7 @@ import { afterCommit } from '../../db/after-commit';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
 import { assertCredit } from '../usage/credit';
+import type { Clock } from '../../core/clock';
 import type { Executor } from '../../db/connection';
 import { Pipeline, PipelineRun, PipelineVersion, Project, RunStatus } from '../../db/models';
 import type { PipelineDocument } from '../../pipelines/document';
@@ -221,9 +223,12 @@ export const QUEUED_RUN_SWEEP_LIMIT = 100;
  * launch died between its commit and the start gets its workflow here; one whose workflow exists
  * (a scheduled run, a launch that could not mark it) is refused by Temporal and only marked. A
  * run whose start fails is logged and left for the next sweep, without holding up the others.
+ * A run's age is read at the clock's database time (its queuedAt is the database's, and every
+ * process sweeps): the database's own in production, a test clock's when it holds one.
  */
-export async function startQueuedRuns(deps: { db: Executor; temporal: Client }, olderThanMs: number, limit = QUEUED_RUN_SWEEP_LIMIT): Promise<{ started: string[]; failed: string[] }> {
-  const runs = await PipelineRun.query(deps.db).where('status', 'queued').whereNull('workflowStartedAt').where('queuedAt', '<', new Date(Date.now() - olderThanMs))
+export async function startQueuedRuns(deps: { db: Executor; temporal: Client; clock: Clock }, olderThanMs: number, limit = QUEUED_RUN_SWEEP_LIMIT): Promise<{ started: string[]; failed: string[] }> {
+  const queuedBefore = raw("coalesce(?::timestamptz, clock_timestamp()) - ? * interval '1 millisecond'", [deps.clock.databaseTime(), olderThanMs]);
+  const runs = await PipelineRun.query(deps.db).where('status', 'queued').whereNull('workflowStartedAt').where('queuedAt', '<', queuedBefore)
     .orderBy('queuedAt').limit(limit).select('id', 'workflowId', 'workspaceId', 'projectId', 'pipelineId');
   const started: string[] = [];
   const failed: string[] = [];

@@ -1,5 +1,5 @@
-import type { Client } from '@temporalio/client';
 import type { Db } from '../../db/connection';
+import type { ServiceDependencies } from '../operations/context';
 import { startQueuedRuns } from '../pipelines/runs';
 
 /** Idempotency records are kept 24 hours; expired ones are swept hourly by each API process. */
@@ -38,6 +38,6 @@ export function sweepEvery(intervalMs: number, sweep: () => Promise<unknown>): {
 }
 
 /** Every minute in each API process: starts the workflow of queued runs that have none (see startQueuedRuns). */
-export async function startStrandedRuns(deps: { db: Db; temporal: Client }): Promise<string[]> {
+export async function startStrandedRuns(deps: Pick<ServiceDependencies, 'db' | 'temporal' | 'clock'>): Promise<string[]> {
   return (await startQueuedRuns(deps, QUEUED_RUN_SWEEP_AFTER_MS)).started;
 }

@@ -1,6 +1,7 @@
 import { AuthenticationError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
 import { Member } from '../../db/models';
+import type { ServiceDependencies } from '../operations/context';
 import type { Principal } from './access';
 import { principalOfKey } from './api-keys';
 import { principalOfMember } from './member-access';
@@ -23,8 +24,8 @@ export const actorOf = (principal: Principal): Actor => ({ memberId: principal.m
  * unknown since; its member's standing and its current restrictions apply), or a member's (their
  * role and grants now; refused like a revoked key when they were removed from the workspace).
  */
-export async function principalOfActor(db: Executor, workspaceId: string, actor: Actor): Promise<Principal> {
-  if (actor.apiKeyId !== null) return principalOfKey(db, workspaceId, actor.apiKeyId);
+export async function principalOfActor(deps: Pick<ServiceDependencies, 'clock'>, db: Executor, workspaceId: string, actor: Actor): Promise<Principal> {
+  if (actor.apiKeyId !== null) return principalOfKey(deps, db, workspaceId, actor.apiKeyId);
   const member = await Member.query(db).findOne({ id: actor.memberId, workspaceId });
   if (!member || member.removedAt) throw new AuthenticationError('member_removed', 'The member who started this work has been removed from the workspace since, so the work does not go on.');
   return principalOfMember(member);

@@ -19,8 +19,8 @@ export const createApiKeyOperation = defineOperation({
       schema: { type: 'object', required: ['key'], properties: { key: { ...apiKeySchema, required: [...(apiKeySchema.required as string[]), 'secret'], properties: { ...(apiKeySchema.properties as object), secret: { type: 'string', 'x-weft-secret': true } } } } },
     },
   },
-  async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, CreateApiKeyInput>): Promise<Reply> {
-    const { key, secret } = await createApiKey(db, principal, body);
+  async run({ db, deps, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, CreateApiKeyInput>): Promise<Reply> {
+    const { key, secret } = await createApiKey(deps, db, principal, body);
     return { status: 201, body: { key: { ...key, secret } } };
   },
 });

@@ -8,7 +8,7 @@ import { ApiKey } from '../../db/models';
 import { assertProjectsInWorkspace } from './projects';
 import { principalFrom, type Principal } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
-import type { OperationContext } from '../operations/context';
+import type { OperationContext, ServiceDependencies } from '../operations/context';
 
 // Key lifecycle: create, list, narrow, revoke, and the principal of a key by its id. Checking a
 // Bearer key on a request lives in request-authentication.ts.
@@ -89,15 +89,16 @@ function assertNoManageRestriction(scopes: string[], projectIds: string[]): void
 
 /**
  * Creates a key for the caller's workspace, made by the caller's accountable member. Returns the raw
- * secret once. Takes the creator rather than a context: the admin CLI creates keys as no key.
+ * secret once. Takes the creator rather than a context: the admin CLI creates keys as no key. An
+ * expiresAt must be after now on the runtime's clock.
  */
-export async function createApiKey(db: Executor, creator: { workspaceId: string; memberId: string }, input: CreateApiKeyInput): Promise<{ key: ApiKeyView; secret: string }> {
+export async function createApiKey({ clock }: Pick<ServiceDependencies, 'clock'>, db: Executor, creator: { workspaceId: string; memberId: string }, input: CreateApiKeyInput): Promise<{ key: ApiKeyView; secret: string }> {
   const scopes = [...new Set(input.scopes)];
   const invalid = scopes.filter((s) => !isScope(s));
   if (invalid.length) throw new InputError('unknown_scope', `Unknown scopes: ${invalid.join(', ')}. Accepted: ${SCOPES.join(', ')}.`);
   const projectIds = [...new Set(input.projectIds ?? [])];
   assertNoManageRestriction(scopes, projectIds);
-  if (input.expiresAt && new Date(input.expiresAt).getTime() <= Date.now()) {
+  if (input.expiresAt && new Date(input.expiresAt).getTime() <= clock.now()) {
     throw new InputError('expiry_in_past', 'expiresAt must be in the future.', [{ path: '/expiresAt', message: 'must be in the future' }]);
   }
   await assertProjectsInWorkspace(db, creator.workspaceId, projectIds);
@@ -166,16 +167,17 @@ export async function revokeApiKey(ctx: OperationContext, keyId: string): Promis
 /**
  * The principal of a key by its id, as it stands now: what work started by a key (an async query
  * job, an approved write, a run's commit) acts as when it runs later. A key revoked or expired
- * since refuses the work; the member's standing and the key's current restrictions apply.
+ * since (by the runtime's clock) refuses the work; the member's standing and the key's current
+ * restrictions apply.
  */
-export async function principalOfKey(db: Executor, workspaceId: string, apiKeyId: string): Promise<Principal> {
+export async function principalOfKey({ clock }: Pick<ServiceDependencies, 'clock'>, db: Executor, workspaceId: string, apiKeyId: string): Promise<Principal> {
   const row = await db('apiKeys as k')
     .leftJoin('members as m', (join) => join.on('m.workspaceId', 'k.workspaceId').andOn('m.id', 'k.createdByMemberId'))
     .where({ 'k.id': apiKeyId, 'k.workspaceId': workspaceId })
     .first('k.*', db.raw('(m.id IS NOT NULL AND m.removed_at IS NULL) AS member_active'), 'm.role as memberRole');
   if (!row) throw new AuthenticationError('credential_unknown', 'The API key that started this work no longer exists.');
   if (row.revokedAt) throw new AuthenticationError('credential_revoked', 'The API key that started this work has been revoked since, so the work does not go on.');
-  if (row.expiresAt && new Date(row.expiresAt).getTime() <= Date.now()) {
+  if (row.expiresAt && new Date(row.expiresAt).getTime() <= clock.now()) {
     throw new AuthenticationError('credential_expired', 'The API key that started this work has expired since, so the work does not go on.');
   }
   return principalFrom({

@@ -26,7 +26,7 @@ export const bootstrapWorkspaceOperation = defineOperation({
   access: { operator: 'creates a workspace: no key exists yet' },
   effect: 'write',
   input: { body: body({ workspaceName: name, ownerName: name }, ['workspaceName']) },
-  run: ({ db }: OperationContext, { body }: Body<{ workspaceName: string; ownerName?: string }>) => bootstrapWorkspace(db, body),
+  run: ({ db, deps }: OperationContext, { body }: Body<{ workspaceName: string; ownerName?: string }>) => bootstrapWorkspace(deps, db, body),
 });
 
 export const installPluginOperation = defineOperation({
@@ -83,10 +83,10 @@ export const createMemberKeyOperation = defineOperation({
   access: { operator: 'creates a key for a member other than the caller’s' },
   effect: 'write',
   input: { body: body({ workspaceId: uuid, memberId: uuid, name, scopes: { ...grants, minItems: 1 }, readPermissions: grants, writePermissions: grants }, ['workspaceId', 'memberId', 'name', 'scopes']) },
-  async run({ db }: OperationContext, { body }: Body<{ workspaceId: string; memberId: string; name: string; scopes: string[]; readPermissions?: string[]; writePermissions?: string[] }>) {
+  async run({ db, deps }: OperationContext, { body }: Body<{ workspaceId: string; memberId: string; name: string; scopes: string[]; readPermissions?: string[]; writePermissions?: string[] }>) {
     const member = await Member.query(db).findOne({ id: body.memberId, workspaceId: body.workspaceId }).whereNull('removedAt');
     if (!member) throw new NotFoundError('member', `No active member ${body.memberId} in workspace ${body.workspaceId}.`);
-    const { key, secret } = await createApiKey(db, { workspaceId: body.workspaceId, memberId: body.memberId }, { name: body.name, scopes: body.scopes, readPermissions: body.readPermissions ?? [], writePermissions: body.writePermissions ?? [] });
+    const { key, secret } = await createApiKey(deps, db, { workspaceId: body.workspaceId, memberId: body.memberId }, { name: body.name, scopes: body.scopes, readPermissions: body.readPermissions ?? [], writePermissions: body.writePermissions ?? [] });
     return { keyId: key.id, secret };
   },
 });

@@ -1,5 +1,6 @@
 import { InputError } from '../../core/errors';
 import type { Executor } from '../../db/connection';
+import type { ServiceDependencies } from '../operations/context';
 import { Member, Project, Workspace } from '../../db/models';
 import { createApiKey } from './api-keys';
 
@@ -14,13 +15,13 @@ export interface BootstrapResult {
  * Operator action: a new workspace with an owner, a default project and an unrestricted
  * org:manage key. Run it in a transaction so a failure leaves nothing half-created.
  */
-export async function bootstrapWorkspace(db: Executor, input: { workspaceName: string; ownerName?: string; projectName?: string }): Promise<BootstrapResult> {
+export async function bootstrapWorkspace(deps: Pick<ServiceDependencies, 'clock'>, db: Executor, input: { workspaceName: string; ownerName?: string; projectName?: string }): Promise<BootstrapResult> {
   const name = input.workspaceName.trim();
   if (!name || name.length > 200) throw new InputError('invalid_workspace_name', 'The workspace name must be 1 to 200 characters.');
   const workspace = await Workspace.query(db).insertAndFetch({ name });
   const member = await Member.query(db).insertAndFetch({ workspaceId: workspace.id, name: input.ownerName ?? 'owner', role: 'owner' });
   const project = await Project.query(db).insertAndFetch({ workspaceId: workspace.id, name: input.projectName ?? 'default', description: 'Created with the workspace.' });
-  const { secret } = await createApiKey(db, { workspaceId: workspace.id, memberId: member.id }, { name: 'bootstrap', scopes: ['org:manage', 'org:read'] });
+  const { secret } = await createApiKey(deps, db, { workspaceId: workspace.id, memberId: member.id }, { name: 'bootstrap', scopes: ['org:manage', 'org:read'] });
   return { workspaceId: workspace.id, projectId: project.id, memberId: member.id, apiKey: secret };
 }
 

@@ -148,7 +148,7 @@ export class ChargeLeases {
   private flushTimer?: NodeJS.Timeout;
   private flushDue = 0;
   private closing = false;
-  /** Flushes failed in a row; a retry waits longer after each (backoff), and none starts before retryAt. */
+  /** Flushes failed in a row; a retry waits longer after each (backoff), and none starts before retryAt (on the runtime's clock; the timer that tries it is real). */
   private failures = 0;
   private retryAt = 0;
   private failureLoggedAt = 0;
@@ -386,7 +386,7 @@ export class ChargeLeases {
    * (a failure is logged by flush and tried again).
    */
   private flushIn(ms: number): void {
-    ms = Math.max(ms, this.retryAt - Date.now());
+    ms = Math.max(ms, this.retryAt - this.now());
     if (this.flushTimer && (ms > 0 || this.flushDue === 0)) return;
     clearTimeout(this.flushTimer);
     this.flushDue = ms;
@@ -451,11 +451,12 @@ export class ChargeLeases {
   private retryLater(error: unknown): void {
     this.failures += 1;
     const delay = Math.min(FLUSH_AFTER_MS * 2 ** Math.min(this.failures - 1, 10), MAX_RETRY_MS);
-    if (this.failures === 1 || Date.now() - this.failureLoggedAt >= FAILURE_LOG_EVERY_MS) {
-      this.failureLoggedAt = Date.now();
+    const now = this.now();
+    if (this.failures === 1 || now - this.failureLoggedAt >= FAILURE_LOG_EVERY_MS) {
+      this.failureLoggedAt = now;
       logger.error({ err: error, charges: this.queue.size, failures: this.failures }, 'leased charges could not be written; trying again while the process runs');
     }
-    this.retryAt = Date.now() + delay;
+    this.retryAt = now + delay;
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     this.flushIn(delay);

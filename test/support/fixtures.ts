@@ -44,7 +44,7 @@ export function as(key: string | null, baseUrl?: string) {
 
 /** A fresh workspace (owner, default project, unrestricted org:manage key): each test's own tenant. */
 export async function newWorkspace(name = `test-${randomUUID().slice(0, 8)}`): Promise<BootstrapResult> {
-  return env().db.transaction((trx) => bootstrapWorkspace(trx, { workspaceName: name }));
+  return env().db.transaction((trx) => bootstrapWorkspace(env(), trx, { workspaceName: name }));
 }
 
 /**
@@ -59,7 +59,7 @@ export async function newManagedTableContext(): Promise<{ ctx: CapabilityContext
 
 /** A key made directly through the service (tests of other routes need keys with given layers). */
 export async function newKey(workspace: BootstrapResult, input: Partial<CreateApiKeyInput> & { scopes: string[] }, memberId = workspace.memberId): Promise<string> {
-  const { secret } = await createApiKey(env().db, { workspaceId: workspace.workspaceId, memberId }, { name: `key-${randomUUID().slice(0, 6)}`, ...input });
+  const { secret } = await createApiKey(env(), env().db, { workspaceId: workspace.workspaceId, memberId }, { name: `key-${randomUUID().slice(0, 6)}`, ...input });
   return secret;
 }
 

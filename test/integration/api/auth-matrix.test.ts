@@ -400,7 +400,7 @@ describe('The access matrix of work acting as its key', () => {
     try {
       // A key the access admits would go on to the work itself: stop it at the first database read.
       if (INTERNAL_OPERATIONS[operation.name].door === 'sparql') {
-        const principal = await principalOfKey(env().db, workspaceId, await keyIdOf(key));
+        const principal = await principalOfKey(env(), env().db, workspaceId, await keyIdOf(key));
         await invoke({ deps: workerDependencies(env()), principal, door: 'sparql', requestId: `matrix:${operation.name}` }, operation, { projectId, text: 'ASK {}', sentAsQuery: false });
       } else {
         const apiKeyId = await keyIdOf(key);

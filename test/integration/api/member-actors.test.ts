@@ -40,14 +40,14 @@ describe('Actors of later work, rebuilt from their ids', function () {
     const member = await addMember(db, ws.workspaceId, { name: `m-${randomUUID().slice(0, 6)}`, role: 'member' });
     const actor = { memberId: member.id, apiKeyId: null };
 
-    const asMember = await principalOfActor(db, ws.workspaceId, actor);
+    const asMember = await principalOfActor(env(), db, ws.workspaceId, actor);
     assert.deepEqual(asMember, principalOfMember(member), 'the principal the console gave the member');
     assert.equal(hasScope(asMember, 'policy:approve'), false);
     assert.deepEqual(actorOf(asMember), actor, 'a member records no key');
     assert.equal(isOwnWork(asMember, actor), true);
     assert.equal(isOwnWork(asMember, { memberId: member.id, apiKeyId: randomUUID() }), false, 'work of a key the member made is the key’s');
     // What binds a cursor or a derived idempotency key to its caller: the member's own, not the empty key every member has.
-    const another = await principalOfActor(db, ws.workspaceId, { memberId: (await addMember(db, ws.workspaceId, { name: 'other', role: 'member' })).id, apiKeyId: null });
+    const another = await principalOfActor(env(), db, ws.workspaceId, { memberId: (await addMember(db, ws.workspaceId, { name: 'other', role: 'member' })).id, apiKeyId: null });
     assert.equal(callerIdOf(asMember), `member:${member.id}`);
     assert.notEqual(callerIdOf(asMember), callerIdOf(another));
 
@@ -56,18 +56,18 @@ describe('Actors of later work, rebuilt from their ids', function () {
     const listing = () => actAs(deps, { workspaceId: ws.workspaceId, ...actor }, 'test:member-actor', listRunsOperation, { params: {}, query: { limit: 25, offset: 0 }, body: undefined });
     assert.equal(await refusalOf(listing()), 'actor_not_administrator');
     await db('members').where({ id: member.id }).update({ role: 'admin', readPermissions: ['pii'], writePermissions: ['ledger'] });
-    const promoted = await principalOfActor(db, ws.workspaceId, actor);
+    const promoted = await principalOfActor(env(), db, ws.workspaceId, actor);
     assert.equal(promoted.memberRole, 'admin');
     assert.equal(hasScope(promoted, 'policy:approve'), true);
     assert.deepEqual([promoted.readPermissions, promoted.writePermissions], [['pii'], ['ledger']]);
     assert.equal(await refusalOf(listing()), 'admitted');
 
     await removeMember(db, ws.workspaceId, member.id);
-    assert.equal(await refusalOf(principalOfActor(db, ws.workspaceId, actor)), 'member_removed');
+    assert.equal(await refusalOf(principalOfActor(env(), db, ws.workspaceId, actor)), 'member_removed');
     assert.equal(await refusalOf(listing()), 'member_removed');
     // A member of another workspace is not this workspace's actor.
     const other = await newWorkspace();
-    assert.equal(await refusalOf(principalOfActor(db, other.workspaceId, { memberId: ws.memberId, apiKeyId: null })), 'member_removed');
+    assert.equal(await refusalOf(principalOfActor(env(), db, other.workspaceId, { memberId: ws.memberId, apiKeyId: null })), 'member_removed');
   });
 
   it('rebuilds a key as principalOfKey does, its member only recorded, and refuses it once revoked', async () => {
@@ -76,13 +76,25 @@ describe('Actors of later work, rebuilt from their ids', function () {
     const key = await newKey(ws, { scopes: ['runs:read'] });
     const apiKeyId = await keyIdOf(key);
     const actor = { memberId: ws.memberId, apiKeyId };
-    const rebuilt = await principalOfActor(db, ws.workspaceId, actor);
-    assert.deepEqual(rebuilt, await principalOfKey(db, ws.workspaceId, apiKeyId));
+    const rebuilt = await principalOfActor(env(), db, ws.workspaceId, actor);
+    assert.deepEqual(rebuilt, await principalOfKey(env(), db, ws.workspaceId, apiKeyId));
     assert.deepEqual(actorOf(rebuilt), actor);
     assert.equal(callerIdOf(rebuilt), apiKeyId, 'a key is bound by its id, as before');
     assert.equal(isOwnWork(rebuilt, { memberId: ws.memberId, apiKeyId: null }), false, 'the member’s console work is not the key’s');
     await revokeKey(key);
-    assert.equal(await refusalOf(principalOfActor(db, ws.workspaceId, actor)), 'credential_revoked');
+    assert.equal(await refusalOf(principalOfActor(env(), db, ws.workspaceId, actor)), 'credential_revoked');
+  });
+
+  it('refuses a key to the work it started once the runtime’s clock passes its expiry, its row unchanged', async () => {
+    const { db } = env();
+    const ws = await newWorkspace();
+    const expiresAt = Date.now() + 600_000;
+    const key = await newKey(ws, { scopes: ['runs:read'], expiresAt: new Date(expiresAt).toISOString() });
+    const actor = { memberId: ws.memberId, apiKeyId: await keyIdOf(key) };
+    env().clock.set(expiresAt - 1);
+    assert.equal(await refusalOf(principalOfActor(env(), db, ws.workspaceId, actor)), 'admitted');
+    env().clock.advance(1);
+    assert.equal(await refusalOf(principalOfActor(env(), db, ws.workspaceId, actor)), 'credential_expired');
   });
 
   it('counts a member’s approval, given without a key, while their role holds policy:approve and they are in the workspace', async () => {
@@ -91,7 +103,7 @@ describe('Actors of later work, rebuilt from their ids', function () {
     const admin = await addMember(db, ws.workspaceId, { name: `a-${randomUUID().slice(0, 6)}`, role: 'admin' });
     const writeActionId = randomUUID();
     const decision = { writeActionId, memberId: admin.id, apiKeyId: null, decision: 'approve', comment: null, createdAt: new Date() } as WriteActionDecision;
-    const standing = async () => (await approvalStanding(db, [decision])).get(writeActionId)!;
+    const standing = async () => (await approvalStanding(env(), db, [decision])).get(writeActionId)!;
     assert.deepEqual(await standing(), { counted: 1, notCounted: [] });
     await db('members').where({ id: admin.id }).update({ role: 'member' });
     assert.deepEqual((await standing()).notCounted.map((n) => n.reason), ['member_lacks_policy_approve']);

@@ -165,7 +165,7 @@ describe('Two runtimes in one process', function () {
     const t = await ontologyTenant();
     await customerOntology(t);
     assert.equal((await as(t.ws.apiKey).patch('/api/v1/organization/settings', { semanticConsumerMode: 'read' })).status, 200);
-    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
+    const principal = await principalOfKey(env(), env().db, t.ws.workspaceId, await keyIdOf(t.key));
     // Threads of their own (the tests' dependencies otherwise share theirs).
     const [one, two] = [env().dependencies({ sparqlQueries: new SparqlQueryThreads() }), env().dependencies({ sparqlQueries: new SparqlQueryThreads() })];
     try {

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SESSION_IDLE_MS } from '../../../mcp/server';
 import { env } from '../../support/environment';
 import { newKey, request } from '../../support/fixtures';
+import { connectWatched } from '../../support/mcp-client';
 import { createPipeline, EventsApi, eventsSource, linearDocument, PipelineTenant, tableDestination, useEventsApi } from '../../support/pipelines';
 
 async function connect(key: string, path = '/mcp'): Promise<Client> {
@@ -72,6 +74,32 @@ describe('The MCP endpoint, through the SDK’s own client', function () {
       assert.equal(result(refused).code, 'insufficient_scope');
     } finally {
       await client.close();
+    }
+  });
+
+  it('ends a session idle for longer than SESSION_IDLE_MS on the runtime’s clock: its id is unknown (404) after the next initialize', async () => {
+    env().clock.set(Date.now());
+    const { client: idle, streamOpened } = await connectWatched(t.ws.apiKey);
+    try {
+      // Its last request (the SDK's standalone stream) seen at the held time.
+      await streamOpened;
+      const sessionId = (idle.transport as StreamableHTTPClientTransport).sessionId!;
+      const listTools = () => request('POST', '/mcp', {
+        key: t.ws.apiKey,
+        body: { jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} },
+        headers: { Accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId },
+      });
+      env().clock.advance(SESSION_IDLE_MS);
+      await (await connect(t.ws.apiKey)).close();
+      assert.equal((await listTools()).status, 200, 'idle for exactly SESSION_IDLE_MS, it is kept');
+      env().clock.advance(SESSION_IDLE_MS + 1);
+      // Idle sessions are closed when another one starts.
+      await (await connect(t.ws.apiKey)).close();
+      const ended = await listTools();
+      assert.equal(ended.status, 404, JSON.stringify(ended.body));
+      assert.equal(ended.body.code, 'not_found');
+    } finally {
+      await idle.close();
     }
   });
 

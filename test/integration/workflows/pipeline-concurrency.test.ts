@@ -87,7 +87,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const release = api.holdFrom(21);
     const queued = await launch(t, pipeline.id);
     await waitForRun(t, queued.id, (run) => sourceNode(run).recordsRead >= 200);
-    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
+    const principal = await principalOfKey(env(), env().db, t.ws.workspaceId, await keyIdOf(t.key));
     await cancelRun(contextOf(principal), queued.id);
     release();
     const run = await waitForRun(t, queued.id);
@@ -136,7 +136,7 @@ describe('Pipeline runs: queueing, cancellation, replace, schedules and external
     const destination = await tableDestination(t, 'scheduled_events', ['id']);
     const pipeline = await createPipeline(t, linearDocument(source, destination, { writeMode: 'upsert' }));
     const project = (await Project.query(env().db).findById(t.projectId))!;
-    const principal = await principalOfKey(env().db, t.ws.workspaceId, await keyIdOf(t.key));
+    const principal = await principalOfKey(env(), env().db, t.ws.workspaceId, await keyIdOf(t.key));
     const ctx = contextOf(principal, project);
     const schedule = await createPipelineSchedule(ctx, pipeline.id, { intervalSeconds: 3600, paused: true });
     const described = await env().temporal.schedule.getHandle(schedule.temporalScheduleId).describe();

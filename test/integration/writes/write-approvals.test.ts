@@ -208,6 +208,33 @@ describe('Governed writes that need approval, through the real Temporal server',
     }
   });
 
+  it('times an action and its approvals by the runtime’s clock: its expiry is set from it, and an approval stops counting once it passes its key’s expiry', async () => {
+    const endpointId = await managedTable(t);
+    const timeoutSeconds = 3600;
+    await putPolicy(t, endpointId, { approval: { required: true, approvers: 2, timeoutSeconds } });
+    const keyExpiresAt = Date.now() + 600_000;
+    const approver = await memberKey(t, undefined, 'member', { expiresAt: new Date(keyExpiresAt).toISOString() });
+    const proposedAt = Date.now();
+    env().clock.set(proposedAt);
+    const body = action(t, await currentSnapshot(t.writer, endpointId), { operation: 'append', rows: [{ id: 1, name: 'Ada' }] });
+    const proposed = await t.writer.post(`/api/v1/data-endpoints/${endpointId}/writes`, body);
+    assert.equal(proposed.status, 202, JSON.stringify(proposed.body));
+    assert.equal(proposed.body.writeAction.approval.expiresAt, new Date(proposedAt + timeoutSeconds * 1000).toISOString(), 'the approval timeout counts from the clock');
+    const url = `/api/v1/data-endpoints/${endpointId}/writes/${body.actionId}`;
+    const once = await approver.client.post(`${url}/approve`, {});
+    assert.equal(once.status, 200, JSON.stringify(once.body));
+    assert.equal(once.body.writeAction.approval.counted, 1);
+
+    // Nothing changes in the database: only the clock moves, up to the approving key's expiry.
+    env().clock.set(keyExpiresAt - 1);
+    assert.equal((await t.writer.get(url)).body.writeAction.approval.counted, 1, 'a millisecond before its key’s expiry it counts');
+    env().clock.advance(1);
+    const lapsed = (await t.writer.get(url)).body.writeAction;
+    assert.equal(lapsed.status, 'pending_approval');
+    assert.equal(lapsed.approval.counted, 0);
+    assert.deepEqual(lapsed.approval.notCounted.map((n: { memberId: string; reason: string }) => [n.memberId, n.reason]), [[approver.memberId, 'key_expired']]);
+  });
+
   it('counts the approvals again when it applies: a key revoked as the write applies leaves the action pending for more approvals, writing nothing', async () => {
     const endpointId = await managedTable(t);
     await putPolicy(t, endpointId, { approval: { required: true, approvers: 1 } });

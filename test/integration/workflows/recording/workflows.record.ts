@@ -18,7 +18,7 @@ describe('Recording the other workflows\' histories', function () {
     const { db, temporal: client } = env();
     const { t } = fixture;
     const pipelineId = await fixture.pipeline('recorded_scheduled');
-    const principal = await principalOfKey(db, t.ws.workspaceId, await keyIdOf(t.key));
+    const principal = await principalOfKey(env(), db, t.ws.workspaceId, await keyIdOf(t.key));
     const project = (await Project.query(db).findById(t.projectId))!;
     const ctx = { db, deps: env().dependencies(), principal, project, door: 'mcp' as const, requestId: 'record-histories' };
     const schedule = await createPipelineSchedule(ctx, pipelineId, { intervalSeconds: 3600, paused: true });
