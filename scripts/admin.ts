@@ -16,7 +16,7 @@ import { DomainError } from '../core/errors';
 import { loadEncryptionKey } from '../core/config';
 import { assertSchemaCurrent, createDb, Db, migrateToLatest, SchemaNotCurrentError } from '../db/connection';
 import { randomUUID } from 'node:crypto';
-import { Caller, workerDependencies } from '../services/operations/context';
+import { Caller, closeRuntimeState, ServiceDependencies, workerDependencies } from '../services/operations/context';
 import { invoke } from '../services/operations/invoke';
 import { addMemberOperation, bootstrapWorkspaceOperation, createMemberKeyOperation, installPluginOperation, inviteMemberOperation, removeMemberOperation, setWorkspacePlanOperation } from '../services/tenancy/operator-operations';
 import { prepareInfrastructure } from './infra/environment';
@@ -42,7 +42,7 @@ function required(values: Record<string, unknown>, name: string, uuid = false): 
   return value;
 }
 
-async function run(db: Db, argv: string[]): Promise<unknown> {
+async function run(deps: ServiceDependencies, argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -68,7 +68,7 @@ async function run(db: Db, argv: string[]): Promise<unknown> {
   const list = (value: unknown) => (typeof value === 'string' ? value.split(',').map((item) => item.trim()).filter(Boolean) : []);
   // Every command is an operator operation, invoked through the admin door: validated by its
   // declared schema and run in one transaction (services/tenancy/operator-operations.ts).
-  const caller: Caller = { deps: workerDependencies({ db, encryptionKey: loadEncryptionKey() }), door: 'admin', requestId: `admin-${randomUUID()}` };
+  const caller: Caller = { deps, door: 'admin', requestId: `admin-${randomUUID()}` };
   const request = <B>(body: B) => ({ params: {}, query: {}, body });
   switch (command) {
     case 'bootstrap':
@@ -136,6 +136,7 @@ async function main(): Promise<number> {
   const json = argv.includes('--json');
   let infra: Awaited<ReturnType<typeof prepareInfrastructure>> | undefined;
   let db: Db | undefined;
+  let deps: ServiceDependencies | undefined;
   try {
     const sharedDatabase = Boolean(process.env.DATABASE_URL);
     infra = await prepareInfrastructure({ database: 'weft', temporal: false });
@@ -150,7 +151,8 @@ async function main(): Promise<number> {
     // Loaded on use: the runtime brings the worker and the Temporal client, seconds of start-up that a command against DATABASE_URL does without.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     else await (require('./runtime') as typeof import('./runtime')).migrate(db);
-    const result = await run(db, argv);
+    deps = workerDependencies({ db, encryptionKey: loadEncryptionKey() });
+    const result = await run(deps, argv);
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${Object.entries(result as object).map(([k, v]) => `${k}: ${v}`).join('\n')}\n`);
     return 0;
   } catch (error) {
@@ -160,9 +162,17 @@ async function main(): Promise<number> {
     else process.stderr.write(`admin: ${message}\n`);
     return 2;
   } finally {
-    await db?.destroy();
-    await infra?.stop();
+    // What the command built, closed on every path (an error too), its runtime state before its
+    // pool: nothing is left running, so the process ends on its own once this returns.
+    try {
+      if (deps) await closeRuntimeState(deps);
+    } finally {
+      await db?.destroy();
+      await infra?.stop();
+    }
   }
 }
 
-void main().then((code) => process.exit(code));
+void main().then((code) => {
+  process.exitCode = code;
+});
