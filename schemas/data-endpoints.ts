@@ -146,6 +146,9 @@ export const validationResultSchema: JsonSchema = {
   },
 };
 
+/** Why reading a source stopped (StopReason, plugins/capability.ts), null where nothing was read from a remote source. */
+export const stopReasonSchema: JsonSchema = { type: ['string', 'null'], enum: ['exhausted', 'empty_page', 'limit', 'page_budget', 'repeated_cursor', 'max_pages', null] };
+
 export const recordsResponseSchema: JsonSchema = {
   type: 'object',
   required: ['data', 'metadata'],
@@ -170,8 +173,7 @@ export const recordsResponseSchema: JsonSchema = {
         nextCursor: { type: ['string', 'null'], description: 'Pass as ?cursor= with the same key and the same read parameters.' },
         snapshot: { type: ['object', 'null'], properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp } },
         stopReason: {
-          type: ['string', 'null'],
-          enum: ['exhausted', 'empty_page', 'limit', 'page_budget', 'repeated_cursor', 'max_pages', null],
+          ...stopReasonSchema,
           description: 'Remote sources: why fetching stopped. page_budget: this call’s page budget is spent, nothing is lost, follow nextCursor. max_pages: the target’s bound was reached and results were truncated.',
         },
         pagesFetched: { type: ['integer', 'null'] },

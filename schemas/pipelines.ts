@@ -89,6 +89,26 @@ export const scheduleStateProperties = {
 
 export const scheduleStateBody: JsonSchema = { type: 'object', additionalProperties: false, required: ['paused'], properties: scheduleStateProperties };
 
+/** A pipeline's schedule, as the pipeline_schedule_* tools and the console answer it. */
+export const pipelineScheduleSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'pipelineId', 'projectId', 'spec', 'temporalScheduleId', 'createdByMemberId', 'actor', 'createdAt'],
+  properties: {
+    id: uuid,
+    pipelineId: uuid,
+    projectId: uuid,
+    spec: { type: 'object', description: 'The plan it was made with.', properties: schedulePlanProperties },
+    temporalScheduleId: { type: 'string' },
+    createdByMemberId: uuid,
+    actor: {
+      type: 'object',
+      description: 'What its runs act as: the key that made it (kind key), or its member (kind member, apiKeyId null) for a schedule made in the console.',
+      properties: { kind: { type: 'string', enum: ['key', 'member'] }, memberId: uuid, apiKeyId: { type: ['string', 'null'] } },
+    },
+    createdAt: timestamp,
+  },
+};
+
 export const updatePipelineBody: JsonSchema = {
   type: 'object',
   additionalProperties: false,

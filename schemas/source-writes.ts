@@ -150,7 +150,7 @@ export const writePolicySchema: JsonSchema = {
   },
 };
 
-const snapshotInfoSchema: JsonSchema = {
+export const snapshotInfoSchema: JsonSchema = {
   type: 'object',
   required: ['id', 'version'],
   properties: { id: { type: 'string' }, version: { type: 'string' }, committedAt: nullableTimestamp },

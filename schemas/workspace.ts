@@ -69,6 +69,31 @@ export const updateApiKeyBody: JsonSchema = {
   },
 };
 
+export const memberRole: JsonSchema = { type: 'string', enum: ['owner', 'admin', 'member'] };
+
+/** A member of the workspace, as the console's Members page lists it. */
+export const memberSchema: JsonSchema = {
+  type: 'object',
+  required: ['id', 'name', 'email', 'role', 'readPermissions', 'writePermissions', 'canSignIn', 'createdAt'],
+  properties: {
+    id: uuid,
+    name: { type: 'string' },
+    email: { type: ['string', 'null'] },
+    role: memberRole,
+    readPermissions: { type: 'array', items: { type: 'string' } },
+    writePermissions: { type: 'array', items: { type: 'string' } },
+    canSignIn: { type: 'boolean', description: 'Has set a password through an invite.' },
+    createdAt: timestamp,
+  },
+};
+
+/** An invitation to the console: the invited member and their one-use link, good for 7 days. */
+export const invitationSchema: JsonSchema = {
+  type: 'object',
+  required: ['memberId', 'inviteUrl'],
+  properties: { memberId: uuid, inviteUrl: { type: 'string', 'x-weft-secret': true, description: 'Signs its holder in as the member once: hand it to them alone.' } },
+};
+
 export const projectSchema: JsonSchema = {
   type: 'object',
   required: ['id', 'name', 'description', 'createdAt', 'updatedAt'],

@@ -2,7 +2,7 @@ import { raw } from 'objection';
 import { DomainError } from '../../core/errors';
 import { storedError, Workspace, WriteAction } from '../../db/models';
 import type { SnapshotInfo, WriteResult } from '../../plugins/capability';
-import type { WriteActionRequest } from '../../schemas/source-writes';
+import { snapshotInfoSchema, type WriteActionRequest } from '../../schemas/source-writes';
 import { requireSemanticMode } from '../ontology/sparql-dataset';
 import { sparqlUpdateOperation } from '../ontology/sparql-operations';
 import { actAs } from '../operations/act-as';
@@ -24,6 +24,14 @@ import { submitSourceWriteOperation } from './write-operations';
 
 type ApplyInput = { projectId: string; writeActionId: string };
 
+/** What the apply activity gets from either operation: the rows it wrote and the snapshot after. */
+const applied = {
+  200: {
+    description: 'The write, applied',
+    schema: { type: 'object', required: ['affected'], properties: { affected: { type: 'integer' }, snapshot: snapshotInfoSchema } },
+  },
+};
+
 /** Both apply operations, once their access holds: the action checked again as at proposal, and written. */
 async function applyAction(ctx: OperationContext, writeActionId: string, readScope: ReadScope): Promise<WriteResult> {
   // Locked by the activity's transaction, which this operation's runs inside.
@@ -39,6 +47,7 @@ export const applyApprovedWriteOperation = defineOperation({
   summary: 'Apply an approved governed write as the key that proposed it, with submitSourceWrite’s access checked again.',
   access: submitSourceWriteOperation.access,
   effect: 'write',
+  output: applied,
   run: (ctx, { writeActionId }: ApplyInput) => applyAction(ctx, writeActionId, 'data:read'),
 });
 
@@ -51,6 +60,7 @@ export const applyApprovedSparqlUpdateOperation = defineOperation({
   summary: 'Apply an approved governed write that a SPARQL update proposed, as the proposing key, with the SPARQL update’s access checked again.',
   access: bothRequirements(sparqlUpdateOperation.access as Requirement, submitSourceWriteOperation.access as Requirement),
   effect: 'write',
+  output: applied,
   async run(ctx, { writeActionId }: ApplyInput) {
     const workspace = await Workspace.query(ctx.db).findById(ctx.principal.workspaceId);
     requireSemanticMode({ semanticConsumerMode: workspace?.semanticConsumerMode ?? 'off' }, 'write');

@@ -21,6 +21,12 @@ export const runQueryJobOperation = defineOperation({
   summary: 'Run an accepted async query job and store its rows.',
   access: { ...(executeQueryOperation.access as Requirement), actor: 'accountable', grants: 'read' as const },
   effect: 'external',
+  output: {
+    200: {
+      description: 'How the job ended: completed (its rows stored), failed, or canceled (a cancel came first); its status as found when it was no longer active',
+      schema: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['completed', 'failed', 'canceled', 'expired', 'missing'] } } },
+    },
+  },
   run: (ctx, { jobId }: { projectId: string; jobId: string }) => runQueryJob(ctx, jobId),
 });
 

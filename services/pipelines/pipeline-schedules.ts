@@ -9,6 +9,7 @@ import { runSearchAttributes, ScheduledLaunchInput, scheduleWorkflowIdPrefix } f
 import { actAs, isRefusal } from '../operations/act-as';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
+import { uuid } from '../../schemas/common';
 import { executePipelineOperation } from './operations';
 import { errorEvidence } from './run-execution';
 import { requirePipeline } from './pipelines';
@@ -139,6 +140,12 @@ export const launchScheduledRunOperation = defineOperation({
   summary: 'Record a queued run of the pipeline’s active version for its schedule, as the key that made the schedule.',
   access: executePipelineOperation.access,
   effect: 'write',
+  output: {
+    200: {
+      description: 'The queued run’s record (db/models/pipeline-run.ts), whose workflow the launch then starts; null when the schedule or its pipeline is gone',
+      schema: { type: ['object', 'null'], required: ['id', 'workflowId', 'workspaceId', 'projectId', 'pipelineId'], properties: { id: uuid, workflowId: { type: 'string' }, workspaceId: uuid, projectId: uuid, pipelineId: uuid, status: { type: 'string', enum: ['queued'] } } },
+    },
+  },
   async run(ctx, { scheduleId }: { projectId: string; scheduleId: string }): Promise<PipelineRun | null> {
     const { db, project } = ctx;
     const schedule = await PipelineSchedule.query(db).findOne({ id: scheduleId, projectId: project.id });

@@ -4,6 +4,7 @@ import { actAs } from '../operations/act-as';
 import type { Actor } from '../tenancy/actors';
 import type { ServiceDependencies } from '../operations/context';
 import { defineOperation } from '../operations/operation';
+import { stopReasonSchema } from '../../schemas/data-endpoints';
 import { executePipelineOperation } from './operations';
 import { commitRun, endedRunOutcome, ExtractHooks, extractSource, RunEnd } from './run-execution';
 
@@ -16,6 +17,12 @@ export const commitRunOperation = defineOperation({
   summary: 'Commit a run\'s staged records to its destinations, as the key or member that launched it.',
   access: executePipelineOperation.access,
   effect: 'external',
+  output: {
+    200: {
+      description: 'How the run ended, and the next queued run of its pipeline to wake',
+      schema: { type: 'object', required: ['status', 'nextWorkflowId'], properties: { status: { type: 'string' }, nextWorkflowId: { type: ['string', 'null'] } } },
+    },
+  },
   run: (ctx, { runId }: { projectId: string; runId: string }) => commitRun(ctx, runId),
 });
 
@@ -28,6 +35,12 @@ export const extractRunSourceOperation = defineOperation({
   summary: 'Read one source of a run into staging, as the key or member that launched it.',
   access: executePipelineOperation.access,
   effect: 'external',
+  output: {
+    200: {
+      description: 'What the source gave: its records and pages read, and why the reading stopped',
+      schema: { type: 'object', required: ['recordsRead', 'pages', 'stopReason'], properties: { recordsRead: { type: 'integer' }, pages: { type: 'integer' }, stopReason: stopReasonSchema } },
+    },
+  },
   run: (ctx, { runId, nodeId, hooks }: { projectId: string; runId: string; nodeId: string; hooks: ExtractHooks }) => extractSource(ctx, runId, nodeId, hooks),
 });
 

@@ -6,8 +6,8 @@ import type { RunStatus } from '../../db/models';
 import type { PageRequest } from '../shared/pagination';
 import { getRun, launchRun, listRuns, projectOfPipeline } from './runs';
 import { requireProject } from '../tenancy/projects';
-import { idParams, listResponse } from '../../schemas/common';
-import { launchBody, pipelineParams, projectRunsQuery, runSchema, runsQuery, runSummarySchema, schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
+import { idParams, listResponse, uuid } from '../../schemas/common';
+import { launchBody, pipelineParams, pipelineScheduleSchema, projectRunsQuery, runSchema, runsQuery, runSummarySchema, schedulePlanBody, scheduleStateBody } from '../../schemas/pipelines';
 
 const runResponse = { type: 'object', required: ['run'], properties: { run: runSchema } };
 
@@ -117,6 +117,7 @@ export const cancelRunOperation = defineOperation({
   access: { scopes: { allOf: ['pipelines:execute', 'runs:read'] }, project: true, actor: 'accountable' },
   effect: 'write',
   input: { params: idParams('project_id', 'run_id') },
+  output: { 200: { description: 'The run, canceled, or as it ended', schema: runResponse } },
   idempotent: true,
   async run(ctx: OperationContext, { params }: RequestInput<OneRun, Record<string, never>, undefined>): Promise<Reply> {
     await getRun(ctx, params.run_id, ctx.project); // the run must belong to the project
@@ -130,6 +131,7 @@ const scheduleChanges = { scopes: { anyOf: ['pipelines:execute'] }, project: tru
 type OnePipeline = { project_id: string; pipeline_id: string };
 type OneSchedule = OnePipeline & { schedule_id: string };
 const scheduleParams = idParams('project_id', 'pipeline_id', 'schedule_id');
+const scheduleResponse = { type: 'object', required: ['schedule'], properties: { schedule: pipelineScheduleSchema } };
 
 export const createPipelineScheduleOperation = defineOperation({
   name: 'createPipelineSchedule',
@@ -137,6 +139,7 @@ export const createPipelineScheduleOperation = defineOperation({
   access: scheduleChanges,
   effect: 'write',
   input: { params: pipelineParams, body: schedulePlanBody },
+  output: { 200: { description: 'The schedule, made', schema: scheduleResponse } },
   idempotent: true,
   async run(ctx: OperationContext, { params, body }: RequestInput<OnePipeline, Record<string, never>, ScheduleSpecInput>): Promise<Reply> {
     return { body: { schedule: await createPipelineSchedule(ctx, params.pipeline_id, body) } };
@@ -149,6 +152,7 @@ export const listPipelineSchedulesOperation = defineOperation({
   access: { scopes: { anyOf: ['pipelines:read'] }, project: true },
   effect: 'read',
   input: { params: pipelineParams },
+  output: { 200: { description: 'The pipeline’s schedules, oldest first', schema: { type: 'object', required: ['schedules'], properties: { schedules: { type: 'array', items: pipelineScheduleSchema } } } } },
   async run(ctx: OperationContext, { params }: RequestInput<OnePipeline, Record<string, never>, undefined>): Promise<Reply> {
     return { body: { schedules: await listPipelineSchedules(ctx, params.pipeline_id) } };
   },
@@ -160,6 +164,7 @@ export const updatePipelineScheduleOperation = defineOperation({
   access: scheduleChanges,
   effect: 'write',
   input: { params: scheduleParams, body: scheduleStateBody },
+  output: { 200: { description: 'The schedule, paused or resumed', schema: scheduleResponse } },
   idempotent: true,
   async run(ctx: OperationContext, { params, body }: RequestInput<OneSchedule, Record<string, never>, { paused: boolean }>): Promise<Reply> {
     return { body: { schedule: await setPipelineSchedulePaused(ctx, params.pipeline_id, params.schedule_id, body.paused) } };
@@ -172,6 +177,7 @@ export const deletePipelineScheduleOperation = defineOperation({
   access: scheduleChanges,
   effect: 'write',
   input: { params: scheduleParams },
+  output: { 200: { description: 'The schedule is gone', schema: { type: 'object', required: ['deleted', 'scheduleId'], properties: { deleted: { const: true }, scheduleId: uuid } } } },
   idempotent: true,
   async run(ctx: OperationContext, { params }: RequestInput<OneSchedule, Record<string, never>, undefined>): Promise<Reply> {
     await deletePipelineSchedule(ctx, params.pipeline_id, params.schedule_id);

@@ -1,4 +1,5 @@
 import { SCOPES } from '../../core/scopes';
+import { uuid } from '../../schemas/common';
 import { defineOperation } from '../operations/operation';
 
 /**
@@ -11,5 +12,6 @@ export const openProjectConnectionOperation = defineOperation({
   summary: 'Bind a connection to one project of the key\'s allowlist.',
   access: { scopes: { anyOf: SCOPES }, project: true },
   effect: 'read',
+  output: { 200: { description: 'The project the connection is bound to', schema: { type: 'object', required: ['projectId'], properties: { projectId: uuid } } } },
   run: async ({ project }, _input: { projectId: string }) => ({ projectId: project.id }),
 });

@@ -1,7 +1,8 @@
 import { PermissionError } from '../../core/errors';
 import type { JsonSchema } from '../../core/schema-validator';
 import { Member } from '../../db/models';
-import { idParams, listQuery } from '../../schemas/common';
+import { idParams, listQuery, listResponse } from '../../schemas/common';
+import { invitationSchema, memberRole as role, memberSchema } from '../../schemas/workspace';
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
@@ -14,7 +15,6 @@ import { inviteMember, presentMember, removeMember, setMemberGrants, setMemberRo
 // owner's to do. No /api/v1 route reaches these (SPEC 4 has no members resource); the console door does.
 
 const ADMINISTER = { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true, actor: 'administrator' } as const;
-const role: JsonSchema = { type: 'string', enum: ['owner', 'admin', 'member'] };
 const grants: JsonSchema = { type: 'array', uniqueItems: true, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 200 } };
 
 function refuseOwnerChangeByAdmin(principal: Principal, ...roles: Array<Member['role'] | undefined>): void {
@@ -27,6 +27,7 @@ export const listMembersOperation = defineOperation({
   access: { scopes: { anyOf: ['org:manage'] }, unrestrictedKey: true },
   effect: 'read',
   input: { query: listQuery() },
+  output: { 200: { description: 'A page of the workspace’s members, oldest first', schema: listResponse('members', memberSchema) } },
   async run({ db, principal }: OperationContext, { query }: RequestInput<Record<string, string>, PageRequest, undefined>): Promise<Reply> {
     const { rows, pagination } = await pageOf(Member.query(db).where({ workspaceId: principal.workspaceId }).whereNull('removedAt'), query, { column: 'createdAt', order: 'asc' });
     return { body: { members: rows.map(presentMember), pagination } };
@@ -39,6 +40,7 @@ export const createMemberInviteOperation = defineOperation({
   access: ADMINISTER,
   effect: 'write',
   input: { body: { type: 'object', additionalProperties: false, properties: { email: { type: 'string', minLength: 3, maxLength: 320 }, role, memberId: { type: 'string', format: 'uuid' }, name: { type: 'string', minLength: 1, maxLength: 200 } } } },
+  output: { 201: { description: 'The invited member and their link', schema: invitationSchema } },
   async run({ db, principal }: OperationContext, { body }: RequestInput<Record<string, string>, Record<string, never>, { email?: string; role?: Member['role']; memberId?: string; name?: string }>): Promise<Reply> {
     const existing = body.memberId ? await Member.query(db).findOne({ id: body.memberId, workspaceId: principal.workspaceId }) : undefined;
     refuseOwnerChangeByAdmin(principal, body.role, body.role !== undefined ? existing?.role : undefined);
@@ -52,6 +54,7 @@ export const updateMemberOperation = defineOperation({
   access: ADMINISTER,
   effect: 'write',
   input: { params: idParams('member_id'), body: { type: 'object', additionalProperties: false, minProperties: 1, properties: { role, readPermissions: grants, writePermissions: grants } } },
+  output: { 200: { description: 'The member, changed', schema: { type: 'object', required: ['member'], properties: { member: memberSchema } } } },
   async run({ db, principal }: OperationContext, { params, body }: RequestInput<{ member_id: string }, Record<string, never>, { role?: Member['role']; readPermissions?: string[]; writePermissions?: string[] }>): Promise<Reply> {
     const current = await Member.query(db).findOne({ id: params.member_id, workspaceId: principal.workspaceId });
     if (body.role !== undefined && current && current.role !== body.role) {
@@ -69,6 +72,7 @@ export const deleteMemberOperation = defineOperation({
   access: ADMINISTER,
   effect: 'write',
   input: { params: idParams('member_id') },
+  output: { 204: { description: 'The member is removed' } },
   async run({ db, principal }: OperationContext, { params }: RequestInput<{ member_id: string }, Record<string, never>, undefined>): Promise<Reply> {
     const member = await Member.query(db).findOne({ id: params.member_id, workspaceId: principal.workspaceId });
     refuseOwnerChangeByAdmin(principal, member?.role);

@@ -8,6 +8,7 @@ import { NotFoundError } from '../../core/errors';
 import { addMember, bootstrapWorkspace, removeMember } from './workspaces';
 import { inviteMember } from './members';
 import { CREDIT_LIMITS, CreditLimit, PLANS, setWorkspacePlan } from '../usage/plans';
+import { invitationSchema } from '../../schemas/workspace';
 
 // What the public API deliberately does not do, for the operator of a Weft installation (the admin
 // CLI, scripts/admin.ts): no API key asks, so these declare operator access, which invoke() admits
@@ -17,6 +18,9 @@ const uuid: JsonSchema = { type: 'string', format: 'uuid' };
 const name: JsonSchema = { type: 'string', minLength: 1, maxLength: 200, pattern: '\\S' };
 const grants: JsonSchema = { type: 'array', uniqueItems: true, maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 200 } };
 const body = (properties: Record<string, JsonSchema>, required: string[]): JsonSchema => ({ type: 'object', additionalProperties: false, required, properties });
+/** What a command prints with --json: these fields, each required. */
+const printed = (description: string, properties: Record<string, JsonSchema>) => ({ 200: { description, schema: { type: 'object', required: Object.keys(properties), properties } } });
+const secret: JsonSchema = { type: 'string', 'x-weft-secret': true, description: 'Shown once: it cannot be recovered.' };
 
 type Body<B> = RequestInput<Record<string, never>, Record<string, never>, B>;
 
@@ -26,6 +30,7 @@ export const bootstrapWorkspaceOperation = defineOperation({
   access: { operator: 'creates a workspace: no key exists yet' },
   effect: 'write',
   input: { body: body({ workspaceName: name, ownerName: name }, ['workspaceName']) },
+  output: printed('The workspace, its owner, its default project and the owner’s key', { workspaceId: uuid, projectId: uuid, memberId: uuid, apiKey: secret }),
   run: ({ db, deps }: OperationContext, { body }: Body<{ workspaceName: string; ownerName?: string }>) => bootstrapWorkspace(deps, db, body),
 });
 
@@ -35,6 +40,7 @@ export const installPluginOperation = defineOperation({
   access: { operator: 'installs code and its credentials into a workspace' },
   effect: 'write',
   input: { body: body({ workspaceId: uuid, capability: name, config: { type: 'object' } }, ['workspaceId', 'capability']) },
+  output: printed('The installation (its credentials are never printed)', { installationId: uuid }),
   async run({ db, deps }: OperationContext, { body }: Body<{ workspaceId: string; capability: string; config?: Record<string, unknown> }>) {
     const installation = await installPlugin(db, deps.encryptionKey, body.workspaceId, body.capability, body.config ?? {});
     return { installationId: installation.id };
@@ -47,6 +53,7 @@ export const addMemberOperation = defineOperation({
   access: { operator: 'membership is managed outside the API' },
   effect: 'write',
   input: { body: body({ workspaceId: uuid, name, role: { type: 'string', enum: ['owner', 'admin', 'member'], default: 'member' } }, ['workspaceId', 'name']) },
+  output: printed('The new member', { memberId: uuid }),
   async run({ db }: OperationContext, { body }: Body<{ workspaceId: string; name: string; role: Member['role'] }>) {
     const member = await addMember(db, body.workspaceId, { name: body.name, role: body.role });
     return { memberId: member.id };
@@ -59,6 +66,7 @@ export const removeMemberOperation = defineOperation({
   access: { operator: 'membership is managed outside the API' },
   effect: 'write',
   input: { body: body({ workspaceId: uuid, memberId: uuid }, ['workspaceId', 'memberId']) },
+  output: printed('The member removed', { removed: uuid }),
   async run({ db }: OperationContext, { body }: Body<{ workspaceId: string; memberId: string }>) {
     await removeMember(db, body.workspaceId, body.memberId);
     return { removed: body.memberId };
@@ -74,6 +82,7 @@ export const inviteMemberOperation = defineOperation({
     // A new member needs an email, an existing one is named by memberId (inviteMember says so).
     body: body({ workspaceId: uuid, email: { type: 'string', minLength: 3, maxLength: 320 }, role: { type: 'string', enum: ['owner', 'admin', 'member'] }, memberId: uuid, name }, ['workspaceId']),
   },
+  output: { 200: { description: 'The invited member and their link', schema: invitationSchema } },
   run: ({ db }: OperationContext, { body }: Body<{ workspaceId: string; email?: string; role?: Member['role']; memberId?: string; name?: string }>) => inviteMember(db, body.workspaceId, body),
 });
 
@@ -83,6 +92,7 @@ export const createMemberKeyOperation = defineOperation({
   access: { operator: 'creates a key for a member other than the caller’s' },
   effect: 'write',
   input: { body: body({ workspaceId: uuid, memberId: uuid, name, scopes: { ...grants, minItems: 1 }, readPermissions: grants, writePermissions: grants }, ['workspaceId', 'memberId', 'name', 'scopes']) },
+  output: printed('The key and its secret', { keyId: uuid, secret }),
   async run({ db, deps }: OperationContext, { body }: Body<{ workspaceId: string; memberId: string; name: string; scopes: string[]; readPermissions?: string[]; writePermissions?: string[] }>) {
     const member = await Member.query(db).findOne({ id: body.memberId, workspaceId: body.workspaceId }).whereNull('removedAt');
     if (!member) throw new NotFoundError('member', `No active member ${body.memberId} in workspace ${body.workspaceId}.`);
@@ -103,6 +113,12 @@ export const setWorkspacePlanOperation = defineOperation({
       minProperties: 2,
     },
   },
+  output: printed('The workspace’s plan and credit limit now', {
+    workspaceId: uuid,
+    plan: { type: 'string', enum: Object.keys(PLANS) },
+    creditLimit: { type: 'string', enum: [...CREDIT_LIMITS, 'default'] },
+    pausesPaidWork: { type: 'boolean', description: 'Whether running out of credit pauses its paid work.' },
+  }),
   run: ({ db }: OperationContext, { body }: Body<{ workspaceId: string; plan?: string; creditLimit?: CreditLimit | 'default' }>) => setWorkspacePlan(db, body),
 });
 

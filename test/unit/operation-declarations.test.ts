@@ -33,6 +33,15 @@ const NON_MUTATING_POSTS: Record<string, string> = {
   sparqlQueryPost: 'the SPARQL protocol’s POST hands a query to sparqlQuery (reads) and an update to sparqlUpdate, which needs the accountable actor itself (checked in the next test)',
 };
 
+/** The operations that declare no output, each with the reason. Add one only with its reason. */
+const WITHOUT_OUTPUT: Record<string, string> = {
+  readiness: 'a health probe: its answers (200, 503) are HTTP’s alone, stated on its route (api/routes/health.ts)',
+  liveness: 'a health probe: its answer is HTTP’s alone, stated on its route (api/routes/health.ts)',
+  staticContent: 'serves every page and asset (the document, /docs, /sparql, the console’s): each route states its own answer and media type',
+  sparqlQuery: 'reached through sparqlQueryGet and sparqlQueryPost, which hand it the query and declare its answers (results); the console page calls it the same way',
+  sparqlUpdate: 'reached through sparqlQueryPost, which hands it the update and declares its answers (results)',
+};
+
 /** Words that state an access rule. A door (api/, mcp/) that contains one restates what an operation declares. */
 const ACCESS_RULE = /\b(hasScope|authorize|authorizeProject|missingReadPermissions|requireProject|admitKey)\(|\b(insufficient_scope|accountableActor|administratorActor|projectParam)\b|\bscopes\s*:\s*\{\s*(anyOf|allOf)/;
 
@@ -242,6 +251,20 @@ describe('Operation declarations', () => {
       if (route.internal) continue;
       const differs = allRoutes().some((other) => other !== route && other.operation === route.operation && JSON.stringify(responsesOf(other)) !== JSON.stringify(route.responses));
       if (!differs) problems.push(`${label(route)}: states responses its operation should declare as output`);
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('every operation declares its output, whichever door reaches it (a route, an MCP tool, the console, the CLI, an activity)', () => {
+    const missing = operations.filter((operation) => !operation.output && !(operation.name in WITHOUT_OUTPUT)).map((operation) => operation.name);
+    assert.deepEqual(missing, [], 'these operations declare no output');
+    const stale = Object.keys(WITHOUT_OUTPUT).filter((name) => !operationsByName.has(name) || operationsByName.get(name)!.output);
+    assert.deepEqual(stale, [], 'exemptions of operations that are gone or declare an output now');
+    const problems: string[] = [];
+    for (const operation of operations.filter((candidate) => candidate.output)) {
+      const answers = Object.entries(operation.output!);
+      if (!answers.some(([status]) => Number(status) >= 200 && Number(status) < 300)) problems.push(`${operation.name}: no success answer`);
+      for (const [status, answer] of answers) if (!answer.description.trim()) problems.push(`${operation.name} ${status}: no description`);
     }
     assert.deepEqual(problems, []);
   });

@@ -4,6 +4,9 @@ import { decryptSecret } from '../../../core/secrets';
 import { as, newKey, newWorkspace } from '../../support/fixtures';
 import { env } from '../../support/environment';
 import { runScript } from '../../support/processes';
+import { schemaProblems } from '../../../core/schema-validator';
+import type { Operation } from '../../../services/operations/operation';
+import { bootstrapWorkspaceOperation, createMemberKeyOperation, setWorkspacePlanOperation } from '../../../services/tenancy/operator-operations';
 
 const admin = (...args: string[]) => runScript('scripts/admin.ts', args, { WEFT_LOG_TO_STDERR: '1' });
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -183,5 +186,18 @@ describe('The operator CLI', function () {
       assert.equal(result.stdout, '');
     }
     assert.equal(Number((await env().db('member_invites').where({ workspaceId: ws.workspaceId }).count({ n: '*' }))[0].n), 0);
+  });
+
+  it('prints with --json what each command’s operation declares as its output', async () => {
+    const printedBy = async (operation: Operation, ...args: string[]) => {
+      const result = await admin(...args, '--json');
+      assert.equal(result.code, 0, result.stderr);
+      const printed = JSON.parse(result.stdout);
+      assert.deepEqual(schemaProblems(operation.output![200].schema!, printed), [], `admin ${args.join(' ')} prints ${result.stdout}`);
+      return printed;
+    };
+    const created = await printedBy(bootstrapWorkspaceOperation, 'bootstrap', '--workspace', 'Declared output');
+    await printedBy(createMemberKeyOperation, 'key', 'create', '--workspace', created.workspaceId, '--member', created.memberId, '--name', 'declared', '--scopes', 'org:read');
+    await printedBy(setWorkspacePlanOperation, 'plan', 'set', '--workspace', created.workspaceId, '--plan', 'team', '--credit-limit', 'none');
   });
 });
