@@ -42,11 +42,13 @@ interface CarryingRequest {
   requestId: string;
 }
 
-const sessions = new Map<string, Session>();
 /** Sessions live in the API process's memory; a client idle this long initializes again (HTTP 404 on its old id, as the protocol says). */
 export const SESSION_IDLE_MS = 30 * 60_000;
 
-function closeIdleSessions(now: number): void {
+/** The MCP sessions of one API (one mcpMiddleware), by id: two APIs in one process share none. */
+type Sessions = Map<string, Session>;
+
+function closeIdleSessions(sessions: Sessions, now: number): void {
   for (const [id, session] of sessions) {
     if (now - session.lastSeenAt <= SESSION_IDLE_MS) continue;
     sessions.delete(id);
@@ -164,6 +166,7 @@ async function chargeBatch(deps: ServiceDependencies, ctx: Koa.Context, principa
 
 /** Koa middleware for /mcp and /mcp/projects/{project_id}; other paths pass through. */
 export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
+  const sessions: Sessions = new Map();
   return async (ctx, next) => {
     const match = PATH.exec(ctx.path);
     if (!match) return next();
@@ -188,7 +191,7 @@ export function mcpMiddleware(deps: ServiceDependencies): Koa.Middleware {
           sessions.set(id, created);
         },
       });
-      closeIdleSessions(deps.clock.now());
+      closeIdleSessions(sessions, deps.clock.now());
       const created: Session = { transport, apiKeyId: principal.apiKeyId, projectId: boundProjectId, lastSeenAt: deps.clock.now() };
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);

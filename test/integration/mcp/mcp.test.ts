@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createApp } from '../../../api/app';
 import { SESSION_IDLE_MS } from '../../../mcp/server';
 import { env } from '../../support/environment';
 import { newKey, request } from '../../support/fixtures';
@@ -100,6 +103,27 @@ describe('The MCP endpoint, through the SDK’s own client', function () {
       assert.equal(ended.body.code, 'not_found');
     } finally {
       await idle.close();
+    }
+  });
+
+  it('keeps its sessions per API: a session one API started is unknown (404) to another API in the same process', async () => {
+    const client = await connect(t.ws.apiKey);
+    const other = createApp(env().dependencies()).listen(0, '127.0.0.1');
+    try {
+      await once(other, 'listening');
+      const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId!;
+      const listTools = (baseUrl: string) => fetch(`${baseUrl}/mcp`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${t.ws.apiKey}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} }),
+      });
+      assert.equal((await listTools(env().baseUrl)).status, 200, 'the API that started it knows it');
+      const elsewhere = await listTools(`http://127.0.0.1:${(other.address() as AddressInfo).port}`);
+      assert.equal(elsewhere.status, 404);
+      assert.equal(((await elsewhere.json()) as { code: string }).code, 'not_found');
+    } finally {
+      await client.close();
+      await new Promise((resolve) => other.close(resolve));
     }
   });
 
