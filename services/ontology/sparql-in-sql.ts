@@ -1289,12 +1289,13 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
         if (!clean) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck });
       }
       const flags = [...optionalPresent].map(([group, has]) => `, (${has.join(' AND ')}) AS g${group}`).join('');
-      // A clean star another star links to (one read before it, in the same relation list) is
+      // A clean star another star links to (one read before it, in the same relation list or the main one) is
       // read per link, by the records' key (an index lookup), rather than whole for a hash join:
       // exact, for a clean star's keys are one JSON type, none PostgreSQL writes otherwise than
       // JavaScript, and its subject field is the table's key. It is the one place its relation
       // is read (no check reads it).
-      const incoming = clean && source.keyLookup ? links.find((link) => link.star === x && (semi.get(link.from) ?? main) === into) : undefined;
+      // (A star of the main relations is in scope inside an EXISTS too.)
+      const incoming = clean && source.keyLookup ? links.find((link) => link.star === x && [into, main].includes(semi.get(link.from) ?? main)) : undefined;
       if (incoming) into.from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
       else {
         ctes.push(`${name} AS ${relation}`);
