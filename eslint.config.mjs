@@ -40,4 +40,14 @@ export default tseslint.config(
       'no-restricted-globals': ['error', { name: 'fetch', message: 'Do I/O in activities.' }, { name: 'setTimeout', message: 'Use sleep() from @temporalio/workflow.' }],
     },
   },
+  {
+    // A presenter shapes what its service read: it reaches no database.
+    files: ['services/*/presenters.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: ['pg', 'knex', 'objection'].map((name) => ({ name, message: 'Presenters query nothing: the service reads and passes the data in.' })),
+        patterns: [{ group: ['../../db/*'], allowTypeImports: true, message: 'Presenters take models by type only: the service reads and passes the data in.' }],
+      }],
+    },
+  },
 );

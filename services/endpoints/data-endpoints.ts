@@ -11,6 +11,7 @@ import { findCapability } from '../../plugins';
 import { openInstallation } from './plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
+import { presentDataEndpoint, type DataEndpointView } from './presenters';
 
 export interface DataEndpointInput {
   name: string;
@@ -33,33 +34,6 @@ type ClearableField = 'schemaHints' | 'freshness' | 'ownerTeam' | 'trustRank' | 
 export type DataEndpointPatch = Partial<Omit<DataEndpointInput, 'role' | 'pluginCapabilityInstallationId' | 'contractKind' | ClearableField>> & {
   [K in ClearableField]?: DataEndpointInput[K] | null;
 };
-
-function presentDataEndpoint(endpoint: DataEndpoint, installation: PluginInstallation) {
-  return {
-    id: endpoint.id,
-    workspaceId: endpoint.workspaceId,
-    name: endpoint.name,
-    namespace: endpoint.namespace,
-    role: endpoint.role,
-    pluginCapabilityInstallationId: endpoint.pluginInstallationId,
-    capability: { name: installation.capability, version: installation.capabilityVersion },
-    contractKind: endpoint.contractKind,
-    target: endpoint.target,
-    dataIdentity: endpoint.dataIdentity,
-    schemaHints: endpoint.schemaHints,
-    freshness: endpoint.freshness,
-    ownerTeam: endpoint.ownerTeam,
-    trustRank: endpoint.trustRank,
-    description: endpoint.description,
-    accepts: endpoint.accepts,
-    emits: endpoint.emits,
-    createdByMemberId: endpoint.createdByMemberId,
-    createdAt: endpoint.createdAt.toISOString(),
-    updatedAt: endpoint.updatedAt.toISOString(),
-  };
-}
-
-export type DataEndpointView = ReturnType<typeof presentDataEndpoint>;
 
 async function requireInstallation(db: Executor, workspaceId: string, installationId: string): Promise<PluginInstallation> {
   const installation = await PluginInstallation.query(db).findOne({ id: installationId, workspaceId });

@@ -7,6 +7,7 @@ import type { InstallationContext } from '../../plugins/capability';
 import { findCapability, installedDefinition } from '../../plugins';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
+import { presentInstallation } from './presenters';
 
 /** Splits a validated config into clear settings and credentials (schema properties marked x-weft-secret). */
 function splitSecrets(schema: JsonSchema, config: Record<string, unknown>): { settings: Record<string, unknown>; credentials: Record<string, unknown> } {
@@ -59,25 +60,7 @@ export async function listInstalledPlugins(ctx: OperationContext, page: PageRequ
   const { db, principal: { workspaceId } } = ctx;
   const { rows, pagination } = await pageOf(PluginInstallation.query(db).where({ workspaceId }), page);
   return {
-    plugins: rows.map((row) => {
-      const definition = installedDefinition(row.capability, row.capabilityVersion);
-      const latest = latestVersionOf(row.capability);
-      return {
-        installationId: row.id,
-        capability: row.capability,
-        version: row.capabilityVersion,
-        latestVersion: latest,
-        available: definition !== undefined,
-        title: definition?.title ?? row.capability,
-        description: definition?.description ?? '',
-        roles: definition?.roles ?? [],
-        targetSchema: definition?.targetSchema ?? {},
-        accepts: definition?.accepts ?? [],
-        emits: definition?.emits ?? [],
-        supports: definition?.supports ?? {},
-        createdAt: row.createdAt.toISOString(),
-      };
-    }),
+    plugins: rows.map((row) => presentInstallation(row, installedDefinition(row.capability, row.capabilityVersion), latestVersionOf(row.capability))),
     pagination,
   };
 }

@@ -2,62 +2,18 @@ import { NotFoundError } from '../../core/errors';
 import { DataEndpoint, WriteAction, WriteActionDecision } from '../../db/models';
 import { authorizeProject, hasScope, Principal } from '../tenancy/access';
 import { requireDataEndpoint } from './data-endpoints';
-import { approvalStanding, ApprovalStanding, standingIn } from './approval-standing';
+import { approvalStanding, standingIn } from './approval-standing';
 import { mayReadEndpointRecords, ReadScope } from './data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
+import { presentWriteAction, type WriteActionView } from './presenters';
 
-// Write actions as callers read them: the view with its decisions (its change set withholding the
-// rows that were there from keys that may not read the endpoint's records), and which actions a caller may see.
+// Write actions as callers read them: what the view needs (its decisions, their standing, and whether
+// the caller may read the endpoint's records: presenters.ts withholds them otherwise), and which
+// actions a caller may see.
 
-function presentDecision(decision: WriteActionDecision) {
-  return { memberId: decision.memberId, decision: decision.decision, comment: decision.comment, decidedAt: decision.createdAt.toISOString() };
-}
-
-/**
- * A change set as a key that may not read the endpoint's records sees it. Rows that were there
- * before the write are existing record values: a changed row's before values, and its after values
- * too (they keep every field the write left alone), and a removed row. Which of the action's rows
- * were added rather than changed says whether a record with that key existed, so the added list
- * and the split of the counts go as well: what stays is how many records the action touches (the
- * rows it writes are in its input) and the truncation flag.
- */
-function withoutExistingRecords(changeSet: Record<string, unknown> | null): Record<string, unknown> | null {
-  if (!changeSet) return changeSet;
-  const counts = changeSet.counts as { added: number; changed: number; removed: number };
-  return { ...changeSet, added: [], changed: [], removed: [], counts: { affected: counts.added + counts.changed + counts.removed }, recordsWithheld: true };
-}
-
-function presentWriteAction(action: WriteAction, decisions: WriteActionDecision[], standing: ApprovalStanding, mayReadRecords: boolean) {
-  return {
-    actionId: action.actionId,
-    dataEndpointId: action.dataEndpointId,
-    projectId: action.projectId,
-    idempotencyKey: action.idempotencyKey,
-    operation: action.operation,
-    status: action.status,
-    input: action.input,
-    approval: {
-      required: action.approvalsRequired > 0,
-      approvers: action.approvalsRequired,
-      expiresAt: action.expiresAt?.toISOString() ?? null,
-      decisions: decisions.map(presentDecision),
-      counted: standing.counted,
-      notCounted: standing.notCounted,
-    },
-    changeSet: mayReadRecords ? action.changePreview : withoutExistingRecords(action.changePreview),
-    snapshotBefore: action.snapshotBefore,
-    snapshotAfter: action.snapshotAfter,
-    affected: action.affected,
-    error: action.error ? { code: action.error.code, message: action.error.message, details: action.error.details ?? {} } : null,
-    proposedByMemberId: action.proposedByMemberId,
-    workflowId: action.workflowId,
-    createdAt: action.createdAt.toISOString(),
-    endedAt: action.endedAt?.toISOString() ?? null,
-  };
-}
-
-export type WriteActionView = ReturnType<typeof presentWriteAction>;
+/** source-writes.ts and its callers name the view from here. */
+export type { WriteActionView };
 
 /** May the context's key see the records of the action's endpoint (the read guard)? Otherwise the change set withholds them. */
 async function mayReadRecordsOf(ctx: OperationContext, endpointId: string, readScope?: ReadScope): Promise<boolean> {

@@ -8,7 +8,8 @@ import type { SnapshotInfo } from '../../plugins/capability';
 import { decideWriteUpdate, WriteDecision } from '../../workflows/names';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
 import { approvalStandingOf } from './approval-standing';
-import { requireVisibleAction, viewOf, WriteActionView } from './write-actions';
+import { requireVisibleAction, viewOf } from './write-actions';
+import type { WriteActionView } from './presenters';
 import { logEvent } from './write-log';
 import { actorOf } from '../tenancy/actors';
 

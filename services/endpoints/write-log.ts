@@ -7,6 +7,7 @@ import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
 import { afterCommit } from '../../db/after-commit';
 import { governedWriteEvents } from '../../observability/metrics';
+import { presentLogEntry } from './presenters';
 
 // The action log of an endpoint: an event for every step of every action (proposed, approved,
 // rejected, expired, applied, failed), written in the step's own transaction.
@@ -26,21 +27,6 @@ export async function logEvent(db: Executor, action: WriteAction, kind: WriteAct
     detail: fields.detail ?? null,
   });
   afterCommit(db, () => governedWriteEvents.inc({ event: kind }));
-}
-
-function presentLogEntry(event: WriteActionEvent) {
-  return {
-    id: event.id,
-    actionId: event.actionId,
-    kind: event.kind,
-    actorMemberId: event.actorMemberId,
-    actorApiKeyId: event.actorApiKeyId,
-    idempotencyKey: event.idempotencyKey,
-    snapshotBefore: event.snapshotBefore,
-    snapshotAfter: event.snapshotAfter,
-    detail: event.detail,
-    createdAt: event.createdAt.toISOString(),
-  };
 }
 
 /**

@@ -8,29 +8,7 @@ import { requireDataEndpoint } from './data-endpoints';
 import { dataWritePolicy, endpointsOverData } from './data-guard';
 import { assertProjectsInWorkspace } from '../tenancy/projects';
 import type { OperationContext } from '../operations/context';
-
-/** A policy as read through one endpoint over its data, with every endpoint it governs. */
-export function presentWritePolicy(policy: WritePolicy, throughEndpointId: string, guardedEndpointIds: string[]) {
-  return {
-    id: policy.id,
-    dataEndpointId: throughEndpointId,
-    dataIdentity: policy.dataIdentity,
-    guardedEndpointIds,
-    allowedOperations: policy.allowedOperations,
-    projectIds: policy.projectIds,
-    approval: { required: policy.approvalRequired, approvers: policy.approvalsRequired, timeoutSeconds: policy.approvalTimeoutSeconds },
-    requiredReadPermissions: policy.requiredReadPermissions,
-    requiredWritePermissions: policy.requiredWritePermissions,
-    allowPipelineRuns: policy.allowPipelineRuns,
-    revision: policy.revision,
-    createdByMemberId: policy.createdByMemberId,
-    updatedByMemberId: policy.updatedByMemberId,
-    createdAt: policy.createdAt.toISOString(),
-    updatedAt: policy.updatedAt.toISOString(),
-  };
-}
-
-export type WritePolicyView = ReturnType<typeof presentWritePolicy>;
+import { presentWritePolicy, type WritePolicyView } from './presenters';
 
 /**
  * The capability behind an endpoint, if it takes governed writes: transactional writes and a

@@ -1,7 +1,7 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
-import { BindingInput, createBinding, deleteBinding, listBindings, presentBindings, replaceBinding, requireBinding } from './read-bindings';
+import { BindingInput, bindingViews, createBinding, deleteBinding, listBindings, replaceBinding, requireBinding } from './read-bindings';
 import { checkTermShapes, readTermRecords } from './term-records';
 import type { JsonSchema } from '../../core/schema-validator';
 import { idParams, listResponse, timestamp, uuid } from '../../schemas/common';
@@ -66,7 +66,7 @@ export const getReadBindingOperation = defineOperation({
   input: { params: bindingParams },
   output: { 200: { description: 'The binding', schema: bindingResponse } },
   async run({ db, project }: OperationContext, { params }: RequestInput<BindingParams, Record<string, never>, undefined>): Promise<Reply> {
-    return { body: { binding: (await presentBindings(db, project.workspaceId, [await requireBinding(db, project, params.binding_id)]))[0] } };
+    return { body: { binding: (await bindingViews(db, project.workspaceId, [await requireBinding(db, project, params.binding_id)]))[0] } };
   },
 });
 

@@ -12,6 +12,7 @@ import { PageRequest, paginate, pageOf } from '../shared/pagination';
 import { refreshBindingStatuses } from './read-bindings';
 import { activePackage, findOntology, requirePackage } from './packages';
 import type { OperationContext } from '../operations/context';
+import { presentBranch, presentOntologyVersion, presentPackage, type PackageView } from './presenters';
 
 export { activePackage, requirePackage };
 
@@ -21,33 +22,6 @@ export const MAX_DOCUMENT_BYTES = 10 * 1024 * 1024;
 export const RDF_UPLOAD_TYPES = ['text/turtle', 'application/n-triples', 'application/n-quads', 'application/ld+json'] as const;
 
 type Item = OntologyDefinition[Collection][number];
-
-const presentVersion = (v: OntologyVersion, withDefinition: boolean) => ({
-  id: v.id,
-  number: v.number,
-  branchName: v.branchName,
-  parentVersionId: v.parentVersionId,
-  message: v.message,
-  createdByMemberId: v.createdByMemberId,
-  createdAt: v.createdAt.toISOString(),
-  ...(withDefinition ? { definition: v.definition } : {}),
-});
-
-const presentBranch = (b: OntologyBranch) => ({ name: b.name, headVersionId: b.headVersionId, createdByMemberId: b.createdByMemberId, createdAt: b.createdAt.toISOString(), updatedAt: b.updatedAt.toISOString() });
-
-export function presentPackage(p: OntologyPackage) {
-  return {
-    id: p.id,
-    contentHash: p.contentHash,
-    versionId: p.versionId,
-    baseIri: p.baseIri,
-    tripleCount: p.tripleCount,
-    counts: p.counts,
-    compiledByMemberId: p.compiledByMemberId,
-    compiledAt: p.compiledAt.toISOString(),
-  };
-}
-
 
 /** The project's ontology, created with an empty first version on main the first time anyone edits it; locked for the edit. */
 async function ontologyForEdit(ctx: OperationContext): Promise<Ontology> {
@@ -138,7 +112,7 @@ export async function addItem(ctx: OperationContext, collection: Collection, bra
     items.push(item);
     return `add ${collection.slice(0, -1)} ${item.id}`;
   });
-  return { item, version: presentVersion(version, false) };
+  return { item, version: presentOntologyVersion(version, false) };
 }
 
 export async function replaceItem(ctx: OperationContext, collection: Collection, branch: string, id: string, item: Item) {
@@ -151,7 +125,7 @@ export async function replaceItem(ctx: OperationContext, collection: Collection,
     items[index] = item;
     return `change ${collection.slice(0, -1)} ${id}`;
   });
-  return { item, version: presentVersion(version, false) };
+  return { item, version: presentOntologyVersion(version, false) };
 }
 
 export async function removeItem(ctx: OperationContext, collection: Collection, branch: string, id: string) {
@@ -231,7 +205,7 @@ export async function listVersions(ctx: OperationContext, page: PageRequest, bra
   const base = OntologyVersion.query(db).where({ ontologyId: ontology.id });
   if (branch) base.where('branchName', branch);
   const { rows, pagination } = await pageOf(base, page, { column: 'number', order: 'desc' });
-  return { versions: rows.map((v) => presentVersion(v, false)), pagination };
+  return { versions: rows.map((v) => presentOntologyVersion(v, false)), pagination };
 }
 
 export async function getVersion(ctx: OperationContext, versionId: string) {
@@ -239,7 +213,7 @@ export async function getVersion(ctx: OperationContext, versionId: string) {
   const ontology = await findOntology(db, project);
   const version = ontology ? await OntologyVersion.query(db).findOne({ id: versionId, ontologyId: ontology.id }) : undefined;
   if (!version) throw new NotFoundError('ontology_version', 'No version with this id in this ontology.');
-  return presentVersion(version, true);
+  return presentOntologyVersion(version, true);
 }
 
 export async function listBranches(ctx: OperationContext) {
@@ -298,7 +272,7 @@ const countsOf = (definition: OntologyDefinition, tripleCount: number) => ({
  * Compiles a branch head: every problem listed with its element, or a content-addressed package
  * (compiling an unchanged definition again returns the same package). Does not activate it.
  */
-export async function compileOntology(ctx: OperationContext, branch: string): Promise<{ package: ReturnType<typeof presentPackage>; created: boolean }> {
+export async function compileOntology(ctx: OperationContext, branch: string): Promise<{ package: PackageView; created: boolean }> {
   const { db, principal, project } = ctx;
   const ontology = await ontologyForEdit(ctx);
   const head = (await branchHead(db, ontology, branch))!;

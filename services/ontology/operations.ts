@@ -17,11 +17,11 @@ import {
   listItems,
   listPackages,
   listVersions,
-  presentPackage,
   removeItem,
   replaceItem,
   requirePackage,
 } from './ontology';
+import { presentPackage } from './presenters';
 import { idParams, listQuery, nullableTimestamp, timestamp, uuid } from '../../schemas/common';
 import { activatePackageBody, branchQuery, collectionListQuery, compareBranchesQuery, compileOntologyBody, createOntologyBranchBody, elementParams, importDocumentQuery, ontologyVersionsQuery } from '../../schemas/ontology';
 

@@ -7,6 +7,7 @@ import { analyzeTemplate, TemplateFacts } from '../../ontology/query-template';
 import { activePackage } from './ontology';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
+import { presentQuery, type QueryView } from './presenters';
 
 // Published queries (SPEC 2.5, 3.1, 3.4, 4.5): a SPARQL template with input and output contracts;
 // every edit a version (UUID). Numeric releases pin a version (query-releases.ts); execution answers
@@ -20,21 +21,9 @@ export interface QueryInput {
   outputSchema: Record<string, unknown>;
 }
 
-const presentVersion = (v: QueryVersion) => ({ id: v.id, number: v.number, definition: v.definition, requiredReadPermissions: v.requiredReadPermissions, createdByMemberId: v.createdByMemberId, createdAt: v.createdAt.toISOString() });
-
-async function presentQuery(db: Executor, query: PublishedQuery) {
+async function viewOf(db: Executor, query: PublishedQuery): Promise<QueryView> {
   const version = query.currentVersionId ? await QueryVersion.query(db).findById(query.currentVersionId) : undefined;
-  const selected = await selectedRelease(db, query.id);
-  return {
-    id: query.id,
-    projectId: query.projectId,
-    name: query.name,
-    version: version ? presentVersion(version) : null,
-    selectedRelease: selected?.version ?? null,
-    createdByMemberId: query.createdByMemberId,
-    createdAt: query.createdAt.toISOString(),
-    updatedAt: query.updatedAt.toISOString(),
-  };
+  return presentQuery(query, version, await selectedRelease(db, query.id));
 }
 
 /**
@@ -110,7 +99,7 @@ export async function createQuery(ctx: OperationContext, input: QueryInput) {
   if (await PublishedQuery.query(db).findOne({ projectId: project.id, name: input.name })) throw new ConflictError('query_name_taken', `This project already has a query named "${input.name}".`);
   const query = await PublishedQuery.query(db).insertAndFetch({ workspaceId: project.workspaceId, projectId: project.id, name: input.name, createdByMemberId: principal.memberId });
   await addVersion(ctx, query, input, requiredReadPermissions);
-  return presentQuery(db, (await PublishedQuery.query(db).findById(query.id))!);
+  return viewOf(db, (await PublishedQuery.query(db).findById(query.id))!);
 }
 
 /** Every edit is a new query version (a new UUID); releases keep pointing at theirs. */
@@ -120,18 +109,18 @@ export async function replaceQuery(ctx: OperationContext, queryId: string, input
   const { requiredReadPermissions } = await validateDefinition(db, project, input);
   if (input.name !== query.name && (await PublishedQuery.query(db).findOne({ projectId: project.id, name: input.name }))) throw new ConflictError('query_name_taken', `This project already has a query named "${input.name}".`);
   await addVersion(ctx, query, input, requiredReadPermissions);
-  return presentQuery(db, (await PublishedQuery.query(db).findById(query.id))!);
+  return viewOf(db, (await PublishedQuery.query(db).findById(query.id))!);
 }
 
 export async function getQuery(ctx: OperationContext, queryId: string) {
   const { db, project } = ctx;
-  return presentQuery(db, await requireQuery(db, project, queryId));
+  return viewOf(db, await requireQuery(db, project, queryId));
 }
 
 export async function listQueries(ctx: OperationContext, page: PageRequest) {
   const { db, project } = ctx;
   const { rows, pagination } = await pageOf(PublishedQuery.query(db).where({ projectId: project.id, workspaceId: project.workspaceId }), page);
-  return { queries: await Promise.all(rows.map((q) => presentQuery(db, q))), pagination };
+  return { queries: await Promise.all(rows.map((q) => viewOf(db, q))), pagination };
 }
 
 export async function deleteQuery(ctx: OperationContext, queryId: string) {

@@ -14,6 +14,7 @@ import { assertCredit } from '../usage/credit';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { queryTermBindings, requireQuery, selectedRelease } from './published-queries';
 import { activePackage } from './ontology';
+import { presentExecution } from './presenters';
 import { endpointReadGrants } from '../endpoints/data-guard';
 import { actorOf, isOwnWork, ownWorkColumns } from '../tenancy/actors';
 import { checkingGrants } from '../operations/current-operation';
@@ -208,7 +209,7 @@ export async function listExecutions(ctx: OperationContext, page: PageRequest, f
   if (principal.projectIds.length) base.whereIn('projectId', principal.projectIds as string[]);
   const { rows, pagination } = await pageOf(base, page, { column: 'createdAt', order: 'desc' });
   return {
-    queryExecutions: rows.map((e) => ({ id: e.id, projectId: e.projectId, queryId: e.queryId, release: e.releaseVersion, apiKeyId: e.apiKeyId, memberId: e.memberId, inputHash: e.inputHash, mode: e.mode, status: e.status, durationMs: e.durationMs, rowCount: e.rowCount, jobId: e.jobId, createdAt: e.createdAt.toISOString() })),
+    queryExecutions: rows.map(presentExecution),
     pagination,
   };
 }

@@ -7,13 +7,10 @@ import { releaseWorkflowId } from '../../workflows/names';
 import type { OperationContext } from '../operations/context';
 import { requireQuery, validateDefinition } from './published-queries';
 import { contractChanges } from './query-contract-changes';
+import { presentRelease, type ReleaseView } from './presenters';
 
 // Releases pin a query version under a number (SPEC 2.5, 3.4): a Temporal workflow validates the
 // version, diffs its contracts against the previous release and activates it. A retired release no longer executes.
-
-export function presentRelease(r: QueryRelease) {
-  return { version: r.version, queryVersionId: r.queryVersionId, status: r.status, breakingChanges: r.breakingChanges, publishedByMemberId: r.publishedByMemberId, workflowId: r.workflowId, publishedAt: r.publishedAt.toISOString(), retiredAt: r.retiredAt?.toISOString() ?? null };
-}
 
 export async function listReleases(ctx: OperationContext, queryId: string) {
   const { db, project } = ctx;
@@ -48,7 +45,7 @@ export async function checkPublish(ctx: OperationContext, queryId: string, input
 }
 
 /** The workflow's activate step: the next numeric release of the expected version, in one transaction. */
-export async function activateRelease(db: Db, args: { queryId: string; queryVersionId: string; memberId: string; acknowledge: boolean; workflowId: string }): Promise<ReturnType<typeof presentRelease>> {
+export async function activateRelease(db: Db, args: { queryId: string; queryVersionId: string; memberId: string; acknowledge: boolean; workflowId: string }): Promise<ReleaseView> {
   return db.transaction(async (trx) => {
     const query = await PublishedQuery.query(trx).findById(args.queryId).forUpdate();
     if (!query) throw new NotFoundError('query', 'The query was deleted.');
@@ -97,7 +94,7 @@ export async function publishRelease(ctx: OperationContext, queryId: string, inp
       workflowId,
       taskQueue: temporalSettings().taskQueues.main,
       args: [{ queryId, queryVersionId: input.expectedQueryVersionId, memberId: principal.memberId, acknowledge: input.acknowledgeBreakingChanges === true }],
-    })) as ReturnType<typeof presentRelease>;
+    })) as ReleaseView;
   } catch (error) {
     const cause = (error as { cause?: { cause?: unknown } }).cause?.cause ?? (error as { cause?: unknown }).cause;
     if (cause instanceof ApplicationFailure && cause.type) {

@@ -10,6 +10,7 @@ import { endpointsReadableThroughBindings, endpointsSharingData, guardEndpointDa
 import { activePackage, requirePackage } from './packages';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext } from '../operations/context';
+import { presentBinding, type BindingView } from './presenters';
 
 // Read bindings (SPEC 2.6): a term of a compiled package read from a workspace endpoint through a
 // field mapping. Saving one copies no records; reads and SPARQL go through it at query time.
@@ -22,33 +23,13 @@ export interface BindingInput {
   requiredReadPermissions?: string[];
 }
 
-/** A binding with the endpoints its grants now guard: every endpoint over its endpoint's data. */
-export function presentBinding(binding: ReadBinding, guardedEndpointIds: string[]) {
-  return {
-    id: binding.id,
-    projectId: binding.projectId,
-    ontologyPackageId: binding.ontologyPackageId,
-    termId: binding.termId,
-    dataEndpointId: binding.dataEndpointId,
-    mapping: binding.mapping,
-    requiredReadPermissions: binding.requiredReadPermissions,
-    guardedEndpointIds,
-    status: binding.status,
-    createdByMemberId: binding.createdByMemberId,
-    createdAt: binding.createdAt.toISOString(),
-    updatedAt: binding.updatedAt.toISOString(),
-  };
-}
-
-export type BindingView = ReturnType<typeof presentBinding>;
-
 /** Bindings as answers, with what each guards: one query for all of them. */
-export async function presentBindings(db: Executor, workspaceId: string, bindings: ReadBinding[]): Promise<BindingView[]> {
+export async function bindingViews(db: Executor, workspaceId: string, bindings: ReadBinding[]): Promise<BindingView[]> {
   const guarded = await endpointsSharingData(db, workspaceId, bindings.map((binding) => binding.dataEndpointId));
   return bindings.map((binding) => presentBinding(binding, guarded.get(binding.dataEndpointId) ?? [binding.dataEndpointId]));
 }
 
-const presentOne = async (db: Executor, binding: ReadBinding): Promise<BindingView> => (await presentBindings(db, binding.workspaceId, [binding]))[0];
+const bindingView = async (db: Executor, binding: ReadBinding): Promise<BindingView> => (await bindingViews(db, binding.workspaceId, [binding]))[0];
 
 /** Whether a package still defines the term and everything a mapping names (a newer package may not). */
 export function mappingProblems(terms: PackageTerms, termId: string, mapping: BindingMapping): FieldProblem[] {
@@ -157,7 +138,7 @@ export async function createBinding(ctx: OperationContext, input: BindingInput):
   await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, deps, project, input);
   const binding = await ReadBinding.query(db).insertAndFetch({ ...fields, workspaceId: project.workspaceId, projectId: project.id, createdByMemberId: principal.memberId });
-  return presentOne(db, binding);
+  return bindingView(db, binding);
 }
 
 /** A lookup (db, project, …): it runs on whatever executor the caller holds. */
@@ -179,7 +160,7 @@ export async function replaceBinding(ctx: OperationContext, bindingId: string, i
   await guardBinding(ctx, binding.dataEndpointId);
   if (input.dataEndpointId !== binding.dataEndpointId) await guardBinding(ctx, input.dataEndpointId);
   const fields = await validated(db, deps, project, input);
-  return presentOne(db, await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
+  return bindingView(db, await binding.$query(db).patchAndFetch({ ...fields, updatedAt: raw('now()') as unknown as Date }));
 }
 
 /** Deleting a binding may remove the grant that protects its endpoint: only a key that may bind that endpoint (its grants included) may. */
@@ -197,7 +178,7 @@ export async function listBindings(ctx: OperationContext, page: PageRequest, fil
   if (filter.dataEndpointId) base.where('dataEndpointId', filter.dataEndpointId);
   if (filter.status) base.where('status', filter.status);
   const { rows, pagination } = await pageOf(base, page);
-  return { bindings: await presentBindings(db, project.workspaceId, rows), pagination };
+  return { bindings: await bindingViews(db, project.workspaceId, rows), pagination };
 }
 
 /** After a package is activated: each binding of the project is active again, or incompatible with it. (db, project): it runs in the activation's transaction. */

@@ -14,6 +14,7 @@ import { executePipelineOperation } from './operations';
 import { errorEvidence } from './run-execution';
 import { requirePipeline } from './pipelines';
 import { recordRun, runOfVersion } from './runs';
+import { presentSchedule } from './presenters';
 
 /**
  * Pipeline schedules on Temporal Schedules. There is no public route (SPEC 4.3): these are the
@@ -28,17 +29,6 @@ export interface ScheduleSpecInput {
   cron?: string;
   paused?: boolean;
 }
-
-const presentSchedule = (s: PipelineSchedule) => ({
-  id: s.id,
-  pipelineId: s.pipelineId,
-  projectId: s.projectId,
-  spec: s.spec,
-  temporalScheduleId: s.temporalScheduleId,
-  createdByMemberId: s.createdByMemberId,
-  actor: { kind: s.actorKind, memberId: s.createdByMemberId, apiKeyId: s.createdByApiKeyId },
-  createdAt: s.createdAt.toISOString(),
-});
 
 function checkSpec(input: ScheduleSpecInput): void {
   const given = [input.intervalSeconds !== undefined, input.cron !== undefined].filter(Boolean).length;

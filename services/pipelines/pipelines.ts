@@ -11,6 +11,7 @@ import type { EndpointReferenceFinder } from '../endpoints/data-endpoints';
 import { guardEndpointsData } from '../endpoints/data-guard';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
+import { presentBranch, presentDraft, presentPipeline, presentVersion, type PipelineVersionView, type PipelineView } from './presenters';
 
 export const MAIN_BRANCH = 'main';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,52 +31,6 @@ export interface CommitInput {
   branchName?: string;
   commitMessage?: string;
 }
-
-export const presentVersion = (v: PipelineVersion) => ({
-  id: v.id,
-  pipelineId: v.pipelineId,
-  number: v.number,
-  branchName: v.branchName,
-  parentVersionId: v.parentVersionId,
-  commitMessage: v.commitMessage,
-  document: v.document,
-  createdByMemberId: v.createdByMemberId,
-  createdAt: v.createdAt.toISOString(),
-});
-
-export type PipelineVersionView = ReturnType<typeof presentVersion>;
-
-function presentPipeline(p: Pipeline, active: PipelineVersion | undefined) {
-  return {
-    id: p.id,
-    projectId: p.projectId,
-    name: p.name,
-    description: p.description,
-    tags: p.tags,
-    activeVersionId: p.activeVersionId,
-    activeVersion: active ? { id: active.id, number: active.number, branchName: active.branchName, commitMessage: active.commitMessage, createdAt: active.createdAt.toISOString() } : null,
-    document: active?.document ?? null,
-    createdByMemberId: p.createdByMemberId,
-    createdAt: p.createdAt.toISOString(),
-    updatedAt: p.updatedAt.toISOString(),
-  };
-}
-
-export type PipelineView = ReturnType<typeof presentPipeline>;
-
-function presentDraft(d: PipelineDraft, saved = true) {
-  return {
-    pipelineId: d.pipelineId,
-    memberId: d.memberId,
-    document: d.document,
-    workspaceState: d.workspaceState,
-    basedOnVersionId: d.basedOnVersionId,
-    saved,
-    updatedAt: saved ? d.updatedAt.toISOString() : null,
-  };
-}
-
-const presentBranch = (b: PipelineBranch) => ({ name: b.name, headVersionId: b.headVersionId, createdByMemberId: b.createdByMemberId, createdAt: b.createdAt.toISOString(), updatedAt: b.updatedAt.toISOString() });
 
 /**
  * A pipeline of this project (another project's or workspace's is a 404), locked for changes when

@@ -5,7 +5,7 @@ import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { logger } from '../../core/logger';
 import { afterCommit } from '../../db/after-commit';
 import { InputError, NotFoundError } from '../../core/errors';
-import { temporalSettings, temporalWebUiUrl } from '../../core/temporal-config';
+import { temporalSettings } from '../../core/temporal-config';
 import { assertCredit } from '../usage/credit';
 import type { Clock } from '../../core/clock';
 import type { Executor } from '../../db/connection';
@@ -17,100 +17,14 @@ import { PageRequest, pageOf } from '../shared/pagination';
 import { assertRunnableDocument, guardPipelineData, requirePipeline } from './pipelines';
 import { endRun } from './run-execution';
 import type { OperationContext } from '../operations/context';
+import { presentRunSummary, presentRunWithNodes, type NodeRow, type RunView } from './presenters';
 
 export const RUN_STATUSES: RunStatus[] = ['queued', 'running', 'succeeded', 'failed', 'canceled'];
 
-interface NodeRow {
-  nodeId: string;
-  nodeType: string;
-  status: string;
-  recordsIn: number;
-  recordsOut: number;
-  pages: number;
-  stopReason: string | null;
-  window: Record<string, unknown> | null;
-  warnings: unknown[];
-  flow: Record<string, { in: number; out: number }>;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-}
-
-/**
- * Per-node results. Sources report what they read; other nodes sum what every source's read
- * delivered to them (a node fed by two sources counts both); destinations report what their
- * commit wrote. While the run is running these numbers grow page by page.
- */
-function presentNodes(document: PipelineDocument, rows: NodeRow[]) {
-  const byId = new Map(rows.map((row) => [row.nodeId, row]));
-  const delivered = new Map<string, { in: number; out: number }>();
-  for (const row of rows) {
-    for (const [nodeId, counts] of Object.entries(row.flow ?? {})) {
-      const sum = delivered.get(nodeId) ?? { in: 0, out: 0 };
-      delivered.set(nodeId, { in: sum.in + counts.in, out: sum.out + counts.out });
-    }
-  }
-  return document.nodes.map((node) => {
-    const row = byId.get(node.id);
-    const flow = delivered.get(node.id) ?? { in: 0, out: 0 };
-    const source = node.type === 'source';
-    const destination = node.type === 'destination';
-    return {
-      nodeId: node.id,
-      type: node.type,
-      status: row?.status ?? 'pending',
-      recordsRead: source ? (row?.recordsIn ?? 0) : null,
-      recordsIn: source ? null : flow.in,
-      recordsOut: source ? (row?.recordsIn ?? 0) : destination ? null : flow.out,
-      recordsWritten: destination && row?.status === 'succeeded' ? row.recordsOut : destination ? 0 : null,
-      pages: source ? (row?.pages ?? 0) : null,
-      stopReason: row?.stopReason ?? null,
-      window: source ? (row?.window ?? null) : null,
-      snapshot: destination ? ((row?.window as { snapshot?: unknown } | null)?.snapshot ?? null) : null,
-      warnings: row?.warnings ?? [],
-      startedAt: row?.startedAt?.toISOString() ?? null,
-      finishedAt: row?.finishedAt?.toISOString() ?? null,
-    };
-  });
-}
-
-function presentRunSummary(run: PipelineRun) {
-  const { namespace } = temporalSettings();
-  const webUi = temporalWebUiUrl();
-  return {
-    id: run.id,
-    projectId: run.projectId,
-    pipelineId: run.pipelineId,
-    pipelineName: run.pipelineName,
-    versionId: run.versionId,
-    versionNumber: run.versionNumber,
-    trigger: run.trigger,
-    scheduleId: run.scheduleId,
-    actor: { kind: run.actorKind, memberId: run.actorMemberId, apiKeyId: run.apiKeyId },
-    status: run.status,
-    syncTime: run.syncTime?.toISOString() ?? null,
-    queuedAt: run.queuedAt.toISOString(),
-    startedAt: run.startedAt?.toISOString() ?? null,
-    finishedAt: run.finishedAt?.toISOString() ?? null,
-    durationMs: run.startedAt && run.finishedAt ? run.finishedAt.getTime() - run.startedAt.getTime() : null,
-    warnings: run.warnings,
-    error: run.error,
-    workflow: {
-      workflowId: run.workflowId,
-      namespace,
-      webUiUrl: webUi ? `${webUi}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(run.workflowId)}` : null,
-    },
-  };
-}
-
-function presentRunWithNodes(run: PipelineRun, rows: NodeRow[]) {
-  return { ...presentRunSummary(run), document: run.document, nodes: presentNodes(run.document as unknown as PipelineDocument, rows) };
-}
-
-async function presentRun(db: Executor, run: PipelineRun) {
+/** The run with its nodes' results as they stand now. */
+async function viewOf(db: Executor, run: PipelineRun): Promise<RunView> {
   return presentRunWithNodes(run, (await db('pipelineRunNodes').where({ runId: run.id })) as NodeRow[]);
 }
-
-export type RunView = Awaited<ReturnType<typeof presentRun>>;
 
 /**
  * Records a queued run of the pipeline's active version (a snapshot of its document: later edits
@@ -255,7 +169,7 @@ export async function getRun(ctx: OperationContext, runId: string, project?: Pro
   if (!run) throw new NotFoundError('run', project ? 'No run with this id in this project.' : 'No run with this id in this workspace.');
   // Found through the run: refuse without naming its project to a key that may not know it.
   authorizeProject(principal, run.projectId, { named: false });
-  return presentRun(db, run);
+  return viewOf(db, run);
 }
 
 export async function listRuns(ctx: OperationContext, page: PageRequest, filter: { project?: Project; pipelineId?: string; status?: RunStatus }) {

@@ -9,6 +9,7 @@ import { assertProjectsInWorkspace } from './projects';
 import { principalFrom, type Principal } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
+import { presentApiKey, type ApiKeyView } from './presenters';
 
 // Key lifecycle: create, list, narrow, revoke, and the principal of a key by its id. Checking a
 // Bearer key on a request lives in request-authentication.ts.
@@ -38,38 +39,6 @@ function generateKeySecret(): { prefix: string; secret: string; hash: string } {
 }
 
 export const looksLikeApiKey = (value: string): boolean => /weft_sk_[A-Za-z0-9]{12}/.test(value);
-
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  readPermissions: string[];
-  writePermissions: string[];
-  projectIds: string[];
-  workspaceResources: boolean;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  createdAt: string;
-  createdByMemberId: string;
-}
-
-function presentApiKey(key: ApiKey): ApiKeyView {
-  return {
-    id: key.id,
-    name: key.name,
-    prefix: key.prefix,
-    scopes: key.scopes,
-    readPermissions: key.readPermissions,
-    writePermissions: key.writePermissions,
-    projectIds: key.projectIds,
-    workspaceResources: key.workspaceResources,
-    expiresAt: key.expiresAt ? key.expiresAt.toISOString() : null,
-    lastUsedAt: key.lastUsedAt ? key.lastUsedAt.toISOString() : null,
-    createdAt: key.createdAt.toISOString(),
-    createdByMemberId: key.createdByMemberId,
-  };
-}
 
 export interface CreateApiKeyInput {
   name: string;

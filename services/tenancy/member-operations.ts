@@ -8,7 +8,8 @@ import { defineOperation, Reply, RequestInput } from '../operations/operation';
 import type { PageRequest } from '../shared/pagination';
 import { pageOf } from '../shared/pagination';
 import type { Principal } from './access';
-import { inviteMember, presentMember, removeMember, setMemberGrants, setMemberRole } from './members';
+import { inviteMember, removeMember, setMemberGrants, setMemberRole } from './members';
+import { presentMember } from './presenters';
 
 // Members administered from the console's Members page by an owner or admin: the same rules as the
 // operator CLI's (members.ts), with the caller's standing on top: making or unmaking an owner is an

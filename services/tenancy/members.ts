@@ -155,29 +155,6 @@ export async function removeMember(db: Executor, workspaceId: string, memberId: 
   await endSessionsOf(db, memberId);
 }
 
-export interface MemberView {
-  id: string;
-  name: string;
-  email: string | null;
-  role: Member['role'];
-  readPermissions: string[];
-  writePermissions: string[];
-  /** Has set a password through an invite. */
-  canSignIn: boolean;
-  createdAt: string;
-}
-
-export const presentMember = (member: Member): MemberView => ({
-  id: member.id,
-  name: member.name,
-  email: member.email,
-  role: member.role,
-  readPermissions: member.readPermissions,
-  writePermissions: member.writePermissions,
-  canSignIn: member.passwordHash !== null,
-  createdAt: member.createdAt.toISOString(),
-});
-
 /** Gives a member named grants (never implied by a role); their sessions use them from the next request. */
 export async function setMemberGrants(db: Executor, workspaceId: string, memberId: string, grants: { readPermissions?: string[]; writePermissions?: string[] }): Promise<Member> {
   const member = await activeMember(db, workspaceId, memberId, true);

@@ -1,6 +1,7 @@
 import type { OperationContext } from '../operations/context';
 import { defineOperation, Reply, RequestInput } from '../operations/operation';
-import { createProject, listProjects, presentProject, updateProject } from './projects';
+import { createProject, listProjects, updateProject } from './projects';
+import { presentProject } from './presenters';
 import type { PageRequest } from '../shared/pagination';
 import { idParams, listQuery, listResponse } from '../../schemas/common';
 import { createProjectBody, projectSchema, updateProjectBody } from '../../schemas/workspace';

@@ -5,22 +5,7 @@ import { Project } from '../../db/models';
 import { Principal, authorizeProject, isUnrestricted } from './access';
 import { PageRequest, pageOf } from '../shared/pagination';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
-
-export interface ProjectView {
-  id: string;
-  name: string;
-  description: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export const presentProject = (p: Project): ProjectView => ({
-  id: p.id,
-  name: p.name,
-  description: p.description,
-  createdAt: p.createdAt.toISOString(),
-  updatedAt: p.updatedAt.toISOString(),
-});
+import { presentProject, type ProjectView } from './presenters';
 
 /**
  * Loads a project the principal may use: another workspace's project is a 404 (tenants never

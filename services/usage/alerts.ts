@@ -6,6 +6,7 @@ import type { OperationContext, ServiceDependencies } from '../operations/contex
 import type { DefinitionCache } from '../shared/definition-cache';
 import { spend } from './credit';
 import { billingPeriod } from './plans';
+import { presentAlertEvent } from './presenters';
 
 // Usage alerts (SPEC 4.2): crossing a threshold of a workspace's monthly budget records an event
 // once per period and threshold; alerts never stop work.
@@ -78,7 +79,7 @@ export async function getAlerts(ctx: OperationContext) {
   return {
     monthlyBudget: settings?.monthlyBudget ? new Decimal(settings.monthlyBudget).toFixed() : null,
     thresholds: settings?.thresholds ?? [50, 80, 100],
-    events: events.map((e) => ({ period: e.period, threshold: e.threshold, amount: new Decimal(e.amount).toFixed(), createdAt: e.createdAt.toISOString() })),
+    events: events.map(presentAlertEvent),
   };
 }
 

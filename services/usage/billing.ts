@@ -7,6 +7,7 @@ import { scrubSecrets } from '../../core/secrets';
 import type { Executor } from '../../db/connection';
 import { Invoice, MeteredOperation, Workspace } from '../../db/models';
 import type { OperationContext, ServiceDependencies } from '../operations/context';
+import { presentInvoice } from './presenters';
 
 // Billing through Stripe's official SDK: checkout and portal sessions, invoices kept in sync by the
 // signed webhook, usage reported as Billing Meter events (one per metered operation, idempotent by
@@ -148,7 +149,7 @@ export async function listInvoices(ctx: OperationContext) {
   requireBilling(ctx.deps.stripe);
   const rows = await Invoice.query(db).where({ workspaceId: principal.workspaceId }).orderBy('periodStart', 'desc');
   return {
-    invoices: rows.map((i) => ({ id: i.id, status: i.status, amountDue: new Decimal(i.amountDue).toFixed(2), amountPaid: new Decimal(i.amountPaid).toFixed(2), currency: i.currency, hostedInvoiceUrl: i.hostedInvoiceUrl, periodStart: i.periodStart?.toISOString() ?? null, periodEnd: i.periodEnd?.toISOString() ?? null })),
+    invoices: rows.map(presentInvoice),
   };
 }
 

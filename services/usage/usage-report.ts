@@ -6,6 +6,7 @@ import type { OperationContext } from '../operations/context';
 import { PageRequest, pageOf } from '../shared/pagination';
 import { spend } from './credit';
 import { billingPeriod, creditLimited, planOf } from './plans';
+import { presentCharge, presentOperation } from './presenters';
 
 // The usage report (SPEC 4.2): what a workspace was charged, by kind and day, its billing month
 // against its plan's credit, and each metered operation with its charges. Every read waits for
@@ -86,20 +87,6 @@ export async function billingMonth(ctx: OperationContext) {
   };
 }
 
-const presentOperation = (o: MeteredOperation) => ({
-  id: o.id,
-  kind: o.kind,
-  operationRef: o.operationRef,
-  projectId: o.projectId,
-  parentOperationId: o.parentOperationId,
-  actorMemberId: o.actorMemberId,
-  apiKeyId: o.apiKeyId,
-  quantities: o.quantities,
-  amount: new Decimal(o.amount).toFixed(),
-  reportedAt: o.reportedAt?.toISOString() ?? null,
-  createdAt: o.createdAt.toISOString(),
-});
-
 export async function listOperations(ctx: OperationContext, page: PageRequest, filter: { parentOperationId?: string }) {
   const { db, principal, deps } = ctx;
   await deps.metering.settled(principal.workspaceId);
@@ -117,6 +104,6 @@ export async function operationCharges(ctx: OperationContext, operationId: strin
   const charges = await OperationCharge.query(db).where({ operationId }).orderBy('item');
   return {
     operation: presentOperation(operation),
-    charges: charges.map((c) => ({ item: c.item, quantity: new Decimal(c.quantity).toFixed(), unitPrice: new Decimal(c.unitPrice).toFixed(), amount: new Decimal(c.amount).toFixed() })),
+    charges: charges.map(presentCharge),
   };
 }
