@@ -1299,9 +1299,10 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       // key itself (a lookup for each of a whole table's links was slower than the hash join: the
       // 1M bench's aggregate, 312k reviews to their products, took 1.7 s against 1.0).
       const incoming = clean && source.keyLookup ? links.find((link) => link.star === x && [into, main].includes(semi.get(link.from) ?? main) && (narrowed.has(link.from) || byKey.has(link.from))) : undefined;
-      if (incoming) byKey.add(x);
-      if (incoming) into.from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
-      else {
+      if (incoming) {
+        byKey.add(x);
+        into.from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
+      } else {
         ctes.push(`${name} AS ${relation}`);
         into.from.push(`(SELECT *${flags} FROM ${name} WHERE ${present.join(' AND ')}) ${name}`);
       }
