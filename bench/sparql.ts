@@ -32,7 +32,7 @@
  */
 import { fork, spawn, ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
@@ -228,6 +228,15 @@ function processMemoryMb(pid: number): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+/** Starts a process's peak resident memory (VmHWM) again from its current RSS (Linux clear_refs 5); false where not allowed. */
+function resetPeakMemory(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const ownCpuMs = () => {
@@ -885,10 +894,15 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     const warm = new Map<string, { weft?: number; sql: number }>();
     const sqlMedians: Array<{ id: string; ms: number }> = [];
     let differences = 0;
+    // The API's memory per query: its RSS before and after the query's runs, and its peak while they ran.
+    const memoryByQuery: Array<{ id: string; before: number; after: number; peak: number }> = [];
+    let mixPeak = processMemoryMb(weft.api.pid!).peak;
     for (const query of queries) {
       const text = texts.get(query.id)!;
       const ordered = orderedBy(text);
       const apiPid = weft.api.pid!;
+      const memoryBefore = processMemoryMb(apiPid);
+      const peakReset = resetPeakMemory(apiPid);
       const threadTimes: number[] = [];
       const fns: Array<() => unknown> = [];
       const clocks: Array<() => number> = [];
@@ -904,6 +918,9 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
         clocks.push(ownCpuMs);
       }
       const timings = await benchTogether(fns, clocks, opts.runs, opts.warmup);
+      const memoryAfter = processMemoryMb(apiPid);
+      mixPeak = Math.max(mixPeak, memoryAfter.peak);
+      if (peakReset) memoryByQuery.push({ id: query.id, before: memoryBefore.rss, after: memoryAfter.rss, peak: memoryAfter.peak });
       const w = weftAnswers ? (timings.shift() as Timing<Answer> & { cpu: number }) : undefined;
       const s = timings.shift() as Timing<Answer> & { cpu: number };
       const o = oxStore ? (timings.shift() as Timing<Results> & { cpu: number }) : undefined;
@@ -993,7 +1010,9 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
       for (const { id, ms } of slowest) say(`\n### ${id} (median ${fmt(ms)} ms through the peer)\n\n${plans.get(id)}`);
     }
 
-    const memory = processMemoryMb(weft.api.pid!);
+    const current = processMemoryMb(weft.api.pid!);
+    const memory = { rss: current.rss, peak: Math.max(mixPeak, current.peak) };
+    if (memoryByQuery.length) say(`API process memory per query (RSS before → after the query's runs, peak while they ran, MB): ${memoryByQuery.map((m) => `${m.id} ${m.before.toFixed(0)} → ${m.after.toFixed(0)} (peak ${m.peak.toFixed(0)})`).join('; ')}`);
     say(`\nAPI process memory after the mix: RSS ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB)${weftAnswers ? '' : ' (Weft refused every request)'}; the SQL peer's ${processMemoryMb(sqlPeer.child.pid!).rss.toFixed(0)} MB`);
     rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: API process RSS after the mix`, weft: memory.rss, unit: 'MB', note: `peak ${memory.peak.toFixed(0)} MB; after the first request ${afterFirst.rss.toFixed(0)} MB${weftAnswers ? '' : `; Weft refused (${refusal})`}` }));
 
