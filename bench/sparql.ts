@@ -311,9 +311,11 @@ function threadMsOf(response: TextResponse): number {
 }
 
 /** One request as a client makes it (bench/support/http-client.ts: node:http, one kept-alive connection); the body is read in full (the timed part ends there). */
-async function post(endpoint: Endpoint, text: string, accept: string): Promise<{ status: number; body: string; threadMs: number }> {
+async function post(endpoint: Endpoint, text: string, accept: string): Promise<{ status: number; body: string; threadMs: number; datasetTriples?: number }> {
   const response = await requestText(endpoint.url, { method: 'POST', headers: { Authorization: `Bearer ${endpoint.key}`, 'Content-Type': 'application/sparql-query', Accept: accept }, body: text });
-  return { status: response.status, body: response.body, threadMs: threadMsOf(response) };
+  // Weft names the triples it evaluated over (0 when PostgreSQL answered); the SQL peer names none.
+  const triples = response.headers['weft-dataset-triples'];
+  return { status: response.status, body: response.body, threadMs: threadMsOf(response), datasetTriples: triples === undefined ? undefined : Number(triples) };
 }
 
 const acceptFor = (query: Pick<MixQuery, 'kind'>) => (query.kind === 'construct' ? 'application/n-triples' : 'application/sparql-results+json');
@@ -873,12 +875,32 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
         ...(oxStore ? [{ name: 'Oxigraph', answer: (query: MixQuery, text: string) => runOxigraph(oxStore!, query, text) }] : []),
       ];
       for (const { name, answer } of warmUps) {
+        // Weft's memory through the warm-up: each text's first answer (RSS after it, peak while it
+        // ran) and the served-first requests, so growth before the mix can be placed.
+        const apiPid = name === 'Weft' ? weft.api.pid! : undefined;
+        const firstAnswers: string[] = [];
         const cheap: MixQuery[] = [];
-        for (const query of queries) if ((await timed(async () => answer(query, texts.get(query.id)!))).ms < 20) cheap.push(query);
+        for (const query of queries) {
+          const peakReset = apiPid !== undefined && resetPeakMemory(apiPid);
+          const first = await timed(async () => answer(query, texts.get(query.id)!));
+          if (first.ms < 20) cheap.push(query);
+          if (peakReset) {
+            const memory = processMemoryMb(apiPid!);
+            const triples = (first.value as { datasetTriples?: number }).datasetTriples;
+            const path = triples === undefined ? '' : triples === 0 ? ', in SQL' : `, over ${triples.toLocaleString('en')} triples`;
+            firstAnswers.push(`${query.id} ${memory.rss.toFixed(0)} (peak ${memory.peak.toFixed(0)}; ${fmt(first.ms)} ms${path})`);
+          }
+        }
+        const servedPeakReset = apiPid !== undefined && resetPeakMemory(apiPid);
         const served = await timed(async () => {
           for (let i = 0; cheap.length && i < opts.serveFirst; i++) await answer(cheap[i % cheap.length], texts.get(cheap[i % cheap.length].id)!);
         });
         say(`${name} served first: ${cheap.length ? opts.serveFirst.toLocaleString('en') : 0} requests of the mix's ${cheap.length} cheap texts in ${fmt(served.ms)} ms`);
+        if (firstAnswers.length) say(`API process memory after each text's first answer (RSS, peak while it ran, MB; its time and how it was answered): ${firstAnswers.join('; ')}`);
+        if (servedPeakReset) {
+          const memory = processMemoryMb(apiPid!);
+          say(`API process memory after the served-first requests: RSS ${memory.rss.toFixed(0)} MB, peak ${memory.peak.toFixed(0)} MB while they ran`);
+        }
       }
     }
     // The first reads of a bound table start its field indexes' builds (CREATE INDEX CONCURRENTLY,
@@ -986,6 +1008,10 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     }
     if (oxStore) rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: mix geomean, SQL/Oxigraph`, weft: gm.sql / gm.ox, unit: 'x', note: `SQL ${fmt(gm.sql)} ms, Oxigraph ${fmt(gm.ox)} ms` }));
 
+    // The mix's memory is taken before the mix with every text new: that phase keeps a parse and a
+    // reached graph per new text (bounded by WEFT_SPARQL_ENCODED_MB), which only scales Oxigraph runs at have.
+    const afterMix = processMemoryMb(weft.api.pid!);
+    const memory = { rss: afterMix.rss, peak: Math.max(mixPeak, afterMix.peak) };
     // The same mix with every text new, for Weft and Oxigraph (the SQL peer answers only the mix's texts).
     if (weftAnswers && oxStore) {
       const store = oxStore;
@@ -1010,10 +1036,12 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
       for (const { id, ms } of slowest) say(`\n### ${id} (median ${fmt(ms)} ms through the peer)\n\n${plans.get(id)}`);
     }
 
-    const current = processMemoryMb(weft.api.pid!);
-    const memory = { rss: current.rss, peak: Math.max(mixPeak, current.peak) };
     if (memoryByQuery.length) say(`API process memory per query (RSS before → after the query's runs, peak while they ran, MB): ${memoryByQuery.map((m) => `${m.id} ${m.before.toFixed(0)} → ${m.after.toFixed(0)} (peak ${m.peak.toFixed(0)})`).join('; ')}`);
     say(`\nAPI process memory after the mix: RSS ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB)${weftAnswers ? '' : ' (Weft refused every request)'}; the SQL peer's ${processMemoryMb(sqlPeer.child.pid!).rss.toFixed(0)} MB`);
+    if (oxStore && weftAnswers) {
+      const afterFresh = processMemoryMb(weft.api.pid!);
+      say(`API process memory after the mix with every text new: RSS ${afterFresh.rss.toFixed(0)} MB (peak ${afterFresh.peak.toFixed(0)} MB)`);
+    }
     rows.push(figure({ benchmark: BENCHMARK, measure: `${at}: API process RSS after the mix`, weft: memory.rss, unit: 'MB', note: `peak ${memory.peak.toFixed(0)} MB; after the first request ${afterFirst.rss.toFixed(0)} MB${weftAnswers ? '' : `; Weft refused (${refusal})`}` }));
 
     // The read-back comes after the mix's memory is taken: its pages reach every table whole, and

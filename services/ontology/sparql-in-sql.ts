@@ -612,6 +612,18 @@ function projectionKind(projection: Projection, kindOf: (name: string) => Kind):
 const sqlOrdered = (kind: Kind): boolean => (kind.of === 'iri' ? kind.after === '' : isNumeric(kind) || kind.datatype === 'xsd:string');
 
 /**
+ * A constant object (`?offer :product <…/products/5>`) is a variable of that one term: the triple
+ * matches a value that is the same term (sameTerm, not =, pushed onto `filters`), which the source
+ * may find by an index on the field (narrowingsOf). rdf:type keeps its class (the star's table).
+ */
+function withVariableObject<T extends { predicate: Term; object: Term }>(triple: T, scope: Scope, filters: unknown[]): T {
+  if (triple.predicate.value === RDF_TYPE || !isConstant(triple.object)) return triple;
+  const variable: Term = { termType: 'Variable', value: ` constant ${scope.constants++}` };
+  filters.push({ type: 'operation', operator: 'sameterm', args: [variable, triple.object] });
+  return { ...triple, object: variable };
+}
+
+/**
  * A group of triples, FILTERs, VALUES, OPTIONALs of a star's own properties, BINDs, MINUS and
  * subqueries as a branch, its stars added to the scope's; undefined when it is not one. Every
  * variable is bound in one place: a star's subject, one value triple (a link's object may be
@@ -635,15 +647,7 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
   for (const pattern of patterns) {
     if (pattern.type === 'bgp') {
       for (const triple of pattern.triples ?? []) {
-        // A constant object (`?offer :product <…/products/5>`) is a variable of that one term: the
-        // triple matches a value that is the same term (sameTerm, not =), which the source may
-        // find by an index on the field (narrowingsOf).
-        if (triple.predicate.value === RDF_TYPE || !isConstant(triple.object)) triples.push(triple);
-        else {
-          const variable: Term = { termType: 'Variable', value: ` constant ${scope.constants++}` };
-          triples.push({ ...triple, object: variable });
-          filterExpressions.push({ type: 'operation', operator: 'sameterm', args: [variable, triple.object] });
-        }
+        triples.push(withVariableObject(triple, scope, filterExpressions));
         binding(triple.subject, triple.object);
       }
     } else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
@@ -660,7 +664,9 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
       for (const projection of inner.projections) bound.add(projection.name);
     } else if (pattern.type === 'optional') {
       const inner = pattern.patterns ?? [];
-      const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : []));
+      // A constant object's sameTerm is the OPTIONAL's own FILTER: part of its left join's condition.
+      const expressions: unknown[] = [];
+      const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : [])).map((triple) => withVariableObject(triple, scope, expressions));
       if (!own.length || inner.some((each) => each.type !== 'bgp' && each.type !== 'filter')) return undefined;
       // Of one subject the group's triples bound before it: the left join then commutes with the group's later
       // patterns, which cannot share its new variables (each is bound in one place).
@@ -668,7 +674,7 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
       if (!isVariable(subject) || own.some((triple) => !isVariable(triple.subject) || triple.subject.value !== subject.value || triple.predicate.value === RDF_TYPE)) return undefined;
       if (!triples.some((triple) => triple.optional === undefined && isVariable(triple.subject) && triple.subject.value === subject.value)) return undefined;
       optionalFilters.push({
-        expressions: inner.filter((each) => each.type === 'filter').map((each) => each.expression),
+        expressions: [...expressions, ...inner.filter((each) => each.type === 'filter').map((each) => each.expression)],
         before: new Set(triples.filter((triple) => triple.optional === undefined).flatMap((triple) => [triple.subject, triple.object].filter(isVariable).map((term) => term.value))),
       });
       triples.push(...own.map((triple) => ({ ...triple, optional: optionalFilters.length - 1 })));

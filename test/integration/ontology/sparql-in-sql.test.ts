@@ -456,6 +456,16 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     ]);
   });
 
+  it('answers an OPTIONAL whose triples have constant objects (BSBM Q3: a feature but not another) as the evaluator does', async () => {
+    await answeredInSqlAsEvaluated([
+      `SELECT ?o ?t WHERE { ?o :total ?t OPTIONAL { ?o :placedBy <${C}1> ; :total ?again } FILTER (!bound(?again)) }`,
+      `SELECT ?o ?again WHERE { ?o :total ?t OPTIONAL { ?o :placedBy <${C}2> ; :total ?again } }`,
+      'SELECT ?c ?n WHERE { ?c :name ?n OPTIONAL { ?c :age 36 ; :name ?also } FILTER (!bound(?also)) }',
+      'SELECT ?c ?n ?also WHERE { ?c :name ?n OPTIONAL { ?c :name "Ada"@en ; :name ?also } }',
+      `SELECT ?o ?t ?again WHERE { ?o :total ?t OPTIONAL { ?o :placedBy <https://example.com/other/1> ; :total ?again } }`,
+    ]);
+  });
+
   it('orders by expressions over the projected values as the evaluator does (casts, errors first, arithmetic)', async () => {
     await answeredInSqlAsEvaluated([
       // BSBM's order of offers: totals written as strings ("abc") or booleans cast to an error, sorted first.
