@@ -612,15 +612,36 @@ function projectionKind(projection: Projection, kindOf: (name: string) => Kind):
 const sqlOrdered = (kind: Kind): boolean => (kind.of === 'iri' ? kind.after === '' : isNumeric(kind) || kind.datatype === 'xsd:string');
 
 /**
- * A constant object (`?offer :product <…/products/5>`) is a variable of that one term: the triple
- * matches a value that is the same term (sameTerm, not =, pushed onto `filters`), which the source
- * may find by an index on the field (narrowingsOf). rdf:type keeps its class (the star's table).
+ * A triple's constant terms as variables of one term each. A constant object (`?offer :product
+ * <…/products/5>`) matches a value that is the same term (sameTerm, not =, pushed onto `filters`),
+ * which the source may find by an index on the field (narrowingsOf); rdf:type keeps its class (the
+ * star's table). A constant subject is its group's variable of that IRI (`subjects`, filled from
+ * the group's own triples: an OPTIONAL's subject is one of them), so its triples make one star,
+ * found by its key, and the IRI as another triple's object is a link to that star.
  */
-function withVariableObject<T extends { predicate: Term; object: Term }>(triple: T, scope: Scope, filters: unknown[]): T {
-  if (triple.predicate.value === RDF_TYPE || !isConstant(triple.object)) return triple;
+function withVariables<T extends { subject: Term; predicate: Term; object: Term }>(triple: T, scope: Scope, filters: unknown[], subjects: Map<string, Term>): T {
+  const subject = triple.subject.termType === 'NamedNode' ? subjects.get(triple.subject.value) ?? triple.subject : triple.subject;
+  if (triple.predicate.value === RDF_TYPE || !isConstant(triple.object)) return { ...triple, subject };
+  const linked = triple.object.termType === 'NamedNode' ? subjects.get(triple.object.value) : undefined;
+  if (linked) return { ...triple, subject, object: linked };
   const variable: Term = { termType: 'Variable', value: ` constant ${scope.constants++}` };
   filters.push({ type: 'operation', operator: 'sameterm', args: [variable, triple.object] });
-  return { ...triple, object: variable };
+  return { ...triple, subject, object: variable };
+}
+
+/** The variables of the IRIs the group's own triples have as subjects, their sameTerm FILTERs pushed onto `filters`. */
+function constantSubjects(patterns: Pattern[], scope: Scope, filters: unknown[]): Map<string, Term> {
+  const subjects = new Map<string, Term>();
+  for (const pattern of patterns) {
+    if (pattern.type !== 'bgp') continue;
+    for (const { subject } of pattern.triples ?? []) {
+      if (subject.termType !== 'NamedNode' || subjects.has(subject.value)) continue;
+      const variable: Term = { termType: 'Variable', value: ` subject ${scope.constants++}` };
+      subjects.set(subject.value, variable);
+      filters.push({ type: 'operation', operator: 'sameterm', args: [variable, subject] });
+    }
+  }
+  return subjects;
 }
 
 /**
@@ -644,11 +665,13 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
   const bindPatterns: Array<{ variable: string; expression: unknown; before: Set<string> }> = [];
   const minusPatterns: Array<{ patterns: Pattern[]; before: Set<string> }> = [];
   const subqueries: SqlQuery[] = [];
+  const constantSubjectVariables = constantSubjects(patterns, scope, filterExpressions);
   for (const pattern of patterns) {
     if (pattern.type === 'bgp') {
       for (const triple of pattern.triples ?? []) {
-        triples.push(withVariableObject(triple, scope, filterExpressions));
-        binding(triple.subject, triple.object);
+        const rewritten = withVariables(triple, scope, filterExpressions, constantSubjectVariables);
+        triples.push(rewritten);
+        binding(rewritten.subject, rewritten.object);
       }
     } else if (pattern.type === 'filter') filterExpressions.push(pattern.expression);
     else if (pattern.type === 'values' && !nested) valuesBlocks.push(pattern.values ?? []);
@@ -666,7 +689,7 @@ function groupOf(patterns: Pattern[], scope: Scope, nested: boolean): { branch: 
       const inner = pattern.patterns ?? [];
       // A constant object's sameTerm is the OPTIONAL's own FILTER: part of its left join's condition.
       const expressions: unknown[] = [];
-      const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : [])).map((triple) => withVariableObject(triple, scope, expressions));
+      const own = inner.flatMap((each) => (each.type === 'bgp' ? each.triples ?? [] : [])).map((triple) => withVariables(triple, scope, expressions, constantSubjectVariables));
       if (!own.length || inner.some((each) => each.type !== 'bgp' && each.type !== 'filter')) return undefined;
       // Of one subject the group's triples bound before it: the left join then commutes with the group's later
       // patterns, which cannot share its new variables (each is bound in one place).
@@ -1214,6 +1237,30 @@ function semiJoinedStars(statement: Statement, branch: Branch, read: ReadonlySet
 }
 
 /**
+ * A key JavaScript writes in exponent notation (1e+21), which a number key PostgreSQL writes in
+ * digits shares: a star narrowed to the records of such subjects may miss that record.
+ */
+const EXPONENT_KEY = '^-?[0-9]+(\\.[0-9]+)?e[+-][0-9]+$';
+
+/**
+ * The condition that keeps, of a per-triple star's records, those whose subject is one of the
+ * pivot relation's (`pivot`, already among the CTEs): the star's other triples join nothing else.
+ * A key that makes a subject shows as its own text, so these are the records whose key text is a
+ * pivot subject: found by the source's key lookup (an index) where the subject is the source's
+ * key, else by a hashed set. Only a number key written in exponent notation (flagged in its own
+ * record) shows otherwise in JavaScript, where its subject may be a pivot's: a pivot subject of
+ * that form is flagged too (EXPONENT_KEY), and the answer is then the evaluator's.
+ */
+function pivotOf(statement: Statement, x: number, pivot: string): string {
+  const { params, sources, stars, oddChecks } = statement;
+  const star = stars[x];
+  const source = sources[star.source];
+  oddChecks.push(`(SELECT bool_or(s ~ ${params.add(EXPONENT_KEY)}::text) FROM ${pivot})`);
+  if (source.keyLookup && source.primaryKey?.join('\n') === star.subject.field) return `EXISTS (SELECT 1 FROM ${pivot} pivot WHERE ${source.keyLookup('pivot.s')})`;
+  return `${source.field(star.subject.field, params).text} IN (SELECT s FROM ${pivot})`;
+}
+
+/**
  * A branch's relations and conditions (its solutions are the rows of `FROM from WHERE where`), the
  * columns of its variables, and what flags a row whose BINDs SQL does not compute as SPARQL does.
  * Its stars' relations, its subqueries' answers and the groups of its EXISTS and MINUS are added
@@ -1285,8 +1332,14 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       const template = relationWith(LOOKUP);
       const relation = template.replace(LOOKUP, '');
       // Arrays anywhere in the star's fields, or keys of two JSON types: read per triple instead.
-      const unfusedCheck = `(SELECT bool_or(multi) OR count(DISTINCT kt) > 1 FROM ${name})`;
-      const oddCheck = `(SELECT bool_or(odd) FROM ${name} WHERE ${present.join(' AND ')})`;
+      // Narrowed by an index, the star's records may have a subject another record has too (5 and
+      // "5"): found by key lookup, or flagged where JavaScript's form of a key is exponent notation,
+      // which a number key in digits may share (EXPONENT_KEY). A source without key lookup (an
+      // external table) has keys of one column type, one JSON type, whose texts are its values'.
+      const narrowedRecords = narrowed.has(x) && source.keyLookup;
+      const shared = narrowedRecords ? ` OR bool_or((SELECT count(*) FROM ${records} AND ${source.keyLookup!(`${name}.s`)}) > 1)` : '';
+      const unfusedCheck = `(SELECT bool_or(multi) OR count(DISTINCT kt) > 1${shared} FROM ${name})`;
+      const oddCheck = `(SELECT bool_or(odd${narrowed.has(x) ? ` OR s ~ ${params.add(EXPONENT_KEY)}::text` : ''}) FROM ${name} WHERE ${present.join(' AND ')})`;
       let clean = false;
       if (!source.pinned || !statement.cleanStars) {
         unfusedChecks.push(unfusedCheck);
@@ -1321,6 +1374,11 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     // carried the records' data to the others was materialized whole (the rows' jsonb), which at
     // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
     const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}`, i }]));
+    // A required triple an index narrows (q3's products by one feature) leads: its relation is the
+    // star's anchor, and the other triples read only the records of its subjects (pivotOf).
+    const pivotAt = valueTriples.findIndex(({ triple, i }) => triple.optional === undefined && narrowed.get(x)?.has(i));
+    if (pivotAt > 0) valueTriples.unshift(...valueTriples.splice(pivotAt, 1));
+    const pivot = pivotAt >= 0 ? pivotOf(statement, x, valueTriples[0].name) : undefined;
     const required = valueTriples.filter(({ triple }) => triple.optional === undefined);
     // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
     const anchor = required.length ? required[0].name : `subjects${x}`;
@@ -1336,7 +1394,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     for (const { triple, name, i } of valueTriples) {
       const field = source.field(triple.field, params);
       // Records may share a subject here: only this triple's own relation is narrowed by its FILTERs.
-      const tripleRecords = recordsOf(i);
+      const tripleRecords = [recordsOf(i), ...(pivot && name !== valueTriples[0].name ? [pivot] : [])].join(' AND ');
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
       const top = `(${field.json})`;
       const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
