@@ -99,6 +99,14 @@ const INT8_RANGE = [-(2n ** 63n), 2n ** 63n - 1n];
  */
 function columnNarrowing(column: string, type: string | undefined, test: NarrowedTest, params: SqlParams): string | undefined {
   const name = quoteIdentifier(column);
+  // A key in an IRI (a link's, a constant subject's): a text column's value is its text, an integer column's its digits.
+  if (test.datatype === 'iri') {
+    if (test.op !== '=' || !type) return undefined;
+    if (TEXT_COLUMNS.has(type)) return `${name} = ${params.add(test.value)}::text`;
+    if (!INTEGER_COLUMNS.has(type) || !/^-?[0-9]{1,19}$/.test(test.value)) return undefined;
+    const key = BigInt(test.value);
+    return key < INT8_RANGE[0] || key > INT8_RANGE[1] ? 'false' : `${name} = ${params.add(key.toString())}::bigint`;
+  }
   if (test.on === 'text') return test.op === '=' && type && TEXT_COLUMNS.has(type) && test.datatype === 'xsd:string' ? `${name} = ${params.add(test.value)}::text` : undefined;
   if (test.datatype !== 'xsd:integer' && test.datatype !== 'xsd:decimal') return undefined;
   if (type === 'numeric') return `${name} ${test.op} ${params.add(test.value)}::numeric`;

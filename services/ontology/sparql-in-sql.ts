@@ -1141,12 +1141,16 @@ function branchSql(statement: Statement, query: SqlQuery, branch: Branch, read: 
   return `SELECT ${selected.join(', ')}, ${odd.length ? odd.join(' OR ') : 'false'} AS bodd FROM ${from}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
 }
 
+/** The narrowings of a star's subject (narrowingsOf), which every triple of the star reads by. */
+const SUBJECT = -1;
+
 /**
  * Each star's triples' narrowings (by triple index): the conditions its source gives for the
  * branch's FILTER comparisons (conjuncts of the branch's own FILTERs) of a variable a required
  * property triple of the star binds with a constant. A solution the FILTER keeps has that
  * triple's value passing the comparison, so its record meets the condition: dropping records that
- * do not drops no solution the FILTER keeps.
+ * do not drops no solution the FILTER keeps. A sameTerm of the star's subject (a constant subject)
+ * narrows each of its triples, OPTIONAL ones too (`SUBJECT`).
  */
 function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<number, string[]>> {
   const found = new Map<number, Map<number, string[]>>();
@@ -1161,6 +1165,14 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
     const star = statement.stars[x];
     const source = statement.sources[star.source];
     if (!source.narrowing) continue;
+    // The subject itself (BSBM Q2's one product): every record of a solution shows as that key.
+    for (const { variable, op, on, value } of comparisons) {
+      if (variable !== star.variable || op !== '=' || on !== 'text') continue;
+      const condition = source.narrowing(star.subject.field, { op, on, value, datatype: 'iri' }, statement.params);
+      if (!condition) continue;
+      const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
+      byTriple.set(SUBJECT, [...(byTriple.get(SUBJECT) ?? []), condition]);
+    }
     star.triples.forEach((triple, i) => {
       if (triple.kind === 'type' || triple.optional !== undefined || (triple.kind === 'link' && triple.joins !== undefined)) return;
       for (const { variable, op, on, value } of comparisons) {
@@ -1243,21 +1255,27 @@ function semiJoinedStars(statement: Statement, branch: Branch, read: ReadonlySet
 const EXPONENT_KEY = '^-?[0-9]+(\\.[0-9]+)?e[+-][0-9]+$';
 
 /**
- * The condition that keeps, of a per-triple star's records, those whose subject is one of the
- * pivot relation's (`pivot`, already among the CTEs): the star's other triples join nothing else.
- * A key that makes a subject shows as its own text, so these are the records whose key text is a
- * pivot subject: found by the source's key lookup (an index) where the subject is the source's
- * key, else by a hashed set. Only a number key written in exponent notation (flagged in its own
- * record) shows otherwise in JavaScript, where its subject may be a pivot's: a pivot subject of
- * that form is flagged too (EXPONENT_KEY), and the answer is then the evaluator's.
+ * The records, of a per-triple star's, whose subject is one of the pivot relation's (`pivot`,
+ * already among the CTEs), in the form `FROM <records>` takes (`records`: the triple's own): the
+ * star's other triples join nothing else. A key that makes a subject shows as its own text, so
+ * these are the records whose key text is a pivot subject: looked up by key, a probe of the index
+ * per pivot subject, where the subject is the source's key (a semi-join on the lookup's ANY could
+ * not hash, and PostgreSQL ran it as a loop over every record: 120 s for the 10M bench's q3); else
+ * a hashed set. Only a number key written in exponent notation (flagged in its own record) shows
+ * otherwise in JavaScript, where its subject may be a pivot's: a pivot subject of that form is
+ * flagged too (EXPONENT_KEY), and the answer is then the evaluator's.
  */
-function pivotOf(statement: Statement, x: number, pivot: string): string {
+function pivotOf(statement: Statement, x: number, pivot: string): (records: string) => string {
   const { params, sources, stars, oddChecks } = statement;
   const star = stars[x];
   const source = sources[star.source];
   oddChecks.push(`(SELECT bool_or(s ~ ${params.add(EXPONENT_KEY)}::text) FROM ${pivot})`);
-  if (source.keyLookup && source.primaryKey?.join('\n') === star.subject.field) return `EXISTS (SELECT 1 FROM ${pivot} pivot WHERE ${source.keyLookup('pivot.s')})`;
-  return `${source.field(star.subject.field, params).text} IN (SELECT s FROM ${pivot})`;
+  if (source.keyLookup && source.primaryKey?.join('\n') === star.subject.field) {
+    const lookup = source.keyLookup('pivot.s');
+    return (records) => `(SELECT DISTINCT s FROM ${pivot}) pivot CROSS JOIN LATERAL (SELECT * FROM ${records} AND ${lookup}) r WHERE true`;
+  }
+  const key = source.field(star.subject.field, params).text;
+  return (records) => `${records} AND ${key} IN (SELECT s FROM ${pivot})`;
 }
 
 /**
@@ -1293,7 +1311,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     /** `FROM ${records}`: the source's records the query reads, a row each; more conditions follow with AND. */
     const records = source.records(params);
     /** The records of a triple's relation: those its field's FILTERs may keep. */
-    const recordsOf = (i: number) => [records, ...(narrowed.get(x)?.get(i) ?? [])].join(' AND ');
+    const recordsOf = (i: number) => [records, ...(i === SUBJECT ? [] : narrowed.get(x)?.get(i) ?? []), ...(narrowed.get(x)?.get(SUBJECT) ?? [])].join(' AND ');
     const key = source.field(star.subject.field, params);
     const subject = shownText('kt', 'kx', 'key');
     /** The record's subject field as its JSON type and text, each computed once a record (the inner selects are fenced by OFFSET 0). */
@@ -1383,7 +1401,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
     const anchor = required.length ? required[0].name : `subjects${x}`;
     if (!required.length) {
-      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${records} OFFSET 0) r) r
+      ctes.push(`${anchor} AS (SELECT s, bool_or(odd) AS odd FROM (SELECT ${subject.text} AS s, ${subject.odd} AS odd FROM (SELECT ${keyColumns} FROM ${recordsOf(SUBJECT)} OFFSET 0) r) r
          WHERE s IS NOT NULL GROUP BY s)`);
       oddChecks.push(`(SELECT bool_or(odd) FROM ${anchor})`);
       into.from.push(anchor);
@@ -1394,7 +1412,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     for (const { triple, name, i } of valueTriples) {
       const field = source.field(triple.field, params);
       // Records may share a subject here: only this triple's own relation is narrowed by its FILTERs.
-      const tripleRecords = [recordsOf(i), ...(pivot && name !== valueTriples[0].name ? [pivot] : [])].join(' AND ');
+      const tripleRecords = pivot && name !== valueTriples[0].name ? pivot(recordsOf(i)) : recordsOf(i);
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
       const top = `(${field.json})`;
       const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;

@@ -213,6 +213,14 @@ describe('SPARQL over postgres_table bindings, answered by their PostgreSQL', fu
       'SELECT DISTINCT ?age WHERE { ?c :age ?age } ORDER BY ?age',
       'SELECT ?c ?len WHERE { ?c :name ?name BIND (STRLEN(?name) AS ?len) }',
       'SELECT ?o WHERE { ?o :placedBy ?c FILTER NOT EXISTS { ?c :age ?age FILTER (?age > 35) } }',
+      // Constant subjects and link objects, read by a condition on the key column (integer, text shared by two rows, percent-encoded).
+      'SELECT ?name ?tag WHERE { <https://example.com/customers/1> :name ?name OPTIONAL { <https://example.com/customers/1> :tag ?tag } }',
+      'SELECT ?t WHERE { <https://example.com/orders/1> :total ?t }',
+      'SELECT ?t ?c WHERE { <https://example.com/orders/x%2F%C3%A9> :total ?t ; :placedBy ?c }',
+      'SELECT ?n WHERE { <https://example.com/customers/01> :name ?n }',
+      'SELECT ?n WHERE { <https://example.com/customers/99999999999999999999> :name ?n }',
+      'SELECT ?o ?t WHERE { ?o :placedBy <https://example.com/customers/1> ; :total ?t }',
+      'SELECT ?c ?n WHERE { ?c :managedBy <https://example.com/customers/1> ; :name ?n }',
     ];
     for (const query of QUERIES) it(query, () => answeredInSql(query, query.includes('ORDER BY')));
 
