@@ -920,7 +920,13 @@ export interface NarrowedTest {
 }
 
 /** Runs the statement text with its parameters; the rows of its answer. */
-export type SqlRunner = (sql: string, params: SqlParams) => Promise<Array<Record<string, unknown>>>;
+/**
+ * Runs the statement text with its parameters; the rows of its answer. `fixedJoinOrder`: every
+ * relation of the statement is a few records (SmallStars), so the runner may have PostgreSQL join
+ * them in the written order rather than search every order: BSBM Q2's dozen triples of one
+ * product took 22 to 33 ms to plan and 2 to run at 1M records, 3 to 4 ms to plan in the written order.
+ */
+export type SqlRunner = (sql: string, params: SqlParams, hints?: { fixedJoinOrder: boolean }) => Promise<Array<Record<string, unknown>>>;
 
 /** A managed table's records at the snapshot `version`, read from their `data`. */
 export function snapshotSource(table: ReachTable & { version: string }, primaryKey?: string[]): SqlSource {
@@ -959,7 +965,14 @@ export interface SqlPathMemory {
 /** The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver, under SQL_WORK_MEM). */
 export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, memory: SqlPathMemory): Promise<SparqlResult | undefined> {
   const primaryKeys = await primaryKeysOf(trx, sources, memory.primaryKeys);
-  return runSqlOver(async (sql, params) => (await run<Record<string, unknown>>(trx, sql, params)).rows, query, sources.map((source) => snapshotSource(source, primaryKeys.get(source.table))), memory.cleanStars);
+  return runSqlOver(async (sql, params, hints) => {
+    if (!hints?.fixedJoinOrder) return (await run<Record<string, unknown>>(trx, sql, params)).rows;
+    // For this statement only (SqlRunner): the settings go back before the next one of the transaction.
+    await trx.raw('SET LOCAL join_collapse_limit = 1; SET LOCAL from_collapse_limit = 1');
+    const rows = (await run<Record<string, unknown>>(trx, sql, params)).rows;
+    await trx.raw('SET LOCAL join_collapse_limit TO DEFAULT; SET LOCAL from_collapse_limit TO DEFAULT');
+    return rows;
+  }, query, sources.map((source) => snapshotSource(source, primaryKeys.get(source.table))), memory.cleanStars);
 }
 
 /**
@@ -970,10 +983,37 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
  * triple, its values merged per subject text.
  */
 export async function runSqlOver(run: SqlRunner, query: SqlQuery, sources: SqlSource[], cleanStars?: WeightedLru<true>): Promise<SparqlResult | undefined> {
-  const fusable = query.stars.map((star) => sources[star.source].primaryKey?.join('\n') === star.subject.field);
-  const fused = await runSqlQueryAs(run, query, sources, fusable, cleanStars);
-  if (fused !== 'unfused') return fused;
-  return (await runSqlQueryAs(run, query, sources, fusable.map(() => false), cleanStars)) as SparqlResult | undefined;
+  const perTriple = query.stars.map((star) => (sources[star.source].pinned && cleanStars ? perTripleKey(sources[star.source], star) : undefined));
+  const fusable = query.stars.map((star, x) => sources[star.source].primaryKey?.join('\n') === star.subject.field && !(perTriple[x] && cleanStars!.get(perTriple[x]!)));
+  for (;;) {
+    const answer = await runSqlQueryAs(run, query, sources, fusable, cleanStars);
+    if (!(answer instanceof Unfused)) return answer;
+    // The stars found to need per-triple reads (all the fused ones where a check names none), kept so for their snapshot.
+    const stars = answer.stars === 'all' || !answer.stars.length ? fusable.flatMap((fused, x) => (fused ? [x] : [])) : answer.stars;
+    for (const x of stars) {
+      fusable[x] = false;
+      if (perTriple[x]) cleanStars!.set(perTriple[x]!, true, perTriple[x]!.length);
+    }
+    if (!stars.length) fusable.fill(false);
+  }
+}
+
+/** A one-scan attempt's verdict: these stars (or every one, where an unpinned source's check names none) hold what one scan cannot read exactly. */
+class Unfused {
+  constructor(readonly stars: number[] | 'all') {}
+}
+
+/**
+ * Where the runtime's memory of clean stars (SqlPathMemory.cleanStars) also keeps the stars of a
+ * pinned source found to need per-triple reads (arrays in their fields, keys of two JSON types),
+ * by their records at the snapshot and fields: the next query over them skips the one-scan
+ * attempt, which q2 and q3 of the bench (products with arrays of features) paid every time. Per
+ * triple is exact for any star, so a star kept so is only read another way, never answered otherwise.
+ */
+function perTripleKey(source: SqlSource, star: Star): string {
+  const params = new SqlParams();
+  const fields = star.triples.flatMap((triple) => (triple.kind === 'type' ? [] : [triple.field]));
+  return `per-triple ${relationKey(`${source.records(params)}\n${star.subject.field}\n${[...new Set(fields)].sort().join('\n')}`, params)}`;
 }
 
 /** A relation's statement with its parameters' values in place, hashed: the same hash reads the same rows of a pinned source. */
@@ -1000,7 +1040,7 @@ interface Statement {
    * relation is read once, where it joins, instead of whole for the checks (a star joined through
    * a link was 15 of q8's 25 ms at 1M bench records, and its checks another 20).
    */
-  starChecks: Array<{ key: string; odd: string; unfused: string }>;
+  starChecks: Array<{ key: string; odd: string; unfused: string; star: number }>;
   /** Stars kept clean (SqlPathMemory.cleanStars), if the caller keeps them. */
   cleanStars?: WeightedLru<true>;
   /** A string compared in code point order: the database's text must then be UTF-8, whose byte order that is. */
@@ -1011,10 +1051,15 @@ interface Statement {
   fusable: boolean[];
   /** Names given so far to the statement's relations (VALUES tables, subqueries), to number the next. */
   named: number;
+  /**
+   * Whether a star of the statement may read more than a few records: one not narrowed to one
+   * subject's records, nor looked up by key from such a star (SqlRunner's fixedJoinOrder).
+   */
+  readsMany: boolean;
 }
 
-async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource[], fusable: boolean[], cleanStars?: WeightedLru<true>): Promise<SparqlResult | undefined | 'unfused'> {
-  const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], starChecks: [], cleanStars, ordersText: false, stars: query.stars, sources, fusable, named: 0 };
+async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource[], fusable: boolean[], cleanStars?: WeightedLru<true>): Promise<SparqlResult | undefined | Unfused> {
+  const statement: Statement = { params: new SqlParams(), ctes: [], unfusedChecks: [], oddChecks: [], starChecks: [], cleanStars, ordersText: false, stars: query.stars, sources, fusable, named: 0, readsMany: false };
   // Rows of solutions are few enough to sort here, or the query is left to the evaluator.
   const cap = query.exists ? 1 : query.aggregated ? undefined : MAX_SOLUTION_ROWS;
   answerCtes(statement, query, 'answer', cap);
@@ -1027,14 +1072,14 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
   const flags = (kind: 'o' | 'u', rest: string[]) => [either(rest), ...starChecks.map((_, k) => `checks.${kind}${k}`)].join(' OR ');
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
-    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${flags('o', oddChecks)} AS odd, ${flags('u', unfusedChecks)} AS unfused${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}`).join('')}${checked.length ? ' FROM checks' : ''})
+    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${flags('o', oddChecks)} AS odd, ${flags('u', unfusedChecks)} AS unfused, ${either(unfusedChecks)} AS unfused_unpinned${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}, checks.u${k} AS unfused${k}`).join('')}${checked.length ? ' FROM checks' : ''})
     SELECT answer.*, oddity.* FROM oddity LEFT JOIN answer ON true`;
-  const all = await run(sql, params);
+  const all = await run(sql, params, { fixedJoinOrder: !statement.readsMany });
   // A star found clean reads the same rows clean next time (the rows of a pinned source never change).
   starChecks.forEach(({ key }, k) => {
     if (all[0]?.[`clean${k}`] === true) statement.cleanStars?.set(key, true, key.length);
   });
-  if (all.some((row) => row.unfused)) return 'unfused';
+  if (all.some((row) => row.unfused)) return new Unfused(all[0].unfused_unpinned ? 'all' : starChecks.flatMap(({ star }, k) => (all[0][`unfused${k}`] === true ? [star] : [])));
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
   if (cap && rows.length > cap && !query.exists) return undefined;
@@ -1256,8 +1301,8 @@ const EXPONENT_KEY = '^-?[0-9]+(\\.[0-9]+)?e[+-][0-9]+$';
 
 /**
  * The records, of a per-triple star's, whose subject is one of the pivot relation's (`pivot`,
- * already among the CTEs), in the form `FROM <records>` takes (`records`: the triple's own): the
- * star's other triples join nothing else. A key that makes a subject shows as its own text, so
+ * already among the CTEs), as a SELECT of their rows (`records`: `<relation> WHERE <condition>`):
+ * the star's other triples join nothing else. A key that makes a subject shows as its own text, so
  * these are the records whose key text is a pivot subject: looked up by key, a probe of the index
  * per pivot subject, where the subject is the source's key (a semi-join on the lookup's ANY could
  * not hash, and PostgreSQL ran it as a loop over every record: 120 s for the 10M bench's q3); else
@@ -1272,10 +1317,10 @@ function pivotOf(statement: Statement, x: number, pivot: string): (records: stri
   oddChecks.push(`(SELECT bool_or(s ~ ${params.add(EXPONENT_KEY)}::text) FROM ${pivot})`);
   if (source.keyLookup && source.primaryKey?.join('\n') === star.subject.field) {
     const lookup = source.keyLookup('pivot.s');
-    return (records) => `(SELECT DISTINCT s FROM ${pivot}) pivot CROSS JOIN LATERAL (SELECT * FROM ${records} AND ${lookup}) r WHERE true`;
+    return (records) => `SELECT r.* FROM (SELECT DISTINCT s FROM ${pivot}) pivot CROSS JOIN LATERAL (SELECT * FROM ${records} AND ${lookup}) r`;
   }
   const key = source.field(star.subject.field, params).text;
-  return (records) => `${records} AND ${key} IN (SELECT s FROM ${pivot})`;
+  return (records) => `SELECT * FROM ${records} AND ${key} IN (SELECT s FROM ${pivot})`;
 }
 
 /**
@@ -1304,6 +1349,8 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
   const narrowed = narrowingsOf(statement, branch);
   /** Stars read per link by their key (below). */
   const byKey = new Set<number>();
+  /** Stars of one subject's records, or looked up by key from one: a few records each (Statement.readsMany). */
+  const subjectOnly = new Set<number>();
   for (const x of branch.stars) {
     const into = semi.get(x) ?? main;
     const star = statement.stars[x];
@@ -1365,7 +1412,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       } else {
         const checksKey = relationKey(`${relation}\n${present.join(' AND ')}`, params);
         clean = statement.cleanStars.get(checksKey) === true;
-        if (!clean) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck });
+        if (!clean) statement.starChecks.push({ key: checksKey, odd: oddCheck, unfused: unfusedCheck, star: x });
       }
       const flags = [...optionalPresent].map(([group, has]) => `, (${has.join(' AND ')}) AS g${group}`).join('');
       // A clean star another star links to (one read before it, in the same relation list or the
@@ -1376,6 +1423,9 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       // key itself (a lookup for each of a whole table's links was slower than the hash join: the
       // 1M bench's aggregate, 312k reviews to their products, took 1.7 s against 1.0).
       const incoming = clean && source.keyLookup ? links.find((link) => link.star === x && [into, main].includes(semi.get(link.from) ?? main) && (narrowed.has(link.from) || byKey.has(link.from))) : undefined;
+      const oneSubject = narrowed.get(x)?.has(SUBJECT) || (incoming && subjectOnly.has(incoming.from));
+      if (oneSubject) subjectOnly.add(x);
+      else statement.readsMany = true;
       if (incoming) {
         byKey.add(x);
         into.from.push(`LATERAL (SELECT *${flags} FROM ${template.replace(LOOKUP, ` AND ${source.keyLookup!(incoming.column)}`)} ${name} WHERE ${present.join(' AND ')}) ${name}`);
@@ -1391,12 +1441,26 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     // Each relation reads the table itself, keeping only the text columns it needs: one that
     // carried the records' data to the others was materialized whole (the rows' jsonb), which at
     // 300,000 records spilled to disk. Grouped by subject text, so records with one IRI merge.
-    const valueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}`, i }]));
-    // A required triple an index narrows (q3's products by one feature) leads: its relation is the
-    // star's anchor, and the other triples read only the records of its subjects (pivotOf).
-    const pivotAt = valueTriples.findIndex(({ triple, i }) => triple.optional === undefined && narrowed.get(x)?.has(i));
-    if (pivotAt > 0) valueTriples.unshift(...valueTriples.splice(pivotAt, 1));
-    const pivot = pivotAt >= 0 ? pivotOf(statement, x, valueTriples[0].name) : undefined;
+    const allValueTriples = star.triples.flatMap((triple, i) => (triple.kind === 'type' ? [] : [{ triple, name: `v${x}_${i}`, i }]));
+    // The required triples an index narrows (q3's products of one type and one feature) lead: the
+    // first one's relation is the star's anchor, and the other triples read only the records of
+    // the subjects all of them found (pivotOf): a relation's, or their intersection's.
+    const pivots = allValueTriples.filter(({ triple, i }) => triple.optional === undefined && narrowed.get(x)?.has(i));
+    const valueTriples = [...pivots, ...allValueTriples.filter((entry) => !pivots.includes(entry))];
+    const pivotName = pivots.length === 1 ? pivots[0].name : `pivot${x}`;
+    const pivot = pivots.length ? pivotOf(statement, x, pivotName) : undefined;
+    // A star of few records, those of one subject or of the pivots' subjects, reads them once
+    // (`records<x>`, its rows whole) for every other triple: a statement of a dozen triples each
+    // reading the table took longer to plan than to run (q2: 15 to 25 ms of planning at 1M).
+    const starRecords = pivot || narrowed.get(x)?.has(SUBJECT) ? `records${x}` : undefined;
+    if (narrowed.get(x)?.has(SUBJECT)) subjectOnly.add(x);
+    else statement.readsMany = true;
+    /** The pivots' intersection and the star's records, once the pivots' relations are among the CTEs. */
+    const intersected = () => {
+      if (!starRecords || ctes.some((cte) => cte.startsWith(`${starRecords} AS`))) return;
+      if (pivots.length > 1) ctes.push(`${pivotName} AS (${pivots.map(({ name }) => `SELECT s FROM ${name}`).join(' INTERSECT ')})`);
+      ctes.push(`${starRecords} AS MATERIALIZED (${pivot ? pivot(recordsOf(SUBJECT)) : `SELECT * FROM ${recordsOf(SUBJECT)}`})`);
+    };
     const required = valueTriples.filter(({ triple }) => triple.optional === undefined);
     // A star of rdf:type (and OPTIONALs) alone is its table's subjects (every record with a subject has the type).
     const anchor = required.length ? required[0].name : `subjects${x}`;
@@ -1409,10 +1473,13 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     anchors[x] = `${anchor}.s`;
     columns.set(star.variable, { text: `${anchor}.s` });
     const optionalRelations = new Map<number, Array<{ name: string; variable: string; numeric: boolean }>>();
-    for (const { triple, name, i } of valueTriples) {
+    for (const entry of valueTriples) {
+      const { triple, name, i } = entry;
       const field = source.field(triple.field, params);
       // Records may share a subject here: only this triple's own relation is narrowed by its FILTERs.
-      const tripleRecords = pivot && name !== valueTriples[0].name ? pivot(recordsOf(i)) : recordsOf(i);
+      const fromStarRecords = starRecords && !pivots.includes(entry);
+      if (fromStarRecords) intersected();
+      const tripleRecords = fromStarRecords ? `${starRecords} WHERE true` : recordsOf(i);
       const form = triple.kind === 'link' ? 'key' : triple.datatype === 'xsd:string' ? 'string' : 'typed';
       const top = `(${field.json})`;
       const pattern = triple.kind === 'property' && triple.datatype in NUMERIC_LEXICAL ? params.add(NUMERIC_LEXICAL[triple.datatype]) : undefined;
@@ -1447,6 +1514,8 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       }
       columns.set(triple.variable, { text: `${name}.o`, num: pattern ? `${name}.num` : undefined });
     }
+    // Every triple a pivot: the oddity check of pivotOf reads the intersection still.
+    if (pivots.length > 1) intersected();
     // An OPTIONAL of several triples matches where the subject has all of them: their values' product.
     for (const [group, relations] of optionalRelations) {
       const alias = `optional${x}_${group}`;

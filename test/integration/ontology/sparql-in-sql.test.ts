@@ -481,6 +481,27 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
     ]);
   });
 
+  it('has PostgreSQL join the relations of a statement over one subject’s records in the written order, and search the orders of any other', async () => {
+    const settings: string[] = [];
+    const heard = (event: { sql: string }) => void (event.sql.includes('join_collapse_limit') && settings.push(event.sql));
+    const { db } = env().apiDependencies;
+    db.on('query', heard);
+    try {
+      await answeredInSqlAsEvaluated([`SELECT ?n ?o ?t WHERE { <${C}1> :name ?n . ?o :placedBy <${C}1> ; :total ?t } # one subject`]);
+      const oneSubject = settings.splice(0);
+      await answeredInSqlAsEvaluated(['SELECT ?c ?n ?age WHERE { ?c :name ?n OPTIONAL { ?c :age ?age } } # every subject']);
+      assert.deepEqual(settings, [], 'a star over every record: the planner searches the join orders');
+      // The orders' star links to the customer by a constant object, not one subject of its own.
+      assert.deepEqual(oneSubject, [], 'the orders of one customer are not one subject’s records');
+      await answeredInSqlAsEvaluated([`SELECT ?n ?age WHERE { <${C}2> :name ?n OPTIONAL { <${C}2> :age ?age } } # one subject, alone`]);
+      // Set for each statement of the query (a one-scan attempt, then per triple, where the customers hold arrays) and set back after it.
+      assert.ok(settings.length >= 2 && settings.length % 2 === 0, settings.join('\n'));
+      settings.forEach((sql, at) => assert.equal(sql, at % 2 ? 'SET LOCAL join_collapse_limit TO DEFAULT; SET LOCAL from_collapse_limit TO DEFAULT' : 'SET LOCAL join_collapse_limit = 1; SET LOCAL from_collapse_limit = 1'));
+    } finally {
+      db.off('query', heard);
+    }
+  });
+
   it('answers a star whose constant object an index finds (BSBM Q3: products of one feature) with its other triples, required and OPTIONAL, as the evaluator does', async () => {
     await answeredInSqlAsEvaluated([
       'SELECT ?c ?age WHERE { ?c :name "Ada" ; :age ?age }',
@@ -489,6 +510,9 @@ for (const dataset of DATASETS) describe(`Counts over bound tables, answered by 
       'SELECT ?c ?n WHERE { ?c :age 40 ; :name ?n OPTIONAL { ?c :age 41 ; :age ?x } FILTER (!bound(?x)) }',
       `SELECT ?o ?t ?c WHERE { ?o :placedBy <${C}2> ; :total ?t ; :placedBy ?c }`,
       'SELECT ?name (COUNT(*) AS ?n) WHERE { ?c :age 36 ; :name ?name ; :age ?a } GROUP BY ?name',
+      // Two narrowed triples: the other triples read the subjects both found.
+      'SELECT ?c ?a ?n WHERE { ?c :name "Ada" ; :age 36 ; :age ?a OPTIONAL { ?c :name ?n } }',
+      'SELECT ?c WHERE { ?c :name "Bob" ; :age 41 }',
     ]);
   });
 
