@@ -88,6 +88,20 @@ export function leaseIdleMs(): number {
   return ms;
 }
 
+/**
+ * How long a workflow's next task waits for the worker that ran its previous one, which holds its
+ * state cached (Temporal's sticky queue), before any worker takes it: after a worker dies, the
+ * runs it was running go on elsewhere after this (WEFT_WORKER_STICKY_TIMEOUT_MS; the SDK's 10 s by
+ * default). Shorter resumes sooner after a crash; a live worker too busy to take its task within it
+ * loses the cached state, and another worker replays the history instead.
+ */
+export function workerStickyTimeoutMs(): number {
+  const setting = process.env.WEFT_WORKER_STICKY_TIMEOUT_MS?.trim() || '10000';
+  const ms = Number(setting);
+  if (!/^\d+$/.test(setting) || ms < 1000 || ms > 600_000) throw new Error(`WEFT_WORKER_STICKY_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000; got "${setting}".`);
+  return ms;
+}
+
 /** The console's OpenID Connect sign-in: the provider's issuer and this installation's client at it. */
 export interface OidcSettings {
   issuer: URL;
@@ -133,6 +147,7 @@ export function config(): WeftConfig {
     installationCreditLimit();
     chargeLeaseMax();
     leaseIdleMs();
+    workerStickyTimeoutMs();
     oidcSettings();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { ensureBillingSchedule } from '../services/usage/billing';
 import type { Connection } from '@temporalio/client';
 import { systemClock, type Clock } from '../core/clock';
-import { config } from '../core/config';
+import { config, workerStickyTimeoutMs } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
@@ -136,7 +136,7 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
   // The worker's metrics on WEFT_WORKER_METRICS_PORT, the Temporal SDK's own appended to them.
   const metricsAt = metricsSettings('worker');
   const temporalMetricsAddress = metricsAt && (await loopbackMetricsAddress());
-  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue, temporalMetricsAddress });
+  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue, temporalMetricsAddress, stickyTimeoutMs: workerStickyTimeoutMs() });
   const metrics = temporalMetricsAddress ? await startMetricsServer('worker', metricsAt, () => temporalCoreMetrics(temporalMetricsAddress)) : undefined;
   // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
   const connection = await connectTemporal(settings.temporalAddress);

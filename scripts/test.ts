@@ -15,6 +15,7 @@ import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { prepareInfrastructure } from './infra/environment';
 import { say } from './infra/process';
+import { ensureServiceBuilt } from './build';
 import { ensureConsoleBuilt } from './console-build';
 import { testFiles } from './test-files';
 
@@ -93,8 +94,9 @@ async function main(): Promise<number> {
   ensureStripeMock();
   // The time-skipping server of the workflow unit tests (test/unit/workflows), fetched with Maven once per machine.
   ensureTemporalTestServer();
-  // The console tests drive the bundle the API serves.
+  // The console tests drive the bundle the API serves; the API and worker processes tests start run the build.
   ensureConsoleBuilt();
+  ensureServiceBuilt();
   const localPostgres = !process.env.DATABASE_URL;
   // Each run has its own database and task queue, so concurrent runs on one machine never meet.
   const runId = `${process.pid}`;

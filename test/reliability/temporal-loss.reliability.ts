@@ -5,7 +5,7 @@ import { env } from '../support/environment';
 import { newKey, requestAt, revokeKey } from '../support/fixtures';
 import { ontologyTenant } from '../support/ontology';
 import { createPipeline, EventsApi, eventsSource, getRun, linearDocument, PIPELINE_SCOPES, PipelineTenant, pipelineTenant, tableDestination } from '../support/pipelines';
-import { killHard, RunningScript, startApiScript, startScript } from '../support/processes';
+import { BUILT_START, killHard, RunningScript, startApiScript, startScript } from '../support/processes';
 import { action, currentSnapshot, managedTable, memberKey, putPolicy, writeTenant } from '../support/source-writes';
 import { HeldLock, holdLock, until } from './support/fault-points';
 import { OwnTemporal, RecordedActivity, recordedActivities } from './support/own-temporal';
@@ -117,7 +117,7 @@ describe('Temporal losing track of attempts whose work is done', function () {
   const useWorker = (address: () => string) => {
     before(async function () {
       this.timeout(240_000);
-      worker = await startScript('scripts/start.ts', ['worker'], { TEMPORAL_ADDRESS: address(), WEFT_WORKER_METRICS_PORT: 'off' }, /worker: polling/, 180_000);
+      worker = await startScript(BUILT_START, ['worker'], { TEMPORAL_ADDRESS: address(), WEFT_WORKER_METRICS_PORT: 'off' }, /worker: polling/, 180_000);
     });
     after(async () => {
       if (worker) await killHard(worker);

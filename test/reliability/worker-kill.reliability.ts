@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
-import { killHard, RunningScript, startScript } from '../support/processes';
+import { BUILT_START, killHard, RunningScript, startScript } from '../support/processes';
 import { reliabilitySeed, seededRandom } from './support/seeded-random';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
@@ -15,19 +15,28 @@ describe('Worker killed during ingestion, at 10 random points', function () {
   const random = seededRandom(seed);
   let api: EventsApi;
   let worker: RunningScript | undefined;
+  let heartbeatTimeout: string | undefined;
 
   before(async () => {
     api = await new EventsApi().start();
     // Only worker processes this test starts and kills poll the queue.
     await env().stopWorker();
+    // A killed worker's extraction is retried once its heartbeat times out: 5 s for the runs this
+    // file's API launches (15 s by default), as in temporal-loss.reliability.ts. The worker is a
+    // process of its own, so no stall of mocha's event loop delays its heartbeats.
+    heartbeatTimeout = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '5000';
   });
   after(async () => {
+    if (heartbeatTimeout === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+    else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = heartbeatTimeout;
     if (worker) await killHard(worker).catch(() => undefined);
     await api.close();
     await env().startWorker();
   });
 
-  const startWorker = () => startScript('scripts/start.ts', ['worker'], {}, /worker: polling/, 180_000);
+  // A run's next workflow task waits for the killed worker (its sticky queue) 1 s, not 10, before the new one takes it.
+  const startWorker = () => startScript(BUILT_START, ['worker'], { WEFT_WORKER_STICKY_TIMEOUT_MS: '1000' }, /worker: polling/, 180_000);
 
   it(`every run succeeds with exact counts, no duplicates, and each incremental position advanced once (seed ${seed})`, async () => {
     const t = await pipelineTenant(api.baseUrl);

@@ -14,8 +14,10 @@ export interface CommandResult {
 }
 
 /**
- * The built start script (scripts/build.ts, which the caller runs first): `scripts/start.ts` as
- * `npm start`, `npm run api` and `npm run worker` run it, with plain node.
+ * The built start script: `scripts/start.ts` as `npm start`, `npm run api` and `npm run worker`
+ * run it, with plain node. The test runner builds dist/ before mocha (scripts/test.ts), so tests
+ * start the API and the worker as users run them, and a worker is up in a fraction of the time
+ * tsx took to compile it.
  */
 export const BUILT_START = 'dist/scripts/start.js';
 
@@ -94,7 +96,7 @@ export function startScript(script: string, args: string[], env: Record<string, 
  * An API process (`scripts/start.ts api`) on a port the system picks as it binds, with its URL read
  * from its ready line: a port found free beforehand can be taken by another process meanwhile.
  */
-export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number, script = 'scripts/start.ts'): Promise<{ api: RunningScript; url: string }> {
+export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number, script = BUILT_START): Promise<{ api: RunningScript; url: string }> {
   const ready = /API:\s+(http:\/\/\S+)\s/;
   const api = await startScript(script, ['api'], { HOST: '127.0.0.1', ...settings, PORT: '0' }, ready, timeoutMs);
   return { api, url: ready.exec(api.output())![1] };

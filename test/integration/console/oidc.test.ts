@@ -6,7 +6,7 @@ import type { Page } from 'playwright-core';
 import { env } from '../../support/environment';
 import { newWorkspace } from '../../support/fixtures';
 import { browserPages, ConsoleClient, invite, Person } from '../../support/console';
-import { freePort, startScript } from '../../support/processes';
+import { BUILT_START, freePort, startScript } from '../../support/processes';
 
 // Single sign-on against a real OpenID provider: oidc-provider (the certified OpenID Connect
 // server for Node), on a port of its own, with the console registered as a confidential client
@@ -245,7 +245,7 @@ describe('Console single sign-on (OpenID Connect, against a real provider)', fun
     const ws = await newWorkspace();
     const person = await invite(ws.workspaceId, 'member');
     const port = new URL(loggedApiUrl).port;
-    const logged = await startScript('scripts/start.ts', ['api'], {
+    const logged = await startScript(BUILT_START, ['api'], {
       HOST: '127.0.0.1', PORT: port, LOG_LEVEL: 'debug',
       WEFT_OIDC_ISSUER: issuer, WEFT_OIDC_CLIENT_ID: CLIENT_ID, WEFT_OIDC_CLIENT_SECRET: clientSecret, WEFT_PUBLIC_URL: loggedApiUrl,
     }, /API:\s+http:\/\/\S+\s/);

@@ -6,7 +6,7 @@ import { CONSOLE_PAGES } from '../../../console/server/pages';
 import { env } from '../../support/environment';
 import { as, holdRequestWindow, newWorkspace, request, requestAt } from '../../support/fixtures';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
-import { freePort, RunningScript, startScript } from '../../support/processes';
+import { BUILT_START, freePort, RunningScript, startScript } from '../../support/processes';
 import { scrape, total, unboundedLabels } from '../../support/prometheus';
 import { customerOntology, ontologyTenant } from '../../support/ontology';
 import { action, managedTable, putPolicy, writeTenant } from '../../support/source-writes';
@@ -143,7 +143,7 @@ describe('Prometheus metrics', function () {
       await env().stopWorker();
       const port = await freePort();
       metricsUrl = `http://127.0.0.1:${port}/metrics`;
-      worker = await startScript('scripts/start.ts', ['worker'], { WEFT_WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'info' }, /worker: polling/, 120_000);
+      worker = await startScript(BUILT_START, ['worker'], { WEFT_WORKER_METRICS_PORT: String(port), LOG_LEVEL: 'info' }, /worker: polling/, 120_000);
     });
     after(async () => {
       await worker?.stop();

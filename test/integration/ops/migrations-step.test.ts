@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createDb, migrateToLatest, pendingMigrations } from '../../../db/connection';
 import { projectRoot } from '../../../core/paths';
 import { externalDatabase } from '../../support/external-postgres';
-import { freePort, runScript } from '../../support/processes';
+import { BUILT_START, freePort, runScript } from '../../support/processes';
 
 /**
  * Migrating is a deployment step: `npm run migrate` (admin migrate) applies migrations, and API,
@@ -47,7 +47,7 @@ describe('Migrations as a step', function () {
 
   it('an API or worker process against a DATABASE_URL with pending migrations refuses to start, and migrates nothing', async () => {
     for (const role of ['api', 'worker']) {
-      const result = await runScript('scripts/start.ts', [role], { DATABASE_URL: freshUrl, PORT: String(await freePort()), HOST: '127.0.0.1' });
+      const result = await runScript(BUILT_START, [role], { DATABASE_URL: freshUrl, PORT: String(await freePort()), HOST: '127.0.0.1' });
       assert.notEqual(result.code, 0, `${role} should refuse to start`);
       assert.match(result.stderr, new RegExp(`schema is not current: ${migrationFiles.length} migration\\(s\\) pending .*Run \`npm run migrate\``), `${role}: ${result.stderr}`);
     }

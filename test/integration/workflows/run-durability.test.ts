@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { workspaceSchema } from '../../../plugins/managed-table/storage';
 import { env } from '../../support/environment';
-import { killHard, startScript } from '../../support/processes';
+import { BUILT_START, killHard, startScript } from '../../support/processes';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
 
 describe('A run whose worker dies', function () {
@@ -26,7 +26,7 @@ describe('A run whose worker dies', function () {
 
     // Only a separate worker process polls the queue, so the kill hits the run's activity.
     await env().stopWorker();
-    const worker = await startScript('scripts/start.ts', ['worker'], {}, /worker: polling/, 120_000);
+    const worker = await startScript(BUILT_START, ['worker'], {}, /worker: polling/, 120_000);
     api.delayMs = 60;
     const queued = await launch(t, pipeline.id);
     const midway = await waitForRun(t, queued.id, (run) => run.nodes[0].recordsRead >= 600, 60_000);

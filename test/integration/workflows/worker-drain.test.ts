@@ -4,7 +4,7 @@ import { temporalSettings } from '../../../core/temporal-config';
 import { loadEncryptionKey } from '../../../core/config';
 import { startWorker } from '../../../worker';
 import { env } from '../../support/environment';
-import { startScript } from '../../support/processes';
+import { BUILT_START, startScript } from '../../support/processes';
 
 describe('The worker process', function () {
   this.timeout(180_000);
@@ -12,7 +12,7 @@ describe('The worker process', function () {
   it('finishes an in-flight activity on SIGTERM before it exits', async () => {
     // A queue of its own, so only the worker process under test can take the activity.
     const taskQueue = `drain-${randomUUID()}`;
-    const worker = await startScript('scripts/start.ts', ['worker'], { WEFT_TASK_QUEUE: taskQueue }, /worker: polling/, 120_000);
+    const worker = await startScript(BUILT_START, ['worker'], { WEFT_TASK_QUEUE: taskQueue }, /worker: polling/, 120_000);
     const handle = await env().temporal.workflow.start('systemCheckWorkflow', { taskQueue, workflowId: `drain-${randomUUID()}`, args: [{ holdMs: 4000 }] });
 
     // Wait until the activity is running on that worker, then ask it to stop.
