@@ -2,6 +2,7 @@ import { DefaultLogger, LogLevel, NativeConnection, Runtime, Worker } from '@tem
 import { createActivities } from '../activities';
 import type { Db } from '../db/connection';
 import { closeRuntimeState, type ServiceDependencies, workerDependencies } from '../services/operations/context';
+import type { Clock } from '../core/clock';
 import type { DefinitionCache } from '../services/shared/definition-cache';
 import { logger } from '../core/logger';
 import { TemporalConnectionOptions, temporalConnectionOptions } from '../core/temporal-config';
@@ -48,6 +49,10 @@ export interface WeftWorkerOptions {
   temporalMetricsAddress?: string;
   /** The activities' definition cache: their own unless given (the test environment shares one among its runtimes). */
   definitions?: DefinitionCache;
+  /** The activities' clock: the system's unless given (the test environment's, which a test moves). */
+  clock?: Clock;
+  /** How long a workflow's next task waits for this worker before another takes it (workerStickyTimeoutMs). */
+  stickyTimeoutMs?: number;
 }
 
 export interface RunningWorker {
@@ -62,7 +67,7 @@ export interface RunningWorker {
 export async function startWorker(options: WeftWorkerOptions): Promise<RunningWorker> {
   installRuntime(options.temporalMetricsAddress);
   const connection = await NativeConnection.connect(options.temporalConnection ?? temporalConnectionOptions(options.temporalAddress));
-  const deps = workerDependencies({ db: options.db, encryptionKey: options.encryptionKey, definitions: options.definitions });
+  const deps = workerDependencies({ db: options.db, encryptionKey: options.encryptionKey, definitions: options.definitions, clock: options.clock });
   const worker = await Worker.create({
     connection,
     namespace: options.namespace,
@@ -70,6 +75,7 @@ export async function startWorker(options: WeftWorkerOptions): Promise<RunningWo
     workflowBundle: await workflowBundle(activeTracer() !== undefined),
     activities: createActivities(deps),
     shutdownGraceTime: '30s',
+    ...(options.stickyTimeoutMs ? { stickyQueueScheduleToStartTimeout: options.stickyTimeoutMs } : {}),
     ...workerTracingOptions(),
   });
   const done = worker.run().finally(() => connection.close());

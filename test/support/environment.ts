@@ -24,9 +24,9 @@ export interface TestEnvironment {
   taskQueue: string;
   encryptionKey: Buffer;
   /**
-   * The clock of the in-process API (and of what a test hands its own dependencies): the system
-   * clock until a test sets it, and again after each test (root-hooks.ts). Processes a test starts
-   * (startApiScript) have their own, the system clock.
+   * The clock of the in-process API and worker (and of what a test hands its own dependencies):
+   * the system clock until a test sets it, and again after each test (root-hooks.ts). Processes a
+   * test starts (startApiScript) have their own, the system clock.
    */
   clock: SettableClock;
   /**
@@ -86,7 +86,7 @@ export async function startEnvironment(): Promise<void> {
   // never races the notification. Closing any of them closes it; the next read listens again.
   // Runtimes that must share nothing (runtime-isolation.test.ts) build their own.
   const definitions = new DefinitionCache(db, clock);
-  const startTestWorker = () => startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue, definitions });
+  const startTestWorker = () => startWorker({ db, encryptionKey, temporalAddress, namespace: temporalSettings().namespace, taskQueue, definitions, clock });
   let worker: RunningWorker | undefined = await startTestWorker();
   const api = await startApi({ port: 0, host: '127.0.0.1', metricsPort: 0, clock, definitions });
   /** The runtime state of every dependencies() built: its charges settled by settledCharges, closed with the environment. */
