@@ -1,4 +1,7 @@
 import type { ApiKey, Member, Project } from '../../db/models';
+import type { ApiKeyView } from './api-key-view';
+
+export type { ApiKeyView } from './api-key-view';
 
 // The views the tenancy operations answer with. A presenter shapes rows and what its service read
 // for them, and queries nothing.
@@ -18,21 +21,6 @@ export const presentProject = (p: Project): ProjectView => ({
   createdAt: p.createdAt.toISOString(),
   updatedAt: p.updatedAt.toISOString(),
 });
-
-export interface ApiKeyView {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  readPermissions: string[];
-  writePermissions: string[];
-  projectIds: string[];
-  workspaceResources: boolean;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  createdAt: string;
-  createdByMemberId: string;
-}
 
 export function presentApiKey(key: ApiKey): ApiKeyView {
   return {

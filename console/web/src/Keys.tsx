@@ -1,18 +1,6 @@
 import { FormEvent, useCallback, useEffect, useState } from 'react';
+import type { ApiKeyView as ApiKey } from '../../../services/tenancy/api-key-view';
 import { call, Problem } from './api';
-
-interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: string[];
-  readPermissions: string[];
-  writePermissions: string[];
-  projectIds: string[];
-  workspaceResources: boolean;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-}
 
 /** The areas of SPEC 5.3, by a scope's prefix; the scopes themselves come from the server (core/scopes.ts). */
 const AREAS: Record<string, string> = {
