@@ -8,6 +8,7 @@ import { loadDatasetCatalog, requireSemanticMode } from './sparql-dataset';
 import { InputError } from '../../core/errors';
 import { idParams } from '../../schemas/common';
 import { sparqlGetQuery, sparqlPostQuery } from '../../schemas/ontology';
+import { writeActionSchema } from '../../schemas/source-writes';
 import { countRefusal, observeQuery } from '../../observability/metrics';
 
 export const RESULT_TYPES = ['application/sparql-results+json', 'application/sparql-results+xml', 'text/csv', 'text/tab-separated-values', 'text/turtle', 'application/n-triples', 'application/ld+json', 'application/rdf+xml'];
@@ -28,6 +29,32 @@ const results: Record<number, ResponseSpec> = {
   },
 };
 
+/** An update's answer: the governed writes it proposed, applied (200) or awaiting approval (202). */
+const updateApplied = (description: string): ResponseSpec => ({
+  description,
+  contentType: 'application/json',
+  schema: {
+    type: 'object',
+    required: ['pending', 'writeActions'],
+    properties: {
+      pending: { type: 'boolean', description: 'Whether a write awaits approval (then the status is 202).' },
+      writeActions: { type: 'array', items: writeActionSchema, description: 'The write actions the update became (none when it changed nothing).' },
+    },
+  },
+  headers: { 'Idempotent-Replayed': { description: 'Present (true) when the answer is a retry’s: the first outcome of the same update.', schema: { type: 'string', enum: ['true'] } } },
+});
+
+const updateAnswers: Record<number, ResponseSpec> = {
+  200: updateApplied('The update’s writes, applied'),
+  202: updateApplied('The update’s writes, awaiting approval under the endpoint’s write policy'),
+};
+
+/** The POST's answers: a query's results, or an update's writes (200 application/json, or 202 pending). */
+const postAnswers: Record<number, ResponseSpec> = {
+  200: { ...results[200], description: 'A query’s results in the negotiated format; for an update, its applied writes as application/json (as sparqlUpdate answers)' },
+  202: updateAnswers[202],
+};
+
 type Params = { project_id: string };
 
 const replyOf = (answer: SparqlAnswer): Reply => ({ status: answer.status, body: answer.body, contentType: answer.contentType, headers: answer.headers });
@@ -41,6 +68,7 @@ export const sparqlQueryOperation = defineOperation({
   summary: 'Evaluate a SPARQL query over the project’s dataset (reached by GET or POST of the protocol).',
   access: { scopes: { allOf: ['sparql:query'] }, project: true, grants: 'read' as const },
   effect: 'read',
+  output: results,
   async run(ctx: OperationContext, input: QueryInput): Promise<Reply> {
     return replyOf(await observeQuery('sparql', () => answerSparqlQuery(ctx, input, input.accept)));
   },
@@ -56,6 +84,7 @@ export const sparqlUpdateOperation = defineOperation({
   summary: 'Apply a SPARQL update as governed writes on the bound endpoints (reached by POST of the protocol).',
   access: { scopes: { allOf: ['sparql:update'] }, project: true, actor: 'accountable' as const, grants: 'read and write' as const },
   effect: 'external',
+  output: updateAnswers,
   async run(ctx: OperationContext, input: UpdateInput): Promise<Reply> {
     requireSemanticMode(await loadDatasetCatalog(ctx.deps, ctx.db, ctx.principal.workspaceId, ctx.project.id), 'write');
     if (input.sentAsQuery) throw new InputError('update_in_query', 'An update was sent as a query: POST it as application/sparql-update or in update=.');
@@ -89,7 +118,7 @@ export const sparqlQueryPostOperation = defineOperation({
   access: { scopes: { anyOf: ['sparql:query', 'sparql:update'] }, project: true },
   effect: 'external',
   input: { params: idParams('project_id'), query: sparqlPostQuery },
-  output: results,
+  output: postAnswers,
   async run(ctx: OperationContext, { rawQuery, headers, body, bodyType }: RequestInput<Params, Record<string, unknown>, string>): Promise<Reply> {
     // The same rule as on every idempotent route, whatever the request turns out to be.
     const idempotencyKey = headers?.['idempotency-key'] ? checkIdempotencyKey(headers['idempotency-key']) : undefined;

@@ -38,8 +38,6 @@ const WITHOUT_OUTPUT: Record<string, string> = {
   readiness: 'a health probe: its answers (200, 503) are HTTP’s alone, stated on its route (api/routes/health.ts)',
   liveness: 'a health probe: its answer is HTTP’s alone, stated on its route (api/routes/health.ts)',
   staticContent: 'serves every page and asset (the document, /docs, /sparql, the console’s): each route states its own answer and media type',
-  sparqlQuery: 'reached through sparqlQueryGet and sparqlQueryPost, which hand it the query and declare its answers (results); the console page calls it the same way',
-  sparqlUpdate: 'reached through sparqlQueryPost, which hands it the update and declares its answers (results)',
 };
 
 /** Words that state an access rule. A door (api/, mcp/) that contains one restates what an operation declares. */
