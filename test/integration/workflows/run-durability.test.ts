@@ -26,9 +26,17 @@ describe('A run whose worker dies', function () {
 
     // Only a separate worker process polls the queue, so the kill hits the run's activity.
     await env().stopWorker();
-    const worker = await startScript(BUILT_START, ['worker'], {}, /worker: polling/, 120_000);
+    // Its runs' next workflow task waits for it 1 s once it is killed, not 10, before the test's worker takes it.
+    const worker = await startScript(BUILT_START, ['worker'], { WEFT_WORKER_STICKY_TIMEOUT_MS: '1000' }, /worker: polling/, 120_000);
     api.delayMs = 60;
-    const queued = await launch(t, pipeline.id);
+    // The dead attempt is retried once its heartbeat times out: 6 s for this run (15 s by default),
+    // which a stall of the test worker's event loop (shared with mocha) does not reach (remote-waits.test.ts).
+    const heartbeatTimeout = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '6000';
+    const queued = await launch(t, pipeline.id).finally(() => {
+      if (heartbeatTimeout === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+      else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = heartbeatTimeout;
+    });
     const midway = await waitForRun(t, queued.id, (run) => run.nodes[0].recordsRead >= 600, 60_000);
     assert.equal(midway.status, 'running');
     await killHard(worker);
