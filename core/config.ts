@@ -82,10 +82,7 @@ export function chargeLeaseMax(): string {
  * every sweep; config() refuses a bad value at start.
  */
 export function leaseIdleMs(): number {
-  const setting = process.env.WEFT_LEASE_IDLE_MS?.trim() || '10000';
-  const ms = Number(setting);
-  if (!/^\d+$/.test(setting) || ms < 100 || ms > 60_000) throw new Error(`WEFT_LEASE_IDLE_MS must be a whole number of milliseconds from 100 to 60000; got "${setting}".`);
-  return ms;
+  return millisecondsSetting('WEFT_LEASE_IDLE_MS', 10_000, 100, 60_000);
 }
 
 /**
@@ -96,9 +93,14 @@ export function leaseIdleMs(): number {
  * loses the cached state, and another worker replays the history instead.
  */
 export function workerStickyTimeoutMs(): number {
-  const setting = process.env.WEFT_WORKER_STICKY_TIMEOUT_MS?.trim() || '10000';
+  return millisecondsSetting('WEFT_WORKER_STICKY_TIMEOUT_MS', 10_000, 1000, 600_000);
+}
+
+/** A whole number of milliseconds from `min` to `max` in the environment variable `name`, `fallback` when unset. */
+function millisecondsSetting(name: string, fallback: number, min: number, max: number): number {
+  const setting = process.env[name]?.trim() || String(fallback);
   const ms = Number(setting);
-  if (!/^\d+$/.test(setting) || ms < 1000 || ms > 600_000) throw new Error(`WEFT_WORKER_STICKY_TIMEOUT_MS must be a whole number of milliseconds from 1000 to 600000; got "${setting}".`);
+  if (!/^\d+$/.test(setting) || ms < min || ms > max) throw new Error(`${name} must be a whole number of milliseconds from ${min} to ${max}; got "${setting}".`);
   return ms;
 }
 

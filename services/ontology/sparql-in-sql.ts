@@ -919,10 +919,9 @@ export interface NarrowedTest {
   datatype: string;
 }
 
-/** Runs the statement text with its parameters; the rows of its answer. */
 /**
  * Runs the statement text with its parameters; the rows of its answer. `fixedJoinOrder`: every
- * relation of the statement is a few records (SmallStars), so the runner may have PostgreSQL join
+ * relation of the statement is a few records (Statement.readsMany), so the runner may have PostgreSQL join
  * them in the written order rather than search every order: BSBM Q2's dozen triples of one
  * product took 22 to 33 ms to plan and 2 to run at 1M records, 3 to 4 ms to plan in the written order.
  */
@@ -988,17 +987,17 @@ export async function runSqlOver(run: SqlRunner, query: SqlQuery, sources: SqlSo
   for (;;) {
     const answer = await runSqlQueryAs(run, query, sources, fusable, cleanStars);
     if (!(answer instanceof Unfused)) return answer;
-    // The stars found to need per-triple reads (all the fused ones where a check names none), kept so for their snapshot.
-    const stars = answer.stars === 'all' || !answer.stars.length ? fusable.flatMap((fused, x) => (fused ? [x] : [])) : answer.stars;
+    // The stars found to need per-triple reads (every fused one where a check names none), kept so
+    // for their snapshot; each round reads at least one more star per triple, so the loop ends.
+    const stars = answer.stars === 'all' ? fusable.flatMap((fused, x) => (fused ? [x] : [])) : answer.stars;
     for (const x of stars) {
       fusable[x] = false;
       if (perTriple[x]) cleanStars!.set(perTriple[x]!, true, perTriple[x]!.length);
     }
-    if (!stars.length) fusable.fill(false);
   }
 }
 
-/** A one-scan attempt's verdict: these stars (or every one, where an unpinned source's check names none) hold what one scan cannot read exactly. */
+/** A one-scan attempt's verdict: these fused stars (or every one, where an unpinned source's check names none) hold what one scan cannot read exactly. */
 class Unfused {
   constructor(readonly stars: number[] | 'all') {}
 }
@@ -1069,17 +1068,20 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
   const either = (checks: string[]) => (checks.length ? checks.map((check) => `coalesce(${check}, false)`).join(' OR ') : 'false');
   // Each kept star's checks once, in columns of their own (o<k> odd, u<k> unfused), which the answer's flags are made of.
   const checked = starChecks.map(({ odd, unfused }, k) => `coalesce(${odd}, false) AS o${k}, coalesce(${unfused}, false) AS u${k}`);
-  const flags = (kind: 'o' | 'u', rest: string[]) => [either(rest), ...starChecks.map((_, k) => `checks.${kind}${k}`)].join(' OR ');
+  const oddFlags = [either(oddChecks), ...starChecks.map((_, k) => `checks.o${k}`)].join(' OR ');
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
-    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${flags('o', oddChecks)} AS odd, ${flags('u', unfusedChecks)} AS unfused, ${either(unfusedChecks)} AS unfused_unpinned${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}, checks.u${k} AS unfused${k}`).join('')}${checked.length ? ' FROM checks' : ''})
+    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${oddFlags} AS odd, ${either(unfusedChecks)} AS unfused_unpinned${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}, checks.u${k} AS unfused${k}`).join('')}${checked.length ? ' FROM checks' : ''})
     SELECT answer.*, oddity.* FROM oddity LEFT JOIN answer ON true`;
   const all = await run(sql, params, { fixedJoinOrder: !statement.readsMany });
   // A star found clean reads the same rows clean next time (the rows of a pinned source never change).
   starChecks.forEach(({ key }, k) => {
     if (all[0]?.[`clean${k}`] === true) statement.cleanStars?.set(key, true, key.length);
   });
-  if (all.some((row) => row.unfused)) return new Unfused(all[0].unfused_unpinned ? 'all' : starChecks.flatMap(({ star }, k) => (all[0][`unfused${k}`] === true ? [star] : [])));
+  // Every row carries the oddity's columns (the answer is joined to its one row).
+  if (all[0].unfused_unpinned) return new Unfused('all');
+  const unfused = starChecks.flatMap(({ star }, k) => (all[0][`unfused${k}`] === true ? [star] : []));
+  if (unfused.length) return new Unfused(unfused);
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
   if (cap && rows.length > cap && !query.exists) return undefined;
@@ -1206,26 +1208,23 @@ function narrowingsOf(statement: Statement, branch: Branch): Map<number, Map<num
   };
   branch.filters.forEach(conjuncts);
   if (!comparisons.length) return found;
+  const add = (x: number, i: number, condition: string | undefined) => {
+    if (!condition) return;
+    const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
+    byTriple.set(i, [...(byTriple.get(i) ?? []), condition]);
+  };
   for (const x of branch.stars) {
     const star = statement.stars[x];
     const source = statement.sources[star.source];
     if (!source.narrowing) continue;
     // The subject itself (BSBM Q2's one product): every record of a solution shows as that key.
     for (const { variable, op, on, value } of comparisons) {
-      if (variable !== star.variable || op !== '=' || on !== 'text') continue;
-      const condition = source.narrowing(star.subject.field, { op, on, value, datatype: 'iri' }, statement.params);
-      if (!condition) continue;
-      const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
-      byTriple.set(SUBJECT, [...(byTriple.get(SUBJECT) ?? []), condition]);
+      if (variable === star.variable && op === '=' && on === 'text') add(x, SUBJECT, source.narrowing(star.subject.field, { op, on, value, datatype: 'iri' }, statement.params));
     }
     star.triples.forEach((triple, i) => {
       if (triple.kind === 'type' || triple.optional !== undefined || (triple.kind === 'link' && triple.joins !== undefined)) return;
       for (const { variable, op, on, value } of comparisons) {
-        if (variable !== triple.variable || on === 'date') continue;
-        const condition = source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.kind === 'link' ? 'iri' : triple.datatype }, statement.params);
-        if (!condition) continue;
-        const byTriple = found.get(x) ?? found.set(x, new Map()).get(x)!;
-        byTriple.set(i, [...(byTriple.get(i) ?? []), condition]);
+        if (variable === triple.variable && on !== 'date') add(x, i, source.narrowing!(triple.field, { op: op as NarrowedTest['op'], on, value, datatype: triple.kind === 'link' ? 'iri' : triple.datatype }, statement.params));
       }
     });
   }
@@ -1401,8 +1400,7 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
       // "5"): found by key lookup, or flagged where JavaScript's form of a key is exponent notation,
       // which a number key in digits may share (EXPONENT_KEY). A source without key lookup (an
       // external table) has keys of one column type, one JSON type, whose texts are its values'.
-      const narrowedRecords = narrowed.has(x) && source.keyLookup;
-      const shared = narrowedRecords ? ` OR bool_or((SELECT count(*) FROM ${records} AND ${source.keyLookup!(`${name}.s`)}) > 1)` : '';
+      const shared = narrowed.has(x) && source.keyLookup ? ` OR bool_or((SELECT count(*) FROM ${records} AND ${source.keyLookup!(`${name}.s`)}) > 1)` : '';
       const unfusedCheck = `(SELECT bool_or(multi) OR count(DISTINCT kt) > 1${shared} FROM ${name})`;
       const oddCheck = `(SELECT bool_or(odd${narrowed.has(x) ? ` OR s ~ ${params.add(EXPONENT_KEY)}::text` : ''}) FROM ${name} WHERE ${present.join(' AND ')})`;
       let clean = false;
@@ -1455,9 +1453,11 @@ function branchParts(statement: Statement, branch: Branch, read: ReadonlySet<str
     const starRecords = pivot || narrowed.get(x)?.has(SUBJECT) ? `records${x}` : undefined;
     if (narrowed.get(x)?.has(SUBJECT)) subjectOnly.add(x);
     else statement.readsMany = true;
+    let starRecordsAdded = false;
     /** The pivots' intersection and the star's records, once the pivots' relations are among the CTEs. */
     const intersected = () => {
-      if (!starRecords || ctes.some((cte) => cte.startsWith(`${starRecords} AS`))) return;
+      if (!starRecords || starRecordsAdded) return;
+      starRecordsAdded = true;
       if (pivots.length > 1) ctes.push(`${pivotName} AS (${pivots.map(({ name }) => `SELECT s FROM ${name}`).join(' INTERSECT ')})`);
       ctes.push(`${starRecords} AS MATERIALIZED (${pivot ? pivot(recordsOf(SUBJECT)) : `SELECT * FROM ${recordsOf(SUBJECT)}`})`);
     };

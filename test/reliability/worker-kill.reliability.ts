@@ -3,7 +3,7 @@ import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import { BUILT_START, killHard, RunningScript, startScript } from '../support/processes';
 import { reliabilitySeed, seededRandom } from './support/seeded-random';
-import { createPipeline, EventsApi, eventsSource, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
+import { createPipeline, EventsApi, eventsSource, extractHeartbeatTimeout, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
 const ROUNDS = 10;
 const RECORDS_PER_ROUND = 300;
@@ -15,7 +15,7 @@ describe('Worker killed during ingestion, at 10 random points', function () {
   const random = seededRandom(seed);
   let api: EventsApi;
   let worker: RunningScript | undefined;
-  let heartbeatTimeout: string | undefined;
+  let restoreHeartbeatTimeout: () => void = () => undefined;
 
   before(async () => {
     api = await new EventsApi().start();
@@ -24,12 +24,10 @@ describe('Worker killed during ingestion, at 10 random points', function () {
     // A killed worker's extraction is retried once its heartbeat times out: 5 s for the runs this
     // file's API launches (15 s by default), as in temporal-loss.reliability.ts. The worker is a
     // process of its own, so no stall of mocha's event loop delays its heartbeats.
-    heartbeatTimeout = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '5000';
+    restoreHeartbeatTimeout = extractHeartbeatTimeout(5000);
   });
   after(async () => {
-    if (heartbeatTimeout === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = heartbeatTimeout;
+    restoreHeartbeatTimeout();
     if (worker) await killHard(worker).catch(() => undefined);
     await api.close();
     await env().startWorker();

@@ -272,3 +272,16 @@ export function useEventsApi(records: () => EventRecord[]): { api: EventsApi; t:
   });
   return context;
 }
+
+/**
+ * The extract activity's heartbeat timeout of the runs this process's API launches from now on
+ * (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS, read at each launch); the function returned puts it back.
+ */
+export function extractHeartbeatTimeout(ms: number): () => void {
+  const saved = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+  process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = String(ms);
+  return () => {
+    if (saved === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
+    else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = saved;
+  };
+}

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { env } from '../../support/environment';
-import { createPipeline, eventsSource, EventsApi, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, tableRecords, waitForRun } from '../../support/pipelines';
+import { createPipeline, eventsSource, EventsApi, extractHeartbeatTimeout, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, tableRecords, waitForRun } from '../../support/pipelines';
 import { until } from '../../support/polling';
 
 /**
@@ -55,18 +55,16 @@ describe('Pipeline runs waiting on a slow remote page', function () {
   this.timeout(120_000);
   const api = new SlowEventsApi();
   let t: PipelineTenant;
-  let saved: string | undefined;
+  let restoreHeartbeatTimeout: () => void;
 
   before(async () => {
     await api.start();
     // The request's own timeout stays far above the pages' delays: only the run's heartbeat and cancellation matter here.
     t = await pipelineTenant(api.baseUrl, { timeoutMs: 120_000 });
-    saved = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = '6000';
+    restoreHeartbeatTimeout = extractHeartbeatTimeout(6000);
   });
   after(async () => {
-    if (saved === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = saved;
+    restoreHeartbeatTimeout();
     await api.close();
   });
 
