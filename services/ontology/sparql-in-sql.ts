@@ -1071,16 +1071,17 @@ async function runSqlQueryAs(run: SqlRunner, query: SqlQuery, sources: SqlSource
   const oddFlags = [either(oddChecks), ...starChecks.map((_, k) => `checks.o${k}`)].join(' OR ');
   // The oddity row is there even when nothing matched: a value written otherwise than JavaScript writes it may be why.
   const sql = `WITH ${ctes.join(',\n')},
-    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${oddFlags} AS odd, ${either(unfusedChecks)} AS unfused_unpinned${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}, checks.u${k} AS unfused${k}`).join('')}${checked.length ? ' FROM checks' : ''})
+    ${checked.length ? `checks AS (SELECT ${checked.join(', ')}),\n    ` : ''}oddity AS (SELECT ${oddFlags} AS odd, ${either(unfusedChecks)} AS unfused${starChecks.map((_, k) => `, NOT (checks.o${k} OR checks.u${k}) AS clean${k}, checks.u${k} AS unfused${k}`).join('')}${checked.length ? ' FROM checks' : ''})
     SELECT answer.*, oddity.* FROM oddity LEFT JOIN answer ON true`;
   const all = await run(sql, params, { fixedJoinOrder: !statement.readsMany });
   // A star found clean reads the same rows clean next time (the rows of a pinned source never change).
   starChecks.forEach(({ key }, k) => {
     if (all[0]?.[`clean${k}`] === true) statement.cleanStars?.set(key, true, key.length);
   });
-  // Every row carries the oddity's columns (the answer is joined to its one row).
-  if (all[0].unfused_unpinned) return new Unfused('all');
-  const unfused = starChecks.flatMap(({ star }, k) => (all[0][`unfused${k}`] === true ? [star] : []));
+  // Every row carries the oddity's columns (the answer is joined to its one row): `unfused`, the
+  // checks of stars over unpinned sources, which name no star; `unfused<k>`, each kept star's.
+  if (all[0]?.unfused) return new Unfused('all');
+  const unfused = starChecks.flatMap(({ star }, k) => (all[0]?.[`unfused${k}`] === true ? [star] : []));
   if (unfused.length) return new Unfused(unfused);
   if (all.some((row) => row.odd)) return undefined;
   const rows = all.filter((row) => row.present);
