@@ -332,6 +332,8 @@ async function contentSnapshot(client: Remote, ref: TableRef): Promise<SnapshotI
 /** What bounds a remote transaction besides the pool's own timeouts. */
 interface SessionLimits {
   readOnly?: boolean;
+  /** Every statement sees the one snapshot of the first (REPEATABLE READ): reads in rounds agree. */
+  repeatable?: boolean;
   /** The statements' time limit (SET LOCAL statement_timeout), below the pool's. */
   timeoutMs?: number;
   /** Aborted when the caller has gone: the running statement is cancelled at once. */
@@ -352,7 +354,7 @@ async function inRemoteTransaction<T>(ctx: CapabilityContext, work: (session: Re
   let broken: Error | undefined;
   let cancel: (() => void) | undefined;
   try {
-    await remote(session, limits.readOnly ? 'BEGIN READ ONLY' : 'BEGIN');
+    await remote(session, `BEGIN${limits.repeatable ? ' ISOLATION LEVEL REPEATABLE READ' : ''}${limits.readOnly ? ' READ ONLY' : ''}`);
     if (limits.timeoutMs !== undefined) await remote(session, `SET LOCAL statement_timeout = ${Math.max(1, Math.floor(limits.timeoutMs))}`);
     if (signal) {
       const { rows } = await remote<{ pid: number }>(session, 'SELECT pg_backend_pid() AS pid');
@@ -408,7 +410,7 @@ export interface RemoteReads {
  * `timeoutMs` and are cancelled when `signal` aborts; a statement stopped so fails with
  * `stopped(callerGone)`. Nothing here writes or defines anything on the remote database.
  */
-export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeoutMs: number; signal?: AbortSignal; stopped: (callerGone: boolean) => Error }, work: (reads: RemoteReads) => Promise<T>): Promise<T> {
+export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeoutMs: number; signal?: AbortSignal; stopped: (callerGone: boolean) => Error; repeatable?: boolean }, work: (reads: RemoteReads) => Promise<T>): Promise<T> {
   const gone = () => Boolean(limits.signal?.aborted);
   if (gone()) throw limits.stopped(true);
   try {
@@ -418,7 +420,7 @@ export async function readingRemote<T>(ctx: CapabilityContext, limits: { timeout
         const ref = parseTarget(target);
         return { sql: ref.sql, ...(await describeTable(session, ref)) };
       },
-    }), { readOnly: true, timeoutMs: limits.timeoutMs, signal: limits.signal });
+    }), { readOnly: true, repeatable: limits.repeatable, timeoutMs: limits.timeoutMs, signal: limits.signal });
   } catch (error) {
     if (isCancelled(error)) throw limits.stopped(gone());
     throw error;

@@ -22,7 +22,9 @@ import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-r
 import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery, SQL_WORK_MEM } from './sparql-in-sql';
-import { answerOnInstallation } from './sparql-external-sql';
+import { answerOnInstallation, externalRecords } from './sparql-external-sql';
+import { readingRemote } from '../../plugins/postgres-table';
+import { callerGoneError, timeoutError } from '../../ontology/sparql-evaluator/deadline';
 import { sqlFormOf } from './sparql-forms-in-sql';
 import type { SparqlResult } from '../../ontology/sparql-engine';
 import { NS } from '../../ontology/compile';
@@ -34,7 +36,10 @@ import { NS } from '../../ontology/compile';
 // graph is rebuilt when its snapshot, the binding, the endpoint or the package changes; endpoints
 // without snapshots (http_dataset, postgres_table) keep theirs for WEFT_SPARQL_UNPINNED_TTL_SECONDS.
 // Queries PostgreSQL answers (answeredInSql) read no graph: bound managed tables at their
-// snapshots, or the tables of one postgres_table installation, live, in their own database.
+// snapshots, or the tables of one postgres_table installation, live, in their own database. A
+// query over bound tables of several databases (managed tables beside postgres_table ones, or two
+// installations) reads from each the records its patterns reach (sparql-reach-reads.ts), each
+// database's reads narrowed by the values the others' gave, and is answered over those.
 
 const PAGE = 1000;
 
@@ -198,6 +203,8 @@ interface BoundSource {
   at: number;
   /** A managed table, read per query (only the records the query reaches) rather than copied whole. */
   table?: { workspaceId: string; table: string };
+  /** A postgres_table endpoint's table, read live per query (the records the query reaches) through its installation. */
+  external?: boolean;
 }
 
 /** The bound endpoints of one installation whose current snapshots are read together. */
@@ -244,6 +251,7 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
     const runtime = findCapability(installation.capability, installation.capabilityVersion);
     const source: BoundSource = { binding, endpoint, names: namesOf(binding, pkg), at: 0 };
     if (installation.capability === 'managed_table') source.table = { workspaceId: installation.workspaceId, table: String((endpoint.target as { table?: unknown }).table) };
+    if (installation.capability === 'postgres_table') source.external = true;
     if (!runtime.definition.supports.snapshotReads || !runtime.currentSnapshot) return source;
     let group = groups.get(installation.id);
     if (!group) groups.set(installation.id, (group = { installation, targets: [], key: '', scope: snapshotScope(installation.workspaceId), kept: runtime.announcesSnapshots === true }));
@@ -255,8 +263,8 @@ function planOf(catalog: DatasetCatalog, pkg: PackageHead, principal: Principal,
   });
   const memoryPredicates = new Set<string>();
   const memoryTypes = new Set<string>();
-  for (const { binding, table } of sources) {
-    if (table) continue;
+  for (const { binding, table, external } of sources) {
+    if (table || external) continue;
     memoryPredicates.add(`${NS.rdf}type`);
     memoryTypes.add(`${pkg.baseIri}${binding.termId}`);
     for (const property of Object.keys(binding.mapping.properties)) memoryPredicates.add(`${pkg.baseIri}${property}`);
@@ -407,7 +415,7 @@ interface QueryReach {
  * cannot be analysed (its tables are then read whole, as other bindings).
  */
 function queryReach(memory: SparqlMemory, plan: DatasetPlan, text: string | undefined): QueryReach | undefined {
-  if (text === undefined || memory.settings.tableReads !== 'per-query' || !plan.sources.some((source) => source.table)) return undefined;
+  if (text === undefined || memory.settings.tableReads !== 'per-query' || !plan.sources.some((source) => source.table || source.external)) return undefined;
   let parsed;
   try {
     parsed = memory.parses.parse(text);
@@ -472,6 +480,8 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       kept = graphs.get(source.names.slot);
       if (!kept || kept.handle.version !== dataVersion) return undefined;
     } else {
+      // Live tables are read for each query that reaches them.
+      if (reach && source.external) return undefined;
       kept = graphs.get(source.names.slot);
       if (!kept || !unpinnedFresh(sparqlMemory.settings, kept)) return undefined;
       dataVersions.push(kept.handle.version);
@@ -520,7 +530,7 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   let triples = packageHandle.graph.tripleCount;
   const snapshots = plan.groups.length ? await snapshotsOf(db, deps, plan.groups) : undefined;
   const reach = queryReach(sparqlMemory, plan, text);
-  const tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }> = [];
+  const tables: ReadTable[] = [];
   // One binding at a time: the bound is checked as each graph is built, before the next is read.
   for (const source of plan.sources) {
     const snapshot = pinnedSnapshot(source, source.group && snapshots!.get(source.group)![source.at], pin);
@@ -528,6 +538,13 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
       const dataVersion = snapshotVersionOf(source.names, snapshot);
       dataVersions.push(dataVersion);
       tables.push({ source, snapshot, dataVersion });
+      continue;
+    }
+    if (reach && source.external) {
+      // Live data has no version to name twice: each read's is its own.
+      const dataVersion = `${source.names.slot}:live:${randomBytes(12).toString('base64url')}`;
+      dataVersions.push(dataVersion);
+      tables.push({ source, dataVersion });
       continue;
     }
     const handle = await bindingGraph(sparqlMemory, db, deps, pkg, source, snapshot, bound - triples);
@@ -541,21 +558,32 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
   return datasetOf(sparqlMemory, plan, pkg, handles, dataVersions, new Set(tableHandles));
 }
 
-/** Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and data version. */
-async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: Array<{ source: BoundSource; snapshot: SnapshotInfo; dataVersion: string }>, timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
+/** A bound table a query reads the records of: a managed table at its snapshot, or an external one (no snapshot) as it is. */
+interface ReadTable {
+  source: BoundSource;
+  snapshot?: SnapshotInfo;
+  dataVersion: string;
+}
+
+/**
+ * Graphs of the records of bound tables `patterns` reach, one per table, kept per query text and
+ * data version (not when an external table is read: live data is read again by the next query).
+ */
+async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, plan: DatasetPlan, reach: QueryReach, text: string, tables: ReadTable[], timeoutMs?: number, signal?: AbortSignal): Promise<GraphHandle[]> {
   const { graphs, tableCounts: counts } = memory;
+  const live = tables.some((table) => table.source.external);
   const reachKey = reachKeyOf(plan, text, tables.map((table) => table.dataVersion));
   const versions = tables.map((table) => reachedVersion(table.dataVersion, reachKey));
   const kept = versions.map((version) => graphs.get(version));
-  if (kept.every(Boolean)) return kept.map((graph) => graph!.handle);
+  if (!live && kept.every(Boolean)) return kept.map((graph) => graph!.handle);
   const facts = await packageFacts(memory, db, pkg);
   const others: OtherGraphs = { predicates: new Set([...facts.predicates, ...plan.memoryPredicates]), types: new Set([...facts.types, ...plan.memoryTypes]) };
   const reachTables: ReachTable[] = tables.map(({ source, snapshot }) => ({
-    ...source.table!,
+    ...(source.table ?? { workspaceId: source.endpoint.workspaceId, table: String((source.endpoint.target as { table?: unknown }).table) }),
     termId: source.binding.termId,
     mapping: source.binding.mapping,
     // A table never written has no records to read.
-    version: snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
+    version: !snapshot || snapshot.id === EMPTY_SNAPSHOT.id ? undefined : snapshot.version,
   }));
   for (const [at, table] of reachTables.entries()) if (table.version !== undefined) indexKeyFields(db, deps, tables[at].source, table);
   const settings = memory.settings;
@@ -564,8 +592,8 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
   // Under the reach bound a large unordered slice reads the whole graph, which every page then
   // shares (a first-records read per page re-reads OFFSET records for each: the bench's read-back
   // of 130 pages of 10,000 took 2.4 GB so); a small slice and an ASK read their first records.
-  const first = reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits, reach.anySolution) : undefined;
-  const read = first ?? (await readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits));
+  const first = !live && reach.firstSolutions !== undefined ? await readFirstRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, reach.firstSolutions, limits, reach.anySolution) : undefined;
+  const read = first ?? (await readingExternalTables(db, deps, tables, reachTables, limits, () => readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits)));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
     if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, deps, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
@@ -580,9 +608,31 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
       if (mapped) for (const quad of mapped.quads) encoder.add(quad);
     }
     const handle = { version: versions[at], graph: encoder.finish() };
-    graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
+    if (!live) graphs.set(versions[at], { handle, builtAt: Date.now() }, encodedBytes(handle.graph));
     return handle;
   }
+}
+
+/**
+ * Runs `read` with a session open on each external table's installation (one per installation,
+ * REPEATABLE READ, so every round of the query's reads sees one snapshot of that database) and
+ * the tables' `external` reads set to read there.
+ */
+async function readingExternalTables<T>(db: Executor, deps: CapabilityDependencies, tables: ReadTable[], reachTables: ReachTable[], limits: ReachLimits, read: () => Promise<T>): Promise<T> {
+  const installations = [...new Map(tables.filter((table) => table.source.external).map(({ source }) => [source.endpoint.installation!.id, source.endpoint.installation!])).values()];
+  const { timeoutMs, signal } = limits;
+  const opened = async (at: number): Promise<T> => {
+    if (at === installations.length) return read();
+    const installation = installations[at];
+    const stopped = (callerGone: boolean) => (callerGone ? callerGoneError() : timeoutError(timeoutMs));
+    return readingRemote(capabilityContext(db, installation, deps), { timeoutMs, signal, stopped, repeatable: true }, async (reads) => {
+      for (const [index, { source }] of tables.entries()) {
+        if (source.external && source.endpoint.installation!.id === installation.id) reachTables[index].external = await externalRecords(reads, source.endpoint.target, source.binding.mapping);
+      }
+      return opened(at + 1);
+    });
+  };
+  return opened(0);
 }
 
 /** Subject and link fields are what queries find a table's records by: indexed in the background (field-indexes.ts). */
@@ -601,7 +651,7 @@ function indexKeyFields(db: Executor, deps: CapabilityDependencies, source: Boun
  * bound it is refused as query_too_broad from PostgreSQL's count of its triples, before a record
  * is read, and at once for later queries at the same snapshot (the count is kept).
  */
-async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
+async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo | undefined, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
   const bound = limits.maxTriples;
   const kept = memory.graphs.get(source.names.slot);
   if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
@@ -617,7 +667,8 @@ async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: Capabil
     }
     throw tooBroad(bound, table.table);
   }
-  memory.graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
+  // An external table's whole graph is kept (for WEFT_SPARQL_UNPINNED_TTL_SECONDS) under its own slot only.
+  if (!source.external) memory.graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
   return handle;
 }
 
@@ -674,9 +725,10 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
   const { inSql } = form;
   /** The answer within the evaluator's bound on rows or triples, over the dataset of these data versions. */
   const answered = (result: SparqlResult, version: string) => ({ result: form.finish(result, maxResults), dataset: { pkg, graphs: [], version, triples: 0, withheldBindings: plan.withheld } });
-  // Bound tables of one database answer it there: managed tables (every binding's, for their
-  // snapshots name the dataset), or external tables of one installation (the stars' alone).
-  const installation = plan.sources.some((source) => !source.table) ? soleExternalInstallation(inSql.stars.map((star) => plan.sources[star.source])) : undefined;
+  // Bound tables of one database answer it there: managed tables, or external tables of one
+  // installation. Stars of several databases are answered over the records each one's reads find (readDataset).
+  const starSources = inSql.stars.map((star) => plan.sources[star.source]);
+  const installation = soleExternalInstallation(starSources);
   if (installation) {
     // The tables as they are when the statement runs.
     const release = deps.sparqlMemory.tableReads.take(principal.workspaceId, settings.sqlConnections, settings.timeoutMs);
@@ -691,22 +743,24 @@ export async function answeredInSql(ctx: OperationContext, catalog: DatasetCatal
       release();
     }
   }
-  if (plan.sources.some((source) => !source.table)) return undefined;
-  const tables: ReachTable[] = plan.sources.map((source) => ({ ...source.table!, termId: source.binding.termId, mapping: source.binding.mapping }));
-  const snapshots = await snapshotsOf(db, deps, plan.groups);
+  if (!starSources.every((source) => source.table)) return undefined;
+  // The stars' predicates and types are their tables' alone (sqlQueryOf), so the answer depends on
+  // the managed tables' snapshots, which name the dataset, and on the other bindings only as bound.
+  const managed = plan.sources.map((source) => (source.table ? { ...source.table, termId: source.binding.termId, mapping: source.binding.mapping } : undefined));
+  const snapshots = await snapshotsOf(db, deps, plan.groups.filter((group) => group.installation.capability === 'managed_table'));
   const snapshotOf = (source: BoundSource) => pinnedSnapshot(source, snapshots.get(source.group!)![source.at], pin)!;
   // A table never written has no snapshot to read at (its records are none): evaluated as any other.
   if (inSql.stars.some((star) => snapshotOf(plan.sources[star.source]).id === EMPTY_SNAPSHOT.id)) return undefined;
   if (settings.sqlMinRecords > 0) {
-    const read = [...new Set(inSql.stars.map((star) => star.source))].map((at) => ({ ...tables[at], version: snapshotOf(plan.sources[at]).version }));
+    const read = [...new Set(inSql.stars.map((star) => star.source))].map((at) => ({ ...managed[at]!, version: snapshotOf(plan.sources[at]).version }));
     if ((await estimatedRecords(db, deps.sparqlMemory.tableEstimates, read)) < settings.sqlMinRecords) return undefined;
   }
-  for (const star of inSql.stars) indexKeyFields(db, deps, plan.sources[star.source], tables[star.source]);
-  const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => snapshotVersionOf(each.names, snapshotOf(each)))];
+  for (const star of inSql.stars) indexKeyFields(db, deps, plan.sources[star.source], managed[star.source]!);
+  const dataVersions = [packageVersion(pkg), ...plan.sources.map((each) => (each.table ? snapshotVersionOf(each.names, snapshotOf(each)) : each.names.slot))];
   const release = deps.sparqlMemory.tableReads.take(principal.workspaceId, settings.sqlConnections, settings.timeoutMs);
   try {
     const reading = { timeoutMs: timeoutMs ?? settings.timeoutMs, signal: ctx.signal, workMem: SQL_WORK_MEM };
-    const result = await readingWithin(db as Db, reading, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => ({ ...tables[at], version: snapshotOf(source).version })), deps.sparqlMemory));
+    const result = await readingWithin(db as Db, reading, (trx) => runSqlQuery(trx, inSql, plan.sources.map((source, at) => managed[at] && { ...managed[at], version: snapshotOf(source).version }), deps.sparqlMemory));
     return result && answered(result, datasetVersionOf(ctx.deps.sparqlMemory, plan, dataVersions));
   } finally {
     release();

@@ -7,6 +7,7 @@ import { readingRemote, RemoteReads } from '../../plugins/postgres-table';
 import { columnJson } from '../../plugins/postgres-table/record-json';
 import { quoteIdentifier, SqlParams } from '../../plugins/sql/builder';
 import { NarrowedTest, runSqlOver, SqlQuery, SqlSource } from './sparql-in-sql';
+import type { Condition, ExternalRecords, FieldTests } from './sparql-reach-reads';
 
 // SPARQL over bindings of postgres_table endpoints of one installation, answered by the
 // installation's own PostgreSQL with the statement sparql-in-sql.ts makes for managed tables: each
@@ -136,4 +137,72 @@ async function estimatedRows(reads: RemoteReads, relations: string[]): Promise<n
   const rows = await reads.query<{ kind: string; estimate: number }>(`SELECT c.relkind AS kind, c.reltuples::float8 AS estimate FROM unnest($1::text[]) AS r(name) JOIN pg_class c ON c.oid = to_regclass(r.name)`, [relations]);
   if (rows.length < relations.length || rows.some((row) => !['r', 'p', 'm'].includes(row.kind) || row.estimate < 0)) return Infinity;
   return rows.reduce((sum, row) => sum + row.estimate, 0);
+}
+
+/** Element types whose values the driver gives as strings (their text), numbers of integers, or booleans. */
+const TEXT_VALUES = new Set(['text', 'character varying', 'varchar', 'uuid', 'date']);
+const INTEGER_VALUES = new Set(['smallint', 'integer', 'bigint', 'int2', 'int4', 'int8']);
+const BOOLEAN_VALUES = new Set(['boolean', 'bool']);
+const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/;
+const NUMERIC_TEXT = /^(-?([0-9]+([.][0-9]*)?|[.][0-9]+)|NaN)$/;
+/** Columns a bound's comparison reads exactly: the number of the literal the mapping writes is the column's value. */
+const EXACT_NUMBERS = new Set(['smallint', 'integer', 'bigint', 'numeric']);
+
+/**
+ * The records of a bound table of this installation as the per-query table reads find them
+ * (sparql-reach-reads.ts): conditions on the columns that keep every row whose value can show as
+ * a text the query looks for (as String() of the value the driver gives, which is what the
+ * mapping writes), read in the query's session on this database. Types whose text SQL cannot
+ * match exactly (blank-padded character, floats but double precision, json, timestamps, arrays of
+ * those) narrow nothing: the evaluator judges their rows. Undefined fields are no columns: no row
+ * holds a value there.
+ */
+export async function externalRecords(reads: RemoteReads, target: Record<string, unknown>, mapping: BindingMapping): Promise<ExternalRecords> {
+  const table = await reads.describe(target);
+  const fields = bindingFields(mapping).filter((field) => table.columns.has(field));
+  const tests: FieldTests = {
+    holds(field, texts, _shown, params) {
+      const column = table.columns.get(field);
+      if (!column) return false;
+      return columnHolds(quoteIdentifier(field), column.type, texts, params);
+    },
+    present: (field) => (table.columns.has(field) ? `${quoteIdentifier(field)} IS NOT NULL` : false),
+    withinBounds(field, bounds, params) {
+      const column = table.columns.get(field);
+      if (!column) return false;
+      if (!EXACT_NUMBERS.has(column.type)) return true;
+      // A NULL yields no triple; NaN (numeric) fails every bound but > as the evaluator's error does.
+      return bounds.map((bound) => `${quoteIdentifier(field)} ${bound.op} ${params.add(bound.value)}::numeric`).join(' AND ');
+    },
+  };
+  return {
+    tests,
+    async read(condition, params, limit) {
+      const rows = await reads.query(`SELECT ${fields.map(quoteIdentifier).join(', ')} FROM ${table.sql} WHERE ${condition === true ? 'true' : `(${condition})`} LIMIT ${params.add(limit)}`, params.values);
+      // Rows equal in every mapped field yield the same triples: one of them is enough.
+      return rows.map((data) => ({ key: JSON.stringify(fields.map((field) => data[field])), data }));
+    },
+  };
+}
+
+/** Rows whose column (or an element of its array) shows as one of `texts`; true where SQL cannot tell. */
+function columnHolds(name: string, type: string, texts: string[], params: SqlParams): Condition {
+  const array = type.endsWith('[]');
+  const element = array ? type.slice(0, -2) : type;
+  // A NULL element shows as "null", a nested (multidimensional) array's element as "1,2".
+  if (array && texts.some((text) => text === 'null' || text.includes(','))) return true;
+  let values: string[];
+  let cast: string;
+  if (TEXT_VALUES.has(element)) [values, cast] = [texts, 'text'];
+  else if (INTEGER_VALUES.has(element)) [values, cast] = [texts.filter((text) => INTEGER_TEXT.test(text) && BigInt(text) >= INT8_RANGE[0] && BigInt(text) <= INT8_RANGE[1]), 'bigint'];
+  else if (BOOLEAN_VALUES.has(element)) [values, cast] = [texts.filter((text) => text === 'true' || text === 'false'), 'boolean'];
+  else if (!array && element === 'numeric') [values, cast] = [texts.filter((text) => NUMERIC_TEXT.test(text)), 'numeric'];
+  // A double's text is JavaScript's shortest form of it, so only such texts can show it.
+  else if (!array && element === 'double precision') [values, cast] = [texts.filter((text) => String(Number(text)) === text), 'float8'];
+  else return true;
+  if (!values.length) return false;
+  const param = `${params.add(values)}::${cast}[]`;
+  if (array) return `${name}::${cast}[] && ${param}`;
+  // Text and integer columns compared as themselves, so an index on the column serves it.
+  return cast === 'text' && element !== 'text' && element !== 'character varying' ? `${name}::text = ANY (${param})` : `${name} = ANY (${param})`;
 }

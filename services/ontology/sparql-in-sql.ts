@@ -961,9 +961,15 @@ export interface SqlPathMemory {
   cleanStars: WeightedLru<true>;
 }
 
-/** The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver, under SQL_WORK_MEM). */
-export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<ReachTable & { version: string }>, memory: SqlPathMemory): Promise<SparqlResult | undefined> {
-  const primaryKeys = await primaryKeysOf(trx, sources, memory.primaryKeys);
+/**
+ * The query over bound managed tables at their snapshots, in the caller's transaction (runSqlOver,
+ * under SQL_WORK_MEM). `sources` in the order of the query's; undefined for one no star reads.
+ */
+export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, sources: Array<(ReachTable & { version: string }) | undefined>, memory: SqlPathMemory): Promise<SparqlResult | undefined> {
+  const primaryKeys = await primaryKeysOf(trx, sources.filter((source) => source !== undefined), memory.primaryKeys);
+  // Sparse, as the query's stars index them.
+  const read: SqlSource[] = [];
+  for (const [at, source] of sources.entries()) if (source) read[at] = snapshotSource(source, primaryKeys.get(source.table));
   return runSqlOver(async (sql, params, hints) => {
     if (!hints?.fixedJoinOrder) return (await run<Record<string, unknown>>(trx, sql, params)).rows;
     // For this statement only (SqlRunner): the settings go back before the next one of the transaction.
@@ -971,7 +977,7 @@ export async function runSqlQuery(trx: Knex.Transaction, query: SqlQuery, source
     const rows = (await run<Record<string, unknown>>(trx, sql, params)).rows;
     await trx.raw('SET LOCAL join_collapse_limit TO DEFAULT; SET LOCAL from_collapse_limit TO DEFAULT');
     return rows;
-  }, query, sources.map((source) => snapshotSource(source, primaryKeys.get(source.table))), memory.cleanStars);
+  }, query, read, memory.cleanStars);
 }
 
 /**

@@ -19,6 +19,10 @@ import { quoteIdentifier, SqlParams } from '../../plugins/sql/builder';
 // read before found (a semi-join), at each table's pinned snapshot. Every condition here keeps
 // at least every record that can produce a matching triple (it may keep more), so the evaluator,
 // answering over the triples of the records read, gives the answer it gives over the whole graph.
+// Tables of postgres_table installations take part in the same rounds (ExternalRecords): their
+// own PostgreSQL finds their records by conditions on the columns, and the values found in one
+// database narrow the reads of another, so Weft joins bindings of different databases over the
+// rows each one sends, within the same bound.
 
 const RDF_TYPE = `${NS.rdf}type`;
 const XSD = 'http://www.w3.org/2001/XMLSchema#';
@@ -26,9 +30,10 @@ const XSD = 'http://www.w3.org/2001/XMLSchema#';
 const MAX_NARROWING_VALUES = 10_000;
 const NUMERIC = new Set(['xsd:integer', 'xsd:decimal', 'xsd:int', 'xsd:long', 'xsd:short', 'xsd:nonNegativeInteger', 'xsd:positiveInteger']);
 
-/** A bound managed table read at one snapshot. */
+/** A bound table read at one snapshot: a managed table, or (`external`) a table of another database read live. */
 export interface ReachTable {
   workspaceId: string;
+  /** The managed table's name; an external table's, for messages. */
   table: string;
   /** The table's primary key, as the table was created (read with the records). */
   primaryKey?: string[] | null;
@@ -36,6 +41,34 @@ export interface ReachTable {
   mapping: BindingMapping;
   /** The snapshot version the query reads, or undefined for a table never written (no records). */
   version?: string;
+  /** A table of a postgres_table installation, read through its session (sparql-external-sql.ts) instead of the managed tables' storage. */
+  external?: ExternalRecords;
+}
+
+/**
+ * Conditions on a table's records as SQL over where they are read, each keeping at least every
+ * record that can yield the triple it is for (it may keep more). `field`s are the mapping's.
+ */
+export interface FieldTests {
+  /** Records whose field holds a value that shows as one of `texts`, itself or as an element of an array. */
+  holds(field: string, texts: string[], shown: Shown, params: SqlParams): Condition;
+  /** Records with a value in the field. */
+  present(field: string, params: SqlParams): Condition;
+  /** Records whose value in the field (of a numeric datatype) may pass every bound. */
+  withinBounds(field: string, bounds: ReachPattern['objectBounds'], params: SqlParams): Condition;
+}
+
+/**
+ * The records of a bound table in another database (a postgres_table endpoint): found by
+ * conditions on its columns, read in the session the query holds on that database.
+ */
+export interface ExternalRecords {
+  tests: FieldTests;
+  /**
+   * Records meeting `condition` (true: every one), at most `limit`, each with a key that tells
+   * records apart within the query's reads (records of one key yield the same triples).
+   */
+  read(condition: string | true, params: SqlParams, limit: number): Promise<Array<{ key: string; data: Record<string, unknown> }>>;
 }
 
 /** What the query's other graphs (the package, in-memory bindings) hold, as far as narrowing needs. */
@@ -73,10 +106,10 @@ function tripleKinds(source: ReachTable, terms: PackageTerms, baseIri: string): 
 }
 
 /** A condition on a record: SQL over `data` (always parameters), or true (every record) or false (none). */
-type Condition = string | boolean;
+export type Condition = string | boolean;
 
-const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : parts.filter((part) => part !== true).length ? (parts.filter((part) => part !== true) as string[]).map((part) => `(${part})`).join(' AND ') : true);
-const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
+export const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : parts.filter((part) => part !== true).length ? (parts.filter((part) => part !== true) as string[]).map((part) => `(${part})`).join(' AND ') : true);
+export const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
 
 /**
  * How a text shown in a triple came from a field's value: filled into an IRI template
@@ -101,16 +134,30 @@ function candidateValues(text: string, shown: Shown): unknown[] | undefined {
   return values;
 }
 
+/** How a table's records are tested: by its columns where it is external, else by the managed tables' JSON. */
+const testsOf = (source: ReachTable): FieldTests => source.external?.tests ?? managedTests(source);
+
+/** Tests of a managed table's records (`data`, their JSON); the primary key is read when the rounds start. */
+function managedTests(source: ReachTable): FieldTests {
+  return {
+    holds: (field, texts, shown, params) => fieldShows(field, texts, shown, source.primaryKey, params),
+    present,
+    withinBounds(field, bounds, params) {
+      // Only records whose value is a JSON number that fails a bound are left out: a string or an array
+      // is kept for the evaluator to judge (its literal may still compare, or be an error).
+      const value = `(data -> ${params.add(field)}::text)`;
+      const fails = bounds.map((bound) => `NOT ((${value})::numeric ${bound.op} ${params.add(bound.value)}::numeric)`).join(' OR ');
+      return `jsonb_typeof(${value}) <> 'number' OR NOT (${fails})`;
+    },
+  };
+}
+
 /**
  * Records whose field holds a value that shows as one of `texts`, itself or as an element of an
  * array (one triple per element): jsonb containment, which a GIN index on the field answers
  * (ensureReachIndexes). A field of a one-field primary key is found by row_key (its JSON array).
+ * Also the SQL path's narrowing of a star's records (sparql-in-sql.ts).
  */
-function fieldHolds(source: ReachTable, field: string, texts: string[], shown: Shown, params: SqlParams): Condition {
-  return fieldShows(field, texts, shown, source.primaryKey, params);
-}
-
-/** fieldHolds for a table of this primary key (the SQL path's narrowing of a star's records, sparql-in-sql.ts). */
 export function fieldShows(field: string, texts: string[], shown: Shown, primaryKey: string[] | null | undefined, params: SqlParams): Condition {
   if (!texts.length) return false;
   const values: unknown[] = [];
@@ -148,7 +195,7 @@ function templateTexts(template: string, iris: string[]): Map<string, string[]> 
 function templateIs(source: ReachTable, template: string, iris: string[], params: SqlParams): Condition {
   const texts = templateTexts(template, iris);
   if (!texts) return true;
-  return and([...texts].map(([field, values]) => fieldHolds(source, field, values, 'iri', params)));
+  return and([...texts].map(([field, values]) => testsOf(source).holds(field, values, 'iri', params)));
 }
 
 /** The texts of literals a property of this datatype can show, from the terms a pattern matched. */
@@ -157,13 +204,9 @@ function literalTexts(terms: RDF.Term[], datatype: string): string[] {
   return terms.filter((term) => term.termType === 'Literal' && !(term as RDF.Literal).language && (term as RDF.Literal).datatype.value === wanted).map((term) => term.value);
 }
 
-function boundsCondition(kind: Extract<TripleKind, { kind: 'property' }>, bounds: ReachPattern['objectBounds'], params: SqlParams): Condition {
+function boundsCondition(source: ReachTable, kind: Extract<TripleKind, { kind: 'property' }>, bounds: ReachPattern['objectBounds'], params: SqlParams): Condition {
   if (!bounds.length || !NUMERIC.has(kind.datatype)) return true;
-  // Only records whose value is a JSON number that fails a bound are left out: a string or an array
-  // is kept for the evaluator to judge (its literal may still compare, or be an error).
-  const value = `(data -> ${params.add(kind.field)}::text)`;
-  const fails = bounds.map((bound) => `NOT ((${value})::numeric ${bound.op} ${params.add(bound.value)}::numeric)`).join(' OR ');
-  return `jsonb_typeof(${value}) <> 'number' OR NOT (${fails})`;
+  return testsOf(source).withinBounds(kind.field, bounds, params);
 }
 
 /** Records with a value in the field (JSON null yields no triple). */
@@ -191,12 +234,12 @@ function patternCondition(pattern: ReachPattern, source: ReachTable, kinds: Trip
     .map((kind): Condition => {
       if (kind.kind === 'type') return !objects || objects.some((term) => term.termType === 'NamedNode' && term.value === classIri);
       if (kind.kind === 'property') {
-        const bounds = boundsCondition(kind, pattern.objectBounds, params);
-        if (!objects) return and([present(kind.field, params), bounds]);
+        const bounds = boundsCondition(source, kind, pattern.objectBounds, params);
+        if (!objects) return and([testsOf(source).present(kind.field, params), bounds]);
         const texts = literalTexts(objects, kind.datatype);
-        return and([fieldHolds(source, kind.field, texts, kind.datatype === 'xsd:string' ? 'string' : 'typed', params), bounds]);
+        return and([testsOf(source).holds(kind.field, texts, kind.datatype === 'xsd:string' ? 'string' : 'typed', params), bounds]);
       }
-      if (!objects) return present(kind.field, params);
+      if (!objects) return testsOf(source).present(kind.field, params);
       const iris = objects.filter((term) => term.termType === 'NamedNode').map((term) => term.value);
       if (!iris.length) return false;
       return templateIs(source, kind.template, iris, params);
@@ -361,7 +404,11 @@ function recordsAtSnapshot(source: ReachTable & { version: string }, params: Sql
     ${snapshotRows(source, params)}`;
 }
 
-/** Records whose triples the query's patterns can reach, read table by table, round by round. */
+/**
+ * Records whose triples the query's patterns can reach, read table by table, round by round:
+ * managed tables in one read-only transaction on `db`, external ones in the sessions their
+ * `external` reads hold.
+ */
 export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, others: OtherGraphs, limits: ReachLimits): Promise<ReachedRecords> {
   const kindsOf = sources.map((source) => tripleKinds(source, terms, baseIri));
   const classOf = sources.map((source) => `${baseIri}${source.termId}`);
@@ -398,8 +445,9 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
 
   async function readRounds(): Promise<void> {
     await readingWithin(db, limits, async (trx) => {
-      const keys = await primaryKeysOf(trx, sources.filter((source) => source.version !== undefined), limits.primaryKeys);
-      for (const source of sources) if (source.version !== undefined) source.primaryKey = keys.get(source.table) ?? null;
+      const managed = sources.filter((source) => !source.external && source.version !== undefined);
+      const keys = await primaryKeysOf(trx, managed, limits.primaryKeys);
+      for (const source of managed) source.primaryKey = keys.get(source.table) ?? null;
       for (;;) {
         const left = pending();
         if (!left.length) break;
@@ -414,7 +462,7 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
         for (const [at, source] of sources.entries()) {
           if (wholeSources.has(at)) continue;
           const reading = ready.filter((pattern) => producing[pattern.index][at]);
-          if (!reading.length || source.version === undefined) continue;
+          if (!reading.length || (!source.external && source.version === undefined)) continue;
           if (reading.some((pattern) => !hasConstant(pattern) && !knownFor(pattern).size && !pattern.objectBounds.length)) {
             wholeSources.add(at);
             continue;
@@ -422,14 +470,22 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           const params = new SqlParams();
           const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
           if (condition === false) continue;
-          // Every record (`?s a :C` over C's table): past the bound by PostgreSQL's count, refused before a record is read.
-          if (condition === true && !records[at].size) await refusePastBound(trx, { ...source, version: source.version }, limits.maxTriples, limits.maxTriples - triples, limits.counts);
           const remaining = limits.maxTriples - triples;
-          const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
-          const sql = `${recordsAtSnapshot({ ...source, version: source.version }, params)}
-             AND (${condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
-           LIMIT ${params.add(remaining + 1)}`;
-          const { rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params);
+          let rows: Array<{ key: string; data: Record<string, unknown> }>;
+          if (source.external) {
+            // Live rows, read again in a later round (they have no key to leave out by in SQL); a read
+            // the limit cut is refused, for the records past it could yield triples.
+            rows = (await source.external.read(condition, params, remaining + 1)).filter((row) => !records[at].has(row.key));
+            if (rows.length > remaining) throw tooBroad(limits.maxTriples, source.table);
+          } else {
+            // Every record (`?s a :C` over C's table): past the bound by PostgreSQL's count, refused before a record is read.
+            if (condition === true && !records[at].size) await refusePastBound(trx, { ...source, version: source.version! }, limits.maxTriples, remaining, limits.counts);
+            const already = records[at].size ? params.add([...records[at].keys()]) : undefined;
+            const sql = `${recordsAtSnapshot({ ...source, version: source.version! }, params)}
+               AND (${condition})${already ? ` AND NOT (row_key = ANY (${already}::text[]))` : ''}
+             LIMIT ${params.add(remaining + 1)}`;
+            ({ rows } = await run<{ key: string; data: Record<string, unknown> }>(trx, sql, params));
+          }
           recordsRead.inc({ read: 'per_query' }, rows.length);
           for (const row of rows) {
             records[at].set(row.key, row.data);
@@ -544,6 +600,8 @@ function recordSolutions(patterns: ReachPattern[], quads: RDF.Quad[], found: Set
  * the tables hold, and builds no whole graph for it.
  */
 export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits, anySolution = false): Promise<ReachedRecords | undefined> {
+  // Pages in row_key order are the managed tables'; a query reaching an external table reads what it reaches.
+  if (sources.some((source) => source.external)) return undefined;
   const records = sources.map(() => [] as Array<Record<string, unknown>>);
   const found = new Set<string>();
   let triples = 0;
