@@ -96,6 +96,16 @@ export function workerStickyTimeoutMs(): number {
   return millisecondsSetting('WEFT_WORKER_STICKY_TIMEOUT_MS', 10_000, 1000, 600_000);
 }
 
+/**
+ * The file a test's clock shares its held time through (WEFT_TEST_CLOCK_FILE), for the API and
+ * worker processes it starts; undefined (the system clock) unless set. Refused in production.
+ */
+export function testClockFile(): string | undefined {
+  const file = process.env.WEFT_TEST_CLOCK_FILE?.trim() || undefined;
+  if (file && process.env.NODE_ENV === 'production') throw new Error('WEFT_TEST_CLOCK_FILE is for tests: it cannot be set with NODE_ENV=production.');
+  return file;
+}
+
 /** A whole number of milliseconds from `min` to `max` in the environment variable `name`, `fallback` when unset. */
 function millisecondsSetting(name: string, fallback: number, min: number, max: number): number {
   const setting = process.env[name]?.trim() || String(fallback);
@@ -150,6 +160,7 @@ export function config(): WeftConfig {
     chargeLeaseMax();
     leaseIdleMs();
     workerStickyTimeoutMs();
+    testClockFile();
     oidcSettings();
     cached = {
       host: process.env.HOST ?? '127.0.0.1',

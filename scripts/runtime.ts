@@ -1,8 +1,8 @@
 import type { Server } from 'node:http';
 import { ensureBillingSchedule } from '../services/usage/billing';
 import type { Connection } from '@temporalio/client';
-import { systemClock, type Clock } from '../core/clock';
-import { config, workerStickyTimeoutMs } from '../core/config';
+import { FileHeldClock, systemClock, type Clock } from '../core/clock';
+import { config, testClockFile, workerStickyTimeoutMs } from '../core/config';
 import { logger } from '../core/logger';
 import { connectTemporal, createTemporalClient } from '../core/temporal';
 import { assertSchemaCurrent, createDb, migrateToLatest, Db } from '../db/connection';
@@ -60,9 +60,15 @@ async function prepareSchema(db: Db, policy: SchemaPolicy): Promise<void> {
   }
 }
 
+/** A process's clock: the system's, or in a process a test started, the time that test's clock holds (WEFT_TEST_CLOCK_FILE). */
+function processClock(): Clock {
+  const file = testClockFile();
+  return file ? new FileHeldClock(file) : systemClock;
+}
+
 /**
  * The HTTP API: Koa on PORT, with its own pool and Temporal client; its metrics on WEFT_METRICS_PORT
- * (metricsPort: 0 picks a free one). `clock`: systemClock unless a test brings its own; `definitions`:
+ * (metricsPort: 0 picks a free one). `clock`: a test's own, else processClock(); `definitions`:
  * a definition cache of its own unless a test brings one (closed with the API either way).
  */
 export async function startApi(options: { port?: number; host?: string; metricsPort?: number; schema?: SchemaPolicy; clock?: Clock; definitions?: DefinitionCache } = {}): Promise<RunningService & { url: string; metricsUrl?: string; server: Server; temporalConnection: Connection; deps: ServiceDependencies }> {
@@ -74,7 +80,7 @@ export async function startApi(options: { port?: number; host?: string; metricsP
   const { createApp, answerClientError } = apiModules();
   const keyUsage = new KeyUsageRecorder(db);
   const temporal = createTemporalClient(connection, settings.temporalNamespace);
-  const clock = options.clock ?? systemClock;
+  const clock = options.clock ?? processClock();
   const deps: ServiceDependencies = {
     db,
     temporal,
@@ -136,7 +142,7 @@ export async function startWorkerProcess(options: { schema?: SchemaPolicy } = {}
   // The worker's metrics on WEFT_WORKER_METRICS_PORT, the Temporal SDK's own appended to them.
   const metricsAt = metricsSettings('worker');
   const temporalMetricsAddress = metricsAt && (await loopbackMetricsAddress());
-  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue, temporalMetricsAddress, stickyTimeoutMs: workerStickyTimeoutMs() });
+  const worker = await startWorker({ db, encryptionKey: settings.encryptionKey, temporalAddress: settings.temporalAddress, namespace: settings.temporalNamespace, taskQueue: settings.taskQueue, temporalMetricsAddress, stickyTimeoutMs: workerStickyTimeoutMs(), clock: processClock() });
   const metrics = temporalMetricsAddress ? await startMetricsServer('worker', metricsAt, () => temporalCoreMetrics(temporalMetricsAddress)) : undefined;
   // With Stripe configured, the hourly billing sync runs as a Temporal Schedule.
   const connection = await connectTemporal(settings.temporalAddress);

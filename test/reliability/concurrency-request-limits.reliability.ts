@@ -2,18 +2,17 @@ import assert from 'node:assert/strict';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { env } from '../support/environment';
-import { awayFromSharedWindowTurn, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
+import { holdRequestWindow, HttpResponse, newKey, newWorkspace, requestAt } from '../support/fixtures';
 import { burst, useApiProcesses } from './support/concurrency-processes';
 import { connectWatched } from '../support/mcp-client';
 
 /**
  * Concurrency (reliability issue item 6b): request limits are exact across three API processes.
- * A burst of three times a bucket's limit, spread round robin over the three processes and started
- * just after a 60-second window begins: exactly `limit` requests succeed, every other one is a 429
- * of that bucket, and every answer reports the same window. For the key bucket, the workspace
- * bucket, and HTTP and MCP requests sharing one key's bucket. Two of the processes are processes of
- * their own, which read the database's time: the test clock cannot hold their window still, so each
- * burst waits to start well inside one (awayFromSharedWindowTurn).
+ * A burst of three times a bucket's limit, spread round robin over the three processes, inside one
+ * 60-second window: exactly `limit` requests succeed, every other one is a 429 of that bucket, and
+ * every answer reports the same window. For the key bucket, the workspace bucket, and HTTP and MCP
+ * requests sharing one key's bucket. Two of the processes are processes of their own, which keep
+ * the time the test's clock holds (WEFT_TEST_CLOCK_FILE): each test holds the window (holdRequestWindow).
  */
 const LIMIT = 25;
 const BURST = 3 * LIMIT;
@@ -71,7 +70,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
   async function fire(keys: string[], count: number): Promise<Answer[]> {
     return burst(count, async (i) => {
       const res = await requestAt(processes.urls[i % processes.urls.length], 'GET', '/api/v1/organization', { key: keys[i % keys.length] });
-      return answerOf(res, Date.now());
+      return answerOf(res, env().clock.now());
     });
   }
 
@@ -79,7 +78,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await awayFromSharedWindowTurn(20_000);
+    holdRequestWindow();
     const answers = await fire([key], BURST);
     assertExact(answers, LIMIT, 'api_key');
     // All three processes refuse the key for the rest of the window; another key of the workspace still works.
@@ -91,12 +90,12 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: LIMIT, apiKeyRequests: 10 * BURST });
     const keys = [await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] }), await newKey(ws, { scopes: ['org:read'] })];
-    await awayFromSharedWindowTurn(20_000);
+    holdRequestWindow();
     // Keys rotate with a different period than processes, so every key reaches every process.
     const keyOf = (i: number) => Math.floor(i / processes.urls.length) % keys.length;
     const answers = await burst(BURST, async (i) => {
       const res = await requestAt(processes.urls[i % processes.urls.length], 'GET', '/api/v1/organization', { key: keys[keyOf(i)] });
-      return answerOf(res, Date.now());
+      return answerOf(res, env().clock.now());
     });
     assertExact(answers, LIMIT, 'workspace');
     // A refused request spends no key budget: with the workspace bucket opened up (same window),
@@ -108,10 +107,10 @@ describe('Concurrency: request limits are exact across three API processes', fun
       // up to 10 s on a loaded machine); until then they refuse (a refusal counts nothing), so the
       // first success is this request's count.
       const asked = Date.now();
-      let res = answerOf(await requestAt(processes.urls[k], 'GET', '/api/v1/organization', { key }), Date.now());
+      let res = answerOf(await requestAt(processes.urls[k], 'GET', '/api/v1/organization', { key }), env().clock.now());
       while (res.status === 429 && Date.now() - asked < 10_000) {
         await new Promise((resolve) => setTimeout(resolve, 20));
-        res = answerOf(await requestAt(processes.urls[k], 'GET', '/api/v1/organization', { key }), Date.now());
+        res = answerOf(await requestAt(processes.urls[k], 'GET', '/api/v1/organization', { key }), env().clock.now());
       }
       assert.equal(res.status, 200);
       assert.equal(res.remaining, 10 * BURST - admitted - 1, `key ${k}: ${admitted} admitted in the burst`);
@@ -125,7 +124,7 @@ describe('Concurrency: request limits are exact across three API processes', fun
     const ws = await newWorkspace();
     await putApiLimits(env(), env().db, ws.workspaceId, { workspaceRequests: 10 * BURST, apiKeyRequests: 2 * LIMIT });
     const key = await newKey(ws, { scopes: ['org:read'] });
-    await awayFromSharedWindowTurn(30_000);
+    holdRequestWindow();
     // One MCP session per process; their handshakes count too. What is left is read from a probe.
     const sessions: Client[] = [];
     const streams: Array<Promise<void>> = [];
@@ -137,14 +136,14 @@ describe('Concurrency: request limits are exact across three API processes', fun
     try {
       // Each session's stream GET is counted before it is answered: wait for all of them.
       await Promise.all(streams);
-      const probe = answerOf(await requestAt(processes.urls[0], 'GET', '/api/v1/organization', { key }), Date.now());
+      const probe = answerOf(await requestAt(processes.urls[0], 'GET', '/api/v1/organization', { key }), env().clock.now());
       assert.equal(probe.status, 200);
       const left = probe.remaining;
       assert.ok(left >= LIMIT, `only ${left} requests left after the handshakes`);
       // A burst of 3 × LIMIT, alternately HTTP requests and MCP tool calls, over the three processes.
       const answers = await burst(BURST, async (i): Promise<Answer> => {
         const url = processes.urls[i % processes.urls.length];
-        if (i % 2 === 0) return answerOf(await requestAt(url, 'GET', '/api/v1/organization', { key }), Date.now());
+        if (i % 2 === 0) return answerOf(await requestAt(url, 'GET', '/api/v1/organization', { key }), env().clock.now());
         try {
           await sessions[i % sessions.length].callTool({ name: 'organization_api_limits_get', arguments: {} });
           return { status: 200, limit: 2 * LIMIT, remaining: -1, windowEnd: NaN };

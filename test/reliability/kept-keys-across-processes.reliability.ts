@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
-import { awayFromSharedWindowTurn, keyIdOf, newKey, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
+import { holdRequestWindow, keyIdOf, newKey, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
 import { runScript } from '../support/processes';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { burst, useApiProcesses } from './support/concurrency-processes';
@@ -93,15 +93,16 @@ describe('Kept keys and leased budgets across three API processes', function () 
     const key = await newKey(ws, { scopes: ['org:read'] });
     const keyId = await keyIdOf(key);
     const counted = async () => Number((await env().db('request_counters').where({ bucket: `k:${keyId}` }).first('used'))?.used ?? 0);
-    // Two of the three processes are processes of their own, which read the database's time: the
-    // test clock cannot hold their window still, so the burst waits to start well inside one.
-    await awayFromSharedWindowTurn(40_000);
+    // All three keep the time the test's clock holds (the other two through WEFT_TEST_CLOCK_FILE): one window throughout.
+    holdRequestWindow();
     const answers = await burst(3 * limit, (i) => requestAt(processes.urls[i % processes.urls.length], 'GET', '/api/v1/organization', { key }));
     const admitted = answers.filter((answer) => answer.status === 200).length;
     assert.ok(admitted <= limit, `admitted ${admitted} of a limit of ${limit}`);
     assert.equal(answers.filter((answer) => answer.status === 429).length, 3 * limit - admitted, 'every other answer is a 429');
-    // A lease a process took and did not spend was counted; idle for 2 s (and the next sweep), it
-    // goes back: waited for up to 10 s, since processes just out of a burst run their timers late.
+    // A lease a process took and did not spend was counted; idle for 2 s (the clock moved past
+    // them), it goes back at the next sweep: waited for up to 10 s, since processes just out of a
+    // burst run their timers late.
+    env().clock.advance(2_500);
     const since = Date.now();
     while ((await counted()) !== admitted) {
       assert.ok(Date.now() - since < 10_000, `the key bucket still counts ${await counted()} for ${admitted} admitted`);

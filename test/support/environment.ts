@@ -1,3 +1,5 @@
+import os from 'node:os';
+import path from 'node:path';
 import { createDb, Db } from '../../db/connection';
 import { connectTemporal, createTemporalClient } from '../../core/temporal';
 import { temporalSettings } from '../../core/temporal-config';
@@ -26,9 +28,12 @@ export interface TestEnvironment {
   /**
    * The clock of the in-process API and worker (and of what a test hands its own dependencies):
    * the system clock until a test sets it, and again after each test (root-hooks.ts). Processes a
-   * test starts (startApiScript) have their own, the system clock.
+   * test starts (startApiScript, the worker script) keep the time it holds through `clockFile`
+   * (WEFT_TEST_CLOCK_FILE, set for them), and the system's while it holds none.
    */
   clock: SettableClock;
+  /** The file `clock` shares its held time through (WEFT_TEST_CLOCK_FILE for processes that follow it). */
+  clockFile: string;
   /**
    * Dependencies for a test that calls the service layer directly: the run's pool, Temporal client,
    * key and clock, with SPARQL and managed-table memory, metering and request budgets of their own
@@ -79,7 +84,10 @@ export async function startEnvironment(): Promise<void> {
   const taskQueue = temporalSettings().taskQueues.main;
   const encryptionKey = loadEncryptionKey();
   const temporalAddress = process.env.TEMPORAL_ADDRESS;
-  const clock = new SettableClock();
+  const clockFile = path.join(os.tmpdir(), `weft-test-clock-${process.pid}`);
+  const clock = new SettableClock(clockFile);
+  // Inherited by every process a test starts (the API and worker processes follow it).
+  process.env.WEFT_TEST_CLOCK_FILE = clockFile;
   // One definition cache for the API, the worker and every dependencies() of the run, not one
   // each hearing the others only by NOTIFY: a change a test makes through any of them (or tells
   // of, fixtures.ts) is gone from all at once, so the next read, whichever runtime answers it,
@@ -100,6 +108,7 @@ export async function startEnvironment(): Promise<void> {
     taskQueue,
     encryptionKey,
     clock,
+    clockFile,
     sparqlQueries,
     definitions,
     dependencies(overrides = {}) {
@@ -123,7 +132,7 @@ export async function startEnvironment(): Promise<void> {
       worker ??= await startTestWorker();
     },
   };
-  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => definitions.close(), () => db.destroy()];
+  cleanup = [() => api.stop(), async () => worker?.shutdown(), () => Promise.all(built.map(closeRuntimeState)).then(() => undefined), () => sparqlQueries.close(), () => connection.close(), () => definitions.close(), () => db.destroy(), async () => clock.close()];
 }
 
 /**

@@ -143,25 +143,14 @@ export async function raiseRequestLimits(workspaceId: string): Promise<void> {
  * Request limits count in fixed windows of WINDOW_SECONDS from the epoch. Holds the test API's
  * clock (env().clock, which the request-path statements pass to the database) at the start of the
  * current window until the test ends (root-hooks.ts releases it): a test that counts requests
- * against a limit sees no window turn between two of its requests, however long it takes.
+ * against a limit sees no window turn between two of its requests, however long it takes. API
+ * processes a test starts (startApiScript) keep the same time, so theirs is held too.
  * `clock.advance(WINDOW_SECONDS * 1000)` then moves it into the next window.
  */
 export function holdRequestWindow(): void {
   const windowMs = WINDOW_SECONDS * 1000;
   const now = env().clock.now();
   env().clock.set(now - (now % windowMs));
-}
-
-/**
- * For tests whose requests reach API processes of their own (startApiScript) as well: those read
- * the database's time, which no test clock moves, so this one still waits, if need be, until the
- * next `needMs` fall in one window and clear of its first second.
- */
-export async function awayFromSharedWindowTurn(needMs = 10_000): Promise<void> {
-  const windowMs = WINDOW_SECONDS * 1000;
-  const into = Date.now() % windowMs;
-  const wait = into < 1_000 ? 1_000 - into : into + needMs < windowMs ? 0 : windowMs - into + 1_000;
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
 }
 
 /**

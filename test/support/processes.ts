@@ -94,7 +94,9 @@ export function startScript(script: string, args: string[], env: Record<string, 
 
 /**
  * An API process (`scripts/start.ts api`) on a port the system picks as it binds, with its URL read
- * from its ready line: a port found free beforehand can be taken by another process meanwhile.
+ * from its ready line: a port found free beforehand can be taken by another process meanwhile. Like
+ * every process a test starts, it keeps the time the test environment's clock holds (the
+ * environment sets WEFT_TEST_CLOCK_FILE for them): a test holding the clock holds every API's window.
  */
 export async function startApiScript(settings: Record<string, string> = {}, timeoutMs?: number, script = BUILT_START): Promise<{ api: RunningScript; url: string }> {
   const ready = /API:\s+(http:\/\/\S+)\s/;

@@ -4,7 +4,7 @@ import { DefinitionCache } from '../../../services/shared/definition-cache';
 import { authenticateRequest, RequestAdmission } from '../../../services/tenancy/request-authentication';
 import { getApiLimits, putApiLimits, WINDOW_SECONDS } from '../../../services/tenancy/api-limits';
 import { env } from '../../support/environment';
-import { as, awayFromSharedWindowTurn, holdRequestWindow, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../../support/fixtures';
+import { as, holdRequestWindow, HttpResponse, keyIdOf, newKey, newWorkspace, requestAt } from '../../support/fixtures';
 import { settled } from '../../support/polling';
 import { RunningScript, startApiScript } from '../../support/processes';
 
@@ -197,12 +197,11 @@ describe('Request limits', () => {
   });
 
   describe('across API processes', function () {
-    // The second API is a real separate process (`scripts/start.ts api`) on the same database. It
-    // reads the database's time, which the test clock does not move: these tests still start well
-    // inside a window.
+    // The second API is a real separate process (`scripts/start.ts api`) on the same database,
+    // which keeps the time the test clock holds (WEFT_TEST_CLOCK_FILE): each test holds the window.
     this.timeout(120_000);
     const second = anotherApi();
-    beforeEach(() => awayFromSharedWindowTurn());
+    beforeEach(() => holdRequestWindow());
 
     /** Fires the requests all at once, alternating between the shared test API and the second process. */
     async function fireConcurrently(keys: string[], count: number): Promise<HttpResponse[]> {
@@ -281,11 +280,11 @@ describe('Request leases while a key pauses', function () {
 
   it('hands an idle lease back after WEFT_LEASE_IDLE_MS', async () => {
     // A lease of a 60-second window that turns before it is handed back has nothing to give back
-    // (the next window starts from zero), and the key's row keeps the old count: start the burst
-    // well inside a window. (Within its last 5 s, about one run in 60 failed here.) Its own
-    // process reads the database's time, which the test clock does not move.
-    await awayFromSharedWindowTurn();
+    // (the next window starts from zero), and the key's row keeps the old count: the window is
+    // held (its own process keeps the test clock's time too), and the clock moved past the idle time.
+    holdRequestWindow();
     const { keyId, sent } = await burst(quick.url);
+    env().clock.advance(1_000);
     await settled('the unused lease to go back (the bucket to count only what was sent)', () => usedBy(keyId), (used) => used === sent, 30_000, 100);
   });
 });
