@@ -19,7 +19,7 @@ import type { Principal } from '../tenancy/access';
 import type { OperationContext } from '../operations/context';
 import { bindingFields } from './read-bindings';
 import { firstSolutionsOf, reachOf, ReachPattern } from '../../ontology/sparql-reach';
-import { OtherGraphs, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tooBroad } from './sparql-reach-reads';
+import { OtherGraphs, reachesBinding, ReachLimits, ReachTable, readFirstRecords, readingWithin, readReachedRecords, refusePastBound, tableCountKey, tooBroad } from './sparql-reach-reads';
 import { sparqlRecordsRead } from '../../observability/metrics';
 import { sqlQueryOf, runSqlQuery, SQL_WORK_MEM } from './sparql-in-sql';
 import { answerOnInstallation, externalRecords } from './sparql-external-sql';
@@ -481,7 +481,11 @@ export function keptDataset(ctx: OperationContext, catalog: DatasetCatalog, text
       if (!kept || kept.handle.version !== dataVersion) return undefined;
     } else {
       // Live tables are read for each query that reaches them.
-      if (reach && source.external) return undefined;
+      if (reach && source.external) {
+        if (reachesBinding(reach.patterns, source.binding, pkg.terms, pkg.baseIri)) return undefined;
+        dataVersions.push(source.names.slot);
+        continue;
+      }
       kept = graphs.get(source.names.slot);
       if (!kept || !unpinnedFresh(sparqlMemory.settings, kept)) return undefined;
       dataVersions.push(kept.handle.version);
@@ -541,6 +545,11 @@ export async function readDataset(ctx: OperationContext, catalog: DatasetCatalog
       continue;
     }
     if (reach && source.external) {
+      // A live table no pattern can reach is not read (nor does it name the data).
+      if (!reachesBinding(reach.patterns, source.binding, pkg.terms, pkg.baseIri)) {
+        dataVersions.push(source.names.slot);
+        continue;
+      }
       // Live data has no version to name twice: each read's is its own.
       const dataVersion = `${source.names.slot}:live:${randomBytes(12).toString('base64url')}`;
       dataVersions.push(dataVersion);

@@ -97,7 +97,7 @@ type TripleKind =
   | { kind: 'property'; predicate: string; field: string; datatype: string }
   | { kind: 'link'; predicate: string; field: string; template: string };
 
-function tripleKinds(source: ReachTable, terms: PackageTerms, baseIri: string): TripleKind[] {
+function tripleKinds(source: Pick<ReachTable, 'mapping'>, terms: PackageTerms, baseIri: string): TripleKind[] {
   return [
     { kind: 'type', predicate: RDF_TYPE },
     ...Object.entries(source.mapping.properties).map(([property, field]): TripleKind => ({ kind: 'property', predicate: `${baseIri}${property}`, field, datatype: terms.properties[property]?.datatype ?? 'xsd:string' })),
@@ -404,6 +404,17 @@ function recordsAtSnapshot(source: ReachTable & { version: string }, params: Sql
     ${snapshotRows(source, params)}`;
 }
 
+/** Whether a triple of one of these kinds (of a record of class `classIri`) can match the pattern. */
+function produces(pattern: ReachPattern, kinds: TripleKind[], classIri: string): boolean {
+  return kinds.some((kind) => (pattern.predicate === undefined || pattern.predicate === kind.predicate) && (kind.kind !== 'type' || pattern.object.kind !== 'iri' || pattern.object.value === classIri));
+}
+
+/** Whether any of the patterns can match a triple of the binding's records: a binding none reaches is not read. */
+export function reachesBinding(patterns: ReachPattern[], binding: Pick<ReachTable, 'termId' | 'mapping'>, terms: PackageTerms, baseIri: string): boolean {
+  const kinds = tripleKinds(binding, terms, baseIri);
+  return patterns.some((pattern) => produces(pattern, kinds, `${baseIri}${binding.termId}`));
+}
+
 /**
  * Records whose triples the query's patterns can reach, read table by table, round by round:
  * managed tables in one read-only transaction on `db`, external ones in the sessions their
@@ -412,7 +423,7 @@ function recordsAtSnapshot(source: ReachTable & { version: string }, params: Sql
 export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, others: OtherGraphs, limits: ReachLimits): Promise<ReachedRecords> {
   const kindsOf = sources.map((source) => tripleKinds(source, terms, baseIri));
   const classOf = sources.map((source) => `${baseIri}${source.termId}`);
-  const producing = patterns.map((pattern) => sources.map((source, at) => kindsOf[at].some((kind) => (pattern.predicate === undefined || pattern.predicate === kind.predicate) && (kind.kind !== 'type' || pattern.object.kind !== 'iri' || pattern.object.value === classOf[at]))));
+  const producing = patterns.map((pattern) => sources.map((_, at) => produces(pattern, kindsOf[at], classOf[at])));
   const records = sources.map(() => new Map<string, Record<string, unknown>>());
   const quadsOf = sources.map(() => new Map<string, RDF.Quad[]>());
   const resolved = new Set<number>();
@@ -473,10 +484,13 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           const remaining = limits.maxTriples - triples;
           let rows: Array<{ key: string; data: Record<string, unknown> }>;
           if (source.external) {
-            // Live rows, read again in a later round (they have no key to leave out by in SQL); a read
-            // the limit cut is refused, for the records past it could yield triples.
-            rows = (await source.external.read(condition, params, remaining + 1)).filter((row) => !records[at].has(row.key));
-            if (rows.length > remaining) throw tooBroad(limits.maxTriples, source.table);
+            // Live rows, read again in a later round (they have no key to leave out by in SQL). A read
+            // the limit cut is refused, for the records past it could yield triples: it found more
+            // than `remaining` records besides those read before.
+            const limit = remaining + 1 + records[at].size;
+            const found = await source.external.read(condition, params, limit);
+            if (found.length >= limit) throw tooBroad(limits.maxTriples, source.table);
+            rows = found.filter((row) => !records[at].has(row.key));
           } else {
             // Every record (`?s a :C` over C's table): past the bound by PostgreSQL's count, refused before a record is read.
             if (condition === true && !records[at].size) await refusePastBound(trx, { ...source, version: source.version! }, limits.maxTriples, remaining, limits.counts);
