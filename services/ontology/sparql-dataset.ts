@@ -605,7 +605,7 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
   const read = first ?? (await readingExternalTables(db, deps, tables, reachTables, limits, () => readReachedRecords(db as never, reach.patterns, reachTables, pkg.terms, pkg.baseIri, others, limits)));
   const handles: GraphHandle[] = [];
   for (const [at, { source, snapshot, dataVersion }] of tables.entries()) {
-    if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, deps, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits));
+    if (read.whole[at]) handles.push(await wholeTableGraph(memory, db, deps, pkg, source, reachTables[at], snapshot, dataVersion, versions[at], limits, live));
     else handles.push(readGraph(at, source));
   }
   return handles;
@@ -628,7 +628,8 @@ async function reachedGraphs(memory: SparqlMemory, db: Executor, deps: Capabilit
  * the tables' `external` reads set to read there.
  */
 async function readingExternalTables<T>(db: Executor, deps: CapabilityDependencies, tables: ReadTable[], reachTables: ReachTable[], limits: ReachLimits, read: () => Promise<T>): Promise<T> {
-  const installations = [...new Map(tables.filter((table) => table.source.external).map(({ source }) => [source.endpoint.installation!.id, source.endpoint.installation!])).values()];
+  // Opened in one order (by id) by every query, so two never wait on each other's pools.
+  const installations = [...new Map(tables.filter((table) => table.source.external).map(({ source }) => [source.endpoint.installation!.id, source.endpoint.installation!])).values()].sort((a, b) => (a.id < b.id ? -1 : 1));
   const { timeoutMs, signal } = limits;
   const opened = async (at: number): Promise<T> => {
     if (at === installations.length) return read();
@@ -660,13 +661,14 @@ function indexKeyFields(db: Executor, deps: CapabilityDependencies, source: Boun
  * bound it is refused as query_too_broad from PostgreSQL's count of its triples, before a record
  * is read, and at once for later queries at the same snapshot (the count is kept).
  */
-async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo | undefined, dataVersion: string, reachedAs: string, limits: ReachLimits): Promise<GraphHandle> {
+async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: CapabilityDependencies, pkg: PackageHead, source: BoundSource, table: ReachTable, snapshot: SnapshotInfo | undefined, dataVersion: string, reachedAs: string, limits: ReachLimits, live: boolean): Promise<GraphHandle> {
   const bound = limits.maxTriples;
   const kept = memory.graphs.get(source.names.slot);
   if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
   let handle: GraphHandle;
   try {
-    handle = await bindingGraph(memory, db, deps, pkg, source, snapshot, bound);
+    // An external table is read whole as it is now (a kept copy could be older than the rows read live beside it).
+    handle = source.external ? await buildBindingGraph(db, deps, pkg, source.binding, source.endpoint, dataVersion, undefined, bound, bound) : await bindingGraph(memory, db, deps, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
     if (table.version !== undefined) {
@@ -676,8 +678,8 @@ async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: Capabil
     }
     throw tooBroad(bound, table.table);
   }
-  // An external table's whole graph is kept (for WEFT_SPARQL_UNPINNED_TTL_SECONDS) under its own slot only.
-  if (!source.external) memory.graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
+  // Not kept under a version no later query names (one with live reads beside it).
+  if (!live) memory.graphs.set(reachedAs, { handle, builtAt: Date.now() }, 1);
   return handle;
 }
 

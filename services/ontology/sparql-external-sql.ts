@@ -144,7 +144,7 @@ const TEXT_VALUES = new Set(['text', 'character varying', 'varchar', 'uuid', 'da
 const INTEGER_VALUES = new Set(['smallint', 'integer', 'bigint', 'int2', 'int4', 'int8']);
 const BOOLEAN_VALUES = new Set(['boolean', 'bool']);
 const INTEGER_TEXT = /^-?(0|[1-9][0-9]*)$/;
-const NUMERIC_TEXT = /^(-?([0-9]+([.][0-9]*)?|[.][0-9]+)|NaN)$/;
+const NUMERIC_TEXT = /^(-?([0-9]+([.][0-9]*)?|[.][0-9]+)|NaN|-?Infinity)$/;
 /** Columns a bound's comparison reads exactly: the number of the literal the mapping writes is the column's value. */
 const EXACT_NUMBERS = new Set(['smallint', 'integer', 'bigint', 'numeric']);
 
@@ -180,7 +180,8 @@ export async function externalRecords(reads: RemoteReads, target: Record<string,
     async read(condition, params, limit) {
       const rows = await reads.query(`SELECT ${fields.map(quoteIdentifier).join(', ')} FROM ${table.sql} WHERE ${condition === true ? 'true' : `(${condition})`} LIMIT ${params.add(limit)}`, params.values);
       // Rows equal in every mapped field yield the same triples: one of them is enough.
-      return rows.map((data) => ({ key: JSON.stringify(fields.map((field) => data[field])), data }));
+      // NaN and ±Infinity are kept apart from NULL (JSON writes all three as null).
+      return rows.map((data) => ({ key: JSON.stringify(fields.map((field) => data[field]), (_, value) => (typeof value === 'number' && !Number.isFinite(value) ? { number: String(value) } : value)), data }));
     },
   };
 }
@@ -189,16 +190,15 @@ export async function externalRecords(reads: RemoteReads, target: Record<string,
 function columnHolds(name: string, type: string, texts: string[], params: SqlParams): Condition {
   const array = type.endsWith('[]');
   const element = array ? type.slice(0, -2) : type;
-  // A NULL element shows as "null", a nested (multidimensional) array's element as "1,2".
-  if (array && texts.some((text) => text === 'null' || text.includes(','))) return true;
+  // A NULL element shows as "null", a nested (multidimensional) array's element as "1,2" (or as JSON, "[1]", under xsd:string).
+  if (array && texts.some((text) => text === 'null' || text.includes(',') || text.startsWith('['))) return true;
   let values: string[];
   let cast: string;
   if (TEXT_VALUES.has(element)) [values, cast] = [texts, 'text'];
   else if (INTEGER_VALUES.has(element)) [values, cast] = [texts.filter((text) => INTEGER_TEXT.test(text) && BigInt(text) >= INT8_RANGE[0] && BigInt(text) <= INT8_RANGE[1]), 'bigint'];
   else if (BOOLEAN_VALUES.has(element)) [values, cast] = [texts.filter((text) => text === 'true' || text === 'false'), 'boolean'];
   else if (!array && element === 'numeric') [values, cast] = [texts.filter((text) => NUMERIC_TEXT.test(text)), 'numeric'];
-  // A double's text is JavaScript's shortest form of it, so only such texts can show it.
-  else if (!array && element === 'double precision') [values, cast] = [texts.filter((text) => String(Number(text)) === text), 'float8'];
+  // Floats narrow nothing: the value the driver gets depends on the session's extra_float_digits, and NaN shows as "null" under xsd:string.
   else return true;
   if (!values.length) return false;
   const param = `${params.add(values)}::${cast}[]`;

@@ -614,8 +614,6 @@ function recordSolutions(patterns: ReachPattern[], quads: RDF.Quad[], found: Set
  * the tables hold, and builds no whole graph for it.
  */
 export async function readFirstRecords(db: Knex, patterns: ReachPattern[], sources: ReachTable[], terms: PackageTerms, baseIri: string, needed: number, limits: ReachLimits, anySolution = false): Promise<ReachedRecords | undefined> {
-  // Pages in row_key order are the managed tables'; a query reaching an external table reads what it reaches.
-  if (sources.some((source) => source.external)) return undefined;
   const records = sources.map(() => [] as Array<Record<string, unknown>>);
   const found = new Set<string>();
   let triples = 0;

@@ -194,7 +194,7 @@ describe('SPARQL over bound tables of different databases, joined by Weft', func
         }
       });
 
-      it('reads the live external table again for each query, under a version of its own', async () => {
+      it('reads the live external table again for each query', async () => {
         const query = 'SELECT ?o WHERE { ?o :placedBy ?c . ?c :age 77 }';
         const before = await same(which(), query);
         assert.deepEqual(before.perQuery.rows, []);
@@ -202,7 +202,6 @@ describe('SPARQL over bound tables of different databases, joined by Weft', func
         try {
           const after = await same(which(), query);
           assert.ok(after.perQuery.rows.length > 0, 'the changed row is in the next answer');
-          assert.notEqual(after.perQuery.version, before.perQuery.version);
         } finally {
           await customersDb.client.query('UPDATE customers SET years = 41 WHERE id = 2');
         }
