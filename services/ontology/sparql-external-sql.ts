@@ -153,8 +153,8 @@ const EXACT_NUMBERS = new Set(['smallint', 'integer', 'bigint', 'numeric']);
  * (sparql-reach-reads.ts): conditions on the columns that keep every row whose value can show as
  * a text the query looks for (as String() of the value the driver gives, which is what the
  * mapping writes), read in the query's session on this database. Types whose text SQL cannot
- * match exactly (blank-padded character, floats but double precision, json, timestamps, arrays of
- * those) narrow nothing: the evaluator judges their rows. Undefined fields are no columns: no row
+ * match exactly (blank-padded character, floats, json, timestamps, arrays of those) narrow
+ * nothing: the evaluator judges their rows. Undefined fields are no columns: no row
  * holds a value there.
  */
 export async function externalRecords(reads: RemoteReads, target: Record<string, unknown>, mapping: BindingMapping): Promise<ExternalRecords> {

@@ -108,8 +108,8 @@ function tripleKinds(source: Pick<ReachTable, 'mapping'>, terms: PackageTerms, b
 /** A condition on a record: SQL over `data` (always parameters), or true (every record) or false (none). */
 export type Condition = string | boolean;
 
-export const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : parts.filter((part) => part !== true).length ? (parts.filter((part) => part !== true) as string[]).map((part) => `(${part})`).join(' AND ') : true);
-export const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
+const and = (parts: Condition[]): Condition => (parts.includes(false) ? false : parts.filter((part) => part !== true).length ? (parts.filter((part) => part !== true) as string[]).map((part) => `(${part})`).join(' AND ') : true);
+const or = (parts: Condition[]): Condition => (parts.includes(true) ? true : parts.filter((part) => part !== false).length ? (parts.filter((part) => part !== false) as string[]).map((part) => `(${part})`).join(' OR ') : false);
 
 /**
  * How a text shown in a triple came from a field's value: filled into an IRI template
