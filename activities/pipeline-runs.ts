@@ -42,7 +42,8 @@ export function createPipelineRunActivities(deps: ServiceDependencies) {
     commitRun({ runId }: { runId: string }) {
       const context = Context.current();
       context.heartbeat();
-      const beat = setInterval(() => context.heartbeat(), 5_000);
+      // A few beats within the heartbeat timeout, whatever the run's input set it to.
+      const beat = setInterval(() => context.heartbeat(), Math.min(5_000, (context.info.heartbeatTimeoutMs ?? 30_000) / 3));
       return asActivity(() => commitRunAsItsLauncher(deps, runId)).finally(() => clearInterval(beat));
     },
 

@@ -36,6 +36,8 @@ export interface PipelineRunInput {
   runId: string;
   /** The extract activity's heartbeat timeout, when not the default 15 s (an operator setting; tests shorten it). */
   extractHeartbeatTimeoutMs?: number;
+  /** The commit activity's heartbeat timeout, when not the default 30 s (an operator setting; tests shorten it). */
+  commitHeartbeatTimeoutMs?: number;
 }
 
 export interface ScheduledLaunchInput {

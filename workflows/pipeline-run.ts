@@ -21,9 +21,16 @@ const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInter
 
 const { claimRunTurn, endRun } = proxyActivities<PipelineRunActivities>({ startToCloseTimeout: '10 minutes', retry: RETRY });
 
+/** The commit activity's heartbeat timeout unless the run's input sets one (WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS). */
+const COMMIT_HEARTBEAT_TIMEOUT_MS = 30_000;
+
 // The commit heartbeats while its transaction runs: a worker killed mid-commit is retried within
 // the heartbeat timeout. (Activity options are not part of replay, so running workflows take this too.)
-const { commitRun } = proxyActivities<PipelineRunActivities>({ startToCloseTimeout: '1 hour', heartbeatTimeout: '30 seconds', retry: RETRY });
+const commitActivity = (heartbeatTimeoutMs = COMMIT_HEARTBEAT_TIMEOUT_MS) => proxyActivities<PipelineRunActivities>({
+  startToCloseTimeout: '1 hour',
+  heartbeatTimeout: heartbeatTimeoutMs,
+  retry: RETRY,
+}).commitRun;
 
 /**
  * The turn claim is one short transaction: run as a local activity (in the worker that runs the
@@ -75,8 +82,9 @@ function evidenceOf(error: unknown): RunErrorEvidence {
  * transforms and stages page by page), then commit once. Records never pass through here; the
  * run's state lives in PostgreSQL, written by the activities.
  */
-export async function pipelineRunWorkflow({ runId, extractHeartbeatTimeoutMs }: PipelineRunInput): Promise<string> {
+export async function pipelineRunWorkflow({ runId, extractHeartbeatTimeoutMs, commitHeartbeatTimeoutMs }: PipelineRunInput): Promise<string> {
   const extractSource = extractActivity(extractHeartbeatTimeoutMs);
+  const commitRun = commitActivity(commitHeartbeatTimeoutMs);
   let turnSignaled = false;
   setHandler(runTurnSignal, () => {
     turnSignaled = true;

@@ -96,10 +96,15 @@ export async function launchRun(ctx: OperationContext, pipelineId: string, proje
   return presentRunWithNodes(run, []);
 }
 
-/** Settings of a run's workflow that operators (and tests) may change: WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS. */
+/** Settings of a run's workflow that operators (and tests) may change: WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS, WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS. */
 export function runWorkflowInput(runId: string): PipelineRunInput {
-  const heartbeatTimeoutMs = Number(process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS);
-  return { runId, ...(Number.isInteger(heartbeatTimeoutMs) && heartbeatTimeoutMs > 0 ? { extractHeartbeatTimeoutMs: heartbeatTimeoutMs } : {}) };
+  const setMs = (name: string) => {
+    const ms = Number(process.env[name]);
+    return Number.isInteger(ms) && ms > 0 ? ms : undefined;
+  };
+  const extractHeartbeatTimeoutMs = setMs('WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS');
+  const commitHeartbeatTimeoutMs = setMs('WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS');
+  return { runId, ...(extractHeartbeatTimeoutMs ? { extractHeartbeatTimeoutMs } : {}), ...(commitHeartbeatTimeoutMs ? { commitHeartbeatTimeoutMs } : {}) };
 }
 
 /**

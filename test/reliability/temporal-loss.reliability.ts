@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { WorkflowFailedError } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
 import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import { newKey, requestAt, revokeKey } from '../support/fixtures';
@@ -21,21 +22,18 @@ import { TcpProxy } from './support/tcp-proxy';
  *
  * Everything runs against a dev server of the pinned CLI that this file starts on its own port and
  * SQLite file (the suite's server is never touched), with a worker and an API process of its own.
+ * The worker reaches the server through a TCP proxy, so a killed server's worker can be kept from
+ * it until the server, started again, has timed the lost attempt out: a worker that can still
+ * report goes on doing so for about 20 s after the work (sdk-core flushes the last heartbeat for
+ * up to 10 s, then retries the report for up to 10 s), and a server back sooner would take the
+ * late report instead of running the attempt again.
  */
 
 const PAGE_SIZE = 50;
 const RECORDS = 2000;
 const PAGES = RECORDS / PAGE_SIZE;
-/** The extract activity's heartbeat timeout for this file's runs (15 s by default), set on its API process, which starts the runs. */
+/** The extract and commit activities' heartbeat timeout for this file's runs (15 s and 30 s by default), set on its API process, which starts the runs. */
 const HEARTBEAT_TIMEOUT_MS = 5000;
-/**
- * How long a worker that cannot reach the server goes on trying to report an activity's outcome:
- * it first flushes the activity's last heartbeat, retried for up to 10 s, then retries the report
- * for up to 10 s (sdk-core's RetryOptions, max_elapsed_time) and drops it. A server down this long
- * after the work ended surely lost the report, so once back it has to time the attempt out and
- * start another (back sooner, it might take the late report instead).
- */
-const REPORT_GIVEN_UP_AFTER_MS = 25_000;
 /** Past the heartbeat timeout by this much, a server that is up has surely timed the attempt out (its timers fire within a second or so). */
 const TIMEOUT_NOTICED_MS = 2000;
 
@@ -54,13 +52,11 @@ const commitsUnderFault = (point: FaultPoint) => point.phase === 'during the com
 interface Fault {
   name: string;
   begin(): Promise<void>;
-  end(): Promise<void>;
   /**
-   * How long past the end of the work done under it the fault lasts. A server that was down must
-   * not find the late report still coming; one that stayed up timed the attempt out meanwhile,
-   * and drops the late report whenever it comes.
+   * Ends the fault; the worker reaches the server again only after `timedOut` (when given) found
+   * that the server timed out the attempts it lost, so a late report of theirs is dropped.
    */
-  outlastsWorkByMs: number;
+  end(timedOut?: () => Promise<void>): Promise<void>;
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
@@ -76,8 +72,24 @@ describe('Temporal losing track of attempts whose work is done', function () {
   let apiUrl = '';
   let worker: RunningScript | undefined;
 
-  const serverKilled: Fault = { name: 'the Temporal server SIGKILLed', begin: () => temporal.kill(), end: async () => void (await temporal.start()), outlastsWorkByMs: REPORT_GIVEN_UP_AFTER_MS };
-  const linkCut: Fault = { name: "the worker's connection to Temporal cut", begin: async () => proxy.cutLink(), end: async () => proxy.restore(), outlastsWorkByMs: 1000 };
+  // The server killed: its worker cannot reach it until it is up again and has timed the lost attempts out.
+  const serverKilled: Fault = {
+    name: 'the Temporal server SIGKILLed',
+    begin: async () => {
+      proxy.cutLink();
+      await temporal.kill();
+    },
+    end: async (timedOut) => {
+      await temporal.start();
+      await timedOut?.();
+      proxy.restore();
+    },
+  };
+  // The link cut: the server stays up and times the attempt out meanwhile, so a late report is dropped whenever it comes.
+  const linkCut: Fault = { name: "the worker's connection to Temporal cut", begin: async () => proxy.cutLink(), end: async (timedOut) => {
+    await timedOut?.();
+    proxy.restore();
+  } };
 
   before(async function () {
     this.timeout(6 * 60_000);
@@ -89,6 +101,7 @@ describe('Temporal losing track of attempts whose work is done', function () {
     ({ api, url: apiUrl } = await startApiScript({
       TEMPORAL_ADDRESS: temporal.address,
       WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
+      WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
       WEFT_QUERY_SYNC_BUDGET_MS: '100',
       WEFT_METRICS_PORT: 'off',
     }, 180_000));
@@ -125,14 +138,17 @@ describe('Temporal losing track of attempts whose work is done', function () {
     });
   };
 
+  /** Keeps a fault on past the heartbeat timeout. */
+  const faultLasts = (faultStartedAt: number) => pause(faultStartedAt + HEARTBEAT_TIMEOUT_MS + TIMEOUT_NOTICED_MS - Date.now());
+
   /**
-   * Keeps a fault on past the heartbeat timeout and, given when the work done under it ended, past
-   * that by as long as the fault needs to lose the work's report.
+   * Until the server has no attempt of the workflow in flight: it timed out the attempt whose
+   * report it lost (the worker, cut off, has started no other).
    */
-  const faultLasts = (fault: Fault, faultStartedAt: number, workEndedAt?: number) => pause(Math.max(
-    faultStartedAt + HEARTBEAT_TIMEOUT_MS + TIMEOUT_NOTICED_MS,
-    workEndedAt === undefined ? 0 : workEndedAt + fault.outlastsWorkByMs,
-  ) - Date.now());
+  const lostAttemptsTimedOut = (workflowId: string) => async () => void (await until('the server timing out the lost attempt', async () => {
+    const { raw } = await (await temporal.client()).workflow.getHandle(workflowId).describe();
+    return !(raw.pendingActivities ?? []).some((activity) => activity.state === proto.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED);
+  }, 60_000));
 
   /** Whether a workflow of this file's server has completed its first workflow task (it is waiting now). */
   const workflowTaskDone = async (workflowId: string) => {
@@ -211,14 +227,10 @@ describe('Temporal losing track of attempts whose work is done', function () {
       run = await launchThroughOwnApi(t, pipeline.pipelineId, launchKey);
       await until(`page ${heldFrom} requested (and held)`, async () => requested(heldFrom));
 
-      let faultAt: number;
-      let workEnded: number;
       if (point.phase === 'during extraction') {
         await fault.begin();
-        faultAt = Date.now();
         releasePages();
         await until('the first attempt finishing the extraction under the fault', async () => (await sourceNode(run.id)).status === 'succeeded');
-        workEnded = Date.now();
       } else {
         if (point.at.endsWith('marked succeeded')) {
           // The first thousand staged: the commit deletes the staging rows last, after it marked the run succeeded.
@@ -241,14 +253,11 @@ describe('Temporal losing track of attempts whose work is done', function () {
           assert.match(waiting[0], expected, `the commit waits where "${pointName(point)}" says`);
         }
         await fault.begin();
-        faultAt = Date.now();
         await held.release();
         if (point.at !== 'as the extraction\'s last write commits') await until('the commit finishing under the fault', async () => (await runStatus(run.id)) === 'succeeded');
-        workEnded = Date.now();
       }
       await meanwhile();
-      await faultLasts(fault, faultAt, workEnded);
-      await fault.end();
+      await fault.end(lostAttemptsTimedOut(run.workflow.workflowId));
     } finally {
       releasePages?.();
       await lock?.release();
@@ -268,8 +277,8 @@ describe('Temporal losing track of attempts whose work is done', function () {
     assert.equal(all.n, all.ids, `no record twice in the table: ${context}`);
   }
 
-  describe('the Temporal server SIGKILLed at seeded points of a run, and started again on its database after the heartbeat timeout', () => {
-    useWorker(() => temporal.address);
+  describe('the Temporal server SIGKILLed at seeded points of a run, and started again on its database, its worker kept from it until the lost attempt timed out', () => {
+    useWorker(() => proxy.address);
     let pipeline: Awaited<ReturnType<typeof eventsPipeline>>;
     before(async () => {
       // One run without a fault first: the table exists, so a commit can be stopped at its write.
@@ -359,7 +368,7 @@ describe('Temporal losing track of attempts whose work is done', function () {
         await fault.begin();
         const faultAt = Date.now();
         assert.equal((await call(t.writerKey, 'GET', `${writes}/${body.actionId}`)).body.writeAction.status, 'pending_approval', 'pending while the fault lasts');
-        await faultLasts(fault, faultAt);
+        await faultLasts(faultAt);
         await fault.end();
 
         const approved = await call(approver.key, 'POST', `${writes}/${body.actionId}/approve`, {});
@@ -400,7 +409,7 @@ describe('Temporal losing track of attempts whose work is done', function () {
           await lock.release();
         }
         await until('the job completing under the fault', async () => (await jobStatus()) !== 'active');
-        await faultLasts(fault, faultAt);
+        await faultLasts(faultAt);
         await fault.end();
 
         const answer = await call(key, 'POST', `${executePath}?cursor=${pending.body.metadata.continuation}`, {});
