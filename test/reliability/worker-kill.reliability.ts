@@ -3,7 +3,7 @@ import { workspaceSchema } from '../../plugins/managed-table/storage';
 import { env } from '../support/environment';
 import { BUILT_START, killHard, RunningScript, startScript } from '../support/processes';
 import { reliabilitySeed, seededRandom } from './support/seeded-random';
-import { createPipeline, EventsApi, eventsSource, extractHeartbeatTimeout, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
+import { createPipeline, EventsApi, eventsSource, launch, linearDocument, runHeartbeatTimeouts, pipelineTenant, tableDestination, waitForRun } from '../support/pipelines';
 
 const ROUNDS = 10;
 const RECORDS_PER_ROUND = 300;
@@ -21,10 +21,11 @@ describe('Worker killed during ingestion, at 10 random points', function () {
     api = await new EventsApi().start();
     // Only worker processes this test starts and kills poll the queue.
     await env().stopWorker();
-    // A killed worker's extraction is retried once its heartbeat times out: 5 s for the runs this
-    // file's API launches (15 s by default), as in temporal-loss.reliability.ts. The worker is a
-    // process of its own, so no stall of mocha's event loop delays its heartbeats.
-    restoreHeartbeatTimeout = extractHeartbeatTimeout(5000);
+    // A killed worker's extraction or commit is retried once its heartbeat times out: 3 s for the
+    // runs this file's API launches (15 s and 30 s by default). The worker is a process of its own,
+    // so no stall of mocha's event loop delays its heartbeats; should a loaded machine delay one
+    // anyway, the attempt is retried, which is what this test is about.
+    restoreHeartbeatTimeout = runHeartbeatTimeouts(3000);
   });
   after(async () => {
     restoreHeartbeatTimeout();

@@ -274,14 +274,16 @@ export function useEventsApi(records: () => EventRecord[]): { api: EventsApi; t:
 }
 
 /**
- * The extract activity's heartbeat timeout of the runs this process's API launches from now on
- * (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS, read at each launch); the function returned puts it back.
+ * The extract and commit activities' heartbeat timeout of the runs this process's API launches from
+ * now on (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS, WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS, read at each launch);
+ * the function returned puts them back.
  */
-export function extractHeartbeatTimeout(ms: number): () => void {
-  const saved = process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-  process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = String(ms);
-  return () => {
-    if (saved === undefined) delete process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS;
-    else process.env.WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS = saved;
-  };
+export function runHeartbeatTimeouts(ms: number): () => void {
+  const names = ['WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS', 'WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS'];
+  const saved = names.map((name) => process.env[name]);
+  for (const name of names) process.env[name] = String(ms);
+  return () => names.forEach((name, i) => {
+    if (saved[i] === undefined) delete process.env[name];
+    else process.env[name] = saved[i];
+  });
 }

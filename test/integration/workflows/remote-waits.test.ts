@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { env } from '../../support/environment';
-import { createPipeline, eventsSource, EventsApi, extractHeartbeatTimeout, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, tableRecords, waitForRun } from '../../support/pipelines';
+import { createPipeline, eventsSource, EventsApi, runHeartbeatTimeouts, launch, linearDocument, pipelineTenant, PipelineTenant, tableDestination, tableRecords, waitForRun } from '../../support/pipelines';
 import { until } from '../../support/polling';
 
 /**
@@ -61,7 +61,7 @@ describe('Pipeline runs waiting on a slow remote page', function () {
     await api.start();
     // The request's own timeout stays far above the pages' delays: only the run's heartbeat and cancellation matter here.
     t = await pipelineTenant(api.baseUrl, { timeoutMs: 120_000 });
-    restoreHeartbeatTimeout = extractHeartbeatTimeout(6000);
+    restoreHeartbeatTimeout = runHeartbeatTimeouts(6000);
   });
   after(async () => {
     restoreHeartbeatTimeout();

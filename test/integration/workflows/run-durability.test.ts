@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { workspaceSchema } from '../../../plugins/managed-table/storage';
 import { env } from '../../support/environment';
 import { BUILT_START, killHard, startScript } from '../../support/processes';
-import { createPipeline, EventsApi, eventsSource, extractHeartbeatTimeout, launch, linearDocument, pipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
+import { createPipeline, EventsApi, eventsSource, launch, linearDocument, runHeartbeatTimeouts, pipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
 
 describe('A run whose worker dies', function () {
   this.timeout(240_000);
@@ -31,7 +31,7 @@ describe('A run whose worker dies', function () {
     api.delayMs = 60;
     // The dead attempt is retried once its heartbeat times out: 6 s for this run (15 s by default),
     // which a stall of the test worker's event loop (shared with mocha) does not reach (remote-waits.test.ts).
-    const restoreHeartbeatTimeout = extractHeartbeatTimeout(6000);
+    const restoreHeartbeatTimeout = runHeartbeatTimeouts(6000);
     const queued = await launch(t, pipeline.id).finally(restoreHeartbeatTimeout);
     const midway = await waitForRun(t, queued.id, (run) => run.nodes[0].recordsRead >= 600, 60_000);
     assert.equal(midway.status, 'running');
