@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../support/environment';
 import { holdRequestWindow, keyIdOf, newKey, newWorkspace, raiseRequestLimits, requestAt } from '../support/fixtures';
-import { runScript } from '../support/processes';
+import { runAdmin } from '../support/processes';
 import { putApiLimits } from '../../services/tenancy/api-limits';
 import { burst, useApiProcesses } from './support/concurrency-processes';
 
@@ -79,7 +79,7 @@ describe('Kept keys and leased budgets across three API processes', function () 
     // Listing runs needs an active owner or admin behind the key.
     const key = await newKey(ws, { scopes: ['runs:read'] }, member.id);
     await warm(key, '/api/v1/runs');
-    const removed = await runScript('scripts/admin.ts', ['member', 'remove', '--workspace', ws.workspaceId, '--member', member.id], { WEFT_LOG_TO_STDERR: '1' });
+    const removed = await runAdmin(['member', 'remove', '--workspace', ws.workspaceId, '--member', member.id]);
     assert.equal(removed.code, 0, removed.stderr);
     const since = Date.now();
     const took = await untilEveryProcess(processes.urls, since, (url) => requestAt(url, 'GET', '/api/v1/runs', { key }), (answer) => answer.status === 403 && answer.body.code === 'actor_not_accountable');

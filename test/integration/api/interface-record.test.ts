@@ -7,7 +7,7 @@ import * as errorClasses from '../../../core/errors';
 import { registry } from '../../../observability/metrics';
 import { newWorkspace, request } from '../../support/fixtures';
 import { connectWatched } from '../../support/mcp-client';
-import { runScript } from '../../support/processes';
+import { runAdmin } from '../../support/processes';
 
 // What Weft shows the world, recorded, so that a refactoring (issue 37) that should change nothing
 // a client sees is proven to change nothing: the OpenAPI document, the MCP tool lists of both kinds
@@ -94,7 +94,7 @@ async function toolList(key: string, connection: string): Promise<unknown> {
 
 async function cliShapes(): Promise<Record<string, unknown>> {
   const admin = async (...args: string[]) => {
-    const result = await runScript('scripts/admin.ts', [...args, '--json'], { WEFT_LOG_TO_STDERR: '1' });
+    const result = await runAdmin([...args, '--json']);
     assert.equal(result.code, 0, `admin ${args.join(' ')}: ${result.stderr}`);
     return JSON.parse(result.stdout) as Record<string, any>;
   };

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { env } from '../../support/environment';
 import { as } from '../../support/fixtures';
-import { runScript } from '../../support/processes';
+import { runAdmin } from '../../support/processes';
 import { createPipeline, EventsApi, eventsSource, launch, linearDocument, PipelineTenant, pipelineTenant, tableDestination, waitForRun } from '../../support/pipelines';
 import { useProcessSettings } from './process-settings';
 
-const admin = (...args: string[]) => runScript('scripts/admin.ts', args, { WEFT_LOG_TO_STDERR: '1' });
+const admin = (...args: string[]) => runAdmin(args);
 /** Stripe configured, as far as the credit limit's default is concerned (no Stripe call is made here). */
 const WITH_STRIPE = { STRIPE_SECRET_KEY: 'sk_test_123' };
 

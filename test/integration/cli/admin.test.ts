@@ -3,12 +3,12 @@ import { loadEncryptionKey } from '../../../core/config';
 import { decryptSecret } from '../../../core/secrets';
 import { as, newKey, newWorkspace } from '../../support/fixtures';
 import { env } from '../../support/environment';
-import { runScript } from '../../support/processes';
+import { runAdmin } from '../../support/processes';
 import { schemaProblems } from '../../../core/schema-validator';
 import type { Operation } from '../../../services/operations/operation';
 import { bootstrapWorkspaceOperation, createMemberKeyOperation, setWorkspacePlanOperation } from '../../../services/tenancy/operator-operations';
 
-const admin = (...args: string[]) => runScript('scripts/admin.ts', args, { WEFT_LOG_TO_STDERR: '1' });
+const admin = (...args: string[]) => runAdmin(args);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const count = async (table: string) => Number((await env().db(table).count({ n: '*' }))[0].n);
 

@@ -4,7 +4,7 @@ import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { env } from '../../support/environment';
 import { as, newWorkspace } from '../../support/fixtures';
-import { runScript } from '../../support/processes';
+import { runAdmin } from '../../support/processes';
 import { browserPages, invite, PASSWORD, Person, within, guideScreenshot } from '../../support/console';
 
 const NAVIGATION = ['Keys', 'Members', 'Endpoints', 'Pipelines', 'Runs', 'Writes', 'Ontology', 'Queries', 'Usage', 'Limits'];
@@ -129,7 +129,7 @@ describe('The workspace console in headless Chromium', function () {
     await acceptAndSignIn(browsing.page, leaver);
     const p = browsing.page;
     assert.equal(await sessionStatus(p), 200);
-    const removed = await runScript('scripts/admin.ts', ['member', 'remove', '--workspace', ws.workspaceId, '--member', leaver.memberId], { WEFT_LOG_TO_STDERR: '1' });
+    const removed = await runAdmin(['member', 'remove', '--workspace', ws.workspaceId, '--member', leaver.memberId]);
     assert.equal(removed.code, 0, removed.stderr);
     const status = await within(1_000, () => sessionStatus(p), (s) => s === 401);
     assert.equal(status, 401);

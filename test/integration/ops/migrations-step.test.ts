@@ -4,7 +4,7 @@ import path from 'node:path';
 import { createDb, migrateToLatest, pendingMigrations } from '../../../db/connection';
 import { projectRoot } from '../../../core/paths';
 import { externalDatabase } from '../../support/external-postgres';
-import { BUILT_START, freePort, runScript } from '../../support/processes';
+import { BUILT_START, freePort, runAdmin, runScript } from '../../support/processes';
 
 /**
  * Migrating is a deployment step: `npm run migrate` (admin migrate) applies migrations, and API,
@@ -55,14 +55,14 @@ describe('Migrations as a step', function () {
   });
 
   it('the admin CLI against a DATABASE_URL does not migrate on the way, and works once `npm run migrate` ran', async () => {
-    const bootstrap = () => runScript('scripts/admin.ts', ['bootstrap', '--workspace', 'Step Corp', '--json'], { DATABASE_URL: freshUrl, WEFT_LOG_TO_STDERR: '1' });
+    const bootstrap = () => runAdmin(['bootstrap', '--workspace', 'Step Corp', '--json'], { DATABASE_URL: freshUrl });
     const refused = await bootstrap();
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /^admin: The database schema is not current: .*Run `npm run migrate`/);
     assert.equal(refused.stdout, '');
     assert.deepEqual(await tables(), []);
 
-    const migrated = await runScript('scripts/admin.ts', ['migrate'], { DATABASE_URL: freshUrl, WEFT_LOG_TO_STDERR: '1' });
+    const migrated = await runAdmin(['migrate'], { DATABASE_URL: freshUrl });
     assert.equal(migrated.code, 0, migrated.stderr);
     assert.match(migrated.stdout, /^applied: /);
     const created = await bootstrap();
