@@ -794,6 +794,8 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     // The first request builds Weft's dataset (reads every bound record, maps it, builds the store),
     // or is refused past WEFT_SPARQL_MAX_DATASET_TRIPLES; ASK { ?s ?p ?o } stops at the first triple.
     const probe = 'ASK { ?s ?p ?o }';
+    const beforeFirst = processMemoryMb(weft.api.pid!);
+    say(`API process memory before the first request (after the load, idle): RSS ${beforeFirst.rss.toFixed(0)} MB (peak ${beforeFirst.peak.toFixed(0)} MB)`);
     const first = await timed(() => post(loaded.endpoint, probe, 'application/sparql-results+json'));
     const refusal = first.value.status === 200 ? undefined : `${first.value.status} ${problemCode(first.value.body)}`;
     // Bound tables past WEFT_SPARQL_MAX_REACHED_TRIPLES are not read whole: a query that reaches a
