@@ -229,6 +229,21 @@ function processMemoryMb(pid: number): { rss: number; peak: number } {
   const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
+/**
+ * A process's RSS once it stopped falling: sampled every 2 s until six samples in a row are within
+ * 2 MB (at most a minute). V8 hands a burst's heap back only some seconds into idleness, so a
+ * figure taken straight after the load carries the load's garbage where the load was short.
+ */
+async function settledMemory(pid: number): Promise<{ rss: number; samples: number[] }> {
+  const samples = [processMemoryMb(pid).rss];
+  while (samples.length < 30) {
+    const last = samples.slice(-6);
+    if (last.length === 6 && Math.max(...last) - Math.min(...last) < 2) break;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    samples.push(processMemoryMb(pid).rss);
+  }
+  return { rss: samples[samples.length - 1], samples };
+}
 /** Starts a process's peak resident memory (VmHWM) again from its current RSS (Linux clear_refs 5); false where not allowed. */
 function resetPeakMemory(pid: number): boolean {
   try {
@@ -754,9 +769,10 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
   const estimatedTriples = Math.round(sc.records * TRIPLES_PER_RECORD);
   say(`\n## ${at}: ${sc.records.toLocaleString('en')} records in 8 managed tables (${sc.products.toLocaleString('en')} products, ${(sc.products * 20).toLocaleString('en')} offers, ${(sc.products * 10).toLocaleString('en')} reviews, ${sc.features.toLocaleString('en')} features, ${sc.persons.toLocaleString('en')} reviewers, ${sc.producers.toLocaleString('en')} producers, ${sc.vendors.toLocaleString('en')} vendors, ${sc.types} types); about ${estimatedTriples.toLocaleString('en')} triples mapped`);
 
-  // --cpu-prof is refused in NODE_OPTIONS: it goes to the API's node arguments (startBenchWeft's apiNodeArgs).
+  // --cpu-prof and V8's flags are refused in NODE_OPTIONS: they go to the API's node arguments
+  // (startBenchWeft's apiNodeArgs), V8's from SPARQL_API_NODE_ARGS as in the other benches.
   const settings: Parameters<typeof startBenchWeft>[0] & { apiNodeArgs?: string[] } = { name: BENCHMARK, temporal: true };
-  if (opts.cpuProf) settings.apiNodeArgs = ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`];
+  settings.apiNodeArgs = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`] : []), ...(process.env.SPARQL_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
   const weft = await startBenchWeft(settings);
   let peer: SqlPeer | undefined;
   let oxStore: oxigraph.Store | undefined;
@@ -794,8 +810,8 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     // The first request builds Weft's dataset (reads every bound record, maps it, builds the store),
     // or is refused past WEFT_SPARQL_MAX_DATASET_TRIPLES; ASK { ?s ?p ?o } stops at the first triple.
     const probe = 'ASK { ?s ?p ?o }';
-    const beforeFirst = processMemoryMb(weft.api.pid!);
-    say(`API process memory before the first request (after the load, idle): RSS ${beforeFirst.rss.toFixed(0)} MB (peak ${beforeFirst.peak.toFixed(0)} MB)`);
+    const settled = await settledMemory(weft.api.pid!);
+    say(`API process memory before the first request: RSS ${settled.samples[0].toFixed(0)} MB after the load, ${settled.rss.toFixed(0)} MB once settled (${settled.samples.map((mb) => mb.toFixed(0)).join(' → ')}, a sample every 2 s; peak ${processMemoryMb(weft.api.pid!).peak.toFixed(0)} MB)`);
     const first = await timed(() => post(loaded.endpoint, probe, 'application/sparql-results+json'));
     const refusal = first.value.status === 200 ? undefined : `${first.value.status} ${problemCode(first.value.body)}`;
     // Bound tables past WEFT_SPARQL_MAX_REACHED_TRIPLES are not read whole: a query that reaches a
