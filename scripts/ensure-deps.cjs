@@ -20,7 +20,9 @@ if (!quiet) process.stderr.write('weft: installing npm dependencies…\n');
 // `npm install` rather than `npm ci`: ci rejects lock files that omit other platforms' optional
 // packages (@swc/core's), which npm itself writes. The lock file still pins every version.
 // stdout of npm goes to stderr so commands with --json output stay machine-readable.
-const result = spawnSync('npm', ['install', '--no-audit', '--no-fund'], {
+// --prefer-offline: packages already in npm's cache are taken from it without asking the registry
+// again (the lock file names each version and its integrity); others are fetched as before.
+const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {
   cwd: root,
   stdio: ['ignore', quiet ? 'ignore' : process.stderr, 'inherit'],
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import Decimal from 'decimal.js';
 import { chargeLeaseMax } from '../../core/config';
+import { CHARGE_LEASE_TTL_MS } from '../../services/usage/charge-leases';
 import { env } from '../support/environment';
 import { as, requestAt } from '../support/fixtures';
 import { customerOntology, ontologyTenant } from '../support/ontology';
@@ -107,11 +108,12 @@ describe('API process killed during open work', function () {
     const { ws, leases, answered } = await leasedQueries();
     await killHard(api!);
 
-    // No process renews the lease now: past its expiry a sweep (this one, or another process's) bills it.
-    for (let i = 0; i < 200 && (await leases()).length > 0; i += 1) {
-      await env().apiDependencies.metering.billExpiredChargeLeases();
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    // No process renews the lease now. A sweep before its expiry leaves it; past its expiry (the
+    // clock moved, not waited for) a sweep, this one or another process's, bills it.
+    await env().apiDependencies.metering.billExpiredChargeLeases();
+    assert.ok((await leases()).length > 0, 'the lease is kept until it expires');
+    env().clock.advance(CHARGE_LEASE_TTL_MS + 1000);
+    await env().apiDependencies.metering.billExpiredChargeLeases();
     assert.equal((await leases()).length, 0, 'the lease was billed');
     const operations = await env().db('metered_operations').where({ workspaceId: ws, kind: 'sparql_query' });
     const remainders = operations.filter((o: { operationRef: string }) => o.operationRef.startsWith('lease:'));
