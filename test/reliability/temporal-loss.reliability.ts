@@ -34,8 +34,12 @@ const RECORDS = 2000;
 const PAGES = RECORDS / PAGE_SIZE;
 /** The extract and commit activities' heartbeat timeout for this file's runs (15 s and 30 s by default), set on its API process, which starts the runs. */
 const HEARTBEAT_TIMEOUT_MS = 5000;
-/** Past the heartbeat timeout by this much, a server that is up has surely timed the attempt out (its timers fire within a second or so). */
-const TIMEOUT_NOTICED_MS = 2000;
+/**
+ * How long a fault lasts past its start where no heartbeating activity is in flight (an approval's
+ * wait, a query job's activity, which has none): long enough that the worker surely finds the
+ * server gone or the link cut, and retries its polls and reports against the fault.
+ */
+const OPEN_WORK_FAULT_MS = 2000;
 
 /** Where in a run the fault strikes. */
 type FaultPoint =
@@ -138,8 +142,8 @@ describe('Temporal losing track of attempts whose work is done', function () {
     });
   };
 
-  /** Keeps a fault on past the heartbeat timeout. */
-  const faultLasts = (faultStartedAt: number) => pause(faultStartedAt + HEARTBEAT_TIMEOUT_MS + TIMEOUT_NOTICED_MS - Date.now());
+  /** Keeps a fault on open work (OPEN_WORK_FAULT_MS). */
+  const faultLasts = (faultStartedAt: number) => pause(faultStartedAt + OPEN_WORK_FAULT_MS - Date.now());
 
   /**
    * Until the server has no attempt of the workflow in flight: it timed out the attempt whose
