@@ -97,6 +97,18 @@ export function workerStickyTimeoutMs(): number {
 }
 
 /**
+ * A run's heartbeat timeouts where an operator set them (WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS,
+ * WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS): they travel in the run's workflow input, and the workflow keeps
+ * its defaults (15 s, 30 s) for those unset. Read at each launch; config() refuses a bad value at start.
+ */
+export function runHeartbeatTimeoutSettings(): { extractHeartbeatTimeoutMs?: number; commitHeartbeatTimeoutMs?: number } {
+  const set = (name: string) => (process.env[name]?.trim() ? millisecondsSetting(name, 0, 1000, 3_600_000) : undefined);
+  const extractHeartbeatTimeoutMs = set('WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS');
+  const commitHeartbeatTimeoutMs = set('WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS');
+  return { ...(extractHeartbeatTimeoutMs ? { extractHeartbeatTimeoutMs } : {}), ...(commitHeartbeatTimeoutMs ? { commitHeartbeatTimeoutMs } : {}) };
+}
+
+/**
  * The file a test's clock shares its held time through (WEFT_TEST_CLOCK_FILE), for the API and
  * worker processes it starts; undefined (the system clock) unless set. Refused in production.
  */
@@ -160,6 +172,7 @@ export function config(): WeftConfig {
     chargeLeaseMax();
     leaseIdleMs();
     workerStickyTimeoutMs();
+    runHeartbeatTimeoutSettings();
     testClockFile();
     oidcSettings();
     cached = {

@@ -4,6 +4,7 @@ import { Client, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } f
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import { logger } from '../../core/logger';
 import { afterCommit } from '../../db/after-commit';
+import { runHeartbeatTimeoutSettings } from '../../core/config';
 import { InputError, NotFoundError } from '../../core/errors';
 import { temporalSettings } from '../../core/temporal-config';
 import { assertCredit } from '../usage/credit';
@@ -98,13 +99,7 @@ export async function launchRun(ctx: OperationContext, pipelineId: string, proje
 
 /** Settings of a run's workflow that operators (and tests) may change: WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS, WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS. */
 export function runWorkflowInput(runId: string): PipelineRunInput {
-  const setMs = (name: string) => {
-    const ms = Number(process.env[name]);
-    return Number.isInteger(ms) && ms > 0 ? ms : undefined;
-  };
-  const extractHeartbeatTimeoutMs = setMs('WEFT_EXTRACT_HEARTBEAT_TIMEOUT_MS');
-  const commitHeartbeatTimeoutMs = setMs('WEFT_COMMIT_HEARTBEAT_TIMEOUT_MS');
-  return { runId, ...(extractHeartbeatTimeoutMs ? { extractHeartbeatTimeoutMs } : {}), ...(commitHeartbeatTimeoutMs ? { commitHeartbeatTimeoutMs } : {}) };
+  return { runId, ...runHeartbeatTimeoutSettings() };
 }
 
 /**
