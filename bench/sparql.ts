@@ -244,6 +244,27 @@ async function settledMemory(pid: number): Promise<{ rss: number; samples: numbe
   }
   return { rss: samples[samples.length - 1], samples };
 }
+/**
+ * Where an API process's resident memory lies: its main V8 heap (used of committed) and external
+ * buffers from the Prometheus metrics it serves, and its anonymous and file-backed pages from
+ * /proc, and each query thread's heap from weft_sparql_thread_heap_bytes. The rest is native
+ * allocations, thread stacks and code.
+ */
+async function memoryParts(pid: number, metricsUrl: string): Promise<string> {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  const kbOf = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? NaN) / 1024;
+  const text = await fetch(metricsUrl).then((response) => response.text()).catch(() => '');
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
+  const threadHeaps = [...text.matchAll(/^weft_sparql_thread_heap_bytes\{thread="(\d+)",kind="(used|committed)"\} (\S+)/gm)];
+  const threads = new Map<string, { used: number; committed: number }>();
+  for (const [, thread, kind, bytes] of threadHeaps) threads.set(thread, { ...(threads.get(thread) ?? { used: 0, committed: 0 }), [kind]: Number(bytes) / 2 ** 20 });
+  const rss = kbOf('Rss');
+  const heapTotal = metric('nodejs_heap_size_total_bytes');
+  const external = metric('nodejs_external_memory_bytes');
+  const threadsCommitted = [...threads.values()].reduce((sum, heap) => sum + heap.committed, 0);
+  const threadFigures = [...threads].sort(([a], [b]) => Number(a) - Number(b)).map(([thread, heap]) => `thread ${thread} ${heap.used.toFixed(0)} of ${heap.committed.toFixed(0)}`).join(', ');
+  return `RSS ${rss.toFixed(0)} MB: main heap ${metric('nodejs_heap_size_used_bytes').toFixed(0)} used of ${heapTotal.toFixed(0)} committed, external ${external.toFixed(0)}, query threads' heaps as their last queries left them ${threadFigures || 'none yet'}, the rest ${(rss - heapTotal - external - threadsCommitted).toFixed(0)} (native, code); anonymous ${kbOf('Anonymous').toFixed(0)}, file-backed ${(rss - kbOf('Anonymous')).toFixed(0)}`;
+}
 /** Starts a process's peak resident memory (VmHWM) again from its current RSS (Linux clear_refs 5); false where not allowed. */
 function resetPeakMemory(pid: number): boolean {
   try {
@@ -771,7 +792,9 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
 
   // --cpu-prof and V8's flags are refused in NODE_OPTIONS: they go to the API's node arguments
   // (startBenchWeft's apiNodeArgs), V8's from SPARQL_API_NODE_ARGS as in the other benches.
-  const settings: Parameters<typeof startBenchWeft>[0] & { apiNodeArgs?: string[] } = { name: BENCHMARK, temporal: true };
+  const metricsPort = await freePort();
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  const settings: Parameters<typeof startBenchWeft>[0] & { apiNodeArgs?: string[] } = { name: BENCHMARK, temporal: true, apiEnv: { WEFT_METRICS_PORT: String(metricsPort) } };
   settings.apiNodeArgs = [...(opts.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`] : []), ...(process.env.SPARQL_API_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
   const weft = await startBenchWeft(settings);
   let peer: SqlPeer | undefined;
@@ -811,7 +834,7 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     // or is refused past WEFT_SPARQL_MAX_DATASET_TRIPLES; ASK { ?s ?p ?o } stops at the first triple.
     const probe = 'ASK { ?s ?p ?o }';
     const settled = await settledMemory(weft.api.pid!);
-    say(`API process memory before the first request: RSS ${settled.samples[0].toFixed(0)} MB after the load, ${settled.rss.toFixed(0)} MB once settled (${settled.samples.map((mb) => mb.toFixed(0)).join(' → ')}, a sample every 2 s; peak ${processMemoryMb(weft.api.pid!).peak.toFixed(0)} MB)`);
+    say(`API process memory before the first request: RSS ${settled.samples[0].toFixed(0)} MB after the load, ${settled.rss.toFixed(0)} MB once settled (${settled.samples.map((mb) => mb.toFixed(0)).join(' → ')}, a sample every 2 s; peak ${processMemoryMb(weft.api.pid!).peak.toFixed(0)} MB); ${await memoryParts(weft.api.pid!, metricsUrl)}`);
     const first = await timed(() => post(loaded.endpoint, probe, 'application/sparql-results+json'));
     const refusal = first.value.status === 200 ? undefined : `${first.value.status} ${problemCode(first.value.body)}`;
     // Bound tables past WEFT_SPARQL_MAX_REACHED_TRIPLES are not read whole: a query that reaches a
@@ -917,7 +940,7 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
         if (firstAnswers.length) say(`API process memory after each text's first answer (RSS, peak while it ran, MB; its time and how it was answered): ${firstAnswers.join('; ')}`);
         if (servedPeakReset) {
           const memory = processMemoryMb(apiPid!);
-          say(`API process memory after the served-first requests: RSS ${memory.rss.toFixed(0)} MB, peak ${memory.peak.toFixed(0)} MB while they ran`);
+          say(`API process memory after the served-first requests: RSS ${memory.rss.toFixed(0)} MB, peak ${memory.peak.toFixed(0)} MB while they ran; ${await memoryParts(weft.api.pid!, metricsUrl)}`);
         }
       }
     }
@@ -1029,6 +1052,7 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     // The mix's memory is taken before the mix with every text new: that phase keeps a parse and a
     // reached graph per new text (bounded by WEFT_SPARQL_ENCODED_MB), which only scales Oxigraph runs at have.
     const afterMix = processMemoryMb(weft.api.pid!);
+    const afterMixParts = await memoryParts(weft.api.pid!, metricsUrl);
     const memory = { rss: afterMix.rss, peak: Math.max(mixPeak, afterMix.peak) };
     // The same mix with every text new, for Weft and Oxigraph (the SQL peer answers only the mix's texts).
     if (weftAnswers && oxStore) {
@@ -1055,7 +1079,7 @@ async function scale(target: number, opts: Options): Promise<BenchRow[]> {
     }
 
     if (memoryByQuery.length) say(`API process memory per query (RSS before → after the query's runs, peak while they ran, MB): ${memoryByQuery.map((m) => `${m.id} ${m.before.toFixed(0)} → ${m.after.toFixed(0)} (peak ${m.peak.toFixed(0)})`).join('; ')}`);
-    say(`\nAPI process memory after the mix: RSS ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB)${weftAnswers ? '' : ' (Weft refused every request)'}; the SQL peer's ${processMemoryMb(sqlPeer.child.pid!).rss.toFixed(0)} MB`);
+    say(`\nAPI process memory after the mix: RSS ${memory.rss.toFixed(0)} MB (peak ${memory.peak.toFixed(0)} MB)${weftAnswers ? '' : ' (Weft refused every request)'}; the SQL peer's ${processMemoryMb(sqlPeer.child.pid!).rss.toFixed(0)} MB; ${afterMixParts}`);
     if (oxStore && weftAnswers) {
       const afterFresh = processMemoryMb(weft.api.pid!);
       say(`API process memory after the mix with every text new: RSS ${afterFresh.rss.toFixed(0)} MB (peak ${afterFresh.peak.toFixed(0)} MB)`);

@@ -101,6 +101,13 @@ export const sparqlRecordsRead = new Counter({
   registers: [registry],
 });
 
+export const sparqlThreadHeap = new Gauge({
+  name: 'weft_sparql_thread_heap_bytes',
+  help: 'The V8 heap of each SPARQL query thread as its last query left it, by thread (its index in the pool) and kind (used, committed): the process\'s own heap figures leave the threads out.',
+  labelNames: ['thread', 'kind'] as const,
+  registers: [registry],
+});
+
 export const governedWriteEvents = new Counter({
   name: 'weft_governed_write_events_total',
   help: 'Steps of governed writes as the action log records them (proposed, approved, rejected, expired, applied, failed).',

@@ -6,12 +6,12 @@
  * WEFT_BENCH_KEEP_DATABASE=1 keeps the database after the run (to EXPLAIN Weft's statements over it).
  */
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createDb, Db } from '../../db/connection';
 import { prepareInfrastructure } from '../../scripts/infra/environment';
+import { freePort } from '../../scripts/infra/process';
 import { migrate } from '../../scripts/runtime';
 import { bootstrapWorkspace } from '../../services/tenancy/workspaces';
 import { createApiKey } from '../../services/tenancy/api-keys';
@@ -50,16 +50,7 @@ export interface BenchWeft {
   stop(): Promise<void>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 async function waitReady(url: string, child: ChildProcess, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -63,9 +63,17 @@ export type PlainResult =
   | { kind: 'boolean'; value: boolean }
   | { kind: 'quads'; quads: Array<[PlainTerm, PlainTerm, PlainTerm]> };
 
+/** The thread's V8 heap as the query left it, in bytes: used, and committed (what it holds of the process's memory). */
+export interface ThreadHeap {
+  usedBytes: number;
+  committedBytes: number;
+}
+
 export interface QueryAnswer {
   type: 'answer';
   id: number;
+  /** The answering thread's heap (absent where PostgreSQL answered, as services/ontology/sparql.ts builds the same answer). */
+  heap?: ThreadHeap;
   /** The serialized result, or the result as terms (see AnswerForm). */
   body?: string;
   result?: PlainResult;
@@ -80,6 +88,7 @@ export interface QueryAnswer {
 export interface QueryFailure {
   type: 'failure';
   id: number;
+  heap: ThreadHeap;
   error: { domain: boolean; kind?: string; code?: string; message: string; details?: Record<string, unknown> };
 }
 

@@ -3,6 +3,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { DomainError, restoredError, UnavailableError } from '../../core/errors';
 import { logger } from '../../core/logger';
+import { sparqlThreadHeap } from '../../observability/metrics';
 import { codeExtension } from '../../core/paths';
 import type { SparqlLimits } from '../sparql-engine';
 import { callerGoneError, timeoutError } from '../sparql-evaluator/deadline';
@@ -203,6 +204,11 @@ export class SparqlQueryPool {
   }
 
   private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' } | { type: 'started' } | { type: 'building' }>): void {
+    if (message.heap) {
+      const labels = { thread: String(thread.index) };
+      sparqlThreadHeap.set({ ...labels, kind: 'used' }, message.heap.usedBytes);
+      sparqlThreadHeap.set({ ...labels, kind: 'committed' }, message.heap.committedBytes);
+    }
     const running = thread.running;
     if (!running || running.id !== message.id) return;
     thread.running = undefined;

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Store } from 'n3';
 import { DomainError } from '../../core/errors';
@@ -5,7 +6,7 @@ import { evaluateQuery, KeptParses, QueryDataset, sparqlEngine } from '../sparql
 import { compactEntityIndex, forgetKeptPlans } from '../sparql-evaluator';
 import { serializeResult } from '../sparql-results';
 import { addEncodedGraph, EncodedGraph } from './encoded-graph';
-import type { DropRequest, QueryRequest, ThreadMessage } from './messages';
+import type { DropRequest, QueryRequest, ThreadHeap, ThreadMessage } from './messages';
 import { plainResult } from './plain-result';
 
 // A query thread: evaluates one query at a time over stores it builds from encoded graphs and
@@ -65,6 +66,12 @@ function storeOf(ref: number): Store {
   return store;
 }
 
+/** This isolate's heap, sent with every reply: the process's own figures leave the threads' heaps out. */
+function heap(): ThreadHeap {
+  const statistics = getHeapStatistics();
+  return { usedBytes: statistics.used_heap_size, committedBytes: statistics.total_heap_size };
+}
+
 async function answer(request: QueryRequest): Promise<ThreadMessage> {
   const started = performance.now();
   try {
@@ -86,12 +93,12 @@ async function answer(request: QueryRequest): Promise<ThreadMessage> {
     const evaluationMs = evaluated - started;
     if ('serializeAs' in request.answer) {
       const body = await serializeResult(result, request.answer.serializeAs);
-      return { type: 'answer', id: request.id, body, path, evaluationMs, serializationMs: performance.now() - evaluated };
+      return { type: 'answer', id: request.id, heap: heap(), body, path, evaluationMs, serializationMs: performance.now() - evaluated };
     }
-    return { type: 'answer', id: request.id, result: plainResult(result), path, evaluationMs, serializationMs: 0 };
+    return { type: 'answer', id: request.id, heap: heap(), result: plainResult(result), path, evaluationMs, serializationMs: 0 };
   } catch (error) {
-    if (error instanceof DomainError) return { type: 'failure', id: request.id, error: { domain: true, kind: error.kind, code: error.code, message: error.message, details: error.details } };
-    return { type: 'failure', id: request.id, error: { domain: false, message: (error as Error).message ?? String(error) } };
+    if (error instanceof DomainError) return { type: 'failure', id: request.id, heap: heap(), error: { domain: true, kind: error.kind, code: error.code, message: error.message, details: error.details } };
+    return { type: 'failure', id: request.id, heap: heap(), error: { domain: false, message: (error as Error).message ?? String(error) } };
   }
 }
 

@@ -32,6 +32,18 @@ export function portIsOpen(host: string, port: number, timeoutMs = 500): Promise
   });
 }
 
+/** A TCP port of loopback that nothing listens on now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

@@ -1,8 +1,8 @@
 import { spawn, ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { readdirSync, readFileSync } from 'node:fs';
 import { projectRoot } from '../../core/paths';
+import { freePort } from '../../scripts/infra/process';
 import { SERVICE_NODE_ARGS, WORKER_NODE_ARGS } from '../../worker/node-args';
 
 const tsx = path.join(projectRoot, 'node_modules', 'tsx', 'dist', 'cli.mjs');
@@ -110,16 +110,7 @@ export async function startApiScript(settings: Record<string, string> = {}, time
   return { api, url: ready.exec(api.output())![1] };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.once('error', reject);
-  });
-}
+export { freePort };
 
 /** Every descendant of a process (tsx runs a script in a child process), read from /proc. */
 function descendants(pid: number): number[] {

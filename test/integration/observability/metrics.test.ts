@@ -122,6 +122,10 @@ describe('Prometheus metrics', function () {
     assert.ok(moved('weft_query_refusals_total', { kind: 'sparql', code: 'malformed_query' }) >= 1);
     assert.ok(moved('weft_governed_write_events_total', { event: 'applied' }) >= 1);
     assert.ok(moved('weft_metered_operations_total', { kind: 'governed_write' }) >= 1);
+    // The query threads' heaps, which the process's own nodejs_heap_* leave out: each as its last query left it.
+    const used = total(after, 'weft_sparql_thread_heap_bytes', { kind: 'used' });
+    const committed = total(after, 'weft_sparql_thread_heap_bytes', { kind: 'committed' });
+    assert.ok(used > 1_000_000 && committed >= used, `query threads' heaps: ${used} used of ${committed} committed`);
   });
 
   it('keeps every label bounded: no uuid, key or record value after the workload', async () => {
