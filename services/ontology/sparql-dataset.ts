@@ -667,8 +667,8 @@ async function wholeTableGraph(memory: SparqlMemory, db: Executor, deps: Capabil
   if (table.version !== undefined && kept?.handle.version !== dataVersion) await countedWithin(db, { ...table, version: table.version }, limits);
   let handle: GraphHandle;
   try {
-    // An external table is read whole as it is now (a kept copy could be older than the rows read live beside it).
-    handle = source.external ? await buildBindingGraph(db, deps, pkg, source.binding, source.endpoint, dataVersion, undefined, bound, bound) : await bindingGraph(memory, db, deps, pkg, source, snapshot, bound);
+    // Only managed tables are taken whole: an external one is read in the query's session (readReachedRecords).
+    handle = await bindingGraph(memory, db, deps, pkg, source, snapshot, bound);
   } catch (error) {
     if (!(error instanceof InputError) || error.code !== 'dataset_too_large') throw error;
     if (table.version !== undefined) {

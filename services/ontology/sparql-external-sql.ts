@@ -183,6 +183,11 @@ export async function externalRecords(reads: RemoteReads, target: Record<string,
       // NaN and ±Infinity are kept apart from NULL (JSON writes all three as null).
       return rows.map((data) => ({ key: JSON.stringify(fields.map((field) => data[field]), (_, value) => (typeof value === 'number' && !Number.isFinite(value) ? { number: String(value) } : value)), data }));
     },
+    async holdsMoreThan(count) {
+      const params = new SqlParams();
+      const [row] = await reads.query(`SELECT count(*) > ${params.add(count)} AS more FROM (SELECT 1 FROM ${table.sql} LIMIT ${params.add(count + 1)}) AS counted`, params.values);
+      return row.more === true;
+    },
   };
 }
 

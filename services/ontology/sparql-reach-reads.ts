@@ -69,6 +69,8 @@ export interface ExternalRecords {
    * records apart within the query's reads (records of one key yield the same triples).
    */
   read(condition: string | true, params: SqlParams, limit: number): Promise<Array<{ key: string; data: Record<string, unknown> }>>;
+  /** Whether the table holds more than `count` rows, counted in its database up to count + 1 (no row is sent). */
+  holdsMoreThan(count: number): Promise<boolean>;
 }
 
 /** What the query's other graphs (the package, in-memory bindings) hold, as far as narrowing needs. */
@@ -428,6 +430,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
   const quadsOf = sources.map(() => new Map<string, RDF.Quad[]>());
   const resolved = new Set<number>();
   const wholeSources = new Set<number>();
+  /** External tables read whole in this query's session: no later round reads them again. */
+  const readWhole = new Set<number>();
   /** Values each resolved narrowing pattern matched, per variable. */
   const matched = new Map<number, Known>();
   let triples = 0;
@@ -471,19 +475,28 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
         // Nothing narrows what is left: read the first pattern as it is (its matches may narrow the rest).
         if (!ready.length) ready = [open[0]];
         for (const [at, source] of sources.entries()) {
-          if (wholeSources.has(at)) continue;
+          if (wholeSources.has(at) || readWhole.has(at)) continue;
           const reading = ready.filter((pattern) => producing[pattern.index][at]);
           if (!reading.length || (!source.external && source.version === undefined)) continue;
-          if (reading.some((pattern) => !hasConstant(pattern) && !knownFor(pattern).size && !pattern.objectBounds.length)) {
+          const unnarrowed = reading.some((pattern) => !hasConstant(pattern) && !knownFor(pattern).size && !pattern.objectBounds.length);
+          if (unnarrowed && !source.external) {
+            // A managed table is taken from its whole graph, kept per snapshot for every query.
             wholeSources.add(at);
             continue;
           }
           const params = new SqlParams();
-          const condition = or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
+          // An external table every record of which may match is read whole here, in the query's
+          // session: its rows are then of the moment its other reads see (a capability's pages each see their own).
+          const condition = unnarrowed ? true : or(reading.map((pattern) => patternCondition(pattern, source, kindsOf[at], classOf[at], knownFor(pattern), params)));
           if (condition === false) continue;
           const remaining = limits.maxTriples - triples;
           let rows: Array<{ key: string; data: Record<string, unknown> }>;
-          if (source.external) {
+          if (source.external && unnarrowed) {
+            // Every record yields a triple at least: more rows than triples left are refused before a row is read.
+            if (await source.external.holdsMoreThan(remaining + records[at].size)) throw tooBroad(limits.maxTriples, source.table);
+            rows = (await source.external.read(true, params, remaining + 1 + records[at].size)).filter((row) => !records[at].has(row.key));
+            readWhole.add(at);
+          } else if (source.external) {
             // Live rows, read again in a later round (they have no key to leave out by in SQL). A read
             // the limit cut is refused, for the records past it could yield triples: it found more
             // than `remaining` records besides those read before.

@@ -6,6 +6,7 @@ import { env } from '../../support/environment';
 import { externalDatabase, installationSettingsFor } from '../../support/external-postgres';
 import { as, newKey, request } from '../../support/fixtures';
 import { activeOntology, bind, ONTOLOGY_SCOPES, OntologyTenant, ontologyTenant, overrideSparqlSettings, seededTable } from '../../support/ontology';
+import { scrape, total } from '../../support/prometheus';
 import { choices, generatedQuery, Picks } from '../../support/sparql-generated-queries';
 
 // SPARQL over bound tables of different databases (services/ontology/sparql-reach-reads.ts with
@@ -189,6 +190,32 @@ describe('SPARQL over bound tables of different databases, joined by Weft', func
           const broad = await ask(which(), 'SELECT ?o ?name WHERE { ?o :placedBy ?c . ?c :name ?name }');
           assert.deepEqual([broad.status, broad.code], [422, 'query_too_broad']);
           assert.equal((await ask(which(), narrowed)).status, 200, 'a narrowed query stays under it');
+        } finally {
+          reach();
+        }
+      });
+
+      it("reads an external table every record of which a query may reach in the query's session, and refuses one past the reach bound before a row is sent", async () => {
+        // REGEX is not one PostgreSQL answers: the evaluator answers it over the customers read.
+        const query = 'SELECT ?c ?name WHERE { ?c :name ?name FILTER (REGEX(?name, "^[A-Z]")) }';
+        const recordsRead = async <T>(work: () => Promise<T>) => {
+          const before = (await scrape(env().metricsUrl)).samples;
+          const result = await work();
+          const after = (await scrape(env().metricsUrl)).samples;
+          const moved = (read: string) => total(after, 'weft_sparql_records_read_total', { read }) - total(before, 'weft_sparql_records_read_total', { read });
+          return { result, perQuery: moved('per_query'), whole: moved('whole') };
+        };
+        const customers = Number((await customersDb.client.query<{ n: string }>('SELECT count(*) AS n FROM customers')).rows[0].n);
+        const answered = await recordsRead(() => ask(which(), query));
+        assert.equal(answered.result.status, 200, answered.result.code);
+        assert.equal(answered.whole, 0, 'not through the capability\'s pages');
+        assert.equal(answered.perQuery, customers, 'every customer, once, in the query\'s read');
+        await same(which(), query);
+        const reach = overrideSparqlSettings({ maxReachedTriples: customers - 1 });
+        try {
+          const refused = await recordsRead(() => ask(which(), query));
+          assert.deepEqual([refused.result.status, refused.result.code], [422, 'query_too_broad']);
+          assert.deepEqual([refused.perQuery, refused.whole], [0, 0], 'refused from the count, no record read');
         } finally {
           reach();
         }
