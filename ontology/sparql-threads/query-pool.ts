@@ -199,12 +199,15 @@ export class SparqlQueryPool {
     if (running) this.finish(running, () => running.reject(error));
     this.threads[thread.index] = this.closed ? thread : this.spawn(thread.index);
     void thread.worker.terminate();
+    // Its heap went with it; the new thread's shows once it answers.
+    for (const kind of ['used', 'committed']) sparqlThreadHeap.remove({ thread: String(thread.index), kind });
     this.forgetUnkept([...thread.resident.keys()]);
     this.pump();
   }
 
   private settle(thread: QueryThread, message: Exclude<ThreadMessage, { type: 'ready' } | { type: 'started' } | { type: 'building' }>): void {
-    if (message.heap) {
+    // A replaced thread's late reply says nothing of the thread now at its index.
+    if (message.heap && this.threads[thread.index] === thread) {
       const labels = { thread: String(thread.index) };
       sparqlThreadHeap.set({ ...labels, kind: 'used' }, message.heap.usedBytes);
       sparqlThreadHeap.set({ ...labels, kind: 'committed' }, message.heap.committedBytes);

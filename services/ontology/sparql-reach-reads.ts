@@ -85,9 +85,10 @@ export interface ReachedRecords {
   /** Per table (in the order given), the records read. */
   records: Array<Array<Record<string, unknown>>>;
   /**
-   * Per table, whether a pattern nothing narrows reaches it: its every record, which the caller
-   * takes from the table's whole graph (kept per snapshot and shared by every query) rather than
-   * reading the table again for this query.
+   * Per managed table, whether a pattern nothing narrows reaches it: its every record, which the
+   * caller takes from the table's whole graph (kept per snapshot and shared by every query) rather
+   * than reading the table again for this query. An external table reached so is read whole here,
+   * in the query's session, and its records are in `records`.
    */
   whole: boolean[];
   triples: number;
@@ -492,7 +493,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           const remaining = limits.maxTriples - triples;
           let rows: Array<{ key: string; data: Record<string, unknown> }>;
           if (source.external && unnarrowed) {
-            // Every record yields a triple at least: more rows than triples left are refused before a row is read.
+            // As a read the limit cuts below: more rows than triples left could yield too many, and are
+            // refused from a count before a row is sent (rows yielding none, or equal ones, count too).
             if (await source.external.holdsMoreThan(remaining + records[at].size)) throw tooBroad(limits.maxTriples, source.table);
             rows = (await source.external.read(true, params, remaining + 1 + records[at].size)).filter((row) => !records[at].has(row.key));
             readWhole.add(at);
@@ -515,6 +517,8 @@ export async function readReachedRecords(db: Knex, patterns: ReachPattern[], sou
           }
           recordsRead.inc({ read: 'per_query' }, rows.length);
           for (const row of rows) {
+            // Rows equal in every mapped field (one key) yield the same triples, counted once.
+            if (records[at].has(row.key)) continue;
             records[at].set(row.key, row.data);
             const mapped = mapRecord(row.data, source.termId, source.mapping, terms, baseIri);
             const quads = mapped?.quads ?? [];

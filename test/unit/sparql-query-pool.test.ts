@@ -5,6 +5,7 @@ import { GraphEncoder } from '../../ontology/sparql-threads/encoded-graph';
 import type { GraphHandle } from '../../ontology/sparql-threads/messages';
 import { QueryJob, SparqlQueryPool } from '../../ontology/sparql-threads/query-pool';
 import { sparqlSettingsFromEnvironment } from '../../ontology/sparql-threads/settings';
+import { registry } from '../../observability/metrics';
 import { until } from '../support/polling';
 
 // The query pool in this process with small limits: a query that never ends is stopped by
@@ -83,6 +84,27 @@ describe('The SPARQL query pool', function () {
     // The replacement thread answers; the workspace has its slot back.
     assert.equal(await count('ws-a'), '400');
     assert.equal(pool.residency().filter((thread) => thread.busy).length, 0);
+  });
+
+  it("reports a thread's heap with each answer and with each failure, a query stopped in its thread by its time limit included", async () => {
+    const single = new SparqlQueryPool({ ...sparqlSettingsFromEnvironment(), threads: 1, workspaceConcurrency: 1, queueMs: 60_000, timeoutMs: 500 });
+    const heapOf = async () => {
+      const values = (await registry.getSingleMetric('weft_sparql_thread_heap_bytes')!.get()).values.filter((value) => value.labels.thread === '0');
+      return Object.fromEntries(values.map((value) => [value.labels.kind, value.value]));
+    };
+    try {
+      const ask = (text: string): QueryJob => ({ ...job('ws-heap', text), limits: { timeoutMs: 500, maxResults: 100 } });
+      await single.run(ask(COUNT));
+      const answered = await heapOf();
+      assert.ok(answered.used > 1_000_000 && answered.committed >= answered.used, JSON.stringify(answered));
+      // The never-ending query allocates as it runs: its failure reports the heap it left.
+      const timedOut = await single.run(ask(NEVER_ENDS)).then(() => undefined, (error: unknown) => error);
+      assert.equal((timedOut as DomainError).code, 'query_timeout');
+      const stopped = await heapOf();
+      assert.ok(stopped.used > 1_000_000 && stopped.used !== answered.used, `after the answer ${JSON.stringify(answered)}, after the failure ${JSON.stringify(stopped)}`);
+    } finally {
+      await single.close();
+    }
   });
 
   it('keeps a graph in one thread when two copies would pass the budget', async () => {
